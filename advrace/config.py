@@ -1,0 +1,128 @@
+"""Release recipes: YAML files in configs/release/, overridable from the command line."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .errors import ConfigError
+
+SAMPLE_DIR = Path(__file__).parent / "sample_data"
+SAMPLE_PREFIX = "@sample/"
+SAMPLE_ALIASES = {"race": "race", "squad": "squad/sample-v1.1.json"}
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    """One adversarial split: which attack, its config, and its seed (the release seed if unset)."""
+
+    attack: str
+    name: str = ""
+    config: dict = field(default_factory=dict)
+    seed: int | None = None
+
+    @property
+    def split(self) -> str:
+        return self.name or self.attack
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    path: str = ""
+    format: str | None = None
+    lenient: bool = False
+    limit: int | None = None
+    split: str = "test"
+
+    def resolved_path(self) -> str:
+        """`@sample/race` and `@sample/squad` name the sample bundled with the package."""
+        if self.path.startswith(SAMPLE_PREFIX):
+            rel = self.path[len(SAMPLE_PREFIX):]
+            return str(SAMPLE_DIR / SAMPLE_ALIASES.get(rel, rel))
+        return self.path
+
+
+@dataclass(frozen=True)
+class ReleaseConfig:
+    name: str = "advrace-release"
+    description: str = ""
+    data: DataSpec = field(default_factory=DataSpec)
+    seed: int = 0
+    splits: tuple[SplitSpec, ...] = ()
+    resources: dict = field(default_factory=dict)
+    source_file: str | None = None
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d.pop("source_file")
+        return d
+
+
+def _build(cls, values, where: str):
+    if not isinstance(values, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(values).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)} - {"source_file"}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return cls(**values)
+
+
+def config_from_dict(values: dict, where: str = "config") -> ReleaseConfig:
+    values = dict(values or {})
+    data = _build(DataSpec, values.pop("data", {}) or {}, f"{where}: data")
+    splits = []
+    for i, s in enumerate(values.pop("splits", []) or []):
+        if isinstance(s, str):
+            s = {"attack": s}
+        if "attack" not in (s or {}):
+            raise ConfigError(f"{where}: splits[{i}] has no 'attack'")
+        splits.append(_build(SplitSpec, s, f"{where}: splits[{i}]"))
+    names = [s.split for s in splits]
+    dupes = sorted({n for n in names if names.count(n) > 1} | ({"original"} & set(names)))
+    if dupes:
+        raise ConfigError(f"{where}: split name(s) used twice or reserved: {', '.join(dupes)}; "
+                          "give each split a distinct 'name'")
+    return _build(ReleaseConfig, {**values, "data": data, "splits": tuple(splits)}, where)
+
+
+def load_config(path: str | None) -> ReleaseConfig:
+    if path is None:
+        return ReleaseConfig()
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{path}: no such config file (see configs/release/ for examples)")
+    try:
+        values = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    cfg = config_from_dict(values, str(path))
+    data = cfg.data
+    if data.path and not data.path.startswith(SAMPLE_PREFIX) and not Path(data.path).is_absolute() \
+            and not (Path.cwd() / data.path).exists() and (p.parent / data.path).exists():
+        data = dataclasses.replace(data, path=str(p.parent / data.path))
+    return dataclasses.replace(cfg, data=data, source_file=str(path))
+
+
+def with_overrides(cfg: ReleaseConfig, *, data=None, format=None, attacks=None, seed=None, limit=None,
+                   lenient=None) -> ReleaseConfig:
+    """Apply command-line flags on top of a config; `attacks` replaces the config's splits."""
+    d = cfg.data
+    d = dataclasses.replace(
+        d,
+        path=data if data is not None else d.path,
+        format=format if format is not None else d.format,
+        limit=limit if limit is not None else d.limit,
+        lenient=lenient if lenient else d.lenient,
+    )
+    splits = cfg.splits
+    if attacks is not None:
+        by_name = {s.split: s for s in cfg.splits}
+        splits = tuple(by_name.get(a) or SplitSpec(attack=a) for a in attacks)
+    return dataclasses.replace(
+        cfg, data=d, splits=splits,
+        seed=seed if seed is not None else cfg.seed,
+    )

@@ -1,0 +1,388 @@
+"""Frozen releases: build, verify and export a directory of adversarial splits.
+
+Layout (loadable with `datasets.load_dataset("json", data_dir=DIR)` and `load_dataset(DIR)`):
+
+    DIR/data/<split>-00000-of-00001.jsonl   one file per split (the Hub's naming for named splits)
+    DIR/squad/<split>.json                  SQuAD releases only: SQuAD v1.1 JSON per split
+    DIR/stats.json                          lengths, words changed, unperturbed counts
+    DIR/README.md                           the card
+    DIR/manifest.json                       versions, fingerprints, configs, sha256 of every file
+
+A release is built in a hidden sibling directory and renamed into place only when complete, so
+an interrupted build leaves either the previous release or nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+from collections import Counter
+from pathlib import Path
+
+from . import __version__
+from .config import ReleaseConfig
+from .errors import ConfigError, VerifyError
+from .examples import MCExample, SpanExample, example_from_record
+from .loaders import LoadResult, load
+from .text import changed_words, count_words
+
+FORMAT_VERSION = 1
+ORIGINAL = "original"
+NO_ATTACK = "none"
+
+
+def split_file(split: str) -> str:
+    return f"data/{split}-00000-of-00001.jsonl"
+
+
+def dumps(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=False)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _progress(iterable, desc: str, total: int, enabled: bool):
+    if not enabled:
+        return iterable
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, desc=desc, total=total, unit="q", leave=False, dynamic_ncols=True)
+
+
+# --------------------------------------------------------------------------- records
+
+
+def in_split(example, split: str):
+    """The example under its release-wide id `<split>/<source_id>`."""
+    return dataclasses.replace(example, id=f"{split}/{example.source_id}")
+
+
+def to_record(example, split: str, attack: str, perturbed: bool) -> dict:
+    """A release record. Provenance is a JSON string so that every split has one schema, which
+    `datasets` needs to load all splits of a release together."""
+    rec = example.to_record()
+    provenance = dumps(rec.pop("provenance"))
+    return {"id": rec.pop("id"), "split": split, "attack": attack, "perturbed": perturbed,
+            **rec, "provenance": provenance}
+
+
+def from_record(record: dict):
+    if isinstance(record.get("provenance"), str):
+        record = {**record, "provenance": json.loads(record["provenance"])}
+    return example_from_record(record)
+
+
+def read_split(release_dir: str | Path, split: str) -> list:
+    """The examples of one split of a release, in file order."""
+    path = Path(release_dir) / split_file(split)
+    if not path.is_file():
+        raise ConfigError(f"{release_dir}: no split {split!r} (expected {path})")
+    with open(path, encoding="utf-8") as f:
+        return [from_record(json.loads(line)) for line in f if line.strip()]
+
+
+def squad_json(examples: list[SpanExample]) -> dict:
+    """SQuAD v1.1 JSON, grouping consecutive questions by title and context."""
+    data: list[dict] = []
+    for ex in examples:
+        if not data or data[-1]["title"] != ex.title:
+            data.append({"title": ex.title, "paragraphs": []})
+        paragraphs = data[-1]["paragraphs"]
+        if not paragraphs or paragraphs[-1]["context"] != ex.context:
+            paragraphs.append({"context": ex.context, "qas": []})
+        paragraphs[-1]["qas"].append({
+            "id": ex.id, "question": ex.question,
+            "answers": [{"text": a.text, "answer_start": a.start} for a in ex.answers]})
+    return {"version": "1.1", "data": data}
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def _mean(values: list[float]) -> float:
+    return round(sum(values) / len(values), 2) if values else 0.0
+
+
+def split_stats(examples: list, originals: dict, perturbed: list[bool], reasons: Counter) -> dict:
+    """AdvRACE Table 5 lengths, plus how much the attack changed relative to the original."""
+    mc = bool(examples) and isinstance(examples[0], MCExample)
+    body = "passage" if mc else "context"
+    stats = {
+        "count": len(examples),
+        "perturbed": sum(perturbed),
+        "unperturbed": len(examples) - sum(perturbed),
+        "unperturbed_reasons": dict(sorted(reasons.items())),
+        f"avg_{body}_words": _mean([count_words(getattr(e, body)) for e in examples]),
+        "avg_question_words": _mean([count_words(e.question) for e in examples]),
+    }
+    if mc:
+        stats["avg_option_words"] = _mean([count_words(o) for e in examples for o in e.options])
+    else:
+        stats["avg_answer_words"] = _mean([count_words(a.text) for e in examples for a in e.answers])
+    changed = {"question": 0, body: 0}
+    total = {"question": 0, body: 0}
+    options_changed = 0
+    for ex in examples:
+        orig = originals[ex.source_id]
+        for name in changed:
+            before, after = getattr(orig, name), getattr(ex, name)
+            total[name] += count_words(before)
+            if before != after:
+                changed[name] += changed_words(before, after)
+        if mc and ex.options != orig.options:
+            options_changed += 1
+    all_total = sum(total.values())
+    stats["words_changed"] = round(sum(changed.values()) / all_total, 4) if all_total else 0.0
+    stats["words_changed_by_field"] = {k: round(changed[k] / total[k], 4) if total[k] else 0.0
+                                       for k in changed}
+    if mc:
+        stats["examples_with_options_changed"] = options_changed
+    return stats
+
+
+# --------------------------------------------------------------------------- build
+
+
+def _card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
+    task = manifest["task"]
+    lines = ["---", f"pretty_name: {cfg.name}", "configs:", "- config_name: default", "  data_files:"]
+    for split, info in manifest["splits"].items():
+        lines += [f"  - split: {split}", f"    path: {info['file']}"]
+    lines += ["---", "", f"# {cfg.name}", ""]
+    if cfg.description:
+        lines += [cfg.description.strip(), ""]
+    lines += [
+        f"A frozen adversarial benchmark release for {'multiple-choice' if task == 'multiple_choice' else 'extractive'}"
+        f" reading comprehension, built with advrace {manifest['advrace_version']} from "
+        f"`{manifest['source']['name']}` ({manifest['source']['format']}, {manifest['source']['kept']} questions, "
+        f"source fingerprint `{manifest['source']['fingerprint'][:16]}`).",
+        "",
+        "| split | attack | questions | perturbed | words changed | sha256 |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for split, info in manifest["splits"].items():
+        s = stats["splits"][split]
+        lines.append(f"| {split} | {info['attack']} | {info['count']} | {info['perturbed']} | "
+                     f"{100 * s['words_changed']:.1f}% | `{info['sha256'][:16]}` |")
+    lines += [
+        "",
+        "Load it with `datasets.load_dataset(\"json\", data_dir=\"<this folder>\")` or "
+        "`datasets.load_dataset(\"<this folder>\")`; check it with `advrace verify <this folder>`.",
+        "Every record keeps its `source_id` and a `provenance` list of what was changed and where.",
+    ]
+    if manifest["source"]["skipped"]:
+        lines += ["", f"{len(manifest['source']['skipped'])} malformed source records were skipped "
+                      "(`--lenient`); `manifest.json` lists them."]
+    lines += ["", "Attacks follow AdvRACE (Si et al., Findings of ACL 2021) and Adversarial SQuAD "
+                  "(Jia and Liang, EMNLP 2017). The source data keeps its own licence (RACE: "
+                  "non-commercial research only).", ""]
+    return "\n".join(lines)
+
+
+def _write(root: Path, rel: str, text: str) -> dict:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode("utf-8")
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+
+
+def _replace_dir(tmp: Path, out: Path) -> None:
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.rename(out, old)
+        os.rename(tmp, out)
+        shutil.rmtree(old)
+    else:
+        os.rename(tmp, out)
+
+
+def check_out_dir(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").exists())):
+        raise ConfigError(f"{out}: exists and is not an advrace release; choose another --out or remove it")
+
+
+def run_attacks(cfg: ReleaseConfig, examples: list, progress: bool):
+    """Yield (spec, attack, outcomes) for each split of the config, in config order."""
+    from attacks import get_attack
+    from .resources import get_resources
+
+    resources = get_resources(cfg.resources)
+    for spec in cfg.splits:
+        cls = get_attack(spec.attack)
+        attack = cls(spec.config, seed=cfg.seed if spec.seed is None else spec.seed, resources=resources)
+        outcomes = [attack.apply(ex) for ex in _progress(examples, spec.split, len(examples), progress)]
+        yield spec, attack, outcomes
+
+
+def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = False,
+                  loaded: LoadResult | None = None) -> dict:
+    """Build a release directory from a config; returns the manifest."""
+    out = Path(out_dir)
+    check_out_dir(out)
+    if loaded is None:
+        if not cfg.data.path:
+            raise ConfigError("no input data: give --data PATH or a config with data.path")
+        loaded = load(cfg.data.resolved_path(), cfg.data.format, lenient=cfg.data.lenient,
+                      limit=cfg.data.limit, split=cfg.data.split)
+    examples = loaded.examples
+    if not examples:
+        raise ConfigError(f"{loaded.source}: no usable examples to build a release from")
+    task = examples[0].task
+    originals = {ex.source_id: ex for ex in examples}
+
+    split_examples = {ORIGINAL: [in_split(ex, ORIGINAL) for ex in examples]}
+    splits: dict[str, list[dict]] = {ORIGINAL: [to_record(ex, ORIGINAL, NO_ATTACK, False)
+                                                for ex in split_examples[ORIGINAL]]}
+    split_info: dict[str, dict] = {ORIGINAL: {"attack": NO_ATTACK, "config": None, "seed": None}}
+    stats = {"splits": {ORIGINAL: split_stats(examples, originals, [False] * len(examples), Counter())}}
+    used_resources: set[str] = set()
+    for spec, attack, outcomes in run_attacks(cfg, examples, progress):
+        used_resources.update(getattr(attack, "uses", ()))
+        split = spec.split
+        new_examples, records, flags, reasons = [], [], [], Counter()
+        for o in outcomes:
+            ex = o.example if o.perturbed else o.example.with_provenance(attack=attack.name, unchanged=o.reason)
+            ex = in_split(ex, split)
+            new_examples.append(ex)
+            records.append(to_record(ex, split, attack.name, o.perturbed))
+            flags.append(o.perturbed)
+            if not o.perturbed:
+                reasons[o.reason] += 1
+        splits[split] = records
+        split_examples[split] = new_examples
+        split_info[split] = attack.describe()
+        stats["splits"][split] = split_stats(new_examples, originals, flags, reasons)
+
+    from .resources import get_resources
+
+    versions = get_resources(cfg.resources).versions()
+    manifest = {
+        "name": cfg.name,
+        "advrace_version": __version__,
+        "format_version": FORMAT_VERSION,
+        "task": task,
+        "seed": cfg.seed,
+        "config": cfg.to_dict(),
+        "source": {
+            "name": Path(loaded.source.rstrip("/")).name or loaded.source,
+            "format": loaded.format,
+            "fingerprint": loaded.fingerprint(),
+            "files": len(loaded.files),
+            "read": loaded.read,
+            "kept": loaded.kept,
+            "skipped": loaded.skipped,
+        },
+        "resources": {k: v for k, v in sorted(versions.items()) if k in used_resources},
+        "splits": {},
+        "files": {},
+    }
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    try:
+        for split, records in splits.items():
+            rel = split_file(split)
+            digest = _write(tmp, rel, "".join(dumps(r) + "\n" for r in records))
+            manifest["splits"][split] = {
+                "file": rel, **split_info[split], "count": len(records),
+                "perturbed": stats["splits"][split]["perturbed"], **digest}
+        if task == "extractive_qa":
+            for split, exs in split_examples.items():
+                squad = squad_json(exs)
+                manifest["files"][f"squad/{split}.json"] = _write(tmp, f"squad/{split}.json", dumps(squad))
+        manifest["files"]["stats.json"] = _write(tmp, "stats.json", json.dumps(stats, indent=2) + "\n")
+        manifest["files"]["README.md"] = _write(tmp, "README.md", _card(cfg, manifest, stats))
+        _write(tmp, "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        _replace_dir(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+# --------------------------------------------------------------------------- verify / export
+
+
+def load_manifest(release_dir: str | Path) -> dict:
+    path = Path(release_dir) / "manifest.json"
+    if not path.is_file():
+        raise VerifyError(f"{release_dir}: no manifest.json; is this an advrace release?")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise VerifyError(f"{path}: invalid JSON ({exc})") from None
+
+
+def verify_release(release_dir: str | Path) -> list[str]:
+    """Re-hash every file against the manifest; return the differences (empty when intact)."""
+    root = Path(release_dir)
+    manifest = load_manifest(root)
+    problems = []
+    expected = {info["file"]: info for info in manifest["splits"].values()}
+    expected.update(manifest["files"])
+    for rel, info in sorted(expected.items()):
+        path = root / rel
+        if not path.is_file():
+            problems.append(f"{rel}: missing")
+        elif path.stat().st_size != info["bytes"] or sha256_file(path) != info["sha256"]:
+            problems.append(f"{rel}: contents differ from the manifest (sha256 {info['sha256'][:16]}...)")
+    for split, info in manifest["splits"].items():
+        path = root / info["file"]
+        if path.is_file() and not any(p.startswith(info["file"]) for p in problems):
+            with open(path, "rb") as f:
+                lines = sum(1 for _ in f)
+            if lines != info["count"]:
+                problems.append(f"{info['file']}: {lines} records, manifest says {info['count']}")
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and rel != "manifest.json" and rel not in expected:
+            problems.append(f"{rel}: not listed in the manifest")
+    return problems
+
+
+def check_release(release_dir: str | Path) -> dict:
+    problems = verify_release(release_dir)
+    if problems:
+        raise VerifyError(f"{release_dir}: release does not match its manifest:\n  " + "\n  ".join(problems))
+    return load_manifest(release_dir)
+
+
+def export_advrace(release_dir: str | Path, out: str | Path, splits: list[str] | None = None) -> list[Path]:
+    """AdvRACE's release format: one JSON dict `race_id -> {context, question, options, label}` per split.
+
+    With one split, `out` is the file; with several, a folder of `<split>.json` files.
+    """
+    manifest = check_release(release_dir)
+    if manifest["task"] != "multiple_choice":
+        raise ConfigError(f"{release_dir}: the AdvRACE format holds multiple-choice releases only")
+    names = splits or list(manifest["splits"])
+    unknown = [s for s in names if s not in manifest["splits"]]
+    if unknown:
+        raise ConfigError(f"{release_dir}: no split(s) {', '.join(unknown)}; "
+                          f"available: {', '.join(manifest['splits'])}")
+    out = Path(out)
+    targets = [out] if len(names) == 1 else [out / f"{s}.json" for s in names]
+    for split, target in zip(names, targets):
+        data = {ex.source_id: {"context": ex.passage, "question": ex.question,
+                               "options": list(ex.options), "label": ex.label}
+                for ex in read_split(release_dir, split)}
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, target)
+    return targets

@@ -1,0 +1,107 @@
+"""The attack interface: a name, a config, and one method from an example to a perturbed one.
+
+Every random choice comes from `Attack.rng_for(example)`, a generator seeded from the release
+seed, the attack's name and the example's source id, so an attack's output for an example does
+not depend on the order of examples, the number of workers, or which other attacks ran.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import random
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from advrace.errors import ConfigError
+
+
+class CannotPerturb(Exception):
+    """The attack has nothing to change in this example; the reason is counted in the stats."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Outcome:
+    example: Any
+    perturbed: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class NoConfig:
+    pass
+
+
+class Attack(ABC):
+    name: ClassVar[str]
+    tasks: ClassVar[tuple[str, ...]] = ("multiple_choice", "extractive_qa")
+    Config: ClassVar[type] = NoConfig
+    uses: ClassVar[tuple[str, ...]] = ()  # keys of Resources.versions() recorded in the manifest
+
+    def __init__(self, config: dict | None = None, seed: int = 0, resources=None):
+        self.config = config_from_dict(self.Config, config or {}, f"attack {self.name!r}")
+        self.seed = int(seed)
+        self._resources = resources
+
+    @property
+    def resources(self):
+        if self._resources is None:
+            from advrace.resources import get_resources
+
+            self._resources = get_resources()
+        return self._resources
+
+    def rng_for(self, example) -> random.Random:
+        key = f"{self.seed}\0{self.name}\0{example.source_id}".encode()
+        return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
+
+    @abstractmethod
+    def perturb(self, example, rng: random.Random):
+        """Return the perturbed example, or raise CannotPerturb(reason)."""
+
+    def apply(self, example) -> Outcome:
+        if example.task not in self.tasks:
+            raise ConfigError(f"attack {self.name!r} does not apply to {example.task} examples")
+        try:
+            new = self.perturb(example, self.rng_for(example))
+        except CannotPerturb as exc:
+            return Outcome(example, False, exc.reason)
+        return Outcome(new, True)
+
+    def describe(self) -> dict:
+        return {"attack": self.name, "config": dataclasses.asdict(self.config), "seed": self.seed}
+
+
+def config_from_dict(cls: type, values: dict, what: str):
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"{what}: unknown config key(s) {', '.join(unknown)}; "
+                          f"known keys: {', '.join(sorted(known)) or 'none'}")
+    return cls(**values)
+
+
+REGISTRY: dict[str, type[Attack]] = {}
+
+
+def register(cls: type[Attack]) -> type[Attack]:
+    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
+        raise ValueError(f"two attacks are named {cls.name!r}")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def get_attack(name: str) -> type[Attack]:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ConfigError(f"unknown attack {name!r}; available: {', '.join(sorted(REGISTRY))}") from None
+
+
+def available_attacks() -> list[str]:
+    return sorted(REGISTRY)

