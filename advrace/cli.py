@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--limit", type=int, help="use only the first N questions (for quick looks)")
     b.add_argument("--lenient", action="store_true",
                    help="skip malformed records, count them and list them in the manifest")
+    b.add_argument("--workers", type=int, help="worker processes over passages (default: one per "
+                                                "core); the release is the same for any number")
     b.add_argument("--out", required=True, help="release folder to write (replaced atomically)")
     b.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -76,7 +78,7 @@ def _build(args) -> int:
 
     cfg = with_overrides(load_config(args.config), data=args.data, format=args.format,
                          attacks=args.attacks, seed=args.seed, limit=args.limit,
-                         lenient=args.lenient)
+                         lenient=args.lenient, workers=args.workers)
     manifest = build_release(cfg, args.out, progress=not args.quiet)
     src = manifest["source"]
     print(f"wrote {args.out}: {src['kept']} questions from {src['name']} "

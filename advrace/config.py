@@ -23,6 +23,7 @@ class SplitSpec:
     name: str = ""
     config: dict = field(default_factory=dict)
     seed: int | None = None
+    source: str = "original"  # the split this one attacks (YAML: `from`)
 
     @property
     def split(self) -> str:
@@ -53,11 +54,13 @@ class ReleaseConfig:
     seed: int = 0
     splits: tuple[SplitSpec, ...] = ()
     resources: dict = field(default_factory=dict)
+    workers: int | None = None  # None: one per core; results do not depend on it
     source_file: str | None = None
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d.pop("source_file")
+        d.pop("workers")
         return d
 
 
@@ -78,6 +81,8 @@ def config_from_dict(values: dict, where: str = "config") -> ReleaseConfig:
     for i, s in enumerate(values.pop("splits", []) or []):
         if isinstance(s, str):
             s = {"attack": s}
+        if isinstance(s, dict) and "from" in s:
+            s = {**{k: v for k, v in s.items() if k != "from"}, "source": s["from"]}
         if "attack" not in (s or {}):
             raise ConfigError(f"{where}: splits[{i}] has no 'attack'")
         splits.append(_build(SplitSpec, s, f"{where}: splits[{i}]"))
@@ -108,7 +113,7 @@ def load_config(path: str | None) -> ReleaseConfig:
 
 
 def with_overrides(cfg: ReleaseConfig, *, data=None, format=None, attacks=None, seed=None, limit=None,
-                   lenient=None) -> ReleaseConfig:
+                   lenient=None, workers=None) -> ReleaseConfig:
     """Apply command-line flags on top of a config; `attacks` replaces the config's splits."""
     d = cfg.data
     d = dataclasses.replace(
@@ -125,4 +130,5 @@ def with_overrides(cfg: ReleaseConfig, *, data=None, format=None, attacks=None, 
     return dataclasses.replace(
         cfg, data=d, splits=splits,
         seed=seed if seed is not None else cfg.seed,
+        workers=workers if workers is not None else cfg.workers,
     )

@@ -100,12 +100,29 @@ class _Editable:
 
     def insert_sentence(self, sentence: str, at: int, name: str | None = None):
         """Insert a sentence at character `at` (a sentence boundary) of the passage or context."""
+        return self.insert_sentences([(sentence, at)], name)
+
+    def insert_sentences(self, inserts: Sequence[tuple[str, int]], name: str | None = None):
+        """Insert several sentences at once, each `(sentence, at)` with `at` a position in the text
+        before any of them; sentences at the same position keep their order."""
         name = name or self.TEXT_FIELDS[0]
         text = self._text_field(name)
-        edit = _insertion(text, at, sentence)
-        record = {"op": "insert", "field": name, "at": at, "start": at + edit[2].index(sentence.strip()),
-                  "text": sentence.strip()}
-        return self._edited(name, [edit], record)
+        by_pos: dict[int, list[tuple[int, str]]] = {}
+        for i, (sentence, at) in enumerate(inserts):
+            if not sentence.strip():
+                raise EditError("cannot insert an empty sentence")
+            by_pos.setdefault(int(at), []).append((i, sentence.strip()))
+        edits, placed, shift = [], [], 0
+        for at in sorted(by_pos):
+            edit = _insertion(text, at, " ".join(sent for _, sent in by_pos[at]))
+            offset = at + shift + (len(edit[2]) - len(edit[2].lstrip(" ")))
+            for i, sentence in by_pos[at]:
+                placed.append((i, {"text": sentence, "at": at, "start": offset}))
+                offset += len(sentence) + 1
+            edits.append(edit)
+            shift += len(edit[2])
+        record = {"op": "insert", "field": name, "sentences": [p for _, p in sorted(placed, key=lambda x: x[0])]}
+        return self._edited(name, edits, record)
 
     def with_provenance(self, **record):
         """Append a free-form provenance record (an attack's summary of what it did)."""
@@ -155,6 +172,11 @@ class MCExample(_Editable):
         record = {"op": "replace_options", "old": list(self.options), "new": list(options),
                   "old_label": self.label, "label": label}
         return self._evolve(record, options=options, label=label)
+
+    def without_context(self) -> "MCExample":
+        """Only the options left: the passage and question are emptied (the PQ-remove probe)."""
+        record = {"op": "remove", "fields": ["passage", "question"]}
+        return self._evolve(record, passage="", question="")
 
     def to_record(self) -> dict:
         return {"id": self.id, "source_id": self.source_id, "passage": self.passage,

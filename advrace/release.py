@@ -27,10 +27,11 @@ from .config import ReleaseConfig
 from .errors import ConfigError, VerifyError
 from .examples import MCExample, SpanExample, example_from_record
 from .loaders import LoadResult, load
+from .resources import get_resources
+from .runner import ORIGINAL, run_splits
 from .text import changed_words, count_words
 
 FORMAT_VERSION = 1
-ORIGINAL = "original"
 NO_ATTACK = "none"
 
 
@@ -48,14 +49,6 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _progress(iterable, desc: str, total: int, enabled: bool):
-    if not enabled:
-        return iterable
-    from tqdm.auto import tqdm
-
-    return tqdm(iterable, desc=desc, total=total, unit="q", leave=False, dynamic_ncols=True)
 
 
 # --------------------------------------------------------------------------- records
@@ -214,19 +207,6 @@ def check_out_dir(out: Path) -> None:
         raise ConfigError(f"{out}: exists and is not an advrace release; choose another --out or remove it")
 
 
-def run_attacks(cfg: ReleaseConfig, examples: list, progress: bool):
-    """Yield (spec, attack, outcomes) for each split of the config, in config order."""
-    from attacks import get_attack
-    from .resources import get_resources
-
-    resources = get_resources(cfg.resources)
-    for spec in cfg.splits:
-        cls = get_attack(spec.attack)
-        attack = cls(spec.config, seed=cfg.seed if spec.seed is None else spec.seed, resources=resources)
-        outcomes = [attack.apply(ex) for ex in _progress(examples, spec.split, len(examples), progress)]
-        yield spec, attack, outcomes
-
-
 def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = False,
                   loaded: LoadResult | None = None) -> dict:
     """Build a release directory from a config; returns the manifest."""
@@ -248,27 +228,21 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
                                                 for ex in split_examples[ORIGINAL]]}
     split_info: dict[str, dict] = {ORIGINAL: {"attack": NO_ATTACK, "config": None, "seed": None}}
     stats = {"splits": {ORIGINAL: split_stats(examples, originals, [False] * len(examples), Counter())}}
-    used_resources: set[str] = set()
-    for spec, attack, outcomes in run_attacks(cfg, examples, progress):
-        used_resources.update(getattr(attack, "uses", ()))
-        split = spec.split
-        new_examples, records, flags, reasons = [], [], [], Counter()
-        for o in outcomes:
-            ex = o.example if o.perturbed else o.example.with_provenance(attack=attack.name, unchanged=o.reason)
-            ex = in_split(ex, split)
-            new_examples.append(ex)
-            records.append(to_record(ex, split, attack.name, o.perturbed))
-            flags.append(o.perturbed)
-            if not o.perturbed:
-                reasons[o.reason] += 1
-        splits[split] = records
-        split_examples[split] = new_examples
-        split_info[split] = attack.describe()
-        stats["splits"][split] = split_stats(new_examples, originals, flags, reasons)
+    resources = get_resources(cfg.resources)
+    attacks, results = run_splits(cfg, examples, resources, workers=cfg.workers, progress=progress)
+    for spec, attack in zip(cfg.splits, attacks):
+        split, res = spec.split, results[spec.split]
+        split_examples[split] = [in_split(ex, split) for ex in res.examples]
+        splits[split] = [to_record(ex, split, attack.name, flag)
+                         for ex, flag in zip(split_examples[split], res.perturbed)]
+        split_info[split] = {**attack.describe(), "source": spec.source}
+        reasons = Counter(r for r, flag in zip(res.reasons, res.perturbed) if not flag)
+        stats["splits"][split] = split_stats(res.examples, originals, res.perturbed, reasons)
+        summary = attack.summarize(res.examples)
+        if summary:
+            stats["splits"][split]["attack_stats"] = summary
 
-    from .resources import get_resources
-
-    versions = get_resources(cfg.resources).versions()
+    versions = resources.versions()
     manifest = {
         "name": cfg.name,
         "advrace_version": __version__,
@@ -285,7 +259,8 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
             "kept": loaded.kept,
             "skipped": loaded.skipped,
         },
-        "resources": {k: v for k, v in sorted(versions.items()) if k in used_resources},
+        "resources": {k: v for k, v in sorted(versions.items())
+                      if any(k in attack.uses for attack in attacks)},
         "splits": {},
         "files": {},
     }

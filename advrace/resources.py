@@ -20,6 +20,7 @@ import shutil
 import tempfile
 import threading
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,6 +155,7 @@ class GloVe:
         norms = np.linalg.norm(unit, axis=1, keepdims=True)
         np.divide(unit, norms, out=unit, where=norms > 0)
         self._unit = unit
+        self._nearest_cache: dict[tuple[str, int], list[tuple[str, float]]] = {}
 
     @classmethod
     def from_text(cls, path: str | os.PathLike, vocab: int = 100_000) -> GloVe:
@@ -251,10 +253,23 @@ class GloVe:
 
     def nearest(self, word: str, k: int = 10) -> list[tuple[str, float]]:
         """The k most cosine-similar words, best first, ties broken by vocabulary index."""
-        i = self._lookup(word)
-        if i is None:
-            return []
-        return self._top(self._unit @ self._unit[i], i, k)
+        key = (word, k)
+        found = self._nearest_cache.get(key)
+        if found is None:
+            i = self._lookup(word)
+            found = [] if i is None else self._top(self._unit @ self._unit[i], i, k)
+            if len(self._nearest_cache) >= 50_000:
+                self._nearest_cache.clear()
+            self._nearest_cache[key] = found
+        return list(found)
+
+    def prepare(self, words, k: int = 10) -> None:
+        """Fill the `nearest` cache for many words with one matrix product per chunk."""
+        todo = [w for w in dict.fromkeys(words) if (w, k) not in self._nearest_cache]
+        if len(self._nearest_cache) + len(todo) >= 50_000:
+            self._nearest_cache.clear()
+        for word, found in zip(todo, self.nearest_batch(todo, k)):
+            self._nearest_cache[(word, k)] = found
 
     def nearest_batch(
         self, words: list[str], k: int = 10, chunk: int = 256
@@ -436,6 +451,31 @@ def _offline_wordnet_reader(nltk_root: Path):
         return _offline_reader_class()(root, None)
 
 
+class TextCache:
+    """A bounded cache of per-text analyses that can be filled in batches."""
+
+    def __init__(self, compute_batch, maxsize: int):
+        self._compute = compute_batch
+        self._maxsize = maxsize
+        self._items: OrderedDict[str, Any] = OrderedDict()
+
+    def fill(self, texts) -> None:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._items]
+        for text, value in zip(missing, self._compute(missing) if missing else ()):
+            self._items[text] = value
+        while len(self._items) > self._maxsize:
+            self._items.popitem(last=False)
+
+    def get(self, text: str):
+        value = self._items.get(text)
+        if value is None:
+            self.fill([text])
+            value = self._items[text]
+        else:
+            self._items.move_to_end(text)
+        return value
+
+
 class Resources:
     """Lazy, cached access to every resource an attack may need, for one `ResourceConfig`."""
 
@@ -445,6 +485,13 @@ class Resources:
         self._antonyms: dict[tuple[str, str], list[str]] = {}
         self._lock = threading.RLock()
         self._wordnet_where = ""
+        self._word_pos: dict[str, tuple[str, str]] | None = None
+        self._new_tags: dict[str, tuple[str, str]] = {}
+        # Passages are shared by several questions and attacks; a bounded cache keyed by text
+        # means each passage and question is analysed once as long as a passage's questions are
+        # processed together (the release builder groups them), and batches fill it fast.
+        self._sentences = TextCache(self._sentence_starts_batch, 4096)
+        self._parses = TextCache(self._parse_batch, 8192)
 
     # spaCy
 
@@ -479,6 +526,125 @@ class Resources:
             raise ResourceMissing(
                 f"spaCy model {name!r} cannot be loaded ({exc}); {_SPACY_HINT}"
             ) from None
+
+    @functools.cached_property
+    def sentencizer(self):
+        """spaCy's sentence-boundary component alone: passages need only their sentence starts,
+        and `senter` finds them about 25 times faster than the full parse."""
+        nlp = self.nlp
+        if "senter" not in nlp.component_names:
+            return nlp
+        import spacy
+
+        fast = spacy.load(self._spacy_model_name(),
+                          exclude=[c for c in nlp.component_names if c != "senter"])
+        fast.enable_pipe("senter")
+        return fast
+
+    def _sentence_starts_batch(self, texts: list[str]) -> list[tuple[int, ...]]:
+        return [tuple(sent.start_char for sent in doc.sents)
+                for doc in self.sentencizer.pipe(texts, batch_size=32)]
+
+    def _parse_batch(self, texts: list[str]) -> list:
+        return list(self.nlp.pipe(texts, batch_size=128))
+
+    def sentence_starts(self, text: str) -> tuple[int, ...]:
+        """Character offsets where the sentences of `text` start (the first is 0 for any text)."""
+        return self._sentences.get(text)
+
+    def parse(self, text: str):
+        """The full spaCy analysis of a short text such as a question (cached by text)."""
+        return self._parses.get(text)
+
+    def prepare_sentences(self, texts) -> None:
+        """Find the sentence starts of many passages in one batch, ahead of `sentence_starts`."""
+        self._sentences.fill(texts)
+
+    def prepare_parses(self, texts) -> None:
+        """Parse many short texts in one batch, ahead of `parse`."""
+        self._parses.fill(texts)
+
+    def preload(self, keys) -> None:
+        """Load the named resources now, so that forked workers share them instead of each
+        loading its own copy."""
+        loaders = {"spacy_model": ("nlp", "sentencizer", "tagger"), "glove": ("glove",),
+                   "wordnet": ("wordnet",), "stopwords": ("stopwords",)}
+        for key in keys:
+            for attr in loaders.get(key, ()):
+                getattr(self, attr)
+
+    @functools.cached_property
+    def tagger(self):
+        """The pipeline up to the tagger and attribute ruler: same tags as `nlp`, for words alone."""
+        import spacy
+
+        keep = {"tok2vec", "tagger", "attribute_ruler"}
+        nlp = self.nlp
+        if not keep & set(nlp.component_names):
+            return nlp
+        return spacy.load(self._spacy_model_name(), exclude=[c for c in nlp.component_names if c not in keep])
+
+    def word_tags(self, words) -> list[tuple[str, str]]:
+        """(universal POS, Penn tag) of each word tagged on its own, in one batch; cached.
+
+        Attacks use it to keep a replacement's part of speech. Tagging a lone word costs about
+        as much as tagging a sentence, so the tags are also kept on disk (`save_word_tags`),
+        per spaCy model; the tags are a function of the word and the model, so a release does
+        not depend on what the cache holds."""
+        tags = self._tag_lexicon()
+        missing = [w for w in dict.fromkeys(words) if w not in tags]
+        if missing:
+            for word, doc in zip(missing, self.tagger.pipe(missing, batch_size=256)):
+                tags[word] = self._new_tags[word] = (doc[0].pos_, doc[0].tag_) if len(doc) == 1 else ("X", "")
+        return [tags[w] for w in words]
+
+    def _tag_lexicon_path(self) -> Path:
+        meta = self._spacy_model_meta() or {}
+        name = f"{meta.get('lang', 'xx')}_{meta.get('name', self._spacy_model_name())}-{meta.get('version', '0')}"
+        return self.config.resolved_cache_dir() / "word_tags" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.json"
+
+    def _tag_lexicon(self) -> dict[str, tuple[str, str]]:
+        if self._word_pos is None:
+            self._word_pos = {}
+            path = self._tag_lexicon_path()
+            try:
+                self._word_pos.update({w: tuple(t) for w, t in json.loads(path.read_text("utf-8")).items()})
+            except (OSError, ValueError, AttributeError):
+                pass
+        return self._word_pos
+
+    def take_new_word_tags(self) -> dict[str, tuple[str, str]]:
+        """The tags computed since the last call (workers hand them to the main process)."""
+        new, self._new_tags = self._new_tags, {}
+        return new
+
+    def add_word_tags(self, tags: dict) -> None:
+        self._tag_lexicon().update(tags)
+        self._new_tags.update(tags)
+
+    def save_word_tags(self) -> None:
+        """Merge this process's new tags into the on-disk lexicon (atomically; last writer wins)."""
+        if not self._new_tags:
+            return
+        path = self._tag_lexicon_path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                merged = json.loads(path.read_text("utf-8"))
+            except (OSError, ValueError):
+                merged = {}
+            merged.update({w: list(t) for w, t in self._new_tags.items()})
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(merged, f, ensure_ascii=False, sort_keys=True)
+            os.replace(tmp, path)
+            self._new_tags = {}
+        except OSError:
+            pass  # a read-only cache only costs speed
+
+    def word_pos(self, word: str) -> str:
+        """The universal POS spaCy gives `word` on its own; used to match replacement words."""
+        return self.word_tags([word])[0][0]
 
     # WordNet
 

@@ -1,6 +1,6 @@
 """Attacks, one module each, all behind `attacks.base.Attack` and found through the registry."""
 
 from .base import REGISTRY, Attack, CannotPerturb, Outcome, available_attacks, get_attack, register
-from . import charswap  # noqa: F401  (registers itself)
+from . import addsent, charswap, diagnosis, option_only  # noqa: F401  (each registers itself)
 
 __all__ = ["REGISTRY", "Attack", "CannotPerturb", "Outcome", "available_attacks", "get_attack", "register"]

@@ -73,6 +73,13 @@ class Attack(ABC):
             return Outcome(example, False, exc.reason)
         return Outcome(new, True)
 
+    def prepare(self, examples: list) -> None:
+        """Analyse a batch of examples ahead of `apply` (e.g. parse them in one spaCy batch)."""
+
+    def summarize(self, examples: list) -> dict:
+        """Attack-specific statistics over a finished split, for stats.json."""
+        return {}
+
     def describe(self) -> dict:
         return {"attack": self.name, "config": dataclasses.asdict(self.config), "seed": self.seed}
 

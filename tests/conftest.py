@@ -3,6 +3,24 @@ from pathlib import Path
 
 import pytest
 
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: loads real pretrained weights (tens of seconds)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory):
+    """Resource caches (WordNet copy, word-tag lexicon) go to a temporary folder, not ~/.cache."""
+    import os
+
+    old = os.environ.get("ADVRACE_CACHE")
+    os.environ["ADVRACE_CACHE"] = str(tmp_path_factory.mktemp("advrace-cache"))
+    yield
+    if old is None:
+        os.environ.pop("ADVRACE_CACHE", None)
+    else:
+        os.environ["ADVRACE_CACHE"] = old
+
 PASSAGE = (
     "Tom lives in a small village near the mountains. Every morning he walks to school with his "
     "sister Mary.\nTheir teacher, Mrs Green, often tells them stories about famous scientists. "
@@ -23,7 +41,8 @@ def race_passage(pid: str, n_questions: int = 2) -> dict:
         ["the violin", "football", "the piano", "swimming"],
     ][:n_questions]
     answers = ["B", "A", "C"][:n_questions]
-    return {"article": PASSAGE, "questions": questions, "options": options, "answers": answers, "id": pid}
+    article = PASSAGE + f" This is passage {pid}."
+    return {"article": article, "questions": questions, "options": options, "answers": answers, "id": pid}
 
 
 @pytest.fixture

@@ -40,8 +40,21 @@ def test_insert_sentence_spacing(at, expected):
     new = mc().insert_sentence("New one.", at)
     assert new.passage == expected
     assert new.label == 2 and new.answer == "three"
-    rec = new.provenance[-1]
-    assert rec["op"] == "insert" and new.passage[rec["start"]:rec["start"] + len("New one.")] == "New one."
+    [rec] = new.provenance[-1]["sentences"]
+    assert new.provenance[-1]["op"] == "insert" and rec["at"] == at
+    assert new.passage[rec["start"]:rec["start"] + len("New one.")] == "New one."
+
+
+def test_insert_several_sentences_at_once():
+    ex = mc()
+    new = ex.insert_sentences([("B b.", 9), ("A a.", 0), ("C c.", 9), ("D d.", 30)])
+    assert new.passage == "A a. One two. B b. C c. Three four. Five six. D d."
+    for rec in new.provenance[-1]["sentences"]:
+        assert new.passage[rec["start"]:rec["start"] + len(rec["text"])] == rec["text"]
+    sp = span()
+    moved = sp.insert_sentences([("X x.", 0), ("Y y.", 20)])
+    for a in moved.answers:
+        assert moved.context[a.start:a.end] == a.text
 
 
 def test_insert_keeps_answer_offsets():

@@ -1,0 +1,83 @@
+"""Multiple-choice inputs for encoder models, shared by training and evaluation.
+
+Each option becomes one sequence `[CLS] passage [SEP] question-with-option [SEP]` (AdvRACE
+section 4.2); the model scores the first token of each. Training and evaluation must encode
+identically, so both come here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+BLANK_RE = re.compile(r"_+(?:\s*_+)*")
+
+
+def question_with_option(question: str, option: str) -> str:
+    """Fill a RACE blank ("_") with the option; otherwise append the option to the question."""
+    if BLANK_RE.search(question):
+        return " ".join(BLANK_RE.sub(option, question, count=1).split())
+    return f"{question} {option}".strip()
+
+
+@dataclass(frozen=True)
+class MCFeature:
+    """One encoded question: per-option token ids (unpadded), and the gold label."""
+
+    id: str
+    input_ids: tuple[tuple[int, ...], ...]
+    token_type_ids: tuple[tuple[int, ...], ...] | None
+    label: int
+
+    @property
+    def length(self) -> int:
+        return max(len(ids) for ids in self.input_ids)
+
+
+def encode_mc(tokenizer, examples, max_length: int = 512) -> list[MCFeature]:
+    """Tokenise every option of every example, truncating the passage first."""
+    firsts, seconds = [], []
+    for ex in examples:
+        for option in ex.options:
+            firsts.append(ex.passage)
+            seconds.append(question_with_option(ex.question, option))
+    enc = tokenizer(firsts, seconds, truncation="longest_first", max_length=max_length,
+                    padding=False, return_attention_mask=False)
+    types = enc.get("token_type_ids")
+    features, k = [], 0
+    for ex in examples:
+        n = len(ex.options)
+        ids = tuple(tuple(x) for x in enc["input_ids"][k:k + n])
+        tt = tuple(tuple(x) for x in types[k:k + n]) if types is not None else None
+        features.append(MCFeature(ex.id, ids, tt, ex.label))
+        k += n
+    return features
+
+
+def collate_mc(features: list[MCFeature], pad_token_id: int = 0) -> dict:
+    """Pad a batch to its own longest option (dynamic padding) as torch tensors."""
+    import torch
+
+    width = max(f.length for f in features)
+    n_opt = max(len(f.input_ids) for f in features)
+    shape = (len(features), n_opt, width)
+    input_ids = torch.full(shape, pad_token_id, dtype=torch.long)
+    attention = torch.zeros(shape, dtype=torch.long)
+    token_types = torch.zeros(shape, dtype=torch.long) if features[0].token_type_ids is not None else None
+    for b, f in enumerate(features):
+        for o, ids in enumerate(f.input_ids):
+            input_ids[b, o, :len(ids)] = torch.tensor(ids)
+            attention[b, o, :len(ids)] = 1
+            if token_types is not None:
+                token_types[b, o, :len(ids)] = torch.tensor(f.token_type_ids[o])
+    batch = {"input_ids": input_ids, "attention_mask": attention,
+             "labels": torch.tensor([f.label for f in features], dtype=torch.long)}
+    if token_types is not None:
+        batch["token_type_ids"] = token_types
+    return batch
+
+
+def length_sorted_batches(features: list[MCFeature], batch_size: int) -> list[list[int]]:
+    """Indices in batches of similar length (longest first), so padding stays small."""
+    order = sorted(range(len(features)), key=lambda i: (-features[i].length, i))
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]

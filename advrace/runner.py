@@ -1,0 +1,161 @@
+"""Run a release's attacks over passages, in parallel worker processes.
+
+Questions that share a passage are processed together, by every attack in turn, so the
+resources' parse caches see each passage once however many questions and attacks use it.
+Groups of passages go to worker processes; every attack takes its randomness from a generator
+seeded by the example's source id, so the results are the same for any number of workers.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+from .config import ReleaseConfig, SplitSpec
+from .errors import ConfigError
+
+ORIGINAL = "original"
+
+
+@dataclass(frozen=True)
+class SplitResult:
+    examples: list
+    perturbed: list[bool]
+    reasons: list[str | None]
+
+
+def passage_groups(examples: list) -> list[list[int]]:
+    """Indices of examples grouped by passage (or context), in order of first appearance."""
+    groups: dict[str, list[int]] = {}
+    for i, ex in enumerate(examples):
+        groups.setdefault(ex.passage if ex.task == "multiple_choice" else ex.context, []).append(i)
+    return list(groups.values())
+
+
+def make_attacks(cfg: ReleaseConfig, resources) -> list:
+    from attacks import get_attack
+
+    known = {ORIGINAL}
+    attacks = []
+    for spec in cfg.splits:
+        if spec.source not in known:
+            raise ConfigError(f"split {spec.split!r} is built from {spec.source!r}, which is not an "
+                              f"earlier split; earlier splits: {', '.join(sorted(known))}")
+        cls = get_attack(spec.attack)
+        seed = cfg.seed if spec.seed is None else spec.seed
+        attacks.append(cls(spec.config, seed=seed, resources=resources))
+        known.add(spec.split)
+    return attacks
+
+
+class Runner:
+    """Applies every split's attack to one passage's questions, each split from its source split."""
+
+    def __init__(self, specs: tuple[SplitSpec, ...], attacks: list):
+        self.specs = specs
+        self.attacks = attacks
+
+    def run_group(self, examples: list) -> dict[str, list]:
+        out: dict[str, list] = {spec.split: [] for spec in self.specs}
+        for ex in examples:
+            current = {ORIGINAL: ex}
+            for spec, attack in zip(self.specs, self.attacks):
+                o = attack.apply(current[spec.source])
+                new = o.example if o.perturbed else o.example.with_provenance(attack=attack.name,
+                                                                               unchanged=o.reason)
+                current[spec.split] = new
+                out[spec.split].append((new, o.perturbed, o.reason))
+        return out
+
+    def run_groups(self, groups: list[list]) -> list[dict]:
+        """Several passages at once: attacks first analyse them all in one batch."""
+        flat = [ex for group in groups for ex in group]
+        for attack in self.attacks:
+            attack.prepare(flat)
+        return [self.run_group(group) for group in groups]
+
+
+_WORKER: tuple[Runner, object] | None = None
+
+
+def _init_worker(runner: Runner, resources) -> None:
+    global _WORKER
+    _WORKER = (runner, resources)
+
+
+def _run_chunk(chunk: list[list]) -> tuple[list[dict], dict]:
+    """A chunk's outcomes, plus the word tags the worker computed, for the on-disk lexicon."""
+    runner, resources = _WORKER
+    return runner.run_groups(chunk), resources.take_new_word_tags()
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def run_splits(cfg: ReleaseConfig, examples: list, resources, *, workers: int | None = None,
+               progress: bool = False) -> tuple[list, dict[str, SplitResult]]:
+    """Returns the attack objects and, per split, its examples in input order."""
+    attacks = make_attacks(cfg, resources)
+    runner = Runner(cfg.splits, attacks)
+    groups = passage_groups(examples)
+    workers = max(1, min(workers or default_workers(), len(groups)))
+    results: list[dict | None] = [None] * len(groups)
+    size = max(1, min(64, len(groups) // (workers * 8)))
+    chunks = [list(range(s, min(s + size, len(groups)))) for s in range(0, len(groups), size)]
+    payload = [[[examples[i] for i in groups[gi]] for gi in chunk] for chunk in chunks]
+    bar = _bar(len(examples), progress)
+
+    def collect(chunk, outs):
+        for gi, out in zip(chunk, outs):
+            results[gi] = out
+            bar.update(len(groups[gi]))
+
+    if workers == 1 or not cfg.splits:
+        for chunk, part in zip(chunks, payload):
+            collect(chunk, runner.run_groups(part))
+    else:
+        for attack in attacks:
+            resources.preload(attack.uses)
+        # fork: workers inherit the loaded resources and the attacks instead of unpickling them;
+        # an executor (unlike multiprocessing.Pool) raises when a worker dies instead of hanging.
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_init_worker, initargs=(runner, resources))
+        try:
+            futures = [pool.submit(_run_chunk, part) for part in payload]
+            for chunk, future in zip(chunks, futures):
+                outs, word_tags = future.result()
+                collect(chunk, outs)
+                resources.add_word_tags(word_tags)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    bar.close()
+    resources.save_word_tags()
+
+    by_split: dict[str, SplitResult] = {}
+    for spec in cfg.splits:
+        slots: list = [None] * len(examples)
+        for group, out in zip(groups, results):
+            for i, item in zip(group, out[spec.split]):
+                slots[i] = item
+        by_split[spec.split] = SplitResult([s[0] for s in slots], [s[1] for s in slots],
+                                           [s[2] for s in slots])
+    return attacks, by_split
+
+
+class _NoBar:
+    def update(self, n):
+        pass
+
+    def close(self):
+        pass
+
+
+def _bar(total: int, enabled: bool):
+    if not enabled:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="attacking", unit="q", dynamic_ncols=True, leave=False)

@@ -1,0 +1,18 @@
+"""The option-only probe (AdvRACE appendix D.2, "PQ-remove"): drop the passage and question.
+
+A model trained and tested on options alone shows how much of a split's score needs no reading;
+built from `original` or from any distractor split (`from: distractor_generation`).
+"""
+
+from __future__ import annotations
+
+from .base import Attack, register
+
+
+@register
+class OptionOnly(Attack):
+    name = "option_only"
+    tasks = ("multiple_choice",)
+
+    def perturb(self, example, rng):
+        return example.without_context().with_provenance(attack=self.name)

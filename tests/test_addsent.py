@@ -1,0 +1,350 @@
+"""AddSent on hand-written RACE-style questions, with the real installed resources."""
+
+from __future__ import annotations
+
+import pytest
+
+from advrace.errors import ConfigError
+from advrace.examples import MCExample
+from advrace.resources import get_resources
+from advrace.text import words
+from attacks.addsent import (AddSent, contains_gold, declarative, inflection_candidates,
+                             new_number)
+from attacks.base import CannotPerturb
+
+PASSAGE = (
+    "Tom lives in a small village near the mountains. Every morning he walks to school with his "
+    "sister Mary.\nTheir teacher, Mrs Green, often tells them stories about famous scientists. "
+    "Yesterday she talked about Marie Curie, who studied radioactivity and won two Nobel prizes.\n"
+    "After school, Tom likes playing football while Mary practises the piano."
+)
+
+
+@pytest.fixture(scope="module")
+def res():
+    return get_resources()
+
+
+@pytest.fixture(scope="module")
+def addsent(res):
+    return AddSent({}, seed=11, resources=res)
+
+
+class _NoNeighbours:
+    def __init__(self, glove):
+        self._glove = glove
+
+    def nearest(self, word, k=10):
+        return []
+
+    def __contains__(self, word):
+        return word in self._glove
+
+
+class NoWordResources:
+    """The real resources minus GloVe neighbours and antonyms, so only negation is left."""
+
+    def __init__(self, real):
+        self._real = real
+        self.glove = _NoNeighbours(real.glove)
+
+    def antonyms(self, word, pos):
+        return []
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+@pytest.fixture(scope="module")
+def negating(res):
+    return AddSent({}, seed=11, resources=NoWordResources(res))
+
+
+def mc(question, options, label=0, qid="q"):
+    return MCExample(id=qid, passage=PASSAGE, question=question, options=tuple(options), label=label)
+
+
+def summary(example):
+    return example.provenance[-1]
+
+
+def run(attack, example):
+    out = attack.apply(example)
+    assert out.perturbed, out.reason
+    return out.example, summary(out.example)["sentences"]
+
+
+def test_config_is_validated():
+    assert AddSent({}).config.insertions == 2
+    for bad in ({"insertions": 0}, {"insertions": 4}, {"neighbours": 0}, {"number_mode": "words"},
+                {"insertions": True}, {"keep_words": "passage"}, {"colour": 1}):
+        with pytest.raises(ConfigError):
+            AddSent(bad)
+    assert AddSent({"keep_words": ["Passage"]}).config.keep_words == ("passage",)
+
+
+def test_declarative_forms():
+    assert declarative("Where does Tom live?", "In a small village.") == \
+        "Where does Tom live in a small village."
+    assert declarative("Tom is a great  _  singer.", "Folk.") == "Tom is a great folk singer."
+    assert declarative(".John Denver died in  _  .", "1997") == "John Denver died in 1997."
+    assert declarative("_ is the best title.", "a happy day") == "A happy day is the best title."
+    assert declarative("Tom went home because ...", "He was tired.") == \
+        "Tom went home because he was tired."
+    assert declarative("The story tells us that…", "I was wrong") == "The story tells us that I was wrong."
+    assert declarative("Tom loves _ and Jill loves _ .", "sports; animals") == \
+        "Tom loves sports and Jill loves animals."
+    assert declarative("What's the best title of this passage(  )?", "Colour") == \
+        "What's the best title of this passage colour."
+    assert declarative("Which is right?", "TV is bad!") == "Which is right TV is bad."
+
+
+def test_declarative_keeps_names_capitalised(res):
+    assert declarative("Who helped Mary?", "Tom's mother", res) == "Who helped Mary Tom's mother."
+    assert declarative("Who helped Mary?", "Her mother", res) == "Who helped Mary her mother."
+
+
+def test_inflection_rules():
+    assert inflection_candidates("stop", "VBD")[0] == "stopped"
+    assert inflection_candidates("like", "VBD") == ["liked"]
+    assert inflection_candidates("cry", "VBZ") == ["cries"]
+    assert inflection_candidates("watch", "VBZ") == ["watches"]
+    assert inflection_candidates("hate", "VBG") == ["hating"]
+    assert inflection_candidates("lie", "VBG") == ["lying"]
+    assert inflection_candidates("big", "JJR") == []
+
+
+def test_irregular_antonyms_are_inflected_or_refused(addsent):
+    assert addsent._inflect("lose", "VBD") == "lost"
+    assert addsent._inflect("go", "VBD") is None  # went or gone: cannot tell
+    assert addsent._inflect("dislike", "VBZ") == "dislikes"
+
+
+def test_new_number_values():
+    import random
+
+    years = new_number("1998", random.Random(1), set(), 3)
+    assert len(set(years)) == 3 and all(1 <= abs(int(y) - 1998) <= 10 for y in years)
+    counts = new_number("1,200", random.Random(1), set(), 8)
+    assert all(600 <= int(c.replace(",", "")) <= 2401 for c in counts)
+    assert all(("," in c) == (int(c.replace(",", "")) >= 1000) for c in counts)
+    assert new_number("3.5", random.Random(1), set(), 1)[0].count(".") == 1
+    assert new_number("7", random.Random(1), {"5", "6", "8"}, 20).count("5") == 0
+    assert new_number("seven", random.Random(1), set(), 1) == []
+
+
+def test_glove_replacements_keep_pos_and_change_stem(addsent, res):
+    ex = mc("Why did the farmer sell his horse?",
+            ["He needed money", "The horse was old", "He wanted a car", "His son asked him to"])
+    _, sentences = run(addsent, ex)
+    doc = res.parse(ex.question)
+    by_offset = {t.idx: t for t in doc}
+    glove = [r for s in sentences for r in s["replacements"] if r["kind"] == "glove"]
+    assert {r["word"] for r in glove} == {"farmer", "horse"}
+    for rep in glove:
+        tok = by_offset[rep["position"]]
+        assert tok.text == rep["word"]
+        assert res.word_pos(rep["new"]) == tok.pos_
+        assert res.stem(rep["new"]) != res.stem(rep["word"])
+        assert rep["new"].lower() not in {w.lower() for w in words(ex.question)}
+    first = {r["word"]: r["new"] for r in sentences[0]["replacements"] if r["kind"] == "glove"}
+    second = {r["word"]: r["new"] for r in sentences[1]["replacements"] if r["kind"] == "glove"}
+    assert first != second
+
+
+def test_names_keep_their_case_and_numbers_move(addsent):
+    ex = mc("Tom moved to Paris in 1998 because  _  .",
+            ["he found a job", "he got married", "he was ill", "he sold his house"])
+    _, sentences = run(addsent, ex)
+    years = []
+    for s in sentences:
+        reps = {r["word"]: r for r in s["replacements"]}
+        assert reps["Tom"]["new"][0].isupper() and reps["Paris"]["new"][0].isupper()
+        assert reps["1998"]["kind"] == "number"
+        years.append(int(reps["1998"]["new"]))
+        assert s["sentence"].startswith(reps["Tom"]["new"] + " ")
+    assert len(set(years)) == 2 and all(1 <= abs(y - 1998) <= 10 for y in years)
+
+
+def test_at_most_one_antonym_per_sentence(addsent, res):
+    ex = mc("Why was the old man happy when he won the game?",
+            ["He liked games", "His son came home", "He got a prize", "It was sunny"])
+    _, sentences = run(addsent, ex)
+    targets = []
+    for s in sentences:
+        antonyms = [r for r in s["replacements"] if r["kind"] == "antonym"]
+        assert len(antonyms) == 1
+        targets.append(antonyms[0]["word"])
+        assert not s["fallback_not"]
+    assert targets[0] != targets[1]  # three targets: the second sentence uses another one
+    for s in sentences:
+        for rep in s["replacements"]:
+            if rep["kind"] == "antonym" and rep["word"] == "old":
+                assert rep["new"] in res.antonyms("old", "ADJ")
+            if rep["kind"] == "antonym" and rep["word"] == "won":
+                assert rep["new"] == "lost"
+
+
+def test_not_fallback_with_real_resources(addsent):
+    ex = mc("Who can drive?", ["Jack", "Tom", "Mary", "Mike"])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        assert s["fallback_not"]
+        assert s["sentence"].startswith("Who cannot drive ")
+        assert [r["kind"] for r in s["replacements"]] == ["negation"]
+        assert s["question"] == "Who cannot drive?"
+
+
+@pytest.mark.parametrize("question, mutated", [
+    ("What does Tom like?", "What does Tom not like?"),
+    ("Which is true?", "Which is not true?"),
+    ("Tom likes  _  .", "Tom does not like  _  ."),
+    ("Tom watched  _  .", "Tom did not watch  _  ."),
+    ("They play for  _  .", "They do not play for  _  ."),
+    ("Which is not true?", "Which is true?"),
+    ("Why didn't Tom go?", "Why did Tom go?"),
+])
+def test_not_fallback_forms(negating, question, mutated):
+    _, sentences = run(negating, mc(question, ["football", "the piano", "swimming", "chess"]))
+    assert all(s["fallback_not"] for s in sentences)
+    assert {s["question"] for s in sentences} == {mutated}
+
+
+def test_no_negation_point(negating):
+    out = negating.apply(mc("Tom  _  .", ["a", "b", "c", "d"]))
+    assert not out.perturbed and out.reason == "no negation point"
+
+
+def test_blank_gets_the_distractor(addsent):
+    ex = mc("Mrs Green often tells stories about  _  .",
+            ["famous scientists", "football players", "mountains", "pianists"])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        assert "_" not in s["sentence"]
+        assert s["sentence"].endswith(" about " + s["distractor"]["text"] + ".")
+        assert s["sentence"].startswith("Mrs ")  # a title is not a name to replace
+
+
+def test_trailing_dots_are_a_blank(addsent):
+    ex = mc("Tom went to the market because ...",
+            ["he was hungry", "His mother was ill.", "he liked the smell", "it was raining"])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        text = s["distractor"]["text"]
+        assert "..." not in s["sentence"]
+        assert s["sentence"].endswith(" because " + text[0].lower() + text[1:].rstrip(".") + ".")
+
+
+def test_two_different_insertions(addsent):
+    ex = mc("Where does Tom live?", ["In a big city", "In a small village", "By the sea", "In the desert"],
+            label=1)
+    new, sentences = run(addsent, ex)
+    assert len(sentences) == 2
+    assert sentences[0]["sentence"] != sentences[1]["sentence"]
+    assert sentences[0]["distractor"]["index"] != sentences[1]["distractor"]["index"]
+    for s in sentences:
+        assert s["distractor"]["index"] != ex.label
+        assert s["distractor"]["text"] == ex.options[s["distractor"]["index"]]
+        assert s["question"] != ex.question
+    assert new.options == ex.options and new.label == ex.label and new.question == ex.question
+
+
+def test_insert_positions_match_the_passage(addsent, res):
+    ex = mc("Why did the farmer sell his horse?",
+            ["He needed money", "The horse was old", "He wanted a car", "His son asked him to"])
+    new, sentences = run(addsent, ex)
+    insert = next(r for r in new.provenance if r.get("op") == "insert")
+    assert [p["text"] for p in insert["sentences"]] == [s["sentence"] for s in sentences]
+    boundaries = set(res.sentence_starts(ex.passage)) | {len(ex.passage)}
+    for placed in insert["sentences"]:
+        start, text = placed["start"], placed["text"]
+        assert new.passage[start:start + len(text)] == text
+        assert placed["at"] in boundaries
+    assert len(new.passage) > len(ex.passage)
+
+
+def test_gold_text_never_inserted(res):
+    ex = mc("Why did Tom go to the park?", ["the park", "near the park", "the zoo", "the school"])
+    for seed in range(8):
+        new, sentences = run(AddSent({}, seed=seed, resources=res), ex)
+        used = {s["distractor"]["index"] for s in sentences}
+        assert used == {2, 3}
+        for s in sentences:
+            assert "the park" not in s["sentence"].lower()
+            assert not contains_gold(s["sentence"], ex.answer)
+
+
+def test_gold_words_are_never_candidates(addsent):
+    ex = mc("Tom lives in a small  _  near the mountains.", ["village", "town", "city", "farm"])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        assert "village" not in s["sentence"].lower()
+
+
+def test_deterministic_per_seed(res):
+    examples = [mc(q, opts, qid=f"q{i}") for i, (q, opts) in enumerate([
+        ("Why did the farmer sell his horse?", ["money", "age", "a car", "his son"]),
+        ("Where does Tom live?", ["a city", "a village", "the sea", "the desert"]),
+        ("Mary bought 12 apples and  _  oranges.", ["3", "5", "7", "9"]),
+    ])]
+    first = [AddSent({}, seed=1, resources=res).apply(e).example for e in examples]
+    again = [AddSent({}, seed=1, resources=res).apply(e).example for e in examples]
+    other = [AddSent({}, seed=2, resources=res).apply(e).example for e in examples]
+    assert [e.to_record() for e in first] == [e.to_record() for e in again]
+    assert [e.passage for e in first] != [e.passage for e in other]
+
+
+def test_not_enough_distractors(addsent):
+    same = addsent.apply(mc("Where does Tom live?", ["a village", "A village.", "a village", "a village"]))
+    assert not same.perturbed and same.reason == "no distinct distractor"
+    one = addsent.apply(mc("Where does Tom live?", ["a village", "a city", "a city", "A City."]))
+    assert not one.perturbed and one.reason == "no distinct distractor"
+    assert AddSent({"insertions": 1}, resources=addsent.resources).apply(
+        mc("Where does Tom live?", ["a village", "a city", "a city", "a village"])).perturbed
+
+
+def test_cannot_perturb_is_raised_directly(addsent):
+    import random
+
+    with pytest.raises(CannotPerturb):
+        addsent.perturb(mc("Where does Tom live?", ["a", "a", "a", "a"]), random.Random(0))
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_other_insertion_counts(res, n):
+    ex = mc("Why did the farmer sell his horse?", ["money", "age", "a car", "his son"])
+    new, sentences = run(AddSent({"insertions": n}, seed=5, resources=res), ex)
+    assert len(sentences) == n == len({s["sentence"] for s in sentences})
+    assert len({s["distractor"]["index"] for s in sentences}) == n
+
+
+def test_summarize(addsent):
+    examples = [
+        mc("Who can drive?", ["Jack", "Tom", "Mary", "Mike"], qid="a"),
+        mc("Why did the farmer sell his horse?", ["money", "age", "a car", "his son"], qid="b"),
+        mc("Where does Tom live?", ["a village", "a village", "a village", "a village"], qid="c"),
+    ]
+    outs = []
+    for e in examples:
+        out = addsent.apply(e)
+        outs.append(out.example if out.perturbed else
+                    e.with_provenance(attack="addsent", unchanged=out.reason))
+    stats = addsent.summarize(outs)
+    assert stats["questions"] == 3 and stats["perturbed"] == 2
+    assert stats["negation_fallback_share"] == pytest.approx(0.5)
+    assert stats["negation_fallback_questions"] == pytest.approx(0.5)
+    kinds = stats["replacements_by_kind"]
+    assert kinds["negation"] == 2 and kinds["glove"] >= 4 and kinds["antonym"] == 2
+    inserted = [s["sentence"] for o in outs[:2] for s in summary(o)["sentences"]]
+    assert stats["avg_inserted_words"] == pytest.approx(sum(len(words(s)) for s in inserted) / 4)
+    assert addsent.summarize([])["negation_fallback_share"] == 0.0
+
+
+def test_multiple_choice_only(addsent):
+    from advrace.examples import SpanExample
+
+    ctx = "Tom lives in a village."
+    span = SpanExample(id="s", title="t", context=ctx, question="Where does Tom live?",
+                       answers=(("a village", ctx.index("a village")),))
+    with pytest.raises(ConfigError):
+        addsent.apply(span)

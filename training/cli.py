@@ -1,0 +1,88 @@
+"""`advrace train`: the command-line face of training.loop.train."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import textwrap
+
+from advrace.errors import AdvraceError
+
+EPILOG = textwrap.dedent("""\
+    examples:
+      advrace train configs/train/cpu-smoke.yaml --output-dir runs/smoke
+      advrace train configs/train/cpu-smoke.yaml --output-dir runs/smoke --resume
+      advrace train configs/train/advrace-gpu.yaml --set train.path=~/RACE/train --set dev.path=~/RACE/dev
+      accelerate launch -m training configs/train/advrace-gpu.yaml --output-dir runs/roberta
+
+    A run writes OUTPUT/best and OUTPUT/final (load with AutoModelForMultipleChoice.from_pretrained),
+    OUTPUT/log.jsonl, OUTPUT/metrics.json and resumable OUTPUT/checkpoints/step-N.
+    --max-steps stops early without changing the learning-rate schedule, so a capped run continued
+    with --resume and a larger cap ends exactly where an uncapped run would.
+    Exit status: 0 on success, 2 on a bad config or malformed data, 3 if a resource is missing.
+    """)
+
+
+def _positive(value: str) -> int:
+    n = int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return n
+
+
+def add_train_parser(subparsers):
+    """Add `train` to an argparse subparsers object; returns the handler (args -> exit status)."""
+    p = subparsers.add_parser(
+        "train", help="train a multiple-choice model (fine-tuning, adversarial, option-only)",
+        description="Train a RACE multiple-choice model with Accelerate on one CPU, one GPU, or "
+                    "several (accelerate launch), keeping the best dev checkpoint.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    p.add_argument("config", help="training recipe (YAML), e.g. configs/train/cpu-smoke.yaml")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the latest checkpoint in the output folder (fresh start if none)")
+    p.add_argument("--output-dir", help="run folder (default: the config's output_dir, else runs/NAME)")
+    p.add_argument("--max-steps", type=_positive,
+                   help="stop after N optimizer steps (the learning-rate schedule still spans all epochs)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, e.g. --set train.limit=300 --set lr=2e-5 (repeatable)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars or status lines")
+    return run_train
+
+
+def run_train(args) -> int:
+    from .config import load_config
+    from .loop import train
+
+    cfg = load_config(args.config, args.set)
+    if args.max_steps is not None:
+        cfg = dataclasses.replace(cfg, max_steps=args.max_steps)
+    result = train(cfg, output_dir=args.output_dir, resume=args.resume, progress=not args.quiet)
+    m = result["metrics"]
+    line = f"trained {m['step']} steps on {m['train_questions']} questions in {m['seconds']:.0f}s"
+    if m.get("dev_accuracy") is not None:
+        line += (f"; dev accuracy {m['dev_accuracy']:.4f} (final), {m['best_dev_accuracy']:.4f} "
+                 f"(best, step {m['best_step']}) on {m['dev_questions']} questions")
+    print(line)
+    if result["best"]:
+        print(f"  best:  {result['best']}")
+    print(f"  final: {result['final']}")
+    print(f"  log:   {result['log']}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training")
+    handler = add_train_parser(parser.add_subparsers(dest="command", required=True))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] != ["train"]:
+        argv.insert(0, "train")
+    args = parser.parse_args(argv)
+    try:
+        return handler(args)
+    except AdvraceError as exc:
+        print(f"advrace train: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("advrace train: interrupted (continue with --resume)", file=sys.stderr)
+        return 130

@@ -1,0 +1,438 @@
+"""One Accelerate training loop for one CPU, one GPU, or `accelerate launch` on many.
+
+Everything that decides the weights is a function of the config: the data order of an epoch
+comes from (seed, epoch), dropout from the RNG states saved in each checkpoint, and the
+learning-rate schedule always spans `epochs` (`max_steps` only stops a run early). So a run
+stopped at any checkpoint and continued with `resume=True` ends with the same weights and the
+same log.jsonl as a run that was never stopped, and a capped run is a prefix of the full one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+from advrace.errors import ConfigError
+from advrace.examples import MCExample
+
+from . import checkpoints
+from .checkpoints import TrainerState
+from .config import TrainConfig, as_config, resolve_model
+from .data import encode, eval_loader, load_examples, train_loader
+from .recipes import build_train_set, check_attacks, eval_view
+
+LOG_FILE = "log.jsonl"
+
+
+def train(config, output_dir: str | Path | None = None, resume: bool = False,
+          progress: bool = True) -> dict:
+    """Train a multiple-choice model as `config` (a TrainConfig, mapping or YAML path) says.
+
+    Writes OUTPUT/best (best dev accuracy over epoch ends), OUTPUT/final, OUTPUT/log.jsonl,
+    OUTPUT/metrics.json and OUTPUT/checkpoints/step-N; returns their paths and the final metrics.
+    `resume=True` continues from the latest checkpoint (or starts afresh when there is none).
+    """
+    cfg = as_config(config)
+    out = Path(output_dir or cfg.output_dir or Path("runs") / cfg.name)
+    if cfg.recipe.task == "adversarial":
+        check_attacks(cfg.recipe)
+    try:
+        return _Run(cfg, out, resume, progress).run()
+    finally:
+        _reset_accelerate()
+
+
+def _reset_accelerate() -> None:
+    """Let the next train() in this process choose its own precision and accumulation."""
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state()
+    GradientState._reset_state()
+
+
+@contextlib.contextmanager
+def _transformers_quiet(quiet: bool):
+    from transformers.utils import logging as hf_logging
+
+    if not quiet:
+        yield
+        return
+    level = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def no_decay_names(model: torch.nn.Module) -> set[str]:
+    """Biases and normalisation weights, which AdamW should not decay."""
+    names = set()
+    for mod_name, module in model.named_modules():
+        is_norm = isinstance(module, torch.nn.LayerNorm) or type(module).__name__.endswith("Norm")
+        for p_name, _ in module.named_parameters(recurse=False):
+            full = f"{mod_name}.{p_name}" if mod_name else p_name
+            if is_norm or p_name == "bias":
+                names.add(full)
+    return names
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    flat = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            flat.update(_flat(v, key + "."))
+        elif isinstance(v, (int, float, str, bool)):
+            flat[key] = v
+        else:
+            flat[key] = json.dumps(v, default=str)
+    return flat
+
+
+class _Run:
+    def __init__(self, cfg: TrainConfig, out: Path, resume: bool, progress: bool):
+        self.cfg = cfg
+        self.out = out
+        self.resume = resume
+        self.progress = progress
+
+    # ---------------------------------------------------------------- set-up
+
+    def say(self, message: str) -> None:
+        if self.progress and self.accelerator.is_main_process:
+            from tqdm.auto import tqdm
+
+            tqdm.write(message, file=sys.stderr)
+
+    def _accelerator(self):
+        from accelerate import Accelerator
+
+        tracker = None
+        if self.cfg.tensorboard and (importlib.util.find_spec("tensorboard")
+                                     or importlib.util.find_spec("tensorboardX")):
+            tracker = "tensorboard"
+        try:
+            return Accelerator(gradient_accumulation_steps=self.cfg.gradient_accumulation_steps,
+                               mixed_precision=self.cfg.mixed_precision, log_with=tracker,
+                               project_dir=str(self.out) if tracker else None)
+        except ValueError as exc:
+            raise ConfigError(f"mixed_precision {self.cfg.mixed_precision!r}: {exc}") from None
+
+    def _checkpoint_to_resume(self) -> Path | None:
+        found = checkpoints.latest(self.out)
+        if found is None:
+            if self.resume:
+                self.say(f"no checkpoint in {self.out}; starting from scratch")
+            return None
+        if not self.resume:
+            raise ConfigError(f"{self.out} already holds checkpoints of a run; pass --resume to "
+                              "continue it, or choose another --output-dir")
+        state = checkpoints.read_state(found)
+        plan = self.cfg.plan()
+        if state.plan != plan:
+            keys = sorted(k for k in set(plan) | set(state.plan) if plan.get(k) != state.plan.get(k))
+            raise ConfigError(f"{found} was written by a run with different settings "
+                              f"({', '.join(keys)}); resume with the same config, or choose "
+                              "another --output-dir")
+        return found
+
+    def _tokenizer(self, model_path: str):
+        from transformers import AutoTokenizer
+
+        name = self.cfg.tokenizer or model_path
+        try:
+            return AutoTokenizer.from_pretrained(name)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot load the tokenizer {name!r} ({exc}); give a local folder, or "
+                              "use `model: minilm` offline") from None
+
+    def _model(self, model_path: str):
+        from transformers import AutoConfig, AutoModelForMultipleChoice
+
+        cfg = self.cfg
+        try:
+            if cfg.model_config is not None:
+                values = dict(cfg.model_config)
+                config = AutoConfig.for_model(values.pop("model_type"), **values)
+            else:
+                config = AutoConfig.from_pretrained(model_path)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot load the model config of {model_path!r} ({exc}); give a local "
+                              "folder, or use `model: minilm` offline") from None
+        for key, value in cfg.model_overrides.items():
+            if not hasattr(config, key):
+                raise ConfigError(f"model_overrides: {type(config).__name__} has no setting {key!r}")
+            setattr(config, key, value)
+        from accelerate.utils import set_seed
+
+        set_seed(cfg.seed)
+        if cfg.model_config is not None:
+            return AutoModelForMultipleChoice.from_config(config)
+        return AutoModelForMultipleChoice.from_pretrained(model_path, config=config)
+
+    def _train_examples(self, examples: list) -> tuple[list, dict]:
+        """The recipe's training set; adversarial copies are made once (by the main process) and
+        kept in OUTPUT/data, so other processes and resumed runs read them instead."""
+        cfg, acc = self.cfg, self.accelerator
+        seed = cfg.seed if cfg.recipe.seed is None else cfg.recipe.seed
+        if cfg.recipe.task != "adversarial":
+            return build_train_set(cfg.recipe, examples, seed)
+        h = hashlib.sha256(json.dumps({"recipe": dataclasses.asdict(cfg.recipe), "seed": seed},
+                                      sort_keys=True, default=str).encode())
+        for ex in examples:
+            h.update(json.dumps(ex.to_record(), sort_keys=True).encode())
+        cache = self.out / "data" / f"adversarial-{h.hexdigest()[:16]}.json"
+        with acc.main_process_first():
+            if cache.is_file():
+                saved = json.loads(cache.read_text(encoding="utf-8"))
+                added = [MCExample.from_record(r) for r in saved["added"]]
+                return list(examples) + added, saved["report"]
+            if not acc.is_main_process:
+                raise RuntimeError(f"{cache} was not written by the main process")
+            self.say(f"attacking the training set ({cfg.recipe.mode}: "
+                     f"{', '.join(s.split for s in cfg.recipe.attacks)})")
+            train, report = build_train_set(cfg.recipe, examples, seed, progress=self.progress)
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"report": report,
+                                       "added": [e.to_record() for e in train[len(examples):]]},
+                                      ensure_ascii=False), encoding="utf-8")
+            tmp.replace(cache)
+            return train, report
+
+    def _optimizer(self, model):
+        skip = no_decay_names(model)
+        params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        groups = [{"params": [p for n, p in params if n not in skip], "weight_decay": self.cfg.weight_decay},
+                  {"params": [p for n, p in params if n in skip], "weight_decay": 0.0}]
+        return torch.optim.AdamW(groups, lr=self.cfg.lr)
+
+    # ---------------------------------------------------------------- logging
+
+    def log(self, record: dict) -> None:
+        if self.accelerator.is_main_process:
+            with open(self.out / LOG_FILE, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+            if self.tracking:
+                values = {k: v for k, v in record.items()
+                          if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "step"}
+                prefix = "train/" if record["event"] == "train" else "dev/"
+                self.accelerator.log({prefix + k: v for k, v in values.items()}, step=record["step"])
+        self.state.log_lines += 1
+
+    def _reset_log(self) -> None:
+        if self.accelerator.is_main_process:
+            path = self.out / LOG_FILE
+            lines = path.read_text(encoding="utf-8").splitlines(True) if path.is_file() else []
+            path.write_text("".join(lines[:self.state.log_lines]), encoding="utf-8")
+
+    # ---------------------------------------------------------------- evaluation
+
+    def evaluate(self) -> dict:
+        acc, model = self.accelerator, self.model
+        model.eval()
+        right, seen = 0, set()
+        with torch.no_grad():
+            for batch in self.dev_dl:
+                index = batch.pop("index")
+                preds = model(**batch).logits.argmax(dim=-1)
+                index, preds, labels = acc.gather_for_metrics((index, preds, batch["labels"]))
+                for i, p, y in zip(index.tolist(), preds.tolist(), labels.tolist()):
+                    if i not in seen:
+                        seen.add(i)
+                        right += p == y
+        model.train()
+        return {"dev_accuracy": right / len(seen), "dev_questions": len(seen)}
+
+    def save_checkpoint(self) -> None:
+        checkpoints.save(self.accelerator, self.out, self.state, self.cfg.keep_checkpoints)
+        self.saved_at = self.state.step
+
+    def save_model(self, name: str, **info) -> None:
+        with _transformers_quiet(True):
+            checkpoints.save_model(self.accelerator, self.model, self.tokenizer, self.out / name,
+                                   {"config": self.cfg.to_dict(), "step": self.state.step, **info})
+
+    # ---------------------------------------------------------------- the run
+
+    def run(self) -> dict:
+        from transformers import get_linear_schedule_with_warmup
+
+        from accelerate.utils import set_seed
+
+        started = time.time()
+        cfg = self.cfg
+        self.accelerator = acc = self._accelerator()
+        self.tracking = bool(acc.log_with)
+        found = self._checkpoint_to_resume()
+        if acc.is_main_process:
+            self.out.mkdir(parents=True, exist_ok=True)
+        acc.wait_for_everyone()
+        set_seed(cfg.seed)
+        model_path = resolve_model(cfg.model) if cfg.model_config is None else ""
+
+        with _transformers_quiet(not self.progress):
+            self.tokenizer = tokenizer = self._tokenizer(model_path)
+            train_raw = load_examples(cfg.train, "train")
+            dev_raw = eval_view(cfg.recipe, load_examples(cfg.dev, "validation")) if cfg.dev else []
+            train_examples, data_report = self._train_examples(train_raw)
+            train_features = encode(tokenizer, train_examples, cfg.max_length)
+            dev_features = encode(tokenizer, dev_raw, cfg.max_length) if dev_raw else []
+            model = self._model(model_path)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+        optimizer = self._optimizer(model)
+        train_dl, sampler = train_loader(train_features, cfg.batch_size, cfg.seed, pad)
+        batches = math.ceil(len(sampler) / acc.num_processes)
+        steps_per_epoch = math.ceil(batches / cfg.gradient_accumulation_steps)
+        total = cfg.epochs * steps_per_epoch
+        limit = min(total, cfg.max_steps or total)
+        warmup = math.ceil(cfg.warmup_ratio * total)
+        # accelerate steps a prepared scheduler once per process for each optimizer step
+        scheduler = get_linear_schedule_with_warmup(optimizer, warmup * acc.num_processes,
+                                                    total * acc.num_processes)
+        to_prepare = [model, optimizer, train_dl, scheduler]
+        if dev_features:
+            to_prepare.append(eval_loader(dev_features, cfg.eval_batch_size or cfg.batch_size, pad))
+        prepared = acc.prepare(*to_prepare)
+        self.model, optimizer, train_dl, scheduler = prepared[:4]
+        self.dev_dl = prepared[4] if dev_features else None
+        assert len(train_dl) == batches, (len(train_dl), batches)
+
+        if found is not None:
+            self.state = checkpoints.read_state(found)
+            if self.state.processes != acc.num_processes:
+                raise ConfigError(f"{found} was written by {self.state.processes} process(es); resume "
+                                  f"with the same number (now {acc.num_processes}), since each "
+                                  "process's place in the data is saved")
+            self.state = checkpoints.restore(acc, found)
+            self.say(f"resuming from {found} (step {self.state.step}, epoch {self.state.epoch + 1}, "
+                     f"batch {self.state.batch})")
+        else:
+            self.state = TrainerState(processes=acc.num_processes, plan=cfg.plan())
+        self._reset_log()
+        resumed_from = self.state.step if found is not None else None
+        self.saved_at = self.state.step if found is not None else -1
+        if acc.is_main_process:
+            (self.out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False),
+                                                  encoding="utf-8")
+            (self.out / "data").mkdir(exist_ok=True)
+            (self.out / "data" / "train_set.json").write_text(
+                json.dumps({**data_report, "train_questions": len(train_features),
+                            "dev_questions": len(dev_features)}, indent=2) + "\n", encoding="utf-8")
+        if self.tracking:
+            acc.init_trackers("tensorboard", config=_flat(cfg.to_dict()))
+        self.say(f"{len(train_features)} training questions ({data_report['added']} added by the "
+                 f"recipe), {len(dev_features)} dev questions; {total} steps planned "
+                 f"({steps_per_epoch} per epoch), stopping at {limit}")
+
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=limit, initial=self.state.step, desc=cfg.name, unit="step", dynamic_ncols=True,
+                   disable=not (self.progress and acc.is_main_process))
+        last_eval = None
+        loss_sum = torch.zeros((), device=acc.device)
+        loss_n = 0
+        train_loss = None
+        self.model.train()
+        state = self.state
+        while state.epoch < cfg.epochs and state.step < limit:
+            epoch = state.epoch
+            sampler.select_epoch(epoch)
+            loader = acc.skip_first_batches(train_dl, state.batch) if state.batch else train_dl
+            for batch in loader:
+                with acc.accumulate(self.model):
+                    loss = self.model(**batch).loss
+                    acc.backward(loss)
+                    lr = optimizer.param_groups[0]["lr"]
+                    if acc.sync_gradients and cfg.max_grad_norm:
+                        acc.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+                    optimizer.step()
+                    scheduler.step()
+                    optimizer.zero_grad()
+                loss_sum += loss.detach().float()
+                loss_n += 1
+                state.batch += 1
+                if not acc.sync_gradients:
+                    continue
+                state.step += 1
+                bar.update(1)
+                if state.step % cfg.log_every_steps == 0 or state.batch == len(train_dl) \
+                        or state.step == limit:
+                    train_loss = acc.reduce(loss_sum / loss_n, "mean").item()
+                    loss_sum.zero_()
+                    loss_n = 0
+                    self.log({"event": "train", "step": state.step,
+                              "epoch": round(epoch + state.batch / len(train_dl), 4),
+                              "loss": train_loss, "lr": lr})
+                    bar.set_postfix(loss=f"{train_loss:.4f}", lr=f"{lr:.2e}")
+                if state.batch == len(train_dl):
+                    continue  # the epoch's end is handled below, after the loader has finished
+                if state.step >= limit:
+                    break
+                if cfg.save_every_steps and state.step % cfg.save_every_steps == 0:
+                    self.save_checkpoint()
+            if state.batch < len(train_dl):
+                break
+            if self.dev_dl is not None:
+                result = self.evaluate()
+                better = state.best is None or result["dev_accuracy"] > state.best["dev_accuracy"]
+                last_eval = {"event": "eval", "step": state.step, "epoch": epoch + 1, **result,
+                             "best": better}
+                self.log(last_eval)
+                self.say(f"epoch {epoch + 1}: dev accuracy {result['dev_accuracy']:.4f} "
+                         f"on {result['dev_questions']} questions" + (" (best so far)" if better else ""))
+                if better:
+                    state.best = {"step": state.step, "epoch": epoch + 1,
+                                  "dev_accuracy": result["dev_accuracy"]}
+                    self.save_model("best", best=state.best)
+            state.epoch, state.batch = epoch + 1, 0
+            self.save_checkpoint()
+        bar.close()
+        if self.saved_at != state.step:
+            self.save_checkpoint()
+
+        final = {"event": "final", "step": state.step, "epoch": round(state.epoch + state.batch / len(train_dl), 4)}
+        best_path = None
+        if self.dev_dl is not None:
+            if last_eval is not None and last_eval["step"] == state.step:
+                result = {k: last_eval[k] for k in ("dev_accuracy", "dev_questions")}
+            else:
+                result = self.evaluate()
+            final.update(result)
+            if state.best is None:
+                # no epoch finished: the final model is the only one evaluated
+                self.save_model("best", best={"step": state.step, **result})
+            best = state.best or {"step": state.step, "dev_accuracy": result["dev_accuracy"]}
+            final.update(best_dev_accuracy=best["dev_accuracy"], best_step=best["step"])
+            best_path = str(self.out / "best")
+        self.log(final)
+        self.save_model("final")
+        if self.tracking:
+            acc.end_training()
+
+        seconds = time.time() - started
+        metrics = {**{k: v for k, v in final.items() if k != "event"},
+                   "train_loss": train_loss, "train_questions": len(train_features),
+                   "added_questions": data_report["added"], "planned_steps": total,
+                   "steps_per_epoch": steps_per_epoch, "resumed_from": resumed_from,
+                   "processes": acc.num_processes, "seconds": round(seconds, 2)}
+        if acc.is_main_process:
+            (self.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+        return {"output_dir": str(self.out), "best": best_path, "final": str(self.out / "final"),
+                "log": str(self.out / LOG_FILE), "metrics": metrics, "data": data_report}
