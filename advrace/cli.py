@@ -69,6 +69,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="output file for one split, or a folder of <split>.json for several")
 
     sub.add_parser("attacks", help="list the available attacks and their default configs")
+
+    from training.cli import add_train_parser
+
+    from .evaluation import add_evaluate_parser
+
+    for name, handler in [("build", _build), ("verify", _verify), ("export", _export), ("attacks", _attacks),
+                          ("evaluate", add_evaluate_parser(sub)), ("train", add_train_parser(sub))]:
+        sub.choices[name].set_defaults(handler=handler)
     return p
 
 
@@ -123,9 +131,8 @@ def _attacks(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handler = {"build": _build, "verify": _verify, "export": _export, "attacks": _attacks}[args.command]
     try:
-        return handler(args)
+        return args.handler(args)
     except AdvraceError as exc:
         print(f"advrace {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code

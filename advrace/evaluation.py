@@ -409,14 +409,15 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     Returns the report summary (what results.json holds). With several processes every process
     scores its shard and only the main process writes.
     """
-    from .report import check_report_dir, write_report
+    from .atomic import check_replaceable
+    from .report import write_report
 
     models, predictions = list(models or ()), list(predictions or ())
     if not models and not predictions:
         raise ConfigError("nothing to evaluate: give at least one --model or --predictions file")
     if out is None:
         raise ConfigError("give --out REPORT_DIR")
-    check_report_dir(Path(out))
+    check_replaceable(Path(out), "results.json", "report")
     manifest = check_release(release)
     names = select_splits(manifest, splits)
     if models:

@@ -18,11 +18,11 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
 from collections import Counter
 from pathlib import Path
 
 from . import __version__
+from .atomic import atomic_dir, check_replaceable
 from .config import ReleaseConfig
 from .errors import ConfigError, VerifyError
 from .examples import MCExample, SpanExample, example_from_record
@@ -192,26 +192,11 @@ def _write(root: Path, rel: str, text: str) -> dict:
     return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
 
 
-def _replace_dir(tmp: Path, out: Path) -> None:
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.rename(out, old)
-        os.rename(tmp, out)
-        shutil.rmtree(old)
-    else:
-        os.rename(tmp, out)
-
-
-def check_out_dir(out: Path) -> None:
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").exists())):
-        raise ConfigError(f"{out}: exists and is not an advrace release; choose another --out or remove it")
-
-
 def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = False,
                   loaded: LoadResult | None = None) -> dict:
     """Build a release directory from a config; returns the manifest."""
     out = Path(out_dir)
-    check_out_dir(out)
+    check_replaceable(out, "manifest.json", "release")
     if loaded is None:
         if not cfg.data.path:
             raise ConfigError("no input data: give --data PATH or a config with data.path")
@@ -265,11 +250,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
         "files": {},
     }
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    try:
+    with atomic_dir(out, "manifest.json", "release") as tmp:
         for split, records in splits.items():
             rel = split_file(split)
             digest = _write(tmp, rel, "".join(dumps(r) + "\n" for r in records))
@@ -283,10 +264,6 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
         manifest["files"]["stats.json"] = _write(tmp, "stats.json", json.dumps(stats, indent=2) + "\n")
         manifest["files"]["README.md"] = _write(tmp, "README.md", _card(cfg, manifest, stats))
         _write(tmp, "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-        _replace_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return manifest
 
 

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
 from pathlib import Path
 
-from .errors import ConfigError
+from .atomic import atomic_dir
 
 ORIGINAL = "original"
 PROBE_ATTACKS = frozenset({"diagnosis", "option_only"})
@@ -202,22 +200,11 @@ def _prediction_lines(scores_by_split: dict, columns: list[str]) -> str:
     return "".join(out)
 
 
-def check_report_dir(out: Path) -> None:
-    """Refuse a folder that holds something other than an earlier report."""
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "results.json").exists())):
-        raise ConfigError(f"{out}: exists and is not an advrace report; choose another --out or remove it")
-
-
 def write_report(out_dir, manifest: dict, scores: dict, *, sources: dict | None = None) -> dict:
     """Write the report folder (replacing an earlier report there); returns the summary."""
-    out = Path(out_dir)
-    check_report_dir(out)
     summary = summarize(manifest, scores, sources)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        (tmp / "predictions").mkdir(parents=True)
+    with atomic_dir(out_dir, "results.json", "report") as tmp:
+        (tmp / "predictions").mkdir()
         (tmp / "results.json").write_text(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False)
                                           + "\n", encoding="utf-8")
         (tmp / "results.md").write_text(render_markdown(summary), encoding="utf-8")
@@ -225,14 +212,4 @@ def write_report(out_dir, manifest: dict, scores: dict, *, sources: dict | None 
         for model in summary["models"]:
             (tmp / "predictions" / f"{model}.jsonl").write_text(
                 _prediction_lines(scores[model], summary["columns"]), encoding="utf-8")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            os.rename(out, old)
-            os.rename(tmp, out)
-            shutil.rmtree(old)
-        else:
-            os.rename(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return summary

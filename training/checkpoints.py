@@ -25,6 +25,8 @@ class TrainerState:
     batch: int = 0  # batches of that epoch already seen by this process
     best: dict | None = None  # {"step", "epoch", "dev_accuracy"} of OUTPUT/best
     log_lines: int = 0
+    pending_losses: list = field(default_factory=list)  # step losses not yet in a log record
+    lr: float | None = None  # of the last step
     processes: int = 1
     plan: dict = field(default_factory=dict)
 

@@ -271,11 +271,20 @@ class _Run:
     # ---------------------------------------------------------------- the run
 
     def run(self) -> dict:
+        started = time.time()
+        self._setup()
+        self._train()
+        result = self._finish()
+        result["metrics"]["seconds"] = round(time.time() - started, 2)
+        if self.accelerator.is_main_process:
+            (self.out / "metrics.json").write_text(json.dumps(result["metrics"], indent=2) + "\n",
+                                                   encoding="utf-8")
+        return result
+
+    def _setup(self) -> None:
+        from accelerate.utils import set_seed
         from transformers import get_linear_schedule_with_warmup
 
-        from accelerate.utils import set_seed
-
-        started = time.time()
         cfg = self.cfg
         self.accelerator = acc = self._accelerator()
         self.tracking = bool(acc.log_with)
@@ -287,37 +296,38 @@ class _Run:
         model_path = resolve_model(cfg.model) if cfg.model_config is None else ""
 
         with _transformers_quiet(not self.progress):
-            self.tokenizer = tokenizer = self._tokenizer(model_path)
+            self.tokenizer = self._tokenizer(model_path)
             train_raw = load_examples(cfg.train, "train")
             dev_raw = eval_view(cfg.recipe, load_examples(cfg.dev, "validation")) if cfg.dev else []
-            train_examples, data_report = self._train_examples(train_raw)
-            train_features = encode(tokenizer, train_examples, cfg.max_length)
-            dev_features = encode(tokenizer, dev_raw, cfg.max_length) if dev_raw else []
+            train_examples, self.data_report = self._train_examples(train_raw)
+            train_features = encode(self.tokenizer, train_examples, cfg.max_length)
+            dev_features = encode(self.tokenizer, dev_raw, cfg.max_length) if dev_raw else []
             model = self._model(model_path)
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        self.train_questions, self.dev_questions = len(train_features), len(dev_features)
 
         optimizer = self._optimizer(model)
-        train_dl, sampler = train_loader(train_features, cfg.batch_size, cfg.seed, pad)
-        batches = math.ceil(len(sampler) / acc.num_processes)
-        steps_per_epoch = math.ceil(batches / cfg.gradient_accumulation_steps)
-        total = cfg.epochs * steps_per_epoch
-        limit = min(total, cfg.max_steps or total)
-        warmup = math.ceil(cfg.warmup_ratio * total)
+        train_dl, self.sampler = train_loader(train_features, cfg.batch_size, cfg.seed, pad)
+        batches = math.ceil(len(self.sampler) / acc.num_processes)
+        self.steps_per_epoch = math.ceil(batches / cfg.gradient_accumulation_steps)
+        self.total = cfg.epochs * self.steps_per_epoch
+        self.limit = min(self.total, cfg.max_steps or self.total)
+        warmup = math.ceil(cfg.warmup_ratio * self.total)
         # accelerate steps a prepared scheduler once per process for each optimizer step
         scheduler = get_linear_schedule_with_warmup(optimizer, warmup * acc.num_processes,
-                                                    total * acc.num_processes)
-        to_prepare = [model, optimizer, train_dl, scheduler]
+                                                    self.total * acc.num_processes)
+        parts = [model, optimizer, train_dl, scheduler]
         if dev_features:
-            to_prepare.append(eval_loader(dev_features, cfg.eval_batch_size or cfg.batch_size, pad))
-        prepared = acc.prepare(*to_prepare)
-        self.model, optimizer, train_dl, scheduler = prepared[:4]
-        self.dev_dl = prepared[4] if dev_features else None
-        assert len(train_dl) == batches, (len(train_dl), batches)
+            parts.append(eval_loader(dev_features, cfg.eval_batch_size or cfg.batch_size, pad))
+        parts = acc.prepare(*parts)
+        self.model, self.optimizer, self.train_dl, self.scheduler = parts[:4]
+        self.dev_dl = parts[4] if dev_features else None
+        assert len(self.train_dl) == batches, (len(self.train_dl), batches)
 
         if found is not None:
-            self.state = checkpoints.read_state(found)
-            if self.state.processes != acc.num_processes:
-                raise ConfigError(f"{found} was written by {self.state.processes} process(es); resume "
+            state = checkpoints.read_state(found)
+            if state.processes != acc.num_processes:
+                raise ConfigError(f"{found} was written by {state.processes} process(es); resume "
                                   f"with the same number (now {acc.num_processes}), since each "
                                   "process's place in the data is saved")
             self.state = checkpoints.restore(acc, found)
@@ -325,93 +335,115 @@ class _Run:
                      f"batch {self.state.batch})")
         else:
             self.state = TrainerState(processes=acc.num_processes, plan=cfg.plan())
-        self._reset_log()
-        resumed_from = self.state.step if found is not None else None
+        self.resumed_from = self.state.step if found is not None else None
         self.saved_at = self.state.step if found is not None else -1
+        self._reset_log()
         if acc.is_main_process:
             (self.out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False),
                                                   encoding="utf-8")
             (self.out / "data").mkdir(exist_ok=True)
             (self.out / "data" / "train_set.json").write_text(
-                json.dumps({**data_report, "train_questions": len(train_features),
-                            "dev_questions": len(dev_features)}, indent=2) + "\n", encoding="utf-8")
+                json.dumps({**self.data_report, "train_questions": self.train_questions,
+                            "dev_questions": self.dev_questions}, indent=2) + "\n", encoding="utf-8")
         if self.tracking:
             acc.init_trackers("tensorboard", config=_flat(cfg.to_dict()))
-        self.say(f"{len(train_features)} training questions ({data_report['added']} added by the "
-                 f"recipe), {len(dev_features)} dev questions; {total} steps planned "
-                 f"({steps_per_epoch} per epoch), stopping at {limit}")
+        self.say(f"{self.train_questions} training questions ({self.data_report['added']} added by "
+                 f"the recipe), {self.dev_questions} dev questions; {self.total} steps planned "
+                 f"({self.steps_per_epoch} per epoch), stopping at {self.limit}")
 
+    def _log_loss(self, epoch: int) -> None:
+        """One train record for the steps since the last; their losses are kept in the state
+        until then, so an interval cut by a checkpoint ends the same after a resume."""
+        state = self.state
+        loss = sum(state.pending_losses) / len(state.pending_losses)
+        state.pending_losses = []
+        self.train_loss = loss
+        self.log({"event": "train", "step": state.step,
+                  "epoch": round(epoch + state.batch / len(self.train_dl), 4),
+                  "loss": loss, "lr": state.lr})
+
+    def _end_epoch(self, epoch: int) -> None:
+        state = self.state
+        if self.dev_dl is not None:
+            result = self.evaluate()
+            better = state.best is None or result["dev_accuracy"] > state.best["dev_accuracy"]
+            self.last_eval = {"event": "eval", "step": state.step, "epoch": epoch + 1, **result,
+                              "best": better}
+            self.log(self.last_eval)
+            self.say(f"epoch {epoch + 1}: dev accuracy {result['dev_accuracy']:.4f} on "
+                     f"{result['dev_questions']} questions" + (" (best so far)" if better else ""))
+            if better:
+                state.best = {"step": state.step, "epoch": epoch + 1,
+                              "dev_accuracy": result["dev_accuracy"]}
+                self.save_model("best", best=state.best)
+        state.epoch, state.batch = epoch + 1, 0
+        self.save_checkpoint()
+
+    def _train(self) -> None:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=limit, initial=self.state.step, desc=cfg.name, unit="step", dynamic_ncols=True,
-                   disable=not (self.progress and acc.is_main_process))
-        last_eval = None
-        loss_sum = torch.zeros((), device=acc.device)
-        loss_n = 0
-        train_loss = None
-        self.model.train()
-        state = self.state
-        while state.epoch < cfg.epochs and state.step < limit:
+        cfg, acc, state = self.cfg, self.accelerator, self.state
+        model, optimizer, scheduler, n_batches = self.model, self.optimizer, self.scheduler, len(self.train_dl)
+        self.bar = tqdm(total=self.limit, initial=state.step, desc=cfg.name, unit="step",
+                        dynamic_ncols=True, disable=not (self.progress and acc.is_main_process))
+        self.last_eval = self.train_loss = None
+        step_loss = torch.zeros((), device=acc.device)
+        micro = 0
+        model.train()
+        while state.epoch < cfg.epochs and state.step < self.limit:
             epoch = state.epoch
-            sampler.select_epoch(epoch)
-            loader = acc.skip_first_batches(train_dl, state.batch) if state.batch else train_dl
+            self.sampler.select_epoch(epoch)
+            loader = acc.skip_first_batches(self.train_dl, state.batch) if state.batch else self.train_dl
             for batch in loader:
-                with acc.accumulate(self.model):
-                    loss = self.model(**batch).loss
+                with acc.accumulate(model):
+                    loss = model(**batch).loss
                     acc.backward(loss)
-                    lr = optimizer.param_groups[0]["lr"]
+                    state.lr = optimizer.param_groups[0]["lr"]
                     if acc.sync_gradients and cfg.max_grad_norm:
-                        acc.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+                        acc.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
                     optimizer.step()
                     scheduler.step()
                     optimizer.zero_grad()
-                loss_sum += loss.detach().float()
-                loss_n += 1
+                step_loss += loss.detach().float()
+                micro += 1
                 state.batch += 1
                 if not acc.sync_gradients:
                     continue
                 state.step += 1
-                bar.update(1)
-                if state.step % cfg.log_every_steps == 0 or state.batch == len(train_dl) \
-                        or state.step == limit:
-                    train_loss = acc.reduce(loss_sum / loss_n, "mean").item()
-                    loss_sum.zero_()
-                    loss_n = 0
-                    self.log({"event": "train", "step": state.step,
-                              "epoch": round(epoch + state.batch / len(train_dl), 4),
-                              "loss": train_loss, "lr": lr})
-                    bar.set_postfix(loss=f"{train_loss:.4f}", lr=f"{lr:.2e}")
-                if state.batch == len(train_dl):
-                    continue  # the epoch's end is handled below, after the loader has finished
-                if state.step >= limit:
+                state.pending_losses.append(acc.reduce(step_loss / micro, "mean").item())
+                step_loss.zero_()
+                micro = 0
+                self.bar.update(1)
+                end_of_epoch = state.batch == n_batches
+                if state.step % cfg.log_every_steps == 0 or end_of_epoch:
+                    self._log_loss(epoch)
+                    self.bar.set_postfix(loss=f"{self.train_loss:.4f}", lr=f"{state.lr:.2e}")
+                if end_of_epoch:
+                    continue  # handled below, once the loader has finished
+                if state.step >= self.limit:
                     break
                 if cfg.save_every_steps and state.step % cfg.save_every_steps == 0:
                     self.save_checkpoint()
-            if state.batch < len(train_dl):
+            if state.batch < n_batches:
                 break
-            if self.dev_dl is not None:
-                result = self.evaluate()
-                better = state.best is None or result["dev_accuracy"] > state.best["dev_accuracy"]
-                last_eval = {"event": "eval", "step": state.step, "epoch": epoch + 1, **result,
-                             "best": better}
-                self.log(last_eval)
-                self.say(f"epoch {epoch + 1}: dev accuracy {result['dev_accuracy']:.4f} "
-                         f"on {result['dev_questions']} questions" + (" (best so far)" if better else ""))
-                if better:
-                    state.best = {"step": state.step, "epoch": epoch + 1,
-                                  "dev_accuracy": result["dev_accuracy"]}
-                    self.save_model("best", best=state.best)
-            state.epoch, state.batch = epoch + 1, 0
-            self.save_checkpoint()
-        bar.close()
+            self._end_epoch(epoch)
+        self.bar.close()
+
+    def _finish(self) -> dict:
+        """Checkpoint where the run stopped, then evaluate and save the final model; what is
+        logged after that checkpoint is dropped again if the run is resumed from it."""
+        acc, state = self.accelerator, self.state
         if self.saved_at != state.step:
             self.save_checkpoint()
-
-        final = {"event": "final", "step": state.step, "epoch": round(state.epoch + state.batch / len(train_dl), 4)}
+        n_batches = len(self.train_dl)
+        if state.pending_losses:
+            self._log_loss(state.epoch)
+        final = {"event": "final", "step": state.step,
+                 "epoch": round(state.epoch + state.batch / n_batches, 4)}
         best_path = None
         if self.dev_dl is not None:
-            if last_eval is not None and last_eval["step"] == state.step:
-                result = {k: last_eval[k] for k in ("dev_accuracy", "dev_questions")}
+            if self.last_eval is not None and self.last_eval["step"] == state.step:
+                result = {k: self.last_eval[k] for k in ("dev_accuracy", "dev_questions")}
             else:
                 result = self.evaluate()
             final.update(result)
@@ -425,14 +457,10 @@ class _Run:
         self.save_model("final")
         if self.tracking:
             acc.end_training()
-
-        seconds = time.time() - started
         metrics = {**{k: v for k, v in final.items() if k != "event"},
-                   "train_loss": train_loss, "train_questions": len(train_features),
-                   "added_questions": data_report["added"], "planned_steps": total,
-                   "steps_per_epoch": steps_per_epoch, "resumed_from": resumed_from,
-                   "processes": acc.num_processes, "seconds": round(seconds, 2)}
-        if acc.is_main_process:
-            (self.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+                   "train_loss": self.train_loss, "train_questions": self.train_questions,
+                   "added_questions": self.data_report["added"], "planned_steps": self.total,
+                   "steps_per_epoch": self.steps_per_epoch, "resumed_from": self.resumed_from,
+                   "processes": acc.num_processes}
         return {"output_dir": str(self.out), "best": best_path, "final": str(self.out / "final"),
-                "log": str(self.out / LOG_FILE), "metrics": metrics, "data": data_report}
+                "log": str(self.out / LOG_FILE), "metrics": metrics, "data": self.data_report}
