@@ -70,12 +70,14 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("attacks", help="list the available attacks and their default configs")
 
+    from training.ablation import add_ablate_parser
     from training.cli import add_train_parser
 
     from .evaluation import add_evaluate_parser
 
     for name, handler in [("build", _build), ("verify", _verify), ("export", _export), ("attacks", _attacks),
-                          ("evaluate", add_evaluate_parser(sub)), ("train", add_train_parser(sub))]:
+                          ("evaluate", add_evaluate_parser(sub)), ("train", add_train_parser(sub)),
+                          ("ablate", add_ablate_parser(sub))]:
         sub.choices[name].set_defaults(handler=handler)
     return p
 

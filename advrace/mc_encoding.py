@@ -16,7 +16,7 @@ BLANK_RE = re.compile(r"_+(?:\s*_+)*")
 def question_with_option(question: str, option: str) -> str:
     """Fill a RACE blank ("_") with the option; otherwise append the option to the question."""
     if BLANK_RE.search(question):
-        return " ".join(BLANK_RE.sub(option, question, count=1).split())
+        return " ".join(BLANK_RE.sub(lambda _: option, question, count=1).split())
     return f"{question} {option}".strip()
 
 

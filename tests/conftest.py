@@ -1,4 +1,5 @@
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,42 @@ def squad_file(tmp_path: Path) -> Path:
     path = tmp_path / "squad.json"
     path.write_text(json.dumps(squad_doc()), encoding="utf-8")
     return path
+
+
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+@pytest.fixture
+def tokenizer_dir(tmp_path: Path) -> Path:
+    """A WordPiece tokenizer whose vocabulary holds every word of the conftest passages."""
+    from transformers import BertTokenizerFast
+
+    text = PASSAGE + " " + json.dumps(race_passage("high1.txt", 3)) + " middle"
+    words = sorted(set(re.findall(r"[a-z]+", text.lower())))
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(SPECIAL + list("0123456789.,?!_'\"-") + words) + "\n", encoding="utf-8")
+    out = tmp_path / "tokenizer"
+    BertTokenizerFast(str(vocab)).save_pretrained(out)  # transformers 5 ignores vocab_file=
+    return out
+
+
+def tiny(tokenizer_dir: Path, race_dir: Path, tmp_path: Path, **extra) -> dict:
+    cfg = {
+        "name": "tiny",
+        "model_config": {"model_type": "bert", "vocab_size": 128, "hidden_size": 32,
+                         "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
+                         "max_position_embeddings": 128},
+        "tokenizer": str(tokenizer_dir),
+        "train": {"path": str(race_dir)},
+        "dev": {"path": str(race_dir)},
+        "lr": 1e-3, "warmup_ratio": 0.0, "epochs": 2, "batch_size": 2, "max_length": 96,
+        "save_every_steps": 2, "tensorboard": False, "output_dir": str(tmp_path / "run"),
+    }
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(cfg.get(key), dict):
+            cfg[key] = {**cfg[key], **value}
+        else:
+            cfg[key] = value
+    return cfg
+
+

@@ -1,5 +1,7 @@
 import json
-import re
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -8,7 +10,7 @@ import yaml
 
 from advrace.errors import ConfigError
 from advrace.loaders import load
-from conftest import PASSAGE, race_passage
+from conftest import PASSAGE, SPECIAL, tiny
 from training import config_from_dict, load_config, train
 from training.cli import main
 from training.data import BucketBatchSampler, encode
@@ -17,7 +19,6 @@ from training.recipes import build_train_set
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs" / "train"
 SAMPLE_RACE = str(ROOT / "advrace" / "sample_data" / "race")
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 @pytest.fixture(autouse=True)
@@ -27,40 +28,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-@pytest.fixture
-def tokenizer_dir(tmp_path: Path) -> Path:
-    """A WordPiece tokenizer whose vocabulary holds every word of the conftest passages."""
-    from transformers import BertTokenizerFast
-
-    text = PASSAGE + " " + json.dumps(race_passage("high1.txt", 3)) + " middle"
-    words = sorted(set(re.findall(r"[a-z]+", text.lower())))
-    vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join(SPECIAL + list("0123456789.,?!_'\"-") + words) + "\n", encoding="utf-8")
-    out = tmp_path / "tokenizer"
-    BertTokenizerFast(str(vocab)).save_pretrained(out)  # transformers 5 ignores vocab_file=
-    return out
-
-
-def tiny(tokenizer_dir: Path, race_dir: Path, tmp_path: Path, **extra) -> dict:
-    cfg = {
-        "name": "tiny",
-        "model_config": {"model_type": "bert", "vocab_size": 128, "hidden_size": 32,
-                         "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
-                         "max_position_embeddings": 128},
-        "tokenizer": str(tokenizer_dir),
-        "train": {"path": str(race_dir)},
-        "dev": {"path": str(race_dir)},
-        "lr": 1e-3, "warmup_ratio": 0.0, "epochs": 2, "batch_size": 2, "max_length": 96,
-        "save_every_steps": 2, "tensorboard": False, "output_dir": str(tmp_path / "run"),
-    }
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(cfg.get(key), dict):
-            cfg[key] = {**cfg[key], **value}
-        else:
-            cfg[key] = value
-    return cfg
 
 
 def log_records(run: Path, event: str | None = None) -> list[dict]:
@@ -111,6 +78,41 @@ def test_resume_gives_the_same_weights_and_log(tokenizer_dir, race_dir, tmp_path
     logged = [1, 2, 3, 4, 5, 6] if log_every == 1 else [4, 5, 6]
     assert [r["step"] for r in log_records(tmp_path / "cut", "train")] == logged
     assert not all(torch.equal(a[k], stopped[k]) for k in a)
+
+
+DRIVER = """
+import json, sys
+from training import train
+
+cfg, out = json.loads(sys.argv[1]), sys.argv[2]
+train(cfg, output_dir=out + "/whole", progress=False)
+train({**cfg, "max_steps": 3}, output_dir=out + "/cut", progress=False)
+train(cfg, output_dir=out + "/cut", resume=True, progress=False)
+"""
+
+
+def test_two_processes_shard_the_data_and_resume_exactly(tokenizer_dir, race_dir, tmp_path):
+    """Two CPU processes (gloo), as `accelerate launch` or torchrun would start them."""
+    cfg = tiny(tokenizer_dir, race_dir, tmp_path, batch_size=1, gradient_accumulation_steps=2,
+               epochs=2, save_every_steps=1)
+    (tmp_path / "driver.py").write_text(DRIVER, encoding="utf-8")
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(tmp_path / "driver.py"), json.dumps(cfg), str(tmp_path)]
+    done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    metrics = json.loads((tmp_path / "whole" / "metrics.json").read_text())
+    # 7 questions over 2 processes: 4 batches each, so 2 steps per epoch; all 7 evaluated once
+    assert (metrics["processes"], metrics["steps_per_epoch"], metrics["dev_questions"]) == (2, 2, 7)
+    assert sorted(p.name for p in (tmp_path / "cut" / "checkpoints" / "step-4").iterdir()) == [
+        "model.safetensors", "optimizer.bin", "random_states_0.pkl", "random_states_1.pkl",
+        "scheduler.bin", "trainer_state.json"]
+    a, b = weights(tmp_path / "whole" / "final"), weights(tmp_path / "cut" / "final")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert log_records(tmp_path / "whole") == log_records(tmp_path / "cut")
+    assert json.loads((tmp_path / "cut" / "metrics.json").read_text())["resumed_from"] == 3
 
 
 def test_resume_refuses_a_changed_config(tokenizer_dir, race_dir, tmp_path):
@@ -243,6 +245,22 @@ def test_adversarial_run_and_cli(tokenizer_dir, race_dir, tmp_path, capsys):
     assert [r["step"] for r in log_records(out, "train")] == [1, 2, 3]
     assert main([str(path), "--output-dir", str(out), "--quiet", "--set", "lrr=1"]) == 2
     assert "unknown key(s) lrr" in capsys.readouterr().err
+
+
+def test_data_from_a_release_split(race_dir, tmp_path):
+    from advrace.config import config_from_dict as release_config
+    from advrace.release import build_release
+    from training.config import data_from_dict
+    from training.data import load_examples
+
+    build_release(release_config({"data": {"path": str(race_dir)}, "splits": ["charswap"],
+                                  "workers": 1}), tmp_path / "rel")
+    spec = data_from_dict({"release": str(tmp_path / "rel"), "split": "charswap", "limit": 5}, "dev")
+    attacked = load_examples(spec)
+    original = load_examples(data_from_dict({"release": str(tmp_path / "rel")}, "dev"))
+    assert len(attacked) == 5 and len(original) == 7
+    assert [e.source_id for e in attacked] == [e.source_id for e in original[:5]]
+    assert any(a.passage != o.passage for a, o in zip(attacked, original))
 
 
 def test_batches_depend_only_on_seed_and_epoch(race_dir, tokenizer_dir):

@@ -13,13 +13,15 @@ EPILOG = textwrap.dedent("""\
     examples:
       advrace train configs/train/cpu-smoke.yaml --output-dir runs/smoke
       advrace train configs/train/cpu-smoke.yaml --output-dir runs/smoke --resume
-      advrace train configs/train/advrace-gpu.yaml --set train.path=~/RACE/train --set dev.path=~/RACE/dev
-      accelerate launch -m training configs/train/advrace-gpu.yaml --output-dir runs/roberta
+      advrace train configs/train/advrace-gpu.yaml --set train.path=/data/RACE/train --set dev.path=/data/RACE/dev
+      accelerate launch --multi_gpu --num_processes 4 -m training configs/train/advrace-gpu.yaml
+      ACCELERATE_USE_CPU=true torchrun --nproc_per_node 2 -m training configs/train/cpu-smoke.yaml
 
     A run writes OUTPUT/best and OUTPUT/final (load with AutoModelForMultipleChoice.from_pretrained),
     OUTPUT/log.jsonl, OUTPUT/metrics.json and resumable OUTPUT/checkpoints/step-N.
     --max-steps stops early without changing the learning-rate schedule, so a capped run continued
-    with --resume and a larger cap ends exactly where an uncapped run would.
+    with --resume and a larger cap ends exactly where an uncapped run would. Resume with the same
+    config and number of processes; the output folder should be on a filesystem all nodes share.
     Exit status: 0 on success, 2 on a bad config or malformed data, 3 if a resource is missing.
     """)
 

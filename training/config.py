@@ -102,6 +102,7 @@ class TrainConfig:
         d = self.to_dict()
         for key in RUN_ONLY_KEYS:
             d.pop(key)
+        d["recipe"].pop("workers")
         return json.loads(json.dumps(d, sort_keys=True, default=str))
 
     def plan_digest(self) -> str:

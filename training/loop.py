@@ -192,8 +192,10 @@ class _Run:
         seed = cfg.seed if cfg.recipe.seed is None else cfg.recipe.seed
         if cfg.recipe.task != "adversarial":
             return build_train_set(cfg.recipe, examples, seed)
-        h = hashlib.sha256(json.dumps({"recipe": dataclasses.asdict(cfg.recipe), "seed": seed},
-                                      sort_keys=True, default=str).encode())
+        recipe = dataclasses.asdict(cfg.recipe)
+        recipe.pop("workers")
+        h = hashlib.sha256(json.dumps({"recipe": recipe, "seed": seed}, sort_keys=True,
+                                      default=str).encode())
         for ex in examples:
             h.update(json.dumps(ex.to_record(), sort_keys=True).encode())
         cache = self.out / "data" / f"adversarial-{h.hexdigest()[:16]}.json"

@@ -1,0 +1,70 @@
+import json
+
+import pytest
+
+from advrace.errors import ConfigError
+from conftest import tiny
+from training.ablation import ablate, grid_from_dict, run_config
+
+
+def grid(tokenizer_dir, race_dir, tmp_path, **extra):
+    base = tiny(tokenizer_dir, race_dir, tmp_path, epochs=1, save_every_steps=None)
+    values = {
+        "name": "t",
+        "release": {"config": None},
+        "train_config": base,
+        "runs": [
+            {"name": "original", "recipe": {"task": "finetune"}},
+            {"name": "+charswap", "recipe": {"task": "adversarial", "mode": "targeted", "attacks": ["charswap"]}},
+            {"name": "option-only", "recipe": {"task": "option_only"}, "evaluate_on": ["option_only"]},
+        ],
+        "output_dir": str(tmp_path / "abl"),
+        "max_length": 96,
+        "bf16": False,
+        **extra,
+    }
+    return values
+
+
+def test_grid_trains_each_run_and_writes_one_matrix(tokenizer_dir, race_dir, tmp_path):
+    from advrace.config import config_from_dict
+    from advrace.release import build_release
+
+    release = tmp_path / "release"
+    build_release(config_from_dict({"data": {"path": str(race_dir)}, "seed": 1, "workers": 1,
+                                    "splits": ["charswap", "diagnosis", "option_only"]}), release)
+    g = grid_from_dict(grid(tokenizer_dir, race_dir, tmp_path, release={"path": str(release)}))
+    summary = ablate(g, progress=False)
+    out = tmp_path / "abl"
+    results = json.loads((out / "report" / "results.json").read_text())
+    assert results == summary
+    assert list(results["models"]) == ["original", "+charswap", "option-only"]
+    full = results["results"]["original"]["splits"]
+    assert set(full) == {"original", "charswap", "diagnosis", "option_only"}
+    assert set(results["results"]["option-only"]["splits"]) == {"option_only"}
+    for run in ("original", "+charswap", "option-only"):
+        assert (out / "runs" / run / "final" / "config.json").is_file()
+        assert (out / "report" / "predictions" / f"{run}.jsonl").is_file()
+    table = (out / "report" / "results.md").read_text()
+    assert "+charswap" in table and "option-only" in table
+    adv_set = json.loads((out / "runs" / "+charswap" / "data" / "train_set.json").read_text())
+    assert adv_set  # the adversarial recipe recorded what it added
+
+
+def test_run_config_layers_overrides(tokenizer_dir, race_dir, tmp_path):
+    g = grid_from_dict(grid(tokenizer_dir, race_dir, tmp_path, release={"path": "x"},
+                            set={"train.limit": 3, "lr": 0.5}))
+    cfg = run_config(g, g.runs[1])
+    assert cfg["train"]["limit"] == 3 and cfg["lr"] == 0.5
+    assert cfg["recipe"]["attacks"] == ["charswap"] and cfg["name"] == "+charswap"
+    assert "output_dir" not in cfg
+
+
+def test_grid_errors(tokenizer_dir, race_dir, tmp_path):
+    values = grid(tokenizer_dir, race_dir, tmp_path, release={"path": "x"})
+    with pytest.raises(ConfigError, match="unknown key"):
+        grid_from_dict({**values, "runz": []})
+    with pytest.raises(ConfigError, match="unique 'name'"):
+        grid_from_dict({**values, "runs": [{"name": "a"}, {"name": "a"}]})
+    with pytest.raises(ConfigError, match="release needs"):
+        grid_from_dict({**values, "release": {}})
