@@ -94,17 +94,25 @@ def config_from_dict(values: dict, where: str = "config") -> ReleaseConfig:
     return _build(ReleaseConfig, {**values, "data": data, "splits": tuple(splits)}, where)
 
 
-def load_config(path: str | None) -> ReleaseConfig:
-    if path is None:
-        return ReleaseConfig()
+def read_yaml(path: str | Path, examples: str) -> dict:
+    """A YAML mapping from a config file, or a ConfigError that says where examples live."""
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"{path}: no such config file (see configs/release/ for examples)")
+        raise ConfigError(f"{path}: no such config file (see {examples} for examples)")
     try:
         values = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from None
-    cfg = config_from_dict(values, str(path))
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return values
+
+
+def load_config(path: str | None) -> ReleaseConfig:
+    if path is None:
+        return ReleaseConfig()
+    p = Path(path)
+    cfg = config_from_dict(read_yaml(p, "configs/release/"), str(path))
     data = cfg.data
     if data.path and not data.path.startswith(SAMPLE_PREFIX) and not Path(data.path).is_absolute() \
             and not (Path.cwd() / data.path).exists() and (p.parent / data.path).exists():

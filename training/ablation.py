@@ -14,8 +14,7 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from advrace.config import read_yaml
 from advrace.errors import ConfigError
 
 RUN_KEYS = {"name", "recipe", "set", "evaluate_on"}
@@ -64,14 +63,7 @@ def _check_keys(values: dict, known: set, where: str) -> None:
 
 
 def load_grid(path: str | Path) -> Grid:
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{path}: no such ablation config (see configs/ablation/)")
-    try:
-        values = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
-    return grid_from_dict(values, str(path))
+    return grid_from_dict(read_yaml(path, "configs/ablation/"), str(path))
 
 
 def grid_from_dict(values: dict, where: str = "ablation config") -> Grid:
@@ -87,10 +79,7 @@ def grid_from_dict(values: dict, where: str = "ablation config") -> Grid:
         raise ConfigError(f"{where}: release needs 'path' (a built release) or 'config' (a recipe to build)")
     base = values["train_config"]
     if isinstance(base, str):
-        bp = Path(base)
-        if not bp.is_file():
-            raise ConfigError(f"{where}: train_config {base}: no such file")
-        base = yaml.safe_load(bp.read_text(encoding="utf-8")) or {}
+        base = read_yaml(base, "configs/train/")
     runs, names = [], set()
     for i, r in enumerate(values["runs"] or []):
         _check_keys(r, RUN_KEYS, f"{where}: runs[{i}]")

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from advrace.config import SAMPLE_PREFIX, DataSpec, SplitSpec
+from advrace.config import SAMPLE_PREFIX, DataSpec, SplitSpec, read_yaml
 from advrace.config import config_from_dict as release_config_from_dict
 from advrace.errors import ConfigError, ResourceMissing
 from advrace.loaders import FORMATS
@@ -335,14 +335,7 @@ def _relocate(cfg: TrainConfig, base: Path) -> TrainConfig:
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{path}: no such config file (see configs/train/ for examples)")
-    try:
-        values = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
-    if not isinstance(values, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
+    values = read_yaml(p, "configs/train/")
     cfg = config_from_dict(apply_overrides(values, overrides or []), str(path))
     return dataclasses.replace(_relocate(cfg, p.parent), source_file=str(path))
 
