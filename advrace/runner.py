@@ -17,6 +17,7 @@ from .config import ReleaseConfig, SplitSpec
 from .errors import ConfigError
 
 ORIGINAL = "original"
+CHUNK_PASSAGES = 16
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,8 @@ def run_splits(cfg: ReleaseConfig, examples: list, resources, *, workers: int | 
     groups = passage_groups(examples)
     workers = max(1, min(workers or default_workers(), len(groups)))
     results: list[dict | None] = [None] * len(groups)
-    size = max(1, min(64, len(groups) // (workers * 8)))
-    chunks = [list(range(s, min(s + size, len(groups)))) for s in range(0, len(groups), size)]
+    # A fixed chunk size, so that spaCy sees the same batches whatever the number of workers.
+    chunks = [list(range(s, min(s + CHUNK_PASSAGES, len(groups)))) for s in range(0, len(groups), CHUNK_PASSAGES)]
     payload = [[[examples[i] for i in groups[gi]] for gi in chunk] for chunk in chunks]
     bar = _bar(len(examples), progress)
 
