@@ -26,14 +26,15 @@ def grid(tokenizer_dir, race_dir, tmp_path, **extra):
     return values
 
 
-def test_grid_trains_each_run_and_writes_one_matrix(tokenizer_dir, race_dir, tmp_path):
+def test_grid_on_the_sample_trains_each_run_and_writes_one_matrix(tokenizer_dir, race_dir, tmp_path):
     from advrace.config import config_from_dict
     from advrace.release import build_release
 
     release = tmp_path / "release"
-    build_release(config_from_dict({"data": {"path": str(race_dir)}, "seed": 1, "workers": 1,
+    build_release(config_from_dict({"data": {"path": "@sample/race", "limit": 24}, "seed": 1, "workers": 1,
                                     "splits": ["charswap", "diagnosis", "option_only"]}), release)
-    g = grid_from_dict(grid(tokenizer_dir, race_dir, tmp_path, release={"path": str(release)}))
+    sample = {"train.path": "@sample/race", "train.limit": 40, "dev.path": "@sample/race", "dev.limit": 12}
+    g = grid_from_dict(grid(tokenizer_dir, race_dir, tmp_path, release={"path": str(release)}, set=sample))
     summary = ablate(g, progress=False)
     out = tmp_path / "abl"
     results = json.loads((out / "report" / "results.json").read_text())
