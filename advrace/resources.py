@@ -564,6 +564,13 @@ class Resources:
         """Parse many short texts in one batch, ahead of `parse`."""
         self._parses.fill(texts)
 
+    def after_fork(self) -> None:
+        """Give a forked worker its own WordNet file handles: handles inherited from the parent
+        share one file offset, so workers reading at once would corrupt each other's reads."""
+        wordnet = self.__dict__.get("wordnet")
+        if wordnet is not None and getattr(wordnet, "_data_file_map", None):
+            wordnet._data_file_map = {}
+
     def preload(self, keys) -> None:
         """Load the named resources now, so that forked workers share them instead of each
         loading its own copy."""

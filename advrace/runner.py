@@ -83,6 +83,7 @@ _WORKER: tuple[Runner, object] | None = None
 
 def _init_worker(runner: Runner, resources) -> None:
     global _WORKER
+    resources.after_fork()
     _WORKER = (runner, resources)
 
 

@@ -111,3 +111,15 @@ def test_word_tags_persist_between_processes(tmp_path):
     second = Resources(ResourceConfig(cache_dir=str(tmp_path)))
     second.__dict__["tagger"] = None  # would fail if it had to tag anything
     assert second.word_tags(["river", "Tom", "quickly"]) == [tags[1], tags[0], tags[2]]
+
+
+def test_forked_workers_get_their_own_wordnet_files():
+    from advrace.resources import get_resources
+
+    res = get_resources()
+    assert res.antonyms("happy", "ADJ")
+    assert res.wordnet._data_file_map  # the parent has its files open
+    res.after_fork()
+    assert res.wordnet._data_file_map == {}
+    synsets = res.wordnet.synsets("good", "a")
+    assert synsets and all(s is not None for s in synsets)  # reopened on demand
