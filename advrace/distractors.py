@@ -1,0 +1,85 @@
+"""Pure logic of distractor extraction (DE, AdvRACE section 3.1).
+
+A RACE question is turned into span format by inserting its answer into the passage; a span
+QA model then proposes answer spans, and the best ones that are neither the answer nor each
+other's near-copies replace the original distractors.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Sequence
+
+from .examples import MCExample
+from .text import words
+
+SENTENCE_BOUNDARY_RE = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentence_starts(text: str) -> list[int]:
+    """Positions where a sentence may be inserted: 0, each sentence start, and the end."""
+    return sorted({0, len(text), *(m.end() for m in SENTENCE_BOUNDARY_RE.finditer(text))})
+
+
+def insert_answer_span(example: MCExample, rng: random.Random) -> tuple[MCExample, int, int]:
+    """Insert the answer text as a sentence at a random boundary; return it with its char span.
+
+    The offsets come from the example's provenance record, so they are right however the
+    insertion padded the text with spaces. An empty answer raises EditError.
+    """
+    at = rng.choice(sentence_starts(example.passage))
+    new = example.insert_sentence(example.answer.strip(), at)
+    placed = new.provenance[-1]["sentences"][0]
+    return new, placed["start"], placed["start"] + len(placed["text"])
+
+
+def token_overlap(a: str, b: str) -> float:
+    """Share of the smaller lowercase word set found in the other; 0 when either has no words."""
+    wa = {w.lower() for w in words(a)}
+    wb = {w.lower() for w in words(b)}
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / min(len(wa), len(wb))
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def select_distractors(candidates: Sequence[str], answer: str, *, k: int = 3,
+                       max_overlap_answer: float = 0.5,
+                       max_overlap_each_other: float = 0.5) -> list[str]:
+    """Up to `k` candidates (best first) that cannot be mistaken for the answer or each other.
+
+    Candidates without any word count as empty. Returned texts are stripped.
+    """
+    norm_answer = _normalise(answer)
+    chosen: list[str] = []
+    for candidate in candidates:
+        if len(chosen) >= k:
+            break
+        candidate = candidate.strip()
+        norm = _normalise(candidate)
+        if not words(candidate):
+            continue
+        if norm_answer and (norm_answer in norm or norm in norm_answer):
+            continue
+        if token_overlap(candidate, answer) > max_overlap_answer:
+            continue
+        if any(norm == _normalise(c) or token_overlap(candidate, c) > max_overlap_each_other
+               for c in chosen):
+            continue
+        chosen.append(candidate)
+    return chosen
+
+
+def replace_distractors(example: MCExample, new: Sequence[str]) -> tuple[MCExample, int]:
+    """Fill the distractor slots, in option order, with `new`; return the example and the number
+    of original distractors kept because `new` ran short. Extra new ones are ignored."""
+    slots = [i for i in range(len(example.options)) if i != example.label]
+    options = list(example.options)
+    for slot, text in zip(slots, new):
+        options[slot] = text
+    kept = max(0, len(slots) - len(new))
+    return example.replace_options(options), kept
