@@ -22,7 +22,7 @@ BUILD_EPILOG = textwrap.dedent("""\
     """)
 
 
-def _csv(value: str) -> list[str]:
+def comma_list(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
                                    "@sample/race, @sample/squad, or a hub name such as ehovy/race (online)")
     b.add_argument("--format", choices=["race-dir", "race-jsonl", "advrace-json", "squad", "hub"],
                    help="input format (default: detected from the path)")
-    b.add_argument("--attacks", type=_csv, help="comma-separated attacks, replacing the config's splits "
+    b.add_argument("--attacks", type=comma_list, help="comma-separated attacks, replacing the config's splits "
                                                 "(see 'advrace attacks')")
     b.add_argument("--seed", type=int, help="seed for every random choice (default: the config's, else 0)")
     b.add_argument("--limit", type=int, help="use only the first N questions (for quick looks)")
@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                                    "(a JSON dict race_id -> {context, question, options, label}).")
     e.add_argument("release", help="release folder")
     e.add_argument("--format", choices=["advrace"], default="advrace")
-    e.add_argument("--split", type=_csv, help="split(s) to export (default: all)")
+    e.add_argument("--split", type=comma_list, help="split(s) to export (default: all)")
     e.add_argument("--out", required=True,
                    help="output file for one split, or a folder of <split>.json for several")
 

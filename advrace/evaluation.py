@@ -23,7 +23,6 @@ from .metrics import load_metric, squad_em_f1
 from .release import check_release, read_split
 
 MC = "multiple_choice"
-QA = "extractive_qa"
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -472,12 +471,10 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     """)
 
 
-def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
 def add_evaluate_parser(subparsers):
     """Add the `evaluate` subcommand; returns its handler (`args -> exit status`)."""
+    from .cli import comma_list
+
     p = subparsers.add_parser(
         "evaluate", help="score models or prediction files on a release and write a report",
         description="Score models (multiple choice) or prediction files (both tasks) on every split "
@@ -489,7 +486,7 @@ def add_evaluate_parser(subparsers):
     p.add_argument("--predictions", action="append", default=[], metavar="FILE",
                    help="predictions JSON keyed by record id; repeat for several files")
     p.add_argument("--out", required=True, metavar="REPORT_DIR", help="report folder to write")
-    p.add_argument("--splits", type=_csv, help="comma-separated splits to score (default: all)")
+    p.add_argument("--splits", type=comma_list, help="comma-separated splits to score (default: all)")
     p.add_argument("--batch-size", type=int, default=16, help="questions per batch (default: 16)")
     p.add_argument("--max-length", type=int, default=512,
                    help="tokens per option sequence; longer passages are truncated (default: 512)")

@@ -147,17 +147,7 @@ def run_splits(cfg: ReleaseConfig, examples: list, resources, *, workers: int | 
     return attacks, by_split
 
 
-class _NoBar:
-    def update(self, n):
-        pass
-
-    def close(self):
-        pass
-
-
 def _bar(total: int, enabled: bool):
-    if not enabled:
-        return _NoBar()
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc="attacking", unit="q", dynamic_ncols=True, leave=False)
+    return tqdm(total=total, desc="attacking", unit="q", dynamic_ncols=True, leave=False, disable=not enabled)

@@ -7,7 +7,6 @@ rather than hours later (or never, if the key was silently ignored).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,9 +103,6 @@ class TrainConfig:
             d.pop(key)
         d["recipe"].pop("workers")
         return json.loads(json.dumps(d, sort_keys=True, default=str))
-
-    def plan_digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.plan(), sort_keys=True).encode()).hexdigest()
 
 
 # ---------------------------------------------------------------- value checks
