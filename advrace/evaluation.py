@@ -260,10 +260,9 @@ def qa_split_result(examples, predictions: list[str | None]) -> dict:
     return {"n": len(examples), "exact_match": em, "f1": f1, "records": records}
 
 
-def _score_model(release_dir, manifest, scorer, names, accelerator, progress) -> dict:
+def _score_model(split_examples: dict, scorer, accelerator, progress) -> dict:
     results = {}
-    for split in names:
-        examples = read_split(release_dir, split)
+    for split, examples in split_examples.items():
         scores = _predict_sharded(scorer, examples, accelerator, desc=split, progress=progress)
         for ex, s in zip(examples, scores):
             if len(s) != len(ex.options):
@@ -310,7 +309,7 @@ def score_release(release_dir, model, *, splits=None, batch_size: int = 16, max_
     scorer = _make_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
                           accelerator=accelerator)
     show = progress and (accelerator is None or accelerator.is_main_process)
-    return _score_model(release_dir, manifest, scorer, names, accelerator, show)
+    return _score_model({s: read_split(release_dir, s) for s in names}, scorer, accelerator, show)
 
 
 def read_predictions(path) -> dict:
@@ -429,13 +428,14 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     if accelerator is None and (launched or not all(hasattr(m, "predict_mc") for m in models)):
         accelerator = _accelerator()
     main = accelerator is None or accelerator.is_main_process
+    split_examples = {split: read_split(release, split) for split in names} if models else {}
     scores, sources = {}, {}
     for label, model in zip(labels, models):
         scorer = _make_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
                               accelerator=accelerator)
         if progress and main:
             print(f"scoring {label} on {len(names)} split(s)", flush=True)
-        scores[label] = _score_model(release, manifest, scorer, names, accelerator, progress and main)
+        scores[label] = _score_model(split_examples, scorer, accelerator, progress and main)
         sources[label] = {"kind": "model" if not hasattr(model, "predict_mc") else "scorer",
                           "path": str(model) if isinstance(model, (str, os.PathLike)) else model_name(model)}
         if isinstance(scorer, CheckpointScorer):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 
 WORD_RE = re.compile(r"\w+(?:['’]\w+)*")
@@ -15,7 +16,9 @@ def words(text: str) -> list[str]:
     return WORD_RE.findall(text)
 
 
+@functools.lru_cache(maxsize=8192)
 def count_words(text: str) -> int:
+    """Cached: stats count every original passage again for each split."""
     return sum(1 for _ in WORD_RE.finditer(text))
 
 
