@@ -43,19 +43,39 @@ def token_overlap(a: str, b: str) -> float:
     return len(wa & wb) / min(len(wa), len(wb))
 
 
+def jaccard_distance(a: str, b: str) -> float:
+    """1 - |A & B| / |A | B| over lowercase word sets; 1 when both have no words."""
+    wa = {w.lower() for w in words(a)}
+    wb = {w.lower() for w in words(b)}
+    union = wa | wb
+    return 1.0 - len(wa & wb) / len(union) if union else 1.0
+
+
 def _normalise(text: str) -> str:
     return " ".join(text.lower().split())
 
 
 def select_distractors(candidates: Sequence[str], answer: str, *, k: int = 3,
-                       max_overlap_answer: float = 0.5,
-                       max_overlap_each_other: float = 0.5) -> list[str]:
+                       max_overlap_answer: float = 0.5, max_overlap_each_other: float = 0.5,
+                       min_jaccard_distance: float | None = None) -> list[str]:
     """Up to `k` candidates (best first) that cannot be mistaken for the answer or each other.
 
-    Candidates without any word count as empty. Returned texts are stripped.
+    A candidate is skipped when it contains or equals the answer (or the answer contains it),
+    when more than `max_overlap_answer` of its words are the answer's, and when it is too close
+    to one already chosen: by word overlap (`max_overlap_each_other`, distractor extraction) or,
+    when `min_jaccard_distance` is given, by a Jaccard distance not above it (distractor
+    generation). Candidates without any word count as empty. Returned texts are stripped.
     """
     norm_answer = _normalise(answer)
     chosen: list[str] = []
+
+    def too_close(candidate: str, other: str) -> bool:
+        if _normalise(candidate) == _normalise(other):
+            return True
+        if min_jaccard_distance is not None:
+            return jaccard_distance(candidate, other) <= min_jaccard_distance
+        return token_overlap(candidate, other) > max_overlap_each_other
+
     for candidate in candidates:
         if len(chosen) >= k:
             break
@@ -67,19 +87,29 @@ def select_distractors(candidates: Sequence[str], answer: str, *, k: int = 3,
             continue
         if token_overlap(candidate, answer) > max_overlap_answer:
             continue
-        if any(norm == _normalise(c) or token_overlap(candidate, c) > max_overlap_each_other
-               for c in chosen):
+        if any(too_close(candidate, c) for c in chosen):
             continue
         chosen.append(candidate)
     return chosen
 
 
-def replace_distractors(example: MCExample, new: Sequence[str]) -> tuple[MCExample, int]:
+def replace_distractors(example: MCExample, new: Sequence[str],
+                        order: Sequence[int] | None = None) -> tuple[MCExample, int]:
     """Fill the distractor slots, in option order, with `new`; return the example and the number
-    of original distractors kept because `new` ran short. Extra new ones are ignored."""
+    of original distractors kept because `new` ran short. Extra new ones are ignored.
+
+    `order` optionally rearranges the options afterwards (new position i holds old option
+    order[i]); the label follows the correct option. One provenance record covers both.
+    """
     slots = [i for i in range(len(example.options)) if i != example.label]
     options = list(example.options)
     for slot, text in zip(slots, new):
         options[slot] = text
     kept = max(0, len(slots) - len(new))
-    return example.replace_options(options), kept
+    label = example.label
+    if order is not None:
+        if sorted(order) != list(range(len(options))):
+            raise ValueError(f"order {list(order)} is not a permutation of {len(options)} options")
+        options = [options[i] for i in order]
+        label = list(order).index(example.label)
+    return example.replace_options(options, label), kept

@@ -21,6 +21,7 @@ from .errors import AdvraceError, ConfigError
 from .mc_encoding import collate_mc, encode_mc, length_sorted_batches
 from .metrics import load_metric, squad_em_f1
 from .release import check_release, read_split
+from .sharding import map_sharded
 
 MC = "multiple_choice"
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -202,17 +203,7 @@ def _predict_sharded(scorer, examples, accelerator, *, desc, progress) -> list[l
             return scorer.predict_mc(shard, desc=desc, progress=progress)
         return scorer.predict_mc(shard)
 
-    if accelerator is None or accelerator.num_processes == 1:
-        scores = predict(examples)
-    else:
-        from accelerate.utils import gather_object
-
-        with accelerator.split_between_processes(list(range(len(examples)))) as shard:
-            local = predict([examples[i] for i in shard])
-            pairs = list(zip(shard, local))
-        scores = [None] * len(examples)
-        for i, s in gather_object(pairs):
-            scores[i] = s
+    scores = map_sharded(predict, examples, accelerator)
     if len(scores) != len(examples):
         raise AdvraceError(f"{model_name(scorer)}: predict_mc returned {len(scores)} score lists "
                            f"for {len(examples)} examples")

@@ -192,6 +192,18 @@ def _write(root: Path, rel: str, text: str) -> dict:
     return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
 
 
+def _process_state(cfg: ReleaseConfig):
+    """Accelerate's process state when a model-based attack will run (its inference is sharded
+    over the processes of `accelerate launch`), else None."""
+    from attacks import get_attack
+
+    if not any(get_attack(spec.attack).batched for spec in cfg.splits):
+        return None
+    from accelerate import PartialState
+
+    return PartialState()
+
+
 def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = False,
                   loaded: LoadResult | None = None) -> dict:
     """Build a release directory from a config; returns the manifest."""
@@ -214,7 +226,9 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
     split_info: dict[str, dict] = {ORIGINAL: {"attack": NO_ATTACK, "config": None, "seed": None}}
     stats = {"splits": {ORIGINAL: split_stats(examples, originals, [False] * len(examples), Counter())}}
     resources = get_resources(cfg.resources)
-    attacks, results = run_splits(cfg, examples, resources, workers=cfg.workers, progress=progress)
+    state = _process_state(cfg)
+    attacks, results = run_splits(cfg, examples, resources, workers=cfg.workers, progress=progress,
+                                  state=state)
     for spec, attack in zip(cfg.splits, attacks):
         split, res = spec.split, results[spec.split]
         split_examples[split] = [in_split(ex, split) for ex in res.examples]
@@ -250,6 +264,8 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
         "files": {},
     }
 
+    if state is not None and not state.is_main_process:
+        return manifest  # under `accelerate launch`, the main process writes the release
     with atomic_dir(out, "manifest.json", "release") as tmp:
         for split, records in splits.items():
             rel = split_file(split)

@@ -51,6 +51,13 @@ def make_attacks(cfg: ReleaseConfig, resources) -> list:
     return attacks
 
 
+def settle(attack, outcome) -> tuple:
+    """(example, perturbed, reason); an unchanged example records why in its provenance."""
+    new = outcome.example if outcome.perturbed else outcome.example.with_provenance(
+        attack=attack.name, unchanged=outcome.reason)
+    return new, outcome.perturbed, outcome.reason
+
+
 class Runner:
     """Applies every split's attack to one passage's questions, each split from its source split."""
 
@@ -63,11 +70,9 @@ class Runner:
         for ex in examples:
             current = {ORIGINAL: ex}
             for spec, attack in zip(self.specs, self.attacks):
-                o = attack.apply(current[spec.source])
-                new = o.example if o.perturbed else o.example.with_provenance(attack=attack.name,
-                                                                               unchanged=o.reason)
-                current[spec.split] = new
-                out[spec.split].append((new, o.perturbed, o.reason))
+                item = settle(attack, attack.apply(current[spec.source]))
+                current[spec.split] = item[0]
+                out[spec.split].append(item)
         return out
 
     def run_groups(self, groups: list[list]) -> list[dict]:
@@ -98,27 +103,53 @@ def default_workers() -> int:
 
 
 def run_splits(cfg: ReleaseConfig, examples: list, resources, *, workers: int | None = None,
-               progress: bool = False) -> tuple[list, dict[str, SplitResult]]:
-    """Returns the attack objects and, per split, its examples in input order."""
+                progress: bool = False, state=None) -> tuple[list, dict[str, SplitResult]]:
+    """Returns the attack objects and, per split, its examples in input order.
+
+    Rule-based attacks run first, passage by passage in worker processes; model-based ones
+    (`batched`) then take their whole source split at once, sharded over `state`'s processes.
+    """
     attacks = make_attacks(cfg, resources)
-    runner = Runner(cfg.splits, attacks)
+    pairs = list(zip(cfg.splits, attacks))
+    rule = [(spec, a) for spec, a in pairs if not a.batched]
+    model_splits = {spec.split for spec, a in pairs if a.batched}
+    for spec, _ in rule:
+        if spec.source in model_splits:
+            raise ConfigError(f"split {spec.split!r}: a rule-based attack cannot be built from the "
+                              f"model-based split {spec.source!r}; build it from 'original' or a "
+                              "rule-based split")
+    by_split = _run_rule_based([s for s, _ in rule], [a for _, a in rule], examples, resources,
+                               workers, progress)
+    for spec, attack in pairs:
+        if not attack.batched:
+            continue
+        source = examples if spec.source == ORIGINAL else by_split[spec.source].examples
+        items = [settle(attack, o) for o in attack.apply_batch(source, state=state, progress=progress)]
+        by_split[spec.split] = SplitResult([i[0] for i in items], [i[1] for i in items],
+                                           [i[2] for i in items])
+    return attacks, {spec.split: by_split[spec.split] for spec in cfg.splits}
+
+
+def _run_rule_based(specs: list, attacks: list, examples: list, resources, workers, progress
+                    ) -> dict[str, SplitResult]:
+    runner = Runner(tuple(specs), attacks)
     groups = passage_groups(examples)
     workers = max(1, min(workers or default_workers(), len(groups)))
     results: list[dict | None] = [None] * len(groups)
     # A fixed chunk size, so that spaCy sees the same batches whatever the number of workers.
     chunks = [list(range(s, min(s + CHUNK_PASSAGES, len(groups)))) for s in range(0, len(groups), CHUNK_PASSAGES)]
     payload = [[[examples[i] for i in groups[gi]] for gi in chunk] for chunk in chunks]
-    bar = _bar(len(examples), progress)
+    bar = _bar(len(examples), progress and bool(specs))
 
     def collect(chunk, outs):
         for gi, out in zip(chunk, outs):
             results[gi] = out
             bar.update(len(groups[gi]))
 
-    if workers == 1 or not cfg.splits:
+    if specs and workers == 1:
         for chunk, part in zip(chunks, payload):
             collect(chunk, runner.run_groups(part))
-    else:
+    elif specs:
         for attack in attacks:
             resources.preload(attack.uses)
         # fork: workers inherit the loaded resources and the attacks instead of unpickling them;
@@ -137,14 +168,14 @@ def run_splits(cfg: ReleaseConfig, examples: list, resources, *, workers: int | 
     resources.save_word_tags()
 
     by_split: dict[str, SplitResult] = {}
-    for spec in cfg.splits:
+    for spec in specs:
         slots: list = [None] * len(examples)
         for group, out in zip(groups, results):
             for i, item in zip(group, out[spec.split]):
                 slots[i] = item
         by_split[spec.split] = SplitResult([s[0] for s in slots], [s[1] for s in slots],
                                            [s[2] for s in slots])
-    return attacks, by_split
+    return by_split
 
 
 def _bar(total: int, enabled: bool):

@@ -1,6 +1,7 @@
 """Attacks, one module each, all behind `attacks.base.Attack` and found through the registry."""
 
 from .base import REGISTRY, Attack, CannotPerturb, Outcome, available_attacks, get_attack, register
-from . import addsent, charswap, diagnosis, option_only  # noqa: F401  (each registers itself)
+from . import (addsent, charswap, diagnosis, distractor_extraction,  # noqa: F401  (each registers itself)
+               distractor_generation, option_only)
 
 __all__ = ["REGISTRY", "Attack", "CannotPerturb", "Outcome", "available_attacks", "get_attack", "register"]

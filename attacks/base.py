@@ -42,6 +42,9 @@ class Attack(ABC):
     tasks: ClassVar[tuple[str, ...]] = ("multiple_choice", "extractive_qa")
     Config: ClassVar[type] = NoConfig
     uses: ClassVar[tuple[str, ...]] = ()  # keys of Resources.versions() recorded in the manifest
+    # True for model-based attacks: they take a whole split at once (apply_batch) in the main
+    # process(es), rather than one passage at a time in forked workers.
+    batched: ClassVar[bool] = False
 
     def __init__(self, config: dict | None = None, seed: int = 0, resources=None):
         self.config = config_from_dict(self.Config, config or {}, f"attack {self.name!r}")
@@ -72,6 +75,10 @@ class Attack(ABC):
         except CannotPerturb as exc:
             return Outcome(example, False, exc.reason)
         return Outcome(new, True)
+
+    def apply_batch(self, examples: list, state=None, progress: bool = False) -> list[Outcome]:
+        """Every example at once; `state` (an Accelerate state) shards model inference."""
+        return [self.apply(ex) for ex in examples]
 
     def prepare(self, examples: list) -> None:
         """Analyse a batch of examples ahead of `apply` (e.g. parse them in one spaCy batch)."""

@@ -49,6 +49,10 @@ def race_passage(pid: str, n_questions: int = 2) -> dict:
 @pytest.fixture
 def race_dir(tmp_path: Path) -> Path:
     """A tiny RACE folder in the original layout: 3 passages, 7 questions."""
+    return make_race_dir(tmp_path)
+
+
+def make_race_dir(tmp_path: Path) -> Path:
     root = tmp_path / "RACE" / "test"
     for sub, n, k in [("high", 1, 3), ("middle", 2, 2), ("middle", 10, 2)]:
         d = root / sub
@@ -85,6 +89,10 @@ SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 @pytest.fixture
 def tokenizer_dir(tmp_path: Path) -> Path:
     """A WordPiece tokenizer whose vocabulary holds every word of the conftest passages."""
+    return make_tokenizer(tmp_path)
+
+
+def make_tokenizer(tmp_path: Path) -> Path:
     from transformers import BertTokenizerFast
 
     text = PASSAGE + " " + json.dumps(race_passage("high1.txt", 3)) + " middle"

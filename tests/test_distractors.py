@@ -93,3 +93,39 @@ def test_replace_distractors_fallback():
     assert new.label == 0 and new.answer == ex.answer
     same, kept0 = replace_distractors(ex, [])
     assert kept0 == 3 and same.options == ex.options
+
+
+def test_jaccard_distance():
+    from advrace.distractors import jaccard_distance
+
+    assert jaccard_distance("the red car", "The red car") == 0.0
+    assert jaccard_distance("a b c", "c d") == pytest.approx(1 - 1 / 4)
+    assert jaccard_distance("x y", "z") == 1.0
+    assert jaccard_distance("", "") == 1.0
+
+
+def test_select_by_jaccard_keeps_pairs_far_apart():
+    # "red old car" vs "red car": J = 2/3, distance 1/3 <= 0.5 -> too close
+    # "blue old bike" vs "red car": distance 1.0; vs "red old car": J = 1/5 -> distance 0.8
+    cands = ["red car", "red old car", "blue old bike", "red car!", "green tree house"]
+    got = select_distractors(cands, "a river", min_jaccard_distance=0.5)
+    assert got == ["red car", "blue old bike", "green tree house"]
+    # the overlap rule would also reject "blue old bike" against "red old car" only above 0.5
+    assert select_distractors(cands, "a river", min_jaccard_distance=0.9, k=5) == [
+        "red car", "blue old bike", "green tree house"]
+    assert select_distractors(cands, "a river", min_jaccard_distance=0.0, k=5) == [
+        "red car", "red old car", "blue old bike", "green tree house"]
+
+
+@pytest.mark.parametrize("label", range(4))
+def test_label_follows_the_answer_after_replacement_and_reordering(label):
+    ex = example(label)
+    answer = ex.answer
+    new, kept = replace_distractors(ex, ["D1", "D2", "D3"], order=[2, 0, 3, 1])
+    assert kept == 0
+    assert new.answer == answer
+    assert sorted(new.distractors) == ["D1", "D2", "D3"]
+    assert new.options[new.label] == answer
+    assert len(new.provenance) == 1 and new.provenance[0]["op"] == "replace_options"
+    with pytest.raises(ValueError):
+        replace_distractors(ex, ["D1"], order=[0, 0, 1, 2])

@@ -180,16 +180,17 @@ def test_mixed_gives_each_attack_a_disjoint_slice():
 def test_option_only_feeds_options_alone(tokenizer_dir, race_dir, tmp_path, monkeypatch):
     from transformers import AutoTokenizer
 
-    import training.loop
+    from training.objectives import MultipleChoice
 
     seen = []
+    real = MultipleChoice.features
 
-    def spy(tokenizer, examples, max_length):
-        features = encode(tokenizer, examples, max_length)
+    def spy(self, tokenizer, examples, seed, dev=False):
+        features = real(self, tokenizer, examples, seed, dev)
         seen.append((examples, features))
         return features
 
-    monkeypatch.setattr(training.loop, "encode", spy)
+    monkeypatch.setattr(MultipleChoice, "features", spy)
     cfg = tiny(tokenizer_dir, race_dir, tmp_path, recipe={"task": "option_only"}, max_steps=1)
     result = train(cfg, progress=False)
     assert result["data"]["task"] == "option_only"

@@ -17,7 +17,11 @@ EPILOG = textwrap.dedent("""\
       accelerate launch --multi_gpu --num_processes 4 -m training configs/train/advrace-gpu.yaml
       ACCELERATE_USE_CPU=true torchrun --nproc_per_node 2 -m training configs/train/cpu-smoke.yaml
 
-    A run writes OUTPUT/best and OUTPUT/final (load with AutoModelForMultipleChoice.from_pretrained),
+      advrace train configs/train/de-cpu.yaml --output-dir runs/de
+      advrace train configs/train/dg-cpu.yaml --output-dir runs/dg
+
+    A run writes OUTPUT/best and OUTPUT/final (from_pretrained folders: AutoModelForMultipleChoice,
+    AutoModelForQuestionAnswering, or advrace.unilm.UniLMSeq2Seq, per objective),
     OUTPUT/log.jsonl, OUTPUT/metrics.json and resumable OUTPUT/checkpoints/step-N.
     --max-steps stops early without changing the learning-rate schedule, so a capped run continued
     with --resume and a larger cap ends exactly where an uncapped run would. Resume with the same
@@ -36,9 +40,12 @@ def _positive(value: str) -> int:
 def add_train_parser(subparsers):
     """Add `train` to an argparse subparsers object; returns the handler (args -> exit status)."""
     p = subparsers.add_parser(
-        "train", help="train a multiple-choice model (fine-tuning, adversarial, option-only)",
-        description="Train a RACE multiple-choice model with Accelerate on one CPU, one GPU, or "
-                    "several (accelerate launch), keeping the best dev checkpoint.",
+        "train", help="train a reader, a distractor extractor or a distractor generator",
+        description="Train with Accelerate on one CPU, one GPU, or several (accelerate launch), "
+                    "keeping the best dev checkpoint. The config's `objective` picks the model: "
+                    "multiple_choice (a RACE reader: fine-tuning, adversarial, option-only), "
+                    "span_extraction (the distractor extractor, or a SQuAD reader) or "
+                    "distractor_generation (the UniLM-style distractor generator).",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     p.add_argument("config", help="training recipe (YAML), e.g. configs/train/cpu-smoke.yaml")
     p.add_argument("--resume", action="store_true",
@@ -62,9 +69,11 @@ def run_train(args) -> int:
     result = train(cfg, output_dir=args.output_dir, resume=args.resume, progress=not args.quiet)
     m = result["metrics"]
     line = f"trained {m['step']} steps on {m['train_questions']} questions in {m['seconds']:.0f}s"
-    if m.get("dev_accuracy") is not None:
-        line += (f"; dev accuracy {m['dev_accuracy']:.4f} (final), {m['best_dev_accuracy']:.4f} "
-                 f"(best, step {m['best_step']}) on {m['dev_questions']} questions")
+    metric = m["metric"]
+    if m.get(metric) is not None:
+        name = metric.removeprefix("dev_").replace("_", " ")
+        line += (f"; dev {name} {m[metric]:.4f} (final), {m['best_' + metric]:.4f} "
+                 f"(best, step {m['best_step']})")
     print(line)
     if result["best"]:
         print(f"  best:  {result['best']}")

@@ -65,6 +65,7 @@ class RecipeConfig:
 class TrainConfig:
     name: str = "advrace-train"
     description: str = ""
+    objective: str = "multiple_choice"
     model: str = MINILM
     model_config: dict | None = None
     model_overrides: dict = field(default_factory=dict)
@@ -81,6 +82,9 @@ class TrainConfig:
     eval_batch_size: int | None = None
     gradient_accumulation_steps: int = 1
     max_length: int = 512
+    doc_stride: int = 128  # span_extraction: overlap of the windows of a long passage
+    max_answer_tokens: int = 30  # span_extraction: the longest span scored on dev
+    max_target_length: int = 32  # distractor_generation: tokens of a distractor, with [SEP]
     max_grad_norm: float | None = 1.0
     mixed_precision: str = "no"
     seed: int = 42
@@ -244,8 +248,16 @@ def config_from_dict(values: Any, where: str = "config") -> TrainConfig:
         if "model" in v:
             raise ConfigError(f"{where}: give either 'model' or 'model_config', not both")
     dev = v.get("dev")
+    from .objectives import MULTIPLE_CHOICE, OBJECTIVES
+
+    objective = _str(f"{where}.objective", v.get("objective", MULTIPLE_CHOICE), choices=OBJECTIVES)
+    recipe = recipe_from_dict(v.get("recipe", {}), f"{where}.recipe")
+    if objective != MULTIPLE_CHOICE and recipe.task != "finetune":
+        raise ConfigError(f"{where}: recipe task {recipe.task!r} trains multiple-choice readers; "
+                          f"objective {objective!r} takes task 'finetune'")
     cfg = TrainConfig(
         name=_str(f"{where}.name", v.get("name", "advrace-train")),
+        objective=objective,
         description=_str(f"{where}.description", v.get("description", "")),
         model=_str(f"{where}.model", v.get("model", MINILM)),
         model_config=model_config,
@@ -253,7 +265,7 @@ def config_from_dict(values: Any, where: str = "config") -> TrainConfig:
         tokenizer=_str(f"{where}.tokenizer", v.get("tokenizer"), optional=True),
         train=data_from_dict(v["train"], f"{where}.train"),
         dev=None if dev is None else data_from_dict(dev, f"{where}.dev"),
-        recipe=recipe_from_dict(v.get("recipe", {}), f"{where}.recipe"),
+        recipe=recipe,
         lr=_float(f"{where}.lr", v.get("lr", 1.5e-5), 0.0, open_low=True),
         weight_decay=_float(f"{where}.weight_decay", v.get("weight_decay", 0.1), 0.0),
         warmup_ratio=_float(f"{where}.warmup_ratio", v.get("warmup_ratio", 0.06), 0.0, 1.0),
@@ -264,6 +276,9 @@ def config_from_dict(values: Any, where: str = "config") -> TrainConfig:
         gradient_accumulation_steps=_int(f"{where}.gradient_accumulation_steps",
                                          v.get("gradient_accumulation_steps", 1), 1),
         max_length=_int(f"{where}.max_length", v.get("max_length", 512), 8),
+        doc_stride=_int(f"{where}.doc_stride", v.get("doc_stride", 128), 1),
+        max_answer_tokens=_int(f"{where}.max_answer_tokens", v.get("max_answer_tokens", 30), 1),
+        max_target_length=_int(f"{where}.max_target_length", v.get("max_target_length", 32), 2),
         max_grad_norm=_float(f"{where}.max_grad_norm", v.get("max_grad_norm", 1.0), 0.0,
                              open_low=True, optional=True),
         mixed_precision=_str(f"{where}.mixed_precision", v.get("mixed_precision", "no"),

@@ -23,8 +23,9 @@ from .config import DataConfig, resolve_data_path
 BUCKET_BATCHES = 50  # batches per shuffled pool that is then sorted by length
 
 
-def load_examples(spec: DataConfig, default_hub_split: str = "train") -> list:
-    """Multiple-choice examples of a data set or of one release split, at most `limit`."""
+def load_examples(spec: DataConfig, default_hub_split: str = "train",
+                  tasks: tuple[str, ...] = ("multiple_choice",)) -> list:
+    """Examples of a data set or of one release split, at most `limit`, of one of `tasks`."""
     if spec.release:
         examples = read_split(spec.release, spec.split or "original")
         if spec.limit is not None:
@@ -32,10 +33,12 @@ def load_examples(spec: DataConfig, default_hub_split: str = "train") -> list:
     else:
         examples = load(resolve_data_path(spec), spec.format, lenient=spec.lenient, limit=spec.limit,
                         split=spec.split or default_hub_split).examples
-    wrong = [ex for ex in examples if ex.task != "multiple_choice"]
+    wrong = [ex for ex in examples if ex.task not in tasks]
     if wrong:
-        raise ConfigError(f"{spec.describe()}: training reads multiple-choice (RACE) questions, "
-                          f"got {wrong[0].task} examples")
+        want = " or ".join("multiple-choice (RACE)" if t == "multiple_choice" else "extractive (SQuAD)"
+                           for t in tasks)
+        raise ConfigError(f"{spec.describe()}: this objective reads {want} questions, "
+                          f"got {wrong[0].task} examples ({wrong[0].id})")
     if not examples:
         raise ConfigError(f"{spec.describe()}: no questions to train or evaluate on")
     return examples
@@ -46,7 +49,7 @@ def encode(tokenizer, examples: list, max_length: int) -> list[MCFeature]:
 
 
 class FeatureDataset(torch.utils.data.Dataset):
-    def __init__(self, features: list[MCFeature], with_index: bool = False):
+    def __init__(self, features: list, with_index: bool = False):
         self.features = features
         self.with_index = with_index
 
@@ -57,13 +60,13 @@ class FeatureDataset(torch.utils.data.Dataset):
         return (i, self.features[i]) if self.with_index else self.features[i]
 
 
-def collate(items: list, pad_token_id: int = 0) -> dict:
-    """collate_mc, plus each question's position in the data set when the items carry one."""
+def collate(items: list, collate_fn=collate_mc, pad_token_id: int = 0) -> dict:
+    """`collate_fn`'s batch, plus each item's position in the data set when the items carry one."""
     if items and isinstance(items[0], tuple):
-        batch = collate_mc([f for _, f in items], pad_token_id)
+        batch = collate_fn([f for _, f in items], pad_token_id)
         batch["index"] = torch.tensor([i for i, _ in items], dtype=torch.long)
         return batch
-    return collate_mc(items, pad_token_id)
+    return collate_fn(items, pad_token_id)
 
 
 class BucketBatchSampler:
@@ -76,7 +79,7 @@ class BucketBatchSampler:
 
     drop_last = False
 
-    def __init__(self, features: list[MCFeature], batch_size: int, seed: int):
+    def __init__(self, features: list, batch_size: int, seed: int):
         self.features = features
         self.batch_size = batch_size
         self.seed = seed
@@ -112,23 +115,23 @@ def _loader_generator() -> torch.Generator:
     return torch.Generator().manual_seed(0)
 
 
-def train_loader(features: list[MCFeature], batch_size: int, seed: int, pad_token_id: int,
-                 num_workers: int = 0) -> tuple[torch.utils.data.DataLoader, BucketBatchSampler]:
+def train_loader(features: list, batch_size: int, seed: int, pad_token_id: int,
+                 num_workers: int = 0, collate_fn=collate_mc) -> tuple[torch.utils.data.DataLoader, BucketBatchSampler]:
     sampler = BucketBatchSampler(features, batch_size, seed)
     loader = torch.utils.data.DataLoader(
         FeatureDataset(features), batch_sampler=sampler, num_workers=num_workers,
-        collate_fn=functools.partial(collate, pad_token_id=pad_token_id),
+        collate_fn=functools.partial(collate, collate_fn=collate_fn, pad_token_id=pad_token_id),
         generator=_loader_generator())
     return loader, sampler
 
 
-def eval_loader(features: list[MCFeature], batch_size: int, pad_token_id: int,
-                num_workers: int = 0) -> torch.utils.data.DataLoader:
+def eval_loader(features: list, batch_size: int, pad_token_id: int,
+                num_workers: int = 0, collate_fn=collate_mc) -> torch.utils.data.DataLoader:
     """Questions in length order (little padding), each carrying its index so that predictions
     gathered from several processes can be matched to questions."""
     order = [i for b in length_sorted_batches(features, batch_size) for i in b]
     dataset = torch.utils.data.Subset(FeatureDataset(features, with_index=True), order)
     return torch.utils.data.DataLoader(
         dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers,
-        collate_fn=functools.partial(collate, pad_token_id=pad_token_id),
+        collate_fn=functools.partial(collate, collate_fn=collate_fn, pad_token_id=pad_token_id),
         generator=_loader_generator())

@@ -28,7 +28,8 @@ from advrace.examples import MCExample
 from . import checkpoints
 from .checkpoints import TrainerState
 from .config import TrainConfig, as_config, resolve_model
-from .data import encode, eval_loader, load_examples, train_loader
+from .data import eval_loader, load_examples, train_loader
+from .objectives import get_objective
 from .recipes import build_train_set, check_attacks, eval_view
 
 LOG_FILE = "log.jsonl"
@@ -162,7 +163,7 @@ class _Run:
                               "use `model: minilm` offline") from None
 
     def _model(self, model_path: str):
-        from transformers import AutoConfig, AutoModelForMultipleChoice
+        from transformers import AutoConfig
 
         cfg = self.cfg
         try:
@@ -181,9 +182,10 @@ class _Run:
         from accelerate.utils import set_seed
 
         set_seed(cfg.seed)
+        cls = self.objective.model_class()
         if cfg.model_config is not None:
-            return AutoModelForMultipleChoice.from_config(config)
-        return AutoModelForMultipleChoice.from_pretrained(model_path, config=config)
+            return cls.from_config(config) if hasattr(cls, "from_config") else cls._from_config(config)
+        return cls.from_pretrained(model_path, config=config)
 
     def _train_examples(self, examples: list) -> tuple[list, dict]:
         """The recipe's training set; adversarial copies are made once (by the main process) and
@@ -246,20 +248,11 @@ class _Run:
     # ---------------------------------------------------------------- evaluation
 
     def evaluate(self) -> dict:
-        acc, model = self.accelerator, self.model
-        model.eval()
-        right, seen = 0, set()
-        with torch.no_grad():
-            for batch in self.dev_dl:
-                index = batch.pop("index")
-                preds = model(**batch).logits.argmax(dim=-1)
-                index, preds, labels = acc.gather_for_metrics((index, preds, batch["labels"]))
-                for i, p, y in zip(index.tolist(), preds.tolist(), labels.tolist()):
-                    if i not in seen:
-                        seen.add(i)
-                        right += p == y
-        model.train()
-        return {"dev_accuracy": right / len(seen), "dev_questions": len(seen)}
+        self.model.eval()
+        result = self.objective.evaluate(self.model, self.dev_dl, self.accelerator, self.dev_features,
+                                         self.dev_examples)
+        self.model.train()
+        return result
 
     def save_checkpoint(self) -> None:
         checkpoints.save(self.accelerator, self.out, self.state, self.cfg.keep_checkpoints)
@@ -268,7 +261,9 @@ class _Run:
     def save_model(self, name: str, **info) -> None:
         with _transformers_quiet(True):
             checkpoints.save_model(self.accelerator, self.model, self.tokenizer, self.out / name,
-                                   {"config": self.cfg.to_dict(), "step": self.state.step, **info})
+                                   {"config": self.cfg.to_dict(), "step": self.state.step,
+                                    "objective": self.objective.name,
+                                    "architecture": self.objective.architecture, **info})
 
     # ---------------------------------------------------------------- the run
 
@@ -289,6 +284,8 @@ class _Run:
 
         cfg = self.cfg
         self.accelerator = acc = self._accelerator()
+        self.objective = objective = get_objective(cfg)
+        self.metric = objective.metric
         self.tracking = bool(acc.log_with)
         found = self._checkpoint_to_resume()
         if acc.is_main_process:
@@ -299,17 +296,25 @@ class _Run:
 
         with _transformers_quiet(not self.progress):
             self.tokenizer = self._tokenizer(model_path)
-            train_raw = load_examples(cfg.train, "train")
-            dev_raw = eval_view(cfg.recipe, load_examples(cfg.dev, "validation")) if cfg.dev else []
+            train_raw = load_examples(cfg.train, "train", objective.tasks)
+            dev_raw = (eval_view(cfg.recipe, load_examples(cfg.dev, "validation", objective.tasks))
+                       if cfg.dev else [])
             train_examples, self.data_report = self._train_examples(train_raw)
-            train_features = encode(self.tokenizer, train_examples, cfg.max_length)
-            dev_features = encode(self.tokenizer, dev_raw, cfg.max_length) if dev_raw else []
+            seed = cfg.seed if cfg.recipe.seed is None else cfg.recipe.seed
+            train_features = objective.features(self.tokenizer, train_examples, seed)
+            dev_features = objective.features(self.tokenizer, dev_raw, seed, dev=True) if dev_raw else []
+            self.dev_features, self.dev_examples = dev_features, dev_raw
+            if not train_features:
+                raise ConfigError(f"{cfg.train.describe()}: nothing to train on for objective "
+                                  f"{objective.name!r}")
             model = self._model(model_path)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        self.train_questions, self.dev_questions = len(train_features), len(dev_features)
+        self.train_questions, self.dev_questions = len(train_examples), len(dev_raw)
+        self.train_features = len(train_features)
 
         optimizer = self._optimizer(model)
-        train_dl, self.sampler = train_loader(train_features, cfg.batch_size, cfg.seed, pad)
+        train_dl, self.sampler = train_loader(train_features, cfg.batch_size, cfg.seed, pad,
+                                              collate_fn=objective.collate)
         batches = math.ceil(len(self.sampler) / acc.num_processes)
         self.steps_per_epoch = math.ceil(batches / cfg.gradient_accumulation_steps)
         self.total = cfg.epochs * self.steps_per_epoch
@@ -320,7 +325,8 @@ class _Run:
                                                     self.total * acc.num_processes)
         parts = [model, optimizer, train_dl, scheduler]
         if dev_features:
-            parts.append(eval_loader(dev_features, cfg.eval_batch_size or cfg.batch_size, pad))
+            parts.append(eval_loader(dev_features, cfg.eval_batch_size or cfg.batch_size, pad,
+                                     collate_fn=objective.collate))
         parts = acc.prepare(*parts)
         self.model, self.optimizer, self.train_dl, self.scheduler = parts[:4]
         self.dev_dl = parts[4] if dev_features else None
@@ -368,15 +374,14 @@ class _Run:
         state = self.state
         if self.dev_dl is not None:
             result = self.evaluate()
-            better = state.best is None or result["dev_accuracy"] > state.best["dev_accuracy"]
+            better = state.best is None or result[self.metric] > state.best[self.metric]
             self.last_eval = {"event": "eval", "step": state.step, "epoch": epoch + 1, **result,
                               "best": better}
             self.log(self.last_eval)
-            self.say(f"epoch {epoch + 1}: dev accuracy {result['dev_accuracy']:.4f} on "
-                     f"{result['dev_questions']} questions" + (" (best so far)" if better else ""))
+            self.say(f"epoch {epoch + 1}: {self.objective.label} {result[self.metric]:.4f} on "
+                     f"{self.dev_questions} questions" + (" (best so far)" if better else ""))
             if better:
-                state.best = {"step": state.step, "epoch": epoch + 1,
-                              "dev_accuracy": result["dev_accuracy"]}
+                state.best = {"step": state.step, "epoch": epoch + 1, self.metric: result[self.metric]}
                 self.save_model("best", best=state.best)
         state.epoch, state.batch = epoch + 1, 0
         self.save_checkpoint()
@@ -445,22 +450,25 @@ class _Run:
         best_path = None
         if self.dev_dl is not None:
             if self.last_eval is not None and self.last_eval["step"] == state.step:
-                result = {k: self.last_eval[k] for k in ("dev_accuracy", "dev_questions")}
+                result = {k: v for k, v in self.last_eval.items()
+                          if k not in ("event", "step", "epoch", "best")}
             else:
                 result = self.evaluate()
             final.update(result)
             if state.best is None:
                 # no epoch finished: the final model is the only one evaluated
                 self.save_model("best", best={"step": state.step, **result})
-            best = state.best or {"step": state.step, "dev_accuracy": result["dev_accuracy"]}
-            final.update(best_dev_accuracy=best["dev_accuracy"], best_step=best["step"])
+            best = state.best or {"step": state.step, self.metric: result[self.metric]}
+            final.update({f"best_{self.metric}": best[self.metric], "best_step": best["step"]})
             best_path = str(self.out / "best")
         self.log(final)
         self.save_model("final")
         if self.tracking:
             acc.end_training()
         metrics = {**{k: v for k, v in final.items() if k != "event"},
+                   "objective": self.objective.name, "metric": self.metric,
                    "train_loss": self.train_loss, "train_questions": self.train_questions,
+                   "train_features": self.train_features,
                    "added_questions": self.data_report["added"], "planned_steps": self.total,
                    "steps_per_epoch": self.steps_per_epoch, "resumed_from": self.resumed_from,
                    "processes": acc.num_processes}

@@ -1,0 +1,24 @@
+"""Data-parallel inference under Accelerate: each process handles one contiguous shard of the
+items, and every process gets all results back in input order. One process (a laptop, or a
+plain `python` run) simply maps over everything."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+
+def map_sharded(fn: Callable[[list], list], items: Sequence, state=None) -> list:
+    """`fn(items)` computed shard by shard across `state`'s processes (an Accelerator or
+    PartialState; None means one process)."""
+    items = list(items)
+    if state is None or state.num_processes == 1:
+        return list(fn(items))
+    from accelerate.utils import gather_object
+
+    with state.split_between_processes(list(range(len(items)))) as shard:
+        local = list(fn([items[i] for i in shard]))
+        pairs = list(zip(shard, local))
+    results: list = [None] * len(items)
+    for i, value in gather_object(pairs):
+        results[i] = value
+    return results

@@ -1,0 +1,214 @@
+"""A UniLM-style sequence-to-sequence generator on a BERT-family encoder (Dong et al., 2019).
+
+One transformer reads `[CLS] source [SEP] target [SEP]`. UniLM's seq-to-seq self-attention mask
+lets source tokens see the whole source and nothing else, and each target token see the source
+and the target tokens up to itself. The masked-LM head (trained from scratch when the encoder
+ships without one, as the offline MiniLM does) reads the hidden state of the previous token, so
+generation is left to right and the keys and values of the source and of earlier target tokens
+can be cached: `Seq2SeqDecoder` encodes a source once and extends a beam by one token per step.
+
+The model is a `BertForMaskedLM` with its own forward pass, so `save_pretrained` /
+`from_pretrained` and the tied output embeddings work as for any BERT checkpoint.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from transformers import BertForMaskedLM
+
+NEG = torch.finfo(torch.float32).min
+
+
+def seq2seq_mask(source_lengths: torch.Tensor, lengths: torch.Tensor, width: int) -> torch.Tensor:
+    """Boolean [batch, width, width]: may query position q attend to key position k?
+
+    Positions below `source_lengths[b]` are the source, those up to `lengths[b]` the target,
+    the rest padding (which attends to nothing and is attended by nothing).
+    """
+    pos = torch.arange(width, device=source_lengths.device)
+    q, k = pos.view(1, -1, 1), pos.view(1, 1, -1)
+    src = source_lengths.view(-1, 1, 1)
+    valid = lengths.view(-1, 1, 1)
+    key_is_source = k < src
+    query_in_target = (q >= src) & (q < valid)
+    return ((q < valid) & key_is_source) | (query_in_target & (k >= src) & (k <= q))
+
+
+class UniLMSeq2Seq(BertForMaskedLM):
+    """BERT with UniLM's seq-to-seq mask; `forward` returns `.loss` (next-token cross-entropy
+    over the target) and `.logits`."""
+
+    def _layers(self):
+        return self.bert.encoder.layer
+
+    def embed(self, input_ids, token_type_ids, position_ids) -> torch.Tensor:
+        return self.bert.embeddings(input_ids=input_ids, token_type_ids=token_type_ids,
+                                    position_ids=position_ids)
+
+    def _heads(self, x: torch.Tensor, attn) -> torch.Tensor:
+        b, n, _ = x.shape
+        return x.view(b, n, attn.num_attention_heads, attn.attention_head_size).transpose(1, 2)
+
+    def project(self, layer, hidden):
+        attn = layer.attention.self
+        return (self._heads(attn.query(hidden), attn), self._heads(attn.key(hidden), attn),
+                self._heads(attn.value(hidden), attn))
+
+    def finish_layer(self, layer, hidden, context) -> torch.Tensor:
+        """Everything in a BERT layer after the attention weights: output projection, residual,
+        LayerNorm, feed-forward."""
+        b, _, n, _ = context.shape
+        context = context.transpose(1, 2).reshape(b, n, -1)
+        attended = layer.attention.output(context, hidden)
+        return layer.output(layer.intermediate(attended), attended)
+
+    def run_layers(self, hidden: torch.Tensor, mask: torch.Tensor, keep_kv: bool = False):
+        """All layers over full sequences with a boolean [batch, q, k] mask; with `keep_kv`, also
+        each layer's keys and values."""
+        kv = []
+        dropout = self.config.attention_probs_dropout_prob if self.training else 0.0
+        # A query row with no allowed key (padding) would give NaN; let it attend to itself.
+        eye = torch.eye(mask.shape[-1], dtype=torch.bool, device=mask.device)
+        mask = (mask | (~mask.any(-1, keepdim=True) & eye)).unsqueeze(1)
+        for layer in self._layers():
+            q, k, v = self.project(layer, hidden)
+            if keep_kv:
+                kv.append((k, v))
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+            hidden = self.finish_layer(layer, hidden, context)
+        return hidden, kv
+
+    def forward(self, input_ids, source_lengths, lengths, token_type_ids=None, labels=None, **_):
+        width = input_ids.shape[1]
+        pos = torch.arange(width, device=input_ids.device).unsqueeze(0).expand_as(input_ids)
+        if token_type_ids is None:
+            token_type_ids = (pos >= source_lengths.view(-1, 1)).long()
+        hidden = self.embed(input_ids, token_type_ids, pos)
+        hidden, _ = self.run_layers(hidden, seq2seq_mask(source_lengths, lengths, width))
+        logits = self.cls(hidden)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), labels.view(-1),
+                                   ignore_index=-100)
+        return Seq2SeqOutput(loss, logits)
+
+
+class Seq2SeqOutput(tuple):
+    def __new__(cls, loss, logits):
+        obj = super().__new__(cls, (loss, logits))
+        obj.loss, obj.logits = loss, logits
+        return obj
+
+
+def next_token_labels(input_ids: torch.Tensor, source_lengths: torch.Tensor,
+                      lengths: torch.Tensor) -> torch.Tensor:
+    """Position i predicts token i+1 for i from the source's last token ([SEP]) to the one before
+    the target's end; everything else is -100 (ignored)."""
+    labels = torch.full_like(input_ids, -100)
+    labels[:, :-1] = input_ids[:, 1:]
+    pos = torch.arange(input_ids.shape[1], device=input_ids.device).view(1, -1)
+    keep = (pos >= source_lengths.view(-1, 1) - 1) & (pos < lengths.view(-1, 1) - 1)
+    return labels.masked_fill(~keep, -100)
+
+
+class Seq2SeqDecoder:
+    """Incremental decoding for beam search: the source is encoded once per question and its keys
+    and values shared by all of the question's beams; each step feeds one token per beam, which
+    attends to the source cache and to the beam's own cached target keys and values."""
+
+    def __init__(self, model: UniLMSeq2Seq):
+        self.model = model
+
+    @torch.inference_mode()
+    def start(self, source_ids: torch.Tensor, source_lengths: torch.Tensor):
+        """Encode [batch, S] right-padded sources; return the state and the first-token
+        log-probabilities [batch, vocab]."""
+        m = self.model
+        b, s = source_ids.shape
+        pos = torch.arange(s, device=source_ids.device).unsqueeze(0).expand(b, -1)
+        hidden = m.embed(source_ids, torch.zeros_like(source_ids), pos)
+        mask = seq2seq_mask(source_lengths, source_lengths, s)
+        hidden, kv = m.run_layers(hidden, mask, keep_kv=True)
+        last = hidden[torch.arange(b), source_lengths - 1]
+        state = {"source_kv": kv, "source_valid": pos < source_lengths.view(-1, 1),
+                 "source_lengths": source_lengths, "target_kv": None, "steps": 0, "beams": 1}
+        return state, torch.log_softmax(m.cls(last).float(), dim=-1)
+
+    @torch.inference_mode()
+    def step(self, state: dict, tokens: torch.Tensor, origin: torch.Tensor):
+        """Extend beams by `tokens` [batch, beams]; `origin` [batch, beams] names the beam each new
+        one continues. Returns the new state and log-probabilities [batch, beams, vocab]."""
+        m = self.model
+        b, beams = tokens.shape
+        t = state["steps"]
+        pos = (state["source_lengths"].view(-1, 1) + t).expand(b, beams)
+        hidden = m.embed(tokens.reshape(-1, 1), torch.ones_like(tokens).reshape(-1, 1),
+                         pos.reshape(-1, 1))
+        src_valid = state["source_valid"].view(b, 1, 1, 1, -1)
+        new_kv = []
+        for i, layer in enumerate(m._layers()):
+            q, k, v = m.project(layer, hidden)  # [b*beams, H, 1, d]
+            heads, d = q.shape[1], q.shape[-1]
+            q, k, v = (x.view(b, beams, heads, 1, d) for x in (q, k, v))
+            if state["target_kv"] is not None:
+                pk, pv = state["target_kv"][i]
+                idx = origin.view(b, beams, 1, 1, 1).expand(-1, -1, *pk.shape[2:])
+                k = torch.cat([pk.gather(1, idx), k], dim=3)
+                v = torch.cat([pv.gather(1, idx), v], dim=3)
+            new_kv.append((k, v))
+            sk, sv = state["source_kv"][i]  # [b, H, S, d]
+            scale = d ** -0.5
+            src_scores = torch.einsum("bnhqd,bhsd->bnhqs", q, sk) * scale
+            src_scores = src_scores.masked_fill(~src_valid, NEG)
+            tgt_scores = torch.einsum("bnhqd,bnhtd->bnhqt", q, k) * scale
+            weights = torch.softmax(torch.cat([src_scores, tgt_scores], dim=-1).float(), dim=-1)
+            weights = weights.to(q.dtype)
+            s_len = sk.shape[2]
+            context = (torch.einsum("bnhqs,bhsd->bnhqd", weights[..., :s_len], sv)
+                       + torch.einsum("bnhqt,bnhtd->bnhqd", weights[..., s_len:], v))
+            hidden = m.finish_layer(layer, hidden, context.reshape(b * beams, heads, 1, d))
+        logits = m.cls(hidden).float().view(b, beams, -1)
+        state = {**state, "target_kv": new_kv, "steps": t + 1, "beams": beams}
+        return state, torch.log_softmax(logits, dim=-1)
+
+
+class FullDecoder:
+    """The same interface without any cache: every step re-encodes source and target prefix of
+    every beam. The baseline of bench/generate_distractors.py, and a check on the cache."""
+
+    def __init__(self, model: UniLMSeq2Seq):
+        self.model = model
+
+    @torch.inference_mode()
+    def _logprobs(self, source_ids, source_lengths, targets: torch.Tensor) -> torch.Tensor:
+        """Next-token log-probabilities after each sequence source + targets[n] ([n, t])."""
+        n, t = targets.shape
+        s = source_ids.shape[1]
+        width = s + t
+        ids = torch.zeros((n, width), dtype=torch.long, device=source_ids.device)
+        lens = source_lengths + t
+        rows = torch.arange(n, device=ids.device)
+        ids[:, :s] = source_ids
+        pos_t = source_lengths.view(-1, 1) + torch.arange(t, device=ids.device).view(1, -1)
+        ids[rows.view(-1, 1), pos_t] = targets
+        out = self.model(input_ids=ids, source_lengths=source_lengths, lengths=lens)
+        return torch.log_softmax(out.logits[rows, lens - 1].float(), dim=-1)
+
+    def start(self, source_ids, source_lengths):
+        b = source_ids.shape[0]
+        empty = torch.zeros((b, 0), dtype=torch.long, device=source_ids.device)
+        state = {"source_ids": source_ids, "source_lengths": source_lengths, "targets": empty}
+        return state, self._logprobs(source_ids, source_lengths, empty)
+
+    def step(self, state, tokens, origin):
+        b, beams = tokens.shape
+        prev = state["targets"]
+        if prev.dim() == 2:  # first step: one beam per question
+            prev = prev.view(b, 1, -1)
+        prev = prev.gather(1, origin.view(b, beams, 1).expand(-1, -1, prev.shape[-1]))
+        targets = torch.cat([prev, tokens.unsqueeze(-1)], dim=-1)
+        src = state["source_ids"].repeat_interleave(beams, dim=0)
+        lens = state["source_lengths"].repeat_interleave(beams)
+        logprobs = self._logprobs(src, lens, targets.view(b * beams, -1))
+        return {**state, "targets": targets}, logprobs.view(b, beams, -1)

@@ -1,0 +1,176 @@
+"""Distractor extraction and generation end to end, on tiny models trained here in seconds."""
+
+import json
+
+import pytest
+
+from advrace.config import config_from_dict
+from advrace.distractors import jaccard_distance
+from advrace.errors import ConfigError
+from advrace.loaders import load
+from advrace.release import build_release, read_split
+from attacks import get_attack
+from attacks.model_based import checkpoint_sha256
+from conftest import make_race_dir, make_tokenizer, tiny
+from training import train
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("distractors")
+    race, tok = make_race_dir(root), make_tokenizer(root)
+    de = train(tiny(tok, race, root / "de", objective="span_extraction", max_length=48, doc_stride=16,
+                    epochs=3), progress=False)
+    dg = train(tiny(tok, race, root / "dg", objective="distractor_generation", epochs=3), progress=False)
+    return {"race": race, "tok": tok, "de": de, "dg": dg, "root": root}
+
+
+def _build(setup, tmp_path, splits, name="rel"):
+    cfg = config_from_dict({"name": "t", "data": {"path": str(setup["race"])}, "seed": 7,
+                            "splits": splits})
+    manifest = build_release(cfg, tmp_path / name)
+    return manifest, tmp_path / name
+
+
+def test_training_objectives_learn(setup):
+    for run in (setup["de"], setup["dg"]):
+        losses = [json.loads(line)["loss"] for line in open(run["log"]) if '"train"' in line]
+        assert losses[-1] < losses[0]
+    assert 0.0 <= setup["de"]["metrics"]["dev_f1"] <= 1.0
+    assert setup["de"]["metrics"]["train_features"] > setup["de"]["metrics"]["train_questions"]  # windows
+    assert setup["dg"]["metrics"]["train_features"] == 3 * setup["dg"]["metrics"]["train_questions"]
+    info = json.loads(open(f"{setup['dg']['final']}/training_info.json").read())
+    assert info["objective"] == "distractor_generation" and info["architecture"] == "UniLMSeq2Seq"
+
+
+def test_span_windows_put_the_answer_at_the_recorded_offsets(setup):
+    from transformers import AutoTokenizer
+
+    from advrace.span_encoding import encode_windows, span_training_examples
+
+    examples = load(str(setup["race"])).examples
+    questions, contexts, spans = span_training_examples(examples, seed=3)
+    for ex, context, (s, e) in zip(examples, contexts, spans):
+        assert context[s:e] == ex.answer.strip()
+    tok = AutoTokenizer.from_pretrained(setup["tok"])
+    windows = encode_windows(tok, questions, contexts, spans, max_length=48, stride=16)
+    assert len(windows) > 2 * len(examples)  # long passages are cut into several windows
+    for i, (s, e) in enumerate(spans):
+        mine = [w for w in windows if w.example == i]
+        hits = [w for w in mine if w.start_position]
+        assert hits, f"no window holds the answer of question {i}"
+        for w in hits:
+            assert w.offsets[w.start_position][0] == s and w.offsets[w.end_position][1] == e
+            assert w.sequence_ids[w.start_position] == 1
+        assert all(w.end_position == 0 for w in mine if not w.start_position)
+
+
+def test_distractor_extraction_release(setup, tmp_path):
+    model = setup["de"]["final"]
+    splits = [{"attack": "distractor_extraction",
+               "config": {"model": model, "shuffle": True, "batch_size": 3, "max_answer_tokens": 8}}]
+    manifest, out = _build(setup, tmp_path, splits)
+    info = manifest["splits"]["distractor_extraction"]
+    assert info["checkpoint_sha256"] == checkpoint_sha256(model)
+    originals = {ex.source_id: ex for ex in read_split(out, "original")}
+    moved = 0
+    for ex in read_split(out, "distractor_extraction"):
+        orig = originals[ex.source_id]
+        assert ex.answer == orig.answer  # the correct option keeps its text, the label follows it
+        record = ex.provenance[-1]
+        if "unchanged" in record:
+            assert ex.options == orig.options
+            continue
+        assert record["original_distractors"] == list(orig.distractors)
+        new = record["new_distractors"]
+        assert 1 <= len(new) <= 3 and len(new) + record["kept_original"] == 3
+        assert all(d in orig.passage and d != orig.answer for d in new)
+        assert set(ex.distractors) == set(new) | set(orig.distractors[len(new):])
+        moved += ex.label != orig.label
+    stats = json.loads((out / "stats.json").read_text())["splits"]["distractor_extraction"]
+    a = stats["attack_stats"]
+    assert a["checkpoint_sha256"] == info["checkpoint_sha256"]
+    assert {"avg_pairwise_jaccard_distance", "avg_answer_overlap", "avg_new_distractor_words",
+            "questions_keeping_original_distractors", "original_distractors_kept"} <= set(a)
+    assert stats["perturbed"] == a["questions_replaced"] > 0
+    assert moved > 0  # shuffle: True moves some answers
+    again, out2 = _build(setup, tmp_path, splits, "rel2")
+    assert again["splits"] == manifest["splits"]  # byte-identical split files
+
+
+def test_distractor_generation_release(setup, tmp_path):
+    model = setup["dg"]["final"]
+    splits = [{"attack": "distractor_generation",
+               "config": {"model": model, "beam_size": 6, "max_target_tokens": 4, "batch_size": 2}}]
+    manifest, out = _build(setup, tmp_path, splits)
+    assert manifest["splits"]["distractor_generation"]["checkpoint_sha256"] == checkpoint_sha256(model)
+    originals = {ex.source_id: ex for ex in read_split(out, "original")}
+    replaced = 0
+    for ex in read_split(out, "distractor_generation"):
+        orig = originals[ex.source_id]
+        assert ex.label == orig.label and ex.answer == orig.answer  # shuffle is off by default
+        record = ex.provenance[-1]
+        if "unchanged" in record:
+            continue
+        replaced += 1
+        new = record["new_distractors"]
+        assert 1 <= len(record["candidates"]) <= 6
+        assert all(jaccard_distance(x, y) > 0.5 for i, x in enumerate(new) for y in new[i + 1:])
+        assert all(d.lower() != orig.answer.lower() for d in new)
+    assert replaced == manifest["splits"]["distractor_generation"]["perturbed"]
+
+
+def test_generation_is_the_same_whatever_the_batch(setup):
+    examples = load(str(setup["race"])).examples
+    make = lambda b: get_attack("distractor_generation")(  # noqa: E731
+        {"model": setup["dg"]["final"], "beam_size": 4, "max_target_tokens": 4, "batch_size": b})
+    assert make(1).candidates(examples) == make(5).candidates(examples)
+
+
+def test_causal_lm_backend(setup, tmp_path):
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(setup["tok"])
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
+                      pad_token_id=tok.pad_token_id)
+    LlamaForCausalLM(cfg).save_pretrained(tmp_path / "lm")
+    tok.save_pretrained(tmp_path / "lm")
+    attack = get_attack("distractor_generation")({"backend": "causal_lm", "model": str(tmp_path / "lm"),
+                                                  "beam_size": 4, "max_target_tokens": 3,
+                                                  "max_passage_tokens": 20})
+    examples = load(str(setup["race"])).examples[:3]
+    cands = attack.candidates(examples)
+    assert len(cands) == 3 and all(1 <= len(c) <= 4 and all(isinstance(t, str) and t for t in c) for c in cands)
+    outcomes = attack.apply_batch(examples)
+    assert [o.example.answer for o in outcomes] == [ex.answer for ex in examples]
+
+
+def test_model_attack_errors(setup, tmp_path):
+    with pytest.raises(ConfigError, match="needs config.model"):
+        get_attack("distractor_extraction")({})
+    with pytest.raises(ConfigError, match="objective 'distractor_generation'"):
+        get_attack("distractor_extraction")({"model": setup["dg"]["final"]})
+    with pytest.raises(ConfigError, match="backend"):
+        get_attack("distractor_generation")({"model": setup["dg"]["final"], "backend": "gpt"})
+    missing = get_attack("distractor_extraction")({"model": str(tmp_path / "nope")})
+    with pytest.raises(ConfigError, match="no checkpoint folder"):
+        missing.apply_batch(load(str(setup["race"])).examples)
+    with pytest.raises(ConfigError, match="rule-based attack cannot be built from"):
+        _build(setup, tmp_path, [
+            {"attack": "distractor_extraction", "config": {"model": setup["de"]["final"]}},
+            {"attack": "charswap", "name": "cs_de", "from": "distractor_extraction"}])
+
+
+def test_rule_based_splits_can_feed_a_model_split(setup, tmp_path):
+    manifest, out = _build(setup, tmp_path, [
+        {"attack": "charswap"},
+        {"attack": "distractor_extraction", "name": "de_charswap", "from": "charswap",
+         "config": {"model": setup["de"]["final"]}}])
+    charswap = {ex.source_id: ex for ex in read_split(out, "charswap")}
+    for ex in read_split(out, "de_charswap"):
+        assert ex.passage == charswap[ex.source_id].passage
+    assert manifest["splits"]["de_charswap"]["source"] == "charswap"
