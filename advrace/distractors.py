@@ -93,6 +93,23 @@ def select_distractors(candidates: Sequence[str], answer: str, *, k: int = 3,
     return chosen
 
 
+def match_format(text: str, answer: str) -> str:
+    """`text` dressed like the answer: the same case of the first letter and the same closing
+    full stop. A generator trained uncased, or a span cut from mid-sentence, would otherwise
+    give its distractors away by their form alone."""
+    text = text.strip()
+    if not text or not answer.strip():
+        return text
+    answer = answer.strip()
+    if answer[0].isupper() and text[0].islower():  # never lowered: it may be a name
+        text = text[0].upper() + text[1:]
+    if answer.endswith(".") and not text.endswith((".", "!", "?")):
+        text = text.rstrip(",;:") + "."
+    elif not answer.endswith((".", "!", "?")) and text.endswith("."):
+        text = text[:-1].rstrip()
+    return text
+
+
 def replace_distractors(example: MCExample, new: Sequence[str],
                         order: Sequence[int] | None = None) -> tuple[MCExample, int]:
     """Fill the distractor slots, in option order, with `new`; return the example and the number

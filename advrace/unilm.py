@@ -79,14 +79,17 @@ class UniLMSeq2Seq(BertForMaskedLM):
             hidden = self.finish_layer(layer, hidden, context)
         return hidden, kv
 
-    def forward(self, input_ids, source_lengths, lengths, token_type_ids=None, labels=None, **_):
+    def hidden_states(self, input_ids, source_lengths, lengths, token_type_ids=None) -> torch.Tensor:
         width = input_ids.shape[1]
         pos = torch.arange(width, device=input_ids.device).unsqueeze(0).expand_as(input_ids)
         if token_type_ids is None:
             token_type_ids = (pos >= source_lengths.view(-1, 1)).long()
         hidden = self.embed(input_ids, token_type_ids, pos)
         hidden, _ = self.run_layers(hidden, seq2seq_mask(source_lengths, lengths, width))
-        logits = self.cls(hidden)
+        return hidden
+
+    def forward(self, input_ids, source_lengths, lengths, token_type_ids=None, labels=None, **_):
+        logits = self.cls(self.hidden_states(input_ids, source_lengths, lengths, token_type_ids))
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), labels.view(-1),
@@ -145,29 +148,32 @@ class Seq2SeqDecoder:
         pos = (state["source_lengths"].view(-1, 1) + t).expand(b, beams)
         hidden = m.embed(tokens.reshape(-1, 1), torch.ones_like(tokens).reshape(-1, 1),
                          pos.reshape(-1, 1))
-        src_valid = state["source_valid"].view(b, 1, 1, 1, -1)
+        src_invalid = ~state["source_valid"].view(b, 1, 1, -1)
         new_kv = []
         for i, layer in enumerate(m._layers()):
             q, k, v = m.project(layer, hidden)  # [b*beams, H, 1, d]
             heads, d = q.shape[1], q.shape[-1]
-            q, k, v = (x.view(b, beams, heads, 1, d) for x in (q, k, v))
+            # [b, H, beams, d]: one query per beam, batched against the question's shared source
+            q, k, v = (x.view(b, beams, heads, d).transpose(1, 2) for x in (q, k, v))
+            k, v = k.unsqueeze(3), v.unsqueeze(3)  # [b, H, beams, 1, d]
             if state["target_kv"] is not None:
-                pk, pv = state["target_kv"][i]
-                idx = origin.view(b, beams, 1, 1, 1).expand(-1, -1, *pk.shape[2:])
-                k = torch.cat([pk.gather(1, idx), k], dim=3)
-                v = torch.cat([pv.gather(1, idx), v], dim=3)
+                pk, pv = state["target_kv"][i]  # [b, H, beams, t, d]
+                idx = origin.view(b, 1, beams, 1, 1).expand(-1, heads, -1, *pk.shape[3:])
+                k = torch.cat([pk.gather(2, idx), k], dim=3)
+                v = torch.cat([pv.gather(2, idx), v], dim=3)
             new_kv.append((k, v))
             sk, sv = state["source_kv"][i]  # [b, H, S, d]
             scale = d ** -0.5
-            src_scores = torch.einsum("bnhqd,bhsd->bnhqs", q, sk) * scale
-            src_scores = src_scores.masked_fill(~src_valid, NEG)
-            tgt_scores = torch.einsum("bnhqd,bnhtd->bnhqt", q, k) * scale
+            src_scores = (q @ sk.transpose(-1, -2)) * scale  # [b, H, beams, S]
+            src_scores = src_scores.masked_fill(src_invalid, NEG)
+            tgt_scores = (k @ q.unsqueeze(-1)).squeeze(-1) * scale  # [b, H, beams, t]
             weights = torch.softmax(torch.cat([src_scores, tgt_scores], dim=-1).float(), dim=-1)
             weights = weights.to(q.dtype)
             s_len = sk.shape[2]
-            context = (torch.einsum("bnhqs,bhsd->bnhqd", weights[..., :s_len], sv)
-                       + torch.einsum("bnhqt,bnhtd->bnhqd", weights[..., s_len:], v))
-            hidden = m.finish_layer(layer, hidden, context.reshape(b * beams, heads, 1, d))
+            context = (weights[..., :s_len] @ sv
+                       + (weights[..., s_len:].unsqueeze(-2) @ v).squeeze(-2))  # [b, H, beams, d]
+            context = context.permute(0, 2, 1, 3).reshape(b * beams, heads, 1, d)
+            hidden = m.finish_layer(layer, hidden, context)
         logits = m.cls(hidden).float().view(b, beams, -1)
         state = {**state, "target_kv": new_kv, "steps": t + 1, "beams": beams}
         return state, torch.log_softmax(logits, dim=-1)
@@ -192,8 +198,8 @@ class FullDecoder:
         ids[:, :s] = source_ids
         pos_t = source_lengths.view(-1, 1) + torch.arange(t, device=ids.device).view(1, -1)
         ids[rows.view(-1, 1), pos_t] = targets
-        out = self.model(input_ids=ids, source_lengths=source_lengths, lengths=lens)
-        return torch.log_softmax(out.logits[rows, lens - 1].float(), dim=-1)
+        hidden = self.model.hidden_states(ids, source_lengths, lens)
+        return torch.log_softmax(self.model.cls(hidden[rows, lens - 1]).float(), dim=-1)
 
     def start(self, source_ids, source_lengths):
         b = source_ids.shape[0]

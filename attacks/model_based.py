@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
 
-from advrace.distractors import jaccard_distance, replace_distractors, select_distractors, token_overlap
+from advrace.distractors import jaccard_distance, match_format, replace_distractors, token_overlap
 from advrace.errors import ConfigError
 from advrace.text import count_words
 
@@ -30,6 +30,7 @@ class DistractorAttackConfig:
     max_overlap_answer: float = 0.5  # the largest share of a candidate's words found in the answer
     batch_size: int = 16
     bf16: bool | None = None  # None: where the device computes in bf16 natively
+    match_answer_format: bool = True  # capitalise and end new distractors like the answer
 
 
 def checkpoint_sha256(path: str | Path) -> str | None:
@@ -108,6 +109,8 @@ class DistractorAttack(Attack):
 
     def _replace(self, example, candidates: list[str]) -> Outcome:
         chosen = self.select(candidates, example)
+        if self.config.match_answer_format:
+            chosen = [match_format(c, example.answer) for c in chosen]
         if not chosen:
             return Outcome(example, False, "no acceptable candidate")
         order = None

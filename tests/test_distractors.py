@@ -129,3 +129,17 @@ def test_label_follows_the_answer_after_replacement_and_reordering(label):
     assert len(new.provenance) == 1 and new.provenance[0]["op"] == "replace_options"
     with pytest.raises(ValueError):
         replace_distractors(ex, ["D1"], order=[0, 0, 1, 2])
+
+
+@pytest.mark.parametrize("text, answer, expected", [
+    ("in a warehouse by the river", "In a bakery on Pudding Lane.", "In a warehouse by the river."),
+    ("baker, Thomas Farriner,", "In a bakery.", "Baker, Thomas Farriner."),
+    ("The old laws.", "did not act quickly", "The old laws"),
+    ("Tom likes tea", "his sister", "Tom likes tea"),
+    ("why not?", "Because it rained.", "Why not?"),
+    ("  ", "Answer.", ""),
+])
+def test_match_format(text, answer, expected):
+    from advrace.distractors import match_format
+
+    assert match_format(text, answer) == expected

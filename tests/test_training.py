@@ -317,6 +317,9 @@ def test_shipped_configs_load():
      "unknown key"),
     ({"train": "x", "model_config": {"model_type": "bert"}}, "needs a 'tokenizer'"),
     ({"train": "x", "model_config": {"hidden_size": 8}, "tokenizer": "t"}, "model_type"),
+    ({"train": "x", "objective": "qa"}, "objective must be one of"),
+    ({"train": "x", "objective": "span_extraction", "recipe": "option_only"}, "takes task 'finetune'"),
+    ({"train": "x", "doc_stride": 0}, "doc_stride must be an integer >= 1"),
 ])
 def test_config_errors(values, message):
     with pytest.raises(ConfigError, match=message):
@@ -337,6 +340,36 @@ def test_errors_found_before_training(tokenizer_dir, race_dir, tmp_path):
         load_config(tmp_path / "missing.yaml")
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
         load_config(CONFIGS / "cpu-smoke.yaml", ["lr"])
+
+
+@pytest.mark.parametrize("objective, extra", [
+    ("span_extraction", {"max_length": 48, "doc_stride": 16}),
+    ("distractor_generation", {"max_target_length": 6}),
+])
+def test_other_objectives_resume_exactly(tokenizer_dir, race_dir, tmp_path, objective, extra):
+    base = dict(objective=objective, batch_size=2, epochs=2, max_steps=5, save_every_steps=1, **extra)
+    whole = train(tiny(tokenizer_dir, race_dir, tmp_path, output_dir=str(tmp_path / "whole"), **base),
+                  progress=False)
+    cut = tiny(tokenizer_dir, race_dir, tmp_path, output_dir=str(tmp_path / "cut"), **base)
+    train({**cut, "max_steps": 2}, progress=False)
+    second = train(cut, resume=True, progress=False)
+    assert second["metrics"]["resumed_from"] == 2
+    a, b = weights(Path(whole["final"])), weights(Path(second["final"]))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert log_records(tmp_path / "whole") == log_records(tmp_path / "cut")
+    metric = whole["metrics"]["metric"]
+    assert metric == {"span_extraction": "dev_f1", "distractor_generation": "dev_token_accuracy"}[objective]
+    assert 0.0 <= whole["metrics"][metric] <= 1.0 and f"best_{metric}" in whole["metrics"]
+
+
+def test_span_objective_reads_squad(tokenizer_dir, squad_file, race_dir, tmp_path):
+    cfg = tiny(tokenizer_dir, race_dir, tmp_path, objective="span_extraction", max_length=48,
+               doc_stride=16, train={"path": str(squad_file)}, dev={"path": str(squad_file)}, epochs=1)
+    result = train(cfg, progress=False)
+    assert result["metrics"]["train_questions"] == 3 and result["metrics"]["dev_questions"] == 3
+    with pytest.raises(ConfigError, match="multiple-choice \\(RACE\\) questions, got extractive_qa"):
+        train({**cfg, "objective": "distractor_generation", "output_dir": str(tmp_path / "dg")},
+              progress=False)
 
 
 @pytest.mark.slow
