@@ -265,16 +265,30 @@ def _score_model(split_examples: dict, scorer, accelerator, progress) -> dict:
 
 def _require_mc(release_dir, manifest) -> None:
     if manifest["task"] != MC:
-        raise ConfigError(f"{release_dir}: models can be scored on multiple-choice releases only; "
-                          f"this one is {manifest['task']}: score an extractive model's answers with "
-                          "--predictions FILE (a JSON object record id -> answer text)")
+        raise ConfigError(f"{release_dir}: this function scores multiple-choice releases; this one "
+                          f"is {manifest['task']}: use evaluate_command (or `advrace evaluate`), which "
+                          "scores span models with EM and F1")
 
 
-def _make_scorer(model, *, batch_size, max_length, bf16, accelerator):
-    if hasattr(model, "predict_mc"):
+def _make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MC):
+    if hasattr(model, "predict_mc" if task == MC else "predict_qa"):
         return model
+    if task != MC:
+        from .span_scoring import load_span_model
+
+        return load_span_model(str(model), batch_size=batch_size, max_length=max_length, bf16=bf16)
     return load_checkpoint(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
                            accelerator=accelerator)
+
+
+def _score_span_model(split_examples: dict, scorer, accelerator, progress) -> dict:
+    """EM and F1 of a span model's best answer on each split of a SQuAD release."""
+    results = {}
+    for split, examples in split_examples.items():
+        answers = map_sharded(lambda shard: scorer.predict_qa(shard, progress=progress, desc=split),
+                              examples, accelerator)
+        results[split] = qa_split_result(examples, answers)
+    return results
 
 
 def _accelerator():
@@ -409,25 +423,27 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     check_replaceable(Path(out), "results.json", "report")
     manifest = check_release(release)
     names = select_splits(manifest, splits)
-    if models:
-        _require_mc(release, manifest)
+    task = manifest["task"]
     for p in predictions:
         if not Path(p).is_file():
             raise PredictionsError(f"{p}: no such predictions file")
     labels = unique_names([model_name(m) for m in models] + [Path(p).stem for p in predictions])
     launched = int(os.environ.get("WORLD_SIZE", "1")) > 1
-    if accelerator is None and (launched or not all(hasattr(m, "predict_mc") for m in models)):
+    if accelerator is None and (launched or not all(hasattr(m, "predict_mc") or hasattr(m, "predict_qa")
+                                                    for m in models)):
         accelerator = _accelerator()
     main = accelerator is None or accelerator.is_main_process
     split_examples = {split: read_split(release, split) for split in names} if models else {}
     scores, sources = {}, {}
     for label, model in zip(labels, models):
         scorer = _make_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
-                              accelerator=accelerator)
+                              accelerator=accelerator, task=task)
         if progress and main:
             print(f"scoring {label} on {len(names)} split(s)", flush=True)
-        scores[label] = _score_model(split_examples, scorer, accelerator, progress and main)
-        sources[label] = {"kind": "model" if not hasattr(model, "predict_mc") else "scorer",
+        score = _score_model if task == MC else _score_span_model
+        scores[label] = score(split_examples, scorer, accelerator, progress and main)
+        is_object = hasattr(model, "predict_mc") or hasattr(model, "predict_qa")
+        sources[label] = {"kind": "scorer" if is_object else "model",
                           "path": str(model) if isinstance(model, (str, os.PathLike)) else model_name(model)}
         if isinstance(scorer, CheckpointScorer):
             sources[label]["bf16"] = scorer.bf16
@@ -449,8 +465,10 @@ EVALUATE_EPILOG = textwrap.dedent("""\
       advrace evaluate releases/race-test --predictions preds/gpt.json --splits original,charswap --out reports/gpt
       accelerate launch -m advrace evaluate releases/race-test --model runs/bert-large --out reports/large
 
-    --model: a folder written by save_pretrained (AutoModelForMultipleChoice and its tokenizer),
-    or a Hugging Face Hub name when online. --predictions: a JSON object keyed by release record
+    --model: a folder written by save_pretrained (AutoModelForMultipleChoice and its tokenizer
+    for RACE releases, AutoModelForQuestionAnswering for SQuAD ones: `advrace train` with
+    objective span_extraction), or a Hugging Face Hub name when online. SQuAD models read long
+    contexts in windows of --max-length tokens that overlap by a quarter of them. --predictions: a JSON object keyed by release record
     id (<split>/<source_id>): an option index (or letter) for RACE, an answer text for SQuAD.
 
     The report folder gets results.json (per model and split: score, n, relative drop from
@@ -468,8 +486,9 @@ def add_evaluate_parser(subparsers):
 
     p = subparsers.add_parser(
         "evaluate", help="score models or prediction files on a release and write a report",
-        description="Score models (multiple choice) or prediction files (both tasks) on every split "
-                    "of a release, and write a report with relative drops from the original split.",
+        description="Score models or prediction files on every split of a release (accuracy for "
+                    "RACE, EM and F1 for SQuAD), and write a report with relative drops from the "
+                    "original split.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EVALUATE_EPILOG)
     p.add_argument("release", help="release folder (checked against its manifest first)")
     p.add_argument("--model", action="append", default=[], metavar="CKPT",

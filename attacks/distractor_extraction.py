@@ -4,8 +4,8 @@ A span extractor trained on RACE with the answer inserted into the passage (`adv
 configs/train/de-cpu.yaml`) reads the passage *without* the answer; its best spans are places a
 reader matching words against the question would also look, which makes them distractors that
 fool such readers. The top `n_best` spans over all windows (spans crossing the question or
-padding excluded) are filtered: not the answer, not containing it, little overlap with it and
-with each other.
+padding excluded) are filtered: not across a line break, not the answer, not containing it,
+little overlap with it and with each other. Runs of spaces inside a span become one space.
 """
 
 from __future__ import annotations
@@ -34,49 +34,30 @@ class DistractorExtraction(DistractorAttack):
     objective = "span_extraction"
     train_hint = "`advrace train configs/train/de-cpu.yaml`"
 
-    def _load(self):
-        if getattr(self, "_model", None) is None:
+    def _scorer(self):
+        if getattr(self, "_span_scorer", None) is None:
             from transformers import AutoModelForQuestionAnswering
 
-            from .loading import load_model
+            from advrace.model_loading import load_model
+            from advrace.span_scoring import SpanScorer
 
-            self._model, self._tokenizer, self._device, self._bf16 = load_model(
-                AutoModelForQuestionAnswering, self.config.model, self.config.bf16,
-                f"attack {self.name!r}", self.train_hint)
-        return self._model, self._tokenizer
+            cfg = self.config
+            model, tokenizer, device, bf16 = load_model(
+                AutoModelForQuestionAnswering, cfg.model, cfg.bf16, f"attack {self.name!r}", self.train_hint)
+            self._span_scorer = SpanScorer(model, tokenizer, batch_size=cfg.batch_size,
+                                           max_length=cfg.max_length, doc_stride=cfg.doc_stride,
+                                           max_answer_tokens=cfg.max_answer_tokens, bf16=bf16,
+                                           device=device)
+        return self._span_scorer
 
     def candidates(self, examples, progress=False):
-        import torch
-        from tqdm.auto import tqdm
-
-        from advrace.evaluation import _attention_backends
-        from advrace.mc_encoding import length_sorted_batches
-        from advrace.span_decoding import best_spans, merge_windows
-        from advrace.span_encoding import collate_windows, encode_windows
-
         if not examples:
             return []
-        model, tokenizer = self._load()
-        cfg = self.config
-        windows = encode_windows(tokenizer, [ex.question for ex in examples],
-                                 [ex.passage for ex in examples], max_length=cfg.max_length,
-                                 stride=cfg.doc_stride)
-        per_example: list[list] = [[] for _ in examples]
-        pad = tokenizer.pad_token_id or 0
-        batches = length_sorted_batches(windows, cfg.batch_size)
-        with torch.inference_mode(), _attention_backends(self._device), \
-                torch.autocast(self._device.type, dtype=torch.bfloat16, enabled=self._bf16):
-            for idx in tqdm(batches, desc=self.name, unit="batch", disable=not progress, leave=False):
-                batch = collate_windows([windows[i] for i in idx], pad, labels=False)
-                out = model(**{k: v.to(self._device) for k, v in batch.items()})
-                starts, ends = out.start_logits.float().cpu(), out.end_logits.float().cpu()
-                for row, i in enumerate(idx):
-                    w = windows[i]
-                    per_example[w.example].append(best_spans(
-                        starts[row], ends[row], w.offsets, w.sequence_ids,
-                        examples[w.example].passage, n_best=cfg.n_best,
-                        max_answer_tokens=cfg.max_answer_tokens, top_k=cfg.n_best))
-        return [[s.text for s in merge_windows(spans, cfg.n_best)] for spans in per_example]
+        spans = self._scorer().n_best([ex.question for ex in examples], [ex.passage for ex in examples],
+                                      self.config.n_best, progress=progress, desc=self.name)
+        # A span across a line break joins two paragraphs (or a title and its text): no option.
+        return [list(dict.fromkeys(" ".join(s.text.split()) for s in ranked if "\n" not in s.text))
+                for ranked in spans]
 
     def select(self, candidates, example):
         cfg = self.config

@@ -74,7 +74,7 @@ class DistractorGeneration(DistractorAttack):
     def _load(self):
         if getattr(self, "_model", None) is not None:
             return
-        from .loading import load_model
+        from advrace.model_loading import load_model
 
         what = f"attack {self.name!r}"
         if self.config.backend == "unilm":

@@ -87,8 +87,12 @@ class DistractorAttack(Attack):
     def describe(self) -> dict:
         return {**super().describe(), "checkpoint_sha256": self.checkpoint_sha256}
 
+    def apply(self, example) -> Outcome:
+        return self.apply_batch([example])[0]
+
     def perturb(self, example, rng):
-        return self.apply_batch([example])[0].example
+        """Model-based attacks work on batches (`apply_batch`); one example is a batch of one."""
+        return self.apply(example).example
 
     @abstractmethod
     def candidates(self, examples: list, progress: bool = False) -> list[list[str]]:

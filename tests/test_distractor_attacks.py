@@ -177,3 +177,41 @@ def test_rule_based_splits_can_feed_a_model_split(setup, tmp_path):
     for ex in read_split(out, "de_charswap"):
         assert ex.passage == charswap[ex.source_id].passage
     assert manifest["splits"]["de_charswap"]["source"] == "charswap"
+
+
+BUILD_DRIVER = """
+import json, sys
+from advrace.config import config_from_dict
+from advrace.release import build_release
+
+build_release(config_from_dict(json.loads(sys.argv[1])), sys.argv[2])
+from accelerate import PartialState
+print("processes", PartialState().num_processes)
+"""
+
+
+def test_two_processes_shard_inference_and_build_the_same_release(setup, tmp_path):
+    """`accelerate launch` / torchrun with two CPU processes: each runs its shard of the model's
+    inference, the main process writes a release identical to a one-process build."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    splits = [{"attack": "distractor_extraction", "config": {"model": setup["de"]["final"], "batch_size": 2}},
+              {"attack": "distractor_generation",
+               "config": {"model": setup["dg"]["final"], "beam_size": 3, "max_target_tokens": 3}}]
+    cfg = {"name": "t", "data": {"path": str(setup["race"])}, "seed": 7, "splits": splits}
+    single, _ = _build(setup, tmp_path, splits, "single")
+    (tmp_path / "driver.py").write_text(BUILD_DRIVER, encoding="utf-8")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(tmp_path / "driver.py"), json.dumps(cfg), str(tmp_path / "double")]
+    done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("processes 2") == 2
+    double = json.loads((tmp_path / "double" / "manifest.json").read_text())
+    assert double["splits"] == single["splits"]
+    assert double["files"] == single["files"]

@@ -271,7 +271,7 @@ def test_model_loading_errors(tmp_path, monkeypatch):
 def test_command_errors(mc_release, qa_release, tiny_checkpoint, tmp_path):
     with pytest.raises(ConfigError, match="nothing to evaluate"):
         evaluate_command(mc_release, [], [], tmp_path / "r")
-    with pytest.raises(ConfigError, match="multiple-choice releases only"):
+    with pytest.raises(ConfigError, match="BertForMultipleChoice model, not the ForQuestionAnswering"):
         evaluate_command(qa_release, [str(tiny_checkpoint)], [], tmp_path / "r")
     with pytest.raises(PredictionsError, match="no such predictions file"):
         evaluate_command(mc_release, [], [tmp_path / "absent.json"], tmp_path / "r")
@@ -280,6 +280,29 @@ def test_command_errors(mc_release, qa_release, tiny_checkpoint, tmp_path):
     (tmp_path / "foreign" / "notes.txt").write_text("mine", encoding="utf-8")
     with pytest.raises(ConfigError, match="not an advrace report"):
         evaluate_command(mc_release, [str(tiny_checkpoint)], [], tmp_path / "foreign")
+
+
+def test_span_checkpoint_on_a_squad_release(qa_release, tmp_path):
+    """EM and F1 of a span model through `advrace evaluate` equal those of its answers scored as a
+    predictions file (the official SQuAD v1.1 definition)."""
+    from conftest import make_race_dir, make_tokenizer, tiny
+    from training import train
+
+    tok = make_tokenizer(tmp_path)
+    squad = write_json(tmp_path / "squad.json", squad_doc())
+    run = train(tiny(tok, make_race_dir(tmp_path), tmp_path, objective="span_extraction", max_length=48,
+                     doc_stride=16, train={"path": str(squad)}, dev={"path": str(squad)}, epochs=2),
+                progress=False)
+    summary = evaluate_command(qa_release, [run["final"]], [], tmp_path / "report", max_length=48,
+                               progress=False)
+    records = [json.loads(line) for line in open(tmp_path / "report" / "predictions" / "final.jsonl")]
+    preds = {r["id"]: r["prediction"] for r in records}
+    assert len(preds) == 6 and all(isinstance(p, str) for p in preds.values())
+    again = score_predictions(qa_release, write_json(tmp_path / "p.json", preds))
+    scores = json.loads((tmp_path / "report" / "results.json").read_text())
+    for split in ("original", "charswap"):
+        assert again[split]["f1"] == pytest.approx(summary["results"]["final"]["splits"][split]["f1"], abs=1e-3)
+    assert "f1" in json.dumps(scores)
 
 
 def test_unique_names():

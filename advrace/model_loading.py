@@ -1,10 +1,42 @@
-"""Loading the checkpoint of a model-based attack, with errors that say what to do."""
+"""Loading the checkpoint of a model-based attack or scorer, with errors that say what to do."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from advrace.errors import ConfigError
+
+
+HEADS = ("ForMultipleChoice", "ForQuestionAnswering", "ForSequenceClassification",
+         "ForTokenClassification", "ForMaskedLM", "ForCausalLM", "LMHeadModel", "UniLMSeq2Seq")
+
+
+def _wanted_head(cls) -> tuple[str, ...]:
+    name = cls.__name__
+    if name == "UniLMSeq2Seq":
+        return ("UniLMSeq2Seq",)
+    if "CausalLM" in name:
+        return ("ForCausalLM", "LMHeadModel")
+    return tuple(h for h in HEADS if name.endswith(h))
+
+
+def check_head(cls, path: Path, what: str, train_hint: str) -> None:
+    """Refuse a checkpoint trained with another head (a reader where a span model is wanted, say):
+    loading it would silently put a random head on top. A bare encoder is fine."""
+    import json
+
+    config = path / "config.json"
+    if not config.is_file():
+        return
+    try:
+        archs = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
+    except (OSError, json.JSONDecodeError):
+        return
+    wanted = _wanted_head(cls)
+    heads = [a for a in archs if any(a.endswith(h) for h in HEADS)]
+    if wanted and heads and not any(a.endswith(w) for a in heads for w in wanted):
+        raise ConfigError(f"{what}: {path} holds a {heads[0]} model, not the {' or '.join(wanted)} "
+                          f"model needed here; give a folder written by {train_hint}")
 
 
 def load_model(cls, name: str, bf16: bool | None, what: str, train_hint: str):
@@ -22,6 +54,8 @@ def load_model(cls, name: str, bf16: bool | None, what: str, train_hint: str):
     source = str(path) if path.is_dir() else name
     if not path.is_dir() and (path.exists() or name.startswith((".", "/", "~"))):
         raise ConfigError(f"{what}: no checkpoint folder {name}; make one with {train_hint}")
+    if path.is_dir():
+        check_head(cls, path, what, train_hint)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
         with torch.random.fork_rng(devices=[]):

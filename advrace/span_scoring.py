@@ -1,0 +1,97 @@
+"""A span-extraction checkpoint as a reader: n-best answer spans for (question, context) pairs.
+
+Distractor extraction takes a passage's best spans as distractors; SQuAD evaluation and the
+model-dependent SQuAD adversaries take the best span as the answer, or the n-best list as a
+distribution over answers. All of them read a context the same way: sliding windows, batches of
+similar length, `best_spans` per window and `merge_windows` across them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from .span_decoding import Span, best_spans, merge_windows
+
+
+class SpanScorer:
+    """An `AutoModelForQuestionAnswering` and its (fast) tokenizer."""
+
+    def __init__(self, model, tokenizer, *, name: str = "model", batch_size: int = 32,
+                 max_length: int = 384, doc_stride: int = 128, max_answer_tokens: int = 30,
+                 bf16: bool | None = None, device=None):
+        import torch
+
+        from .evaluation import use_bf16
+
+        self.name = name
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.doc_stride = doc_stride
+        self.max_answer_tokens = max_answer_tokens
+        self.device = torch.device(device) if device is not None else next(model.parameters()).device
+        self.bf16 = use_bf16(bf16, self.device)
+
+    def n_best(self, questions: Sequence[str], contexts: Sequence[str], n_best: int = 20,
+               progress: bool = False, desc: str | None = None) -> list[list[Span]]:
+        """The `n_best` spans of each context, best first (scores: start + end logit)."""
+        import torch
+        from tqdm.auto import tqdm
+
+        from .evaluation import _attention_backends
+        from .mc_encoding import length_sorted_batches
+        from .span_encoding import collate_windows, encode_windows
+
+        if not questions:
+            return []
+        windows = encode_windows(self.tokenizer, questions, contexts, max_length=self.max_length,
+                                 stride=self.doc_stride)
+        per_context: list[list] = [[] for _ in questions]
+        pad = self.tokenizer.pad_token_id or 0
+        batches = length_sorted_batches(windows, self.batch_size)
+        with torch.inference_mode(), _attention_backends(self.device), \
+                torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            for idx in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
+                batch = collate_windows([windows[i] for i in idx], pad, labels=False)
+                out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
+                starts, ends = out.start_logits.float().cpu(), out.end_logits.float().cpu()
+                for row, i in enumerate(idx):
+                    w = windows[i]
+                    per_context[w.example].append(best_spans(
+                        starts[row], ends[row], w.offsets, w.sequence_ids, contexts[w.example],
+                        n_best=n_best, max_answer_tokens=self.max_answer_tokens, top_k=max(n_best, 20)))
+        return [merge_windows(spans, n_best) for spans in per_context]
+
+    def answers(self, questions, contexts, **kw) -> list[str]:
+        """The best span's text per question ("" when a context has no span)."""
+        return [spans[0].text if spans else "" for spans in self.n_best(questions, contexts, 1, **kw)]
+
+    def predict_qa(self, examples, *, progress: bool = False, desc: str | None = None) -> list[str]:
+        """The answer text for each SQuAD-style example (the counterpart of `predict_mc`)."""
+        return self.answers([ex.question for ex in examples], [ex.context for ex in examples],
+                            progress=progress, desc=desc)
+
+
+def answer_distribution(spans: list[Span]) -> list[tuple[str, float]]:
+    """The n-best list as probabilities (a softmax over span scores), for expected-F1 objectives."""
+    if not spans:
+        return []
+    top = max(s.score for s in spans)
+    weights = [math.exp(s.score - top) for s in spans]
+    total = sum(weights)
+    return [(s.text, w / total) for s, w in zip(spans, weights)]
+
+
+def load_span_model(name: str, **kwargs) -> SpanScorer:
+    """A SpanScorer for a checkpoint folder (or a Hub name online)."""
+    from transformers import AutoModelForQuestionAnswering
+
+    from .model_loading import load_model
+
+    model, tokenizer, device, _ = load_model(AutoModelForQuestionAnswering, name, kwargs.get("bf16"),
+                                             "span model", "`advrace train` with objective span_extraction")
+    kwargs.setdefault("name", str(name).rstrip("/").split("/")[-1])
+    kwargs.setdefault("doc_stride", kwargs.get("max_length", 384) // 4)
+    return SpanScorer(model, tokenizer, device=device, **kwargs)
