@@ -121,11 +121,11 @@ def _export(args) -> int:
 def _attacks(args) -> int:
     import dataclasses
 
-    from attacks import REGISTRY
+    from attacks import attack_classes
 
-    for name, cls in sorted(REGISTRY.items()):
-        doc = (cls.__module__ and sys.modules[cls.__module__].__doc__ or "").strip().splitlines()[0]
-        print(f"{name}: {doc}")
+    for cls in attack_classes():
+        doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip().splitlines()[0]
+        print(f"{cls.name}: {doc}")
         print(f"  tasks: {', '.join(cls.tasks)}")
         print(f"  config: {json.dumps(dataclasses.asdict(cls.Config()))}")
     return 0

@@ -166,6 +166,14 @@ def _card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
         s = stats["splits"][split]
         lines.append(f"| {split} | {info['attack']} | {info['count']} | {info['perturbed']} | "
                      f"{100 * s['words_changed']:.1f}% | `{info['sha256'][:16]}` |")
+    dependent = [(split, info) for split, info in manifest["splits"].items() if info.get("checkpoint_sha256")]
+    if dependent:
+        lines += [""]
+        for split, info in dependent:
+            kind = "model-dependent" if info.get("model_dependent") else "built with a model"
+            lines.append(f"- `{split}` is {kind}: made with the checkpoint `{info['config'].get('model', '')}`"
+                         f" (sha256 `{info['checkpoint_sha256'][:16]}`); its difficulty for other models "
+                         "is measured, not guaranteed.")
     lines += [
         "",
         "Load it with `datasets.load_dataset(\"json\", data_dir=\"<this folder>\")` or "
@@ -192,12 +200,12 @@ def _write(root: Path, rel: str, text: str) -> dict:
     return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
 
 
-def _process_state(cfg: ReleaseConfig):
+def _process_state(cfg: ReleaseConfig, task: str):
     """Accelerate's process state when a model-based attack will run (its inference is sharded
     over the processes of `accelerate launch`), else None."""
     from attacks import get_attack
 
-    if not any(get_attack(spec.attack).batched for spec in cfg.splits):
+    if not any(get_attack(spec.attack, task).batched for spec in cfg.splits):
         return None
     from accelerate import PartialState
 
@@ -226,7 +234,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
     split_info: dict[str, dict] = {ORIGINAL: {"attack": NO_ATTACK, "config": None, "seed": None}}
     stats = {"splits": {ORIGINAL: split_stats(examples, originals, [False] * len(examples), Counter())}}
     resources = get_resources(cfg.resources)
-    state = _process_state(cfg)
+    state = _process_state(cfg, task)
     attacks, results = run_splits(cfg, examples, resources, workers=cfg.workers, progress=progress,
                                   state=state)
     for spec, attack in zip(cfg.splits, attacks):

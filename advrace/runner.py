@@ -35,7 +35,7 @@ def passage_groups(examples: list) -> list[list[int]]:
     return list(groups.values())
 
 
-def make_attacks(cfg: ReleaseConfig, resources) -> list:
+def make_attacks(cfg: ReleaseConfig, resources, task: str | None = None) -> list:
     from attacks import get_attack
 
     known = {ORIGINAL}
@@ -44,7 +44,7 @@ def make_attacks(cfg: ReleaseConfig, resources) -> list:
         if spec.source not in known:
             raise ConfigError(f"split {spec.split!r} is built from {spec.source!r}, which is not an "
                               f"earlier split; earlier splits: {', '.join(sorted(known))}")
-        cls = get_attack(spec.attack)
+        cls = get_attack(spec.attack, task)
         seed = cfg.seed if spec.seed is None else spec.seed
         attacks.append(cls(spec.config, seed=seed, resources=resources))
         known.add(spec.split)
@@ -109,7 +109,7 @@ def run_splits(cfg: ReleaseConfig, examples: list, resources, *, workers: int | 
     Rule-based attacks run first, passage by passage in worker processes; model-based ones
     (`batched`) then take their whole source split at once, sharded over `state`'s processes.
     """
-    attacks = make_attacks(cfg, resources)
+    attacks = make_attacks(cfg, resources, examples[0].task if examples else None)
     pairs = list(zip(cfg.splits, attacks))
     rule = [(spec, a) for spec, a in pairs if not a.batched]
     model_splits = {spec.split for spec, a in pairs if a.batched}

@@ -100,21 +100,37 @@ def config_from_dict(cls: type, values: dict, what: str):
     return cls(**values)
 
 
-REGISTRY: dict[str, type[Attack]] = {}
+# name -> the attack classes of that name, with disjoint tasks: "addsent" is AdvRACE's for
+# multiple choice and Jia and Liang's for SQuAD.
+REGISTRY: dict[str, list[type[Attack]]] = {}
 
 
 def register(cls: type[Attack]) -> type[Attack]:
-    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
-        raise ValueError(f"two attacks are named {cls.name!r}")
-    REGISTRY[cls.name] = cls
+    classes = REGISTRY.setdefault(cls.name, [])
+    if cls not in classes:
+        clash = [c for c in classes if set(c.tasks) & set(cls.tasks)]
+        if clash:
+            raise ValueError(f"two attacks named {cls.name!r} apply to {sorted(set(clash[0].tasks) & set(cls.tasks))}")
+        classes.append(cls)
     return cls
 
 
-def get_attack(name: str) -> type[Attack]:
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise ConfigError(f"unknown attack {name!r}; available: {', '.join(sorted(REGISTRY))}") from None
+def get_attack(name: str, task: str | None = None) -> type[Attack]:
+    """The attack class of that name for `task` (the first registered when no task is given)."""
+    classes = REGISTRY.get(name)
+    if not classes:
+        raise ConfigError(f"unknown attack {name!r}; available: {', '.join(sorted(REGISTRY))}")
+    if task is None:
+        return classes[0]
+    for cls in classes:
+        if task in cls.tasks:
+            return cls
+    raise ConfigError(f"attack {name!r} does not apply to {task} examples; it applies to "
+                      f"{', '.join(t for c in classes for t in c.tasks)}")
+
+
+def attack_classes() -> list[type[Attack]]:
+    return [cls for name in sorted(REGISTRY) for cls in REGISTRY[name]]
 
 
 def available_attacks() -> list[str]:

@@ -25,7 +25,7 @@ def check_attacks(recipe: RecipeConfig) -> None:
     from attacks import get_attack
 
     for spec in recipe.attacks:
-        get_attack(spec.attack)(spec.config, seed=0)
+        get_attack(spec.attack, "multiple_choice")(spec.config, seed=0)
 
 
 def slice_order(n: int, seed: int) -> list[int]:

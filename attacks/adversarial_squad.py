@@ -1,0 +1,330 @@
+"""Jia and Liang's adversaries for SQuAD (EMNLP 2017): a distracting sentence added to the context.
+
+- `addonesent`: mutate the question (question_mutation), give it a fake answer of the real
+  answer's type (fake_answers), state it as a sentence (declarative_rules), append one random
+  candidate. Model-independent.
+- `addsentmod`: the same with the second set of fake answers, the sentence prepended: tests
+  whether a model trained on AddSent learned more than "skip the last sentence".
+- `addsent`: every candidate tried against a span model (a black box), the one with the lowest
+  F1 kept. Model-dependent.
+- `addany` / `addcommon`: a local search over `length` words appended to the context, minimising
+  the model's expected F1 (over its n-best answer distribution); candidates per position are
+  random common words plus (addany) the question's words. Model-dependent.
+
+Every generated sentence passes readability checks: no gold answer in it, not the question
+itself, ends with punctuation, has a verb. Candidates that fail are counted in the stats.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+
+from advrace.errors import ConfigError
+from advrace.metrics import normalize_answer, squad_em_f1
+
+from .base import Attack, CannotPerturb, Outcome, register
+from .declarative_rules import declarative_candidates
+from .fake_answers import answer_type, fake_answers
+from .model_based import checkpoint_sha256
+from .question_mutation import mutate_question
+
+
+@dataclass(frozen=True)
+class AddSentConfig:
+    neighbours: int = 100  # GloVe neighbours searched for a word of the same tag
+    fakes: int = 2  # fake answers tried per question
+
+
+def readability_problem(sentence: str, question: str, golds, resources) -> str | None:
+    """Why a generated sentence is unfit for a human reader, or None."""
+    if not sentence or sentence[-1] not in ".!?":
+        return "no final punctuation"
+    norm = f" {normalize_answer(sentence)} "
+    if any(normalize_answer(g) and f" {normalize_answer(g)} " in norm for g in golds):
+        return "contains a gold answer"
+    if normalize_answer(sentence) == normalize_answer(question):
+        return "same as the question"
+    if not any(t.pos_ in ("VERB", "AUX") for t in resources.parse(sentence)):
+        return "no verb"
+    return None
+
+
+def sentence_candidates(example, resources, config: AddSentConfig, second_set: bool = False
+                        ) -> tuple[list[dict], Counter]:
+    """Candidate adversarial sentences (each a provenance-ready dict) and why others were dropped."""
+    mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours)
+    rejected: Counter = Counter()
+    if not replacements:
+        rejected["question not mutated"] += 1
+        return [], rejected
+    first = example.answers[0]
+    kind = answer_type(example.context, first.start, first.end, resources)
+    fakes = fake_answers(kind, first.text, example.context, second_set)[:config.fakes]
+    if not fakes:
+        rejected["no fake answer"] += 1
+    golds = [a.text for a in example.answers]
+    out, seen = [], set()
+    for fake in fakes:
+        for cand in declarative_candidates(mutated, fake, resources, kind):
+            problem = readability_problem(cand.sentence, example.question, golds, resources)
+            if problem:
+                rejected[problem] += 1
+            elif cand.sentence not in seen:
+                seen.add(cand.sentence)
+                out.append({"sentence": cand.sentence, "rule": cand.rule, "fake_answer": fake,
+                            "answer_type": kind, "mutated_question": mutated,
+                            "replacements": [r.to_dict() for r in replacements]})
+    if fakes and not out:
+        rejected["no rule matched"] += 1
+    return out, rejected
+
+
+def _place(example, sentence: str, prepend: bool):
+    return example.insert_sentence(sentence, 0 if prepend else len(example.context))
+
+
+class _SentenceAttack(Attack):
+    tasks = ("extractive_qa",)
+    Config = AddSentConfig
+    uses = ("spacy_model", "glove", "wordnet")
+    second_set = False
+    prepend = False
+
+    def prepare(self, examples):
+        self.resources.prepare_parses([ex.context for ex in examples] + [ex.question for ex in examples])
+
+    def summarize(self, examples):
+        rules, types, kinds = Counter(), Counter(), Counter()
+        for ex in examples:
+            for r in ex.provenance:
+                if r.get("attack") == self.name and "rule" in r:
+                    rules[r["rule"]] += 1
+                    types[r["answer_type"]] += 1
+                    kinds.update(x["kind"] for x in r["replacements"])
+        return {"rules": dict(sorted(rules.items())), "answer_types": dict(sorted(types.items())),
+                "replacements_by_kind": dict(sorted(kinds.items()))}
+
+
+@register
+class AddOneSent(_SentenceAttack):
+    """Jia and Liang's AddOneSent: one random adversarial sentence appended (model-independent)."""
+
+    name = "addonesent"
+
+    def perturb(self, example, rng):
+        cands, rejected = sentence_candidates(example, self.resources, self.config, self.second_set)
+        if not cands:
+            raise CannotPerturb(next(iter(rejected), "no candidate"))
+        chosen = rng.choice(cands)
+        return _place(example, chosen["sentence"], self.prepend).with_provenance(
+            attack=self.name, candidates=len(cands), position="start" if self.prepend else "end", **chosen)
+
+
+@register
+class AddSentMod(AddOneSent):
+    """AddSentMod: other fake answers, the sentence prepended (model-independent)."""
+
+    name = "addsentmod"
+    second_set = True
+    prepend = True
+
+
+# ---------------------------------------------------------------- model-dependent adversaries
+
+
+@dataclass(frozen=True)
+class ModelAddSentConfig(AddSentConfig):
+    model: str = ""  # a span checkpoint (advrace train, objective span_extraction)
+    batch_size: int = 32
+    max_length: int = 384
+    bf16: bool | None = None
+
+
+class _ModelDependent(Attack):
+    tasks = ("extractive_qa",)
+    batched = True
+
+    def __init__(self, config=None, seed=0, resources=None):
+        super().__init__(config, seed, resources)
+        if not self.config.model:
+            raise ConfigError(f"attack {self.name!r} needs config.model: a span checkpoint made with "
+                              "`advrace train` (objective span_extraction), queried as a black box")
+        self._scorer = None
+        self._sha = None
+
+    @property
+    def scorer(self):
+        if self._scorer is None:
+            from advrace.span_scoring import load_span_model
+
+            self._scorer = load_span_model(self.config.model, batch_size=self.config.batch_size,
+                                           max_length=self.config.max_length, bf16=self.config.bf16)
+        return self._scorer
+
+    def describe(self):
+        if self._sha is None:
+            self._sha = checkpoint_sha256(self.config.model)
+        return {**super().describe(), "checkpoint_sha256": self._sha, "model_dependent": True}
+
+    def apply(self, example):
+        return self.apply_batch([example])[0]
+
+    def perturb(self, example, rng):
+        return self.apply(example).example
+
+    def _f1(self, examples: list, contexts: list[str]) -> list[float]:
+        answers = self.scorer.answers([ex.question for ex in examples], contexts)
+        return [squad_em_f1(a, [g.text for g in ex.answers])[1] for ex, a in zip(examples, answers)]
+
+
+@register
+class AddSentAdversary(_ModelDependent):
+    """Jia and Liang's AddSent: the candidate sentence on which a span model does worst (model-dependent)."""
+
+    name = "addsent"
+    Config = ModelAddSentConfig
+    uses = ("spacy_model", "glove", "wordnet")
+
+    def apply_batch(self, examples, state=None, progress=False):
+        from advrace.sharding import map_sharded
+
+        if examples and examples[0].task != "extractive_qa":
+            raise ConfigError(f"attack {self.name!r} (Jia and Liang's) applies to SQuAD examples; "
+                              "for RACE use the AdvRACE addsent")
+        self.resources.prepare_parses([ex.context for ex in examples] + [ex.question for ex in examples])
+        cands = [sentence_candidates(ex, self.resources, self.config) for ex in examples]
+        pairs = [(i, c) for i, (cs, _) in enumerate(cands) for c in cs]
+
+        def score(shard):
+            exs = [examples[i] for i, _ in shard]
+            return self._f1(exs, [_place(examples[i], c["sentence"], False).context for i, c in shard])
+
+        f1s = map_sharded(score, pairs, state)
+        per: dict[int, list] = {}
+        for (i, c), f1 in zip(pairs, f1s):
+            per.setdefault(i, []).append((f1, c))
+        out = []
+        for i, ex in enumerate(examples):
+            if i not in per:
+                out.append(Outcome(ex, False, next(iter(cands[i][1]), "no candidate")))
+                continue
+            f1, chosen = min(per[i], key=lambda fc: fc[0])  # the first of equally bad ones
+            out.append(Outcome(_place(ex, chosen["sentence"], False).with_provenance(
+                attack=self.name, candidates=len(per[i]), model_f1=round(f1, 4),
+                candidate_f1=[round(f, 4) for f, _ in per[i]], position="end", **chosen), True))
+        return out
+
+    summarize = _SentenceAttack.summarize
+
+
+@dataclass(frozen=True)
+class AddAnyConfig:
+    model: str = ""
+    length: int = 10  # words in the added sentence (d)
+    epochs: int = 6
+    candidates: int = 20  # random common words per position
+    common_words: int = 1000
+    restarts: int = 4  # random restarts added after `restart_after` epochs without success
+    restart_after: int = 3
+    n_best: int = 10  # answers in the model's distribution for the expected F1
+    batch_size: int = 32
+    max_length: int = 384
+    bf16: bool | None = None
+
+
+@register
+class AddAny(_ModelDependent):
+    """AddAny: a 10-word sentence searched to minimise a span model's expected F1 (model-dependent)."""
+
+    name = "addany"
+    Config = AddAnyConfig
+    uses = ("common_words",)
+    use_question_words = True
+
+    def _words(self, example) -> tuple[list[str], list[str]]:
+        common = [w for w in self.resources.common_words(self.config.common_words) if w.isalpha()]
+        question = [t for t in dict.fromkeys(w.strip("?.,!;:\"'()").lower() for w in example.question.split())
+                    if t and any(c.isalnum() for c in t)]
+        return common, question if self.use_question_words else []
+
+    def expected_f1(self, example, sentences: list[str]) -> list[tuple[float, float]]:
+        """(expected F1 over the n-best distribution, F1 of the top answer) per sentence."""
+        from advrace.span_scoring import answer_distribution
+
+        contexts = [_place(example, s, False).context for s in sentences]
+        spans = self.scorer.n_best([example.question] * len(contexts), contexts, self.config.n_best)
+        golds = [a.text for a in example.answers]
+        out = []
+        for ranked in spans:
+            dist = answer_distribution(ranked)
+            exp = sum(p * squad_em_f1(text, golds)[1] for text, p in dist)
+            top = squad_em_f1(ranked[0].text, golds)[1] if ranked else 0.0
+            out.append((exp, top))
+        return out
+
+    def search(self, example, rng: random.Random) -> dict:
+        """Coordinate descent over the words of the sentence (Jia and Liang, section 4.2)."""
+        cfg = self.config
+        common, question = self._words(example)
+        if cfg.length < 1 or not common:
+            raise CannotPerturb("no words to search over")
+        particles = [[rng.choice(common) for _ in range(cfg.length)]]
+        scores = [self.expected_f1(example, [" ".join(particles[0]) + "."])[0]]
+        trace = [round(scores[0][0], 6)]
+        queries = 1
+        for epoch in range(cfg.epochs):
+            if epoch == cfg.restart_after and len(particles) == 1:
+                fresh = [[rng.choice(common) for _ in range(cfg.length)] for _ in range(cfg.restarts)]
+                particles += fresh
+                scores += self.expected_f1(example, [" ".join(p) + "." for p in fresh])
+                queries += len(fresh)
+            for k, words in enumerate(particles):
+                for pos in rng.sample(range(cfg.length), cfg.length):
+                    pool = list(dict.fromkeys(rng.sample(common, min(cfg.candidates, len(common))) + question))
+                    pool = [w for w in pool if w != words[pos]]
+                    trials = [words[:pos] + [w] + words[pos + 1:] for w in pool]
+                    results = self.expected_f1(example, [" ".join(t) + "." for t in trials])
+                    queries += len(trials)
+                    best = min(range(len(trials)), key=lambda j: (results[j][0], j))
+                    if results[best][0] < scores[k][0]:
+                        particles[k], scores[k] = trials[best], results[best]
+                        if k == 0:
+                            trace.append(round(scores[k][0], 6))
+                    if scores[k][1] == 0.0:
+                        return {"words": particles[k], "expected_f1": scores[k][0], "top_f1": 0.0,
+                                "success": True, "epochs": epoch + 1, "queries": queries, "trace": trace}
+        k = min(range(len(particles)), key=lambda j: (scores[j][0], j))
+        return {"words": particles[k], "expected_f1": scores[k][0], "top_f1": scores[k][1],
+                "success": False, "epochs": cfg.epochs, "queries": queries, "trace": trace}
+
+    def apply_batch(self, examples, state=None, progress=False):
+        from tqdm.auto import tqdm
+
+        from advrace.sharding import map_sharded
+
+        def run(shard):
+            return [self.search(ex, self.rng_for(ex)) for ex in
+                    tqdm(shard, desc=self.name, unit="q", disable=not progress, leave=False)]
+
+        results = map_sharded(run, examples, state)
+        out = []
+        for ex, r in zip(examples, results):
+            sentence = " ".join(r["words"]) + "."
+            out.append(Outcome(_place(ex, sentence, False).with_provenance(
+                attack=self.name, sentence=sentence, **{k: v for k, v in r.items() if k != "words"}), True))
+        return out
+
+    def summarize(self, examples):
+        runs = [r for ex in examples for r in ex.provenance if r.get("attack") == self.name and "queries" in r]
+        return {"searched": len(runs), "succeeded": sum(r["success"] for r in runs),
+                "avg_queries": round(sum(r["queries"] for r in runs) / len(runs), 1) if runs else 0.0}
+
+
+@register
+class AddCommon(AddAny):
+    """AddCommon: AddAny with common words only (model-dependent)."""
+
+    name = "addcommon"
+    use_question_words = False

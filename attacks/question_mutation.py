@@ -1,0 +1,74 @@
+"""Mutating a SQuAD question so that its answer is no longer in the context (Jia and Liang's
+AddSent, step 1): nouns and adjectives go to a WordNet antonym; named entities and numbers go to
+the nearest GloVe word with the same Penn tag (the closest word at all when none of the nearest
+`neighbours` has it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .addsent import match_case
+
+NAMED = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART",
+                   "LAW", "LANGUAGE", "DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL",
+                   "CARDINAL"})
+# WordNet antonyms are base forms: only words in their base form take them
+ANTONYM_TAGS = {"NN": "NOUN", "JJ": "ADJ"}
+
+
+@dataclass(frozen=True)
+class Replacement:
+    start: int
+    end: int
+    old: str
+    new: str
+    kind: str  # antonym, glove, glove_nearest (no neighbour had the tag)
+
+    def to_dict(self) -> dict:
+        return {"start": self.start, "end": self.end, "old": self.old, "new": self.new, "kind": self.kind}
+
+
+def _glove_word(word: str, tag: str, resources, neighbours: int, avoid: set[str]) -> tuple[str, str] | None:
+    glove = resources.glove
+    lower = word.lower()
+    try:
+        near = [w for w, _ in glove.nearest(lower, neighbours) if w not in avoid and w.isalnum()]
+    except KeyError:
+        return None
+    if not near:
+        return None
+    stem = resources.stem(lower)
+    near = [w for w in near if resources.stem(w) != stem] or near
+    tags = resources.word_tags([match_case(w, word) for w in near])
+    for w, (_, t) in zip(near, tags):
+        if t == tag:
+            return w, "glove"
+    return near[0], "glove_nearest"
+
+
+def mutate_question(question: str, resources, *, neighbours: int = 100) -> tuple[str, list[Replacement]]:
+    """The mutated question and what changed (an empty list when nothing could change)."""
+    doc = resources.parse(question)
+    stop = resources.stopwords
+    avoid = {t.text.lower() for t in doc}
+    edits: list[Replacement] = []
+    for tok in doc:
+        word = tok.text
+        if not any(c.isalnum() for c in word) or word.lower() in stop:
+            continue
+        new = None
+        if tok.ent_type_ in NAMED or tok.tag_ == "CD":
+            found = _glove_word(word, tok.tag_, resources, neighbours, avoid)
+            if found:
+                new = (match_case(found[0], word), found[1])
+        elif tok.tag_ in ANTONYM_TAGS:
+            ants = resources.antonyms(word, ANTONYM_TAGS[tok.tag_])
+            if ants:
+                new = (match_case(ants[0], word), "antonym")
+        if new and new[0].lower() != word.lower():
+            avoid.add(new[0].lower())
+            edits.append(Replacement(tok.idx, tok.idx + len(word), word, new[0], new[1]))
+    text = question
+    for r in reversed(edits):
+        text = text[:r.start] + r.new + text[r.end:]
+    return text, edits

@@ -1,0 +1,180 @@
+"""Jia and Liang's SQuAD adversaries: conversion rules, fake answers, placement, and the search."""
+
+import json
+
+import pytest
+
+from advrace.config import config_from_dict
+from advrace.release import build_release, read_split
+from advrace.resources import get_resources
+from attacks import get_attack
+from attacks.adversarial_squad import readability_problem
+from attacks.declarative_rules import declarative_candidates, past_tense, third_person
+from attacks.fake_answers import TYPES, answer_type, fake_answers
+from conftest import squad_doc
+
+
+@pytest.fixture(scope="module")
+def res():
+    return get_resources()
+
+
+@pytest.mark.parametrize("question, answer, rule, sentence", [
+    ("Who founded the company?", "Jeff Dean", "subject_who", "Jeff Dean founded the company."),
+    ("Which team won Super Bowl 50?", "the Lions", "subject_wh_np", "The Lions won Super Bowl 50."),
+    ("Which team won Super Bowl 50?", "the Lions", "subject_np_of", "The team of the Lions won Super Bowl 50."),
+    ("Whose army invaded Poland?", "Napoleon", "subject_whose", "Napoleon's army invaded Poland."),
+    ("How many people live in Warsaw?", "2,000", "subject_how_many", "2,000 people live in Warsaw."),
+    ("How much money was spent on the project?", "$5 million", "subject_how_many",
+     "$5 million was spent on the project."),
+    ("Who was born in Poland?", "Jeff Dean", "subject_who", "Jeff Dean was born in Poland."),
+    ("What did Tesla develop?", "a radio", "do_what", "Tesla developed a radio."),
+    ("When did the war end?", "1918", "do_when", "The war ended in 1918."),
+    ("Why did the king leave?", "the war", "do_why", "The king left because of the war."),
+    ("How did the army cross the river?", "boat", "do_how", "The army crossed the river by boat."),
+    ("What city did Tesla move to in 1880?", "Chicago", "do_wh_np", "Tesla moved to Chicago in 1880."),
+    ("What city did Tesla move to in 1880?", "Chicago", "do_wh_np_np_of",
+     "Tesla moved to the city of Chicago in 1880."),
+    ("In what year did the university open?", "1880", "do_prep_wh_np", "The university opened in 1880."),
+    ("How many tackles did Luke Kuechly register?", "17", "do_how_many", "Luke Kuechly registered 17 tackles."),
+    ("What type of engine does the car use?", "a steam engine", "do_wh_np", "The car uses a steam engine."),
+    ("Where was Tesla born?", "Chicago", "aux_where", "Tesla was born in Chicago."),
+    ("What can a computer do?", "math", "aux_what", "A computer can do math."),
+    ("What has the company built?", "a bridge", "aux_what", "The company has built a bridge."),
+    ("What is the capital of France?", "Berlin", "copula_what", "The capital of France is Berlin."),
+    ("Who was the first president?", "Jeff Dean", "copula_who", "The first president was Jeff Dean."),
+    ("How long is the river?", "500 miles", "how_adj_copula", "The river is 500 miles long."),
+    ("Which player had the most interceptions?", "Jeff Dean", "subject_wh_np",
+     "Jeff Dean had the most interceptions."),
+    ("The war ended in what year?", "1918", "in_situ", "The war ended in 1918."),
+])
+def test_conversion_rules(res, question, answer, rule, sentence):
+    got = {c.rule: c.sentence for c in declarative_candidates(question, answer, res)}
+    assert got.get(rule) == sentence, got
+
+
+def test_yes_no_questions_have_no_declarative_form(res):
+    assert declarative_candidates("Did the war end?", "yes", res) == []
+
+
+@pytest.mark.parametrize("verb, past, third", [("go", "went", "goes"), ("develop", "developed", "develops"),
+                                               ("stop", "stopped", "stops"), ("carry", "carried", "carries"),
+                                               ("move", "moved", "moves"), ("watch", "watched", "watches")])
+def test_tense_restoration(verb, past, third):
+    assert past_tense(verb) == past and third_person(verb) == third
+
+
+@pytest.mark.parametrize("context, answer, kind", [
+    ("Barack Obama was born in Hawaii in 1961.", "Barack Obama", "person"),
+    ("Barack Obama was born in Hawaii in 1961.", "1961", "year"),
+    ("The company sold 300 cars in July.", "July", "month"),
+    ("The company sold 300 cars in July.", "300", "number"),
+    ("The river is long and very cold.", "cold", "adjective"),
+    ("She plays the violins every evening.", "violins", "plural_noun"),
+])
+def test_answer_types(res, context, answer, kind):
+    start = context.index(answer)
+    assert answer_type(context, start, start + len(answer), res) == kind
+
+
+def test_fake_answers_never_equal_the_answer_or_appear_in_the_context():
+    assert len(TYPES) >= 26
+    assert fake_answers("person", "Jeff Dean", "Nothing here.") == ["Ada Lovelace", "Ingrid Holm"]
+    assert "Ada Lovelace" not in fake_answers("person", "x", "Ada Lovelace wrote notes.")
+    assert set(fake_answers("month", "x", "", second_set=True)).isdisjoint(fake_answers("month", "x", ""))
+
+
+@pytest.mark.parametrize("sentence, problem", [
+    ("The Lions won the game.", None),
+    ("The Lions won the game", "no final punctuation"),
+    ("Black Sea is a sea.", "contains a gold answer"),
+    ("Which sea does the Danube reach?", "same as the question"),
+    ("The Danube and the Lions.", "no verb"),
+])
+def test_readability_checks(res, sentence, problem):
+    assert readability_problem(sentence, "Which sea does the Danube reach?", ["the Black Sea"], res) == problem
+
+
+def _squad_release(tmp_path, splits):
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(squad_doc()), encoding="utf-8")
+    cfg = config_from_dict({"name": "s", "data": {"path": str(path)}, "seed": 3, "splits": splits, "workers": 1})
+    return build_release(cfg, tmp_path / "rel"), tmp_path / "rel"
+
+
+def test_sentences_are_appended_or_prepended_with_offsets_kept(tmp_path):
+    manifest, out = _squad_release(tmp_path, ["addonesent", "addsentmod"])
+    originals = {ex.source_id: ex for ex in read_split(out, "original")}
+    changed = 0
+    for split, prepend in (("addonesent", False), ("addsentmod", True)):
+        for ex in read_split(out, split):
+            orig = originals[ex.source_id]
+            for a in ex.answers:
+                assert ex.context[a.start:a.end] == a.text
+            record = ex.provenance[-1]
+            if "unchanged" in record:
+                continue
+            changed += 1
+            sentence = record["sentence"]
+            if prepend:
+                assert ex.context == sentence + " " + orig.context
+                assert ex.answers[0].start == orig.answers[0].start + len(sentence) + 1
+            else:
+                assert ex.context == orig.context + " " + sentence
+                assert ex.answers == orig.answers
+            assert readability_problem(sentence, orig.question, [a.text for a in orig.answers],
+                                       get_resources()) is None
+    assert changed >= 2
+    stats = json.loads((out / "stats.json").read_text())["splits"]["addonesent"]["attack_stats"]
+    assert stats["rules"] and stats["answer_types"]
+
+
+def test_addsent_name_dispatches_on_the_task():
+    assert get_attack("addsent", "multiple_choice").__module__ == "attacks.addsent"
+    assert get_attack("addsent", "extractive_qa").__module__ == "attacks.adversarial_squad"
+    with pytest.raises(Exception, match="does not apply to extractive_qa"):
+        get_attack("diagnosis", "extractive_qa")
+
+
+@pytest.fixture(scope="module")
+def span_model(tmp_path_factory):
+    from conftest import make_race_dir, make_tokenizer, tiny
+    from training import train
+
+    root = tmp_path_factory.mktemp("span")
+    squad = root / "squad.json"
+    squad.write_text(json.dumps(squad_doc()), encoding="utf-8")
+    run = train(tiny(make_tokenizer(root), make_race_dir(root), root, objective="span_extraction",
+                     max_length=64, doc_stride=16, train={"path": str(squad)}, dev={"path": str(squad)},
+                     epochs=2), progress=False)
+    return run["final"]
+
+
+def test_model_dependent_adversaries(span_model, tmp_path):
+    manifest, out = _squad_release(tmp_path, [
+        {"attack": "addsent", "config": {"model": span_model, "max_length": 64}},
+        {"attack": "addany", "config": {"model": span_model, "max_length": 64, "length": 3, "epochs": 2,
+                                        "candidates": 3, "restart_after": 1, "restarts": 1}},
+        {"attack": "addcommon", "config": {"model": span_model, "max_length": 64, "length": 3, "epochs": 1,
+                                           "candidates": 2}}])
+    for split in ("addsent", "addany", "addcommon"):
+        assert manifest["splits"][split]["model_dependent"] is True
+        assert len(manifest["splits"][split]["checkpoint_sha256"]) == 64
+    assert "model-dependent" in (out / "README.md").read_text()
+    for ex in read_split(out, "addsent"):
+        record = ex.provenance[-1]
+        if "unchanged" not in record:
+            assert record["model_f1"] == min(record["candidate_f1"])
+            assert ex.context.endswith(record["sentence"])
+    for split in ("addany", "addcommon"):
+        for ex in read_split(out, split):
+            record = ex.provenance[-1]
+            trace = record["trace"]
+            assert all(b <= a for a, b in zip(trace, trace[1:]))  # accepted moves never raise it
+            assert record["expected_f1"] <= trace[0] + 1e-9 and record["queries"] > 1
+            assert len(record["sentence"].split()) == 3
+            for a in ex.answers:
+                assert ex.context[a.start:a.end] == a.text
+    common = set(get_resources().common_words(1000))
+    for ex in read_split(out, "addcommon"):
+        assert all(w in common for w in ex.provenance[-1]["sentence"].rstrip(".").split())
