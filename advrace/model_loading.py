@@ -65,12 +65,8 @@ def load_model(cls, name: str, bf16: bool | None, what: str, train_hint: str):
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ModelLoadError(f"{what}: cannot load {name} ({reason}); give a folder written by "
                              f"{train_hint}") from exc
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        from accelerate import PartialState
+    from .sharding import process_state
 
-        device = PartialState().device
-    except ImportError:
-        pass
+    device = process_state().device
     model.to(device).eval()
     return model, tokenizer, device, use_bf16(bf16, device)

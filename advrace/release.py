@@ -207,9 +207,9 @@ def _process_state(cfg: ReleaseConfig, task: str):
 
     if not any(get_attack(spec.attack, task).batched for spec in cfg.splits):
         return None
-    from accelerate import PartialState
+    from .sharding import process_state
 
-    return PartialState()
+    return process_state()
 
 
 def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = False,

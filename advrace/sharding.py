@@ -22,3 +22,15 @@ def map_sharded(fn: Callable[[list], list], items: Sequence, state=None) -> list
     for i, value in gather_object(pairs):
         results[i] = value
     return results
+
+
+def process_state():
+    """Accelerate's state of this process: several processes under `accelerate launch` or
+    torchrun (on CPUs too, where accelerate otherwise assumes one), else one."""
+    import os
+
+    import torch
+    from accelerate import PartialState
+
+    cpu = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes") or not torch.cuda.is_available()
+    return PartialState(cpu=cpu)

@@ -192,7 +192,9 @@ def load_causal_lm(name: str, bf16, what: str):
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                  dtype=torch.float32)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    from advrace.sharding import process_state
+
+    device = process_state().device
     model.to(device).eval()
     return model, tokenizer, device, use_bf16(bf16, device)
 
