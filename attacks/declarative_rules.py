@@ -209,7 +209,10 @@ def declarative_candidates(question: str, answer: str, resources, answer_type: s
     if not rest:
         return [Candidate(f"bare_{rule}", _sentence(phrase))]
     nominal = kind in ("wh_np", "how_many", "whose_np", "who", "what", "which") and not fronted_prep
-    aux_then_verb = _is_aux(rest[0]) and len(rest) > 1 and rest[1].tag in ("VBN", "VBG", "VB")
+    # "Who was born ...", "Which river is longer than ...": the auxiliary has no subject after it
+    aux_then_verb = _is_aux(rest[0]) and len(rest) > 1 and (
+        rest[1].tag in ("VBN", "VBG", "VB") or
+        (rest[0].lemma == "be" and rest[1].tag in ("JJ", "JJR", "JJS", "IN", "RB", "RBR")))
     if nominal and (not _is_aux(rest[0]) or aux_then_verb or _main_verb(rest)):
         return _subject(kind, rule, phrase, answer, wh_tokens, rest)
     if not _is_aux(rest[0]):

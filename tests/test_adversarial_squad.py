@@ -28,6 +28,7 @@ def res():
     ("How much money was spent on the project?", "$5 million", "subject_how_many",
      "$5 million was spent on the project."),
     ("Who was born in Poland?", "Jeff Dean", "subject_who", "Jeff Dean was born in Poland."),
+    ("Which river is longer than the Danube?", "the Elbe", "subject_wh_np", "The Elbe is longer than the Danube."),
     ("What did Tesla develop?", "a radio", "do_what", "Tesla developed a radio."),
     ("When did the war end?", "1918", "do_when", "The war ended in 1918."),
     ("Why did the king leave?", "the war", "do_why", "The king left because of the war."),
