@@ -271,8 +271,14 @@ def _require_mc(release_dir, manifest) -> None:
 
 
 def _make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MC):
+    from .baselines import is_baseline, make_baseline
+
     if hasattr(model, "predict_mc" if task == MC else "predict_qa"):
         return model
+    if is_baseline(model):
+        if task != MC:
+            raise ConfigError(f"{model}: the built-in readers answer multiple-choice questions only")
+        return make_baseline(model, batch_size=max(batch_size, 32))
     if task != MC:
         from .span_scoring import load_span_model
 
@@ -413,6 +419,7 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     scores its shard and only the main process writes.
     """
     from .atomic import check_replaceable
+    from .baselines import is_baseline
     from .report import write_report
 
     models, predictions = list(models or ()), list(predictions or ())
@@ -430,7 +437,7 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     labels = unique_names([model_name(m) for m in models] + [Path(p).stem for p in predictions])
     launched = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if accelerator is None and (launched or not all(hasattr(m, "predict_mc") or hasattr(m, "predict_qa")
-                                                    for m in models)):
+                                                    or is_baseline(m) for m in models)):
         accelerator = _accelerator()
     main = accelerator is None or accelerator.is_main_process
     split_examples = {split: read_split(release, split) for split in names} if models else {}
@@ -443,7 +450,7 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
         score = _score_model if task == MC else _score_span_model
         scores[label] = score(split_examples, scorer, accelerator, progress and main)
         is_object = hasattr(model, "predict_mc") or hasattr(model, "predict_qa")
-        sources[label] = {"kind": "scorer" if is_object else "model",
+        sources[label] = {"kind": "scorer" if is_object else "built-in" if is_baseline(model) else "model",
                           "path": str(model) if isinstance(model, (str, os.PathLike)) else model_name(model)}
         if isinstance(scorer, CheckpointScorer):
             sources[label]["bf16"] = scorer.bf16
@@ -465,7 +472,8 @@ EVALUATE_EPILOG = textwrap.dedent("""\
       advrace evaluate releases/race-test --predictions preds/gpt.json --splits original,charswap --out reports/gpt
       accelerate launch -m advrace evaluate releases/race-test --model runs/bert-large --out reports/large
 
-    --model: a folder written by save_pretrained (AutoModelForMultipleChoice and its tokenizer
+    --model: a built-in reader that needs no training (sliding-window, sliding-window:distance,
+    similarity, similarity:ENCODER_FOLDER), or a folder written by save_pretrained (AutoModelForMultipleChoice and its tokenizer
     for RACE releases, AutoModelForQuestionAnswering for SQuAD ones: `advrace train` with
     objective span_extraction), or a Hugging Face Hub name when online. SQuAD models read long
     contexts in windows of --max-length tokens that overlap by a quarter of them. --predictions: a JSON object keyed by release record

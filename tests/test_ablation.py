@@ -34,12 +34,15 @@ def test_grid_on_the_sample_trains_each_run_and_writes_one_matrix(tokenizer_dir,
     build_release(config_from_dict({"data": {"path": "@sample/race", "limit": 24}, "seed": 1, "workers": 1,
                                     "splits": ["charswap", "diagnosis", "option_only"]}), release)
     sample = {"train.path": "@sample/race", "train.limit": 40, "dev.path": "@sample/race", "dev.limit": 12}
-    g = grid_from_dict(grid(tokenizer_dir, race_dir, tmp_path, release={"path": str(release)}, set=sample))
+    g = grid_from_dict(grid(tokenizer_dir, race_dir, tmp_path, release={"path": str(release)}, set=sample,
+                            baselines=["sliding-window"]))
     summary = ablate(g, progress=False)
     out = tmp_path / "abl"
     results = json.loads((out / "report" / "results.json").read_text())
     assert results == summary
-    assert list(results["models"]) == ["original", "+charswap", "option-only"]
+    assert list(results["models"]) == ["original", "+charswap", "option-only", "sliding-window"]
+    assert set(results["results"]["sliding-window"]["splits"]) == {"original", "charswap", "diagnosis",
+                                                                   "option_only"}
     full = results["results"]["original"]["splits"]
     assert set(full) == {"original", "charswap", "diagnosis", "option_only"}
     assert set(results["results"]["option-only"]["splits"]) == {"option_only"}
@@ -69,3 +72,5 @@ def test_grid_errors(tokenizer_dir, race_dir, tmp_path):
         grid_from_dict({**values, "runs": [{"name": "a"}, {"name": "a"}]})
     with pytest.raises(ConfigError, match="release needs"):
         grid_from_dict({**values, "release": {}})
+    with pytest.raises(ConfigError, match="unknown baseline"):
+        grid_from_dict({**values, "baselines": ["bm25"]})

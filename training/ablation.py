@@ -19,7 +19,7 @@ from advrace.errors import ConfigError
 
 RUN_KEYS = {"name", "recipe", "set", "evaluate_on"}
 GRID_KEYS = {"name", "description", "release", "train_config", "set", "runs", "output_dir",
-             "batch_size", "max_length", "bf16"}
+             "batch_size", "max_length", "bf16", "baselines"}
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class Grid:
     batch_size: int = 16
     max_length: int = 512
     bf16: bool | None = None
+    baselines: tuple[str, ...] = ()  # built-in readers scored beside the runs (advrace.baselines)
 
 
 def _deep_set(values: dict, dotted: str, value) -> None:
@@ -91,11 +92,23 @@ def grid_from_dict(values: dict, where: str = "ablation config") -> Grid:
                         tuple(on) if on else None))
     if not runs:
         raise ConfigError(f"{where}: 'runs' is empty")
+    from advrace.baselines import BASELINES, is_baseline
+
+    baselines = values.get("baselines") or []
+    if isinstance(baselines, str):
+        baselines = [baselines]
+    wrong = [b for b in baselines if not is_baseline(b)]
+    if wrong:
+        raise ConfigError(f"{where}: unknown baseline(s) {', '.join(map(str, wrong))}; built-in readers: "
+                          f"{', '.join(BASELINES)}")
+    clash = set(baselines) & names
+    if clash:
+        raise ConfigError(f"{where}: run name(s) {', '.join(sorted(clash))} clash with baselines")
     name = values.get("name", "ablation")
     return Grid(name=name, release=release, train_config=dict(base), runs=tuple(runs),
                 output_dir=values.get("output_dir") or f"runs/{name}", overrides=dict(values.get("set") or {}),
                 batch_size=int(values.get("batch_size", 16)), max_length=int(values.get("max_length", 512)),
-                bf16=values.get("bf16"))
+                bf16=values.get("bf16"), baselines=tuple(baselines))
 
 
 def run_config(grid: Grid, run: Run) -> dict:
@@ -153,6 +166,9 @@ def ablate(grid: Grid, output_dir: str | Path | None = None, *, resume: bool = F
                                          max_length=grid.max_length, bf16=grid.bf16, progress=progress)
         sources[run.name] = {"path": str(model), "recipe": run.recipe}
         runs[run.name] = {"model": str(model), "metrics": result["metrics"]}
+    for name in grid.baselines:
+        scores[name] = score_release(release, name, batch_size=grid.batch_size, progress=progress)
+        sources[name] = {"kind": "built-in", "path": name}
     summary = write_report(out / "report", manifest, scores, sources=sources)
     (out / "runs.json").write_text(json.dumps(runs, indent=2, sort_keys=True, default=str) + "\n",
                                    encoding="utf-8")
@@ -165,7 +181,8 @@ EPILOG = textwrap.dedent("""\
 
     The config names a release (a built one, or a release recipe to build first), a training
     config shared by every run, and the runs (each a recipe: finetune, adversarial targeted or
-    mixed, option_only). The report (OUTPUT/report/results.md, .json, .png) is a runs x splits
+    mixed, option_only), and optionally `baselines: [sliding-window, similarity]`, built-in
+    readers scored beside the runs. The report (OUTPUT/report/results.md, .json, .png) is a runs x splits
     matrix with relative drops; each run's model stays in OUTPUT/runs/NAME/.
     """)
 
