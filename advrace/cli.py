@@ -70,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("attacks", help="list the available attacks and their default configs")
 
+    from human_eval.cli import add_human_eval_parser
     from training.ablation import add_ablate_parser
     from training.cli import add_train_parser
 
@@ -77,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
 
     for name, handler in [("build", _build), ("verify", _verify), ("export", _export), ("attacks", _attacks),
                           ("evaluate", add_evaluate_parser(sub)), ("train", add_train_parser(sub)),
-                          ("ablate", add_ablate_parser(sub))]:
+                          ("ablate", add_ablate_parser(sub)), ("human-eval", add_human_eval_parser(sub))]:
         sub.choices[name].set_defaults(handler=handler)
     return p
 

@@ -212,6 +212,57 @@ def _process_state(cfg: ReleaseConfig, task: str):
     return process_state()
 
 
+def _write_files(out: Path, cfg: ReleaseConfig, manifest: dict, splits: dict, split_examples: dict,
+                 split_info: dict, stats: dict) -> None:
+    """Split files, SQuAD JSON, stats, card and manifest, written atomically into `out`."""
+    task = manifest["task"]
+    with atomic_dir(out, "manifest.json", "release") as tmp:
+        for split, records in splits.items():
+            rel = split_file(split)
+            digest = _write(tmp, rel, "".join(dumps(r) + "\n" for r in records))
+            manifest["splits"][split] = {
+                "file": rel, **split_info[split], "count": len(records),
+                "perturbed": stats["splits"][split]["perturbed"], **digest}
+        if task == "extractive_qa":
+            for split, exs in split_examples.items():
+                squad = squad_json(exs)
+                manifest["files"][f"squad/{split}.json"] = _write(tmp, f"squad/{split}.json", dumps(squad))
+        manifest["files"]["stats.json"] = _write(tmp, "stats.json", json.dumps(stats, indent=2) + "\n")
+        manifest["files"]["README.md"] = _write(tmp, "README.md", _card(cfg, manifest, stats))
+        _write(tmp, "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_release(split_examples: dict[str, list], out_dir: str | Path, *, name: str, source: dict,
+                  description: str = "") -> dict:
+    """A release of examples that no attack made (human-authored questions, say): every split
+    as given, with its own manifest, stats and card, checkable with `advrace verify`."""
+    out = Path(out_dir)
+    check_replaceable(out, "manifest.json", "release")
+    first = next((exs[0] for exs in split_examples.values() if exs), None)
+    if first is None:
+        raise ConfigError(f"{out}: nothing to write")
+    cfg = ReleaseConfig(name=name, description=description)
+    fingerprint = hashlib.sha256()
+    for split, exs in split_examples.items():
+        for ex in exs:
+            fingerprint.update(dumps(ex.to_record()).encode("utf-8"))
+    count = sum(len(v) for v in split_examples.values())
+    manifest = {"name": name, "advrace_version": __version__, "format_version": FORMAT_VERSION,
+                "task": first.task, "seed": None, "config": cfg.to_dict(),
+                "source": {"name": source.get("name", name), "format": source.get("format", "examples"),
+                           "fingerprint": fingerprint.hexdigest(), "files": 0, "read": count, "kept": count,
+                           "skipped": []},
+                "resources": {}, "splits": {}, "files": {}}
+    splits, placed, info, stats = {}, {}, {}, {"splits": {}}
+    for split, exs in split_examples.items():
+        placed[split] = [in_split(ex, split) for ex in exs]
+        splits[split] = [to_record(ex, split, NO_ATTACK, False) for ex in placed[split]]
+        info[split] = {"attack": NO_ATTACK, "config": None, "seed": None}
+        stats["splits"][split] = split_stats(exs, {ex.source_id: ex for ex in exs}, [False] * len(exs), Counter())
+    _write_files(out, cfg, manifest, splits, placed, info, stats)
+    return manifest
+
+
 def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = False,
                   loaded: LoadResult | None = None) -> dict:
     """Build a release directory from a config; returns the manifest."""
@@ -274,20 +325,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
 
     if state is not None and not state.is_main_process:
         return manifest  # under `accelerate launch`, the main process writes the release
-    with atomic_dir(out, "manifest.json", "release") as tmp:
-        for split, records in splits.items():
-            rel = split_file(split)
-            digest = _write(tmp, rel, "".join(dumps(r) + "\n" for r in records))
-            manifest["splits"][split] = {
-                "file": rel, **split_info[split], "count": len(records),
-                "perturbed": stats["splits"][split]["perturbed"], **digest}
-        if task == "extractive_qa":
-            for split, exs in split_examples.items():
-                squad = squad_json(exs)
-                manifest["files"][f"squad/{split}.json"] = _write(tmp, f"squad/{split}.json", dumps(squad))
-        manifest["files"]["stats.json"] = _write(tmp, "stats.json", json.dumps(stats, indent=2) + "\n")
-        manifest["files"]["README.md"] = _write(tmp, "README.md", _card(cfg, manifest, stats))
-        _write(tmp, "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    _write_files(out, cfg, manifest, splits, split_examples, split_info, stats)
     return manifest
 
 

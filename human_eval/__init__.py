@@ -1,1 +1,7 @@
-"""Human evaluation: sampling, the annotation and authoring web app, agreement (issue 7)."""
+"""Human evaluation of releases and human-in-the-loop adversarial authoring.
+
+`study` samples a release into a study database (`store`), `server` is the web app for annotators
+and authors, `report` computes valid and correct rates, human F1 and agreement, and `authoring`
+computes the model's live predictions and word importance. The command line is `advrace
+human-eval` (`cli`).
+"""

@@ -1,0 +1,138 @@
+"""`advrace human-eval`: create a study, serve it, report on it, export it; author adversarial
+questions against a model and export them as a release split."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from pathlib import Path
+
+EPILOG = textwrap.dedent("""\
+    examples:
+      advrace human-eval create releases/race-test --per-split 50 --seed 1 --annotators 3 --db study.db
+      advrace human-eval serve study.db --port 8000          # send each annotator their link
+      advrace human-eval report study.db --out reports/human
+      advrace human-eval export study.db --out annotations.jsonl
+      advrace human-eval author --model runs/race/best --db study.db --name alice
+      advrace human-eval export-authored study.db --out releases/authored
+
+    The server binds to 127.0.0.1; pass --host 0.0.0.0 to let others on the network reach it.
+    Links carry a secret token: anyone with a link can answer as that annotator, so send each
+    link only to its annotator. Exit status: 0 on success, 2 on bad input or a bad release.
+    """)
+
+
+def _link(host: str, port: int, kind: str, token: str) -> str:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    return f"http://{shown}:{port}/{kind}/{token}"
+
+
+def add_human_eval_parser(subparsers):
+    p = subparsers.add_parser(
+        "human-eval", help="validate splits with annotators, and author adversarial questions",
+        description="Human evaluation of a release in a web app (valid and correct rates per split, "
+                    "agreement), and human-in-the-loop adversarial authoring against a model.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    sub = p.add_subparsers(dest="human_command", required=True)
+
+    c = sub.add_parser("create", help="sample a study from a release and create annotator accounts")
+    c.add_argument("release", help="release folder")
+    c.add_argument("--db", required=True, help="the study database to create (SQLite)")
+    c.add_argument("--per-split", type=int, default=50, help="questions sampled per split (default 50)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--annotators", type=int, default=3, help="annotator accounts (default 3)")
+    c.add_argument("--splits", help="comma-separated splits (default: all)")
+    c.add_argument("--host", default="127.0.0.1", help="serve address used in the printed links")
+    c.add_argument("--port", type=int, default=8000)
+
+    s = sub.add_parser("serve", help="run the annotation web app")
+    s.add_argument("db")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--model", help="also serve the authoring page with this model (checkpoint or built-in)")
+
+    r = sub.add_parser("report", help="valid/correct rates with 95%% intervals, kappa, disagreements")
+    r.add_argument("db")
+    r.add_argument("--out", required=True, help="folder for report.json, report.md, report.png")
+
+    x = sub.add_parser("export", help="every annotation as JSONL")
+    x.add_argument("db")
+    x.add_argument("--out", required=True)
+
+    a = sub.add_parser("author", help="create an author account and serve the authoring page")
+    a.add_argument("--model", required=True, help="multiple-choice checkpoint, or sliding-window / similarity")
+    a.add_argument("--db", required=True, help="a study database (created if missing)")
+    a.add_argument("--name", default="author1", help="the author's account name")
+    a.add_argument("--host", default="127.0.0.1")
+    a.add_argument("--port", type=int, default=8000)
+
+    ea = sub.add_parser("export-authored", help="submitted questions as a human_authored release split")
+    ea.add_argument("db")
+    ea.add_argument("--out", required=True, help="release folder to write")
+
+    def handler(args) -> int:
+        return _run(args)
+
+    p.set_defaults(handler=handler)
+    return handler
+
+
+def _run(args) -> int:
+    from advrace.errors import ConfigError
+
+    cmd = args.human_command
+    if cmd == "create":
+        from .study import create_study
+
+        splits = [s for s in args.splits.split(",") if s] if args.splits else None
+        out = create_study(args.release, args.db, per_split=args.per_split, seed=args.seed,
+                           annotators=args.annotators, splits=splits)
+        print(f"created {args.db}: {out['items']} items, {len(out['annotators'])} annotators")
+        for name, token in out["annotators"].items():
+            print(f"  {name}: {_link(args.host, args.port, 'a', token)}")
+        print("Start the app with: advrace human-eval serve " + args.db)
+        return 0
+    if cmd in ("serve", "author"):
+        from .server import serve
+
+        db = args.db
+        model = None
+        if args.model:
+            from .authoring import AuthoringModel
+
+            model = AuthoringModel(args.model)
+        if cmd == "author":
+            from .study import add_authors
+
+            token = add_authors(db, [args.name])[args.name]
+            print(f"author {args.name}: {_link(args.host, args.port, 'author', token)}")
+        elif not Path(db).is_file():
+            raise ConfigError(f"{db}: no such study database; create one with `advrace human-eval create`")
+
+        def ready(server):
+            print(f"serving {db} on http://{args.host}:{server.server_port} (Ctrl-C to stop)", flush=True)
+
+        try:
+            serve(db, args.host, args.port, model, ready)
+        except KeyboardInterrupt:
+            pass
+        return 0
+    if cmd == "report":
+        from .report import write
+
+        result = write(args.db, args.out)
+        print((Path(args.out) / "report.md").read_text(encoding="utf-8").rstrip())
+        print(f"\nwrote {args.out}: report.json, report.md, report.png ({len(result['splits'])} splits)")
+        return 0
+    if cmd == "export":
+        from .report import export_jsonl
+
+        print(f"wrote {export_jsonl(args.db, args.out)} annotations to {args.out}")
+        return 0
+    if cmd == "export-authored":
+        from .authoring import export_authored
+
+        manifest = export_authored(args.db, args.out)
+        print(f"wrote {args.out}: {manifest['splits']['human_authored']['count']} questions in split human_authored")
+        return 0
+    raise ConfigError(f"unknown human-eval command {cmd!r}")

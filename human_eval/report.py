@@ -1,0 +1,201 @@
+"""The study report: per split, how many answers judged the question answerable (valid rate) and
+how many were right (correct rate), with 95% Wilson intervals (AdvRACE Table 3, right-hand side);
+human F1 for SQuAD; the unanswerable reasons; Fleiss' kappa between annotators; and the items on
+which they disagree. Rates are over annotations (an item answered by three annotators counts
+three times); an "unanswerable" answer counts as valid = no and correct = no.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+from advrace.metrics import squad_em_f1
+
+from . import store
+
+Z95 = 1.959963984540054
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (better than the normal one near 0 and 1)."""
+    if n == 0:
+        return (0.0, 0.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mean_interval(values: list[float], z: float = Z95) -> tuple[float, float, float]:
+    if not values:
+        return (0.0, 0.0, 0.0)
+    m = sum(values) / len(values)
+    if len(values) < 2:
+        return (m, m, m)
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+    half = z * sd / math.sqrt(len(values))
+    return (m, m - half, m + half)
+
+
+def fleiss_kappa(ratings: list[list[str]]) -> float | None:
+    """Fleiss' kappa for items each rated by the same number (>= 2) of raters; None when undefined."""
+    ratings = [r for r in ratings if len(r) >= 2]
+    if not ratings:
+        return None
+    n = len(ratings[0])
+    ratings = [r for r in ratings if len(r) == n]
+    categories = sorted({c for r in ratings for c in r})
+    N = len(ratings)
+    p_j = {c: sum(r.count(c) for r in ratings) / (N * n) for c in categories}
+    P_i = [(sum(r.count(c) ** 2 for c in categories) - n) / (n * (n - 1)) for r in ratings]
+    P_bar = sum(P_i) / N
+    P_e = sum(p * p for p in p_j.values())
+    if P_e == 1:
+        return None
+    return (P_bar - P_e) / (1 - P_e)
+
+
+def _category(a: dict) -> str:
+    """What an annotation says, as a category for agreement."""
+    if a["unanswerable"]:
+        return "unanswerable"
+    if a["task"] == "multiple_choice":
+        return f"option {a['choice']}"
+    golds = [g["text"] for g in a["payload"]["answers"]]
+    return "correct" if squad_em_f1(a["answer_text"] or "", golds)[1] >= 0.5 else "incorrect"
+
+
+def _correct(a: dict) -> bool:
+    if a["unanswerable"]:
+        return False
+    if a["task"] == "multiple_choice":
+        return a["choice"] == a["payload"]["label"]
+    return squad_em_f1(a["answer_text"] or "", [g["text"] for g in a["payload"]["answers"]])[0] == 1.0
+
+
+def _f1(a: dict) -> float:
+    if a["unanswerable"] or a["task"] == "multiple_choice":
+        return 0.0
+    return squad_em_f1(a["answer_text"] or "", [g["text"] for g in a["payload"]["answers"]])[1]
+
+
+def compute(db_path) -> dict:
+    conn = store.connect(db_path)
+    try:
+        info = store.meta(conn)
+        rows = store.annotations(conn)
+        people = conn.execute("SELECT name FROM people WHERE role = 'annotator' ORDER BY name").fetchall()
+        total_items = dict(conn.execute("SELECT split, COUNT(*) FROM items GROUP BY split").fetchall())
+    finally:
+        conn.close()
+    splits = info.get("splits") or sorted(total_items)
+    result = {"study": {k: info.get(k) for k in ("release_name", "task", "seed", "per_split")},
+              "annotators": [p["name"] for p in people], "splits": {}, "disagreements": []}
+    for split in splits:
+        mine = [a for a in rows if a["split"] == split]
+        n = len(mine)
+        valid = sum(1 for a in mine if not a["unanswerable"])
+        correct = sum(1 for a in mine if _correct(a))
+        entry = {"items": total_items.get(split, 0), "annotations": n,
+                 "valid_rate": valid / n if n else 0.0, "valid_ci": wilson(valid, n),
+                 "correct_rate": correct / n if n else 0.0, "correct_ci": wilson(correct, n),
+                 "unanswerable_reasons": dict(Counter(a["reason"] for a in mine if a["unanswerable"]))}
+        if info.get("task") == "extractive_qa":
+            m, lo, hi = mean_interval([_f1(a) for a in mine])
+            entry.update(human_f1=m, human_f1_ci=(lo, hi))
+        by_item: dict[int, list] = {}
+        for a in mine:
+            by_item.setdefault(a["item_id"], []).append(a)
+        entry["fleiss_kappa"] = fleiss_kappa([[_category(a) for a in v] for v in by_item.values()])
+        result["splits"][split] = entry
+        for v in by_item.values():
+            cats = {_category(a) for a in v}
+            if len(v) >= 2 and len(cats) > 1:
+                result["disagreements"].append({
+                    "split": split, "record_id": v[0]["record_id"],
+                    "answers": {a["annotator"]: _category(a) + (f" ({a['reason']})" if a["unanswerable"] else "")
+                                for a in v}})
+    everyone = {}
+    for a in rows:
+        everyone.setdefault(a["item_id"], []).append(a)
+    result["fleiss_kappa"] = fleiss_kappa([[_category(a) for a in v] for v in everyone.values()])
+    return result
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def write(db_path, out_dir) -> dict:
+    """report.json, report.md and report.png in `out_dir`."""
+    result = compute(db_path)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    squad = result["study"]["task"] == "extractive_qa"
+    lines = [f"# Human evaluation of {result['study']['release_name']}", "",
+             f"{len(result['annotators'])} annotators; rates over annotations with 95% Wilson intervals.", "",
+             "| split | items | annotations | valid % | correct % |" + (" human F1 |" if squad else "") + " kappa |",
+             "|---|---:|---:|---:|---:|" + ("---:|" if squad else "") + "---:|"]
+    for split, e in result["splits"].items():
+        row = (f"| {split} | {e['items']} | {e['annotations']} | {_pct(e['valid_rate'])} "
+               f"[{_pct(e['valid_ci'][0])}, {_pct(e['valid_ci'][1])}] | {_pct(e['correct_rate'])} "
+               f"[{_pct(e['correct_ci'][0])}, {_pct(e['correct_ci'][1])}] |")
+        if squad:
+            row += f" {_pct(e['human_f1'])} [{_pct(e['human_f1_ci'][0])}, {_pct(e['human_f1_ci'][1])}] |"
+        kappa = e["fleiss_kappa"]
+        lines.append(row + (f" {kappa:.3f} |" if kappa is not None else " n/a |"))
+    lines += ["", "## Unanswerable reasons", ""]
+    for split, e in result["splits"].items():
+        reasons = ", ".join(f"{r}: {c}" for r, c in sorted(e["unanswerable_reasons"].items())) or "none"
+        lines.append(f"- {split}: {reasons}")
+    lines += ["", f"## Disagreements ({len(result['disagreements'])})", ""]
+    for d in result["disagreements"]:
+        lines.append(f"- {d['split']} `{d['record_id']}`: " + "; ".join(f"{k}: {v}" for k, v in d["answers"].items()))
+    (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _chart(result, out / "report.png")
+    return result
+
+
+def _chart(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    splits = list(result["splits"])
+    fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(splits) + 2), 3.5))
+    width = 0.38
+    for k, (key, label) in enumerate((("valid", "valid"), ("correct", "correct"))):
+        values = [100 * result["splits"][s][f"{key}_rate"] for s in splits]
+        lo = [v - 100 * result["splits"][s][f"{key}_ci"][0] for v, s in zip(values, splits)]
+        hi = [100 * result["splits"][s][f"{key}_ci"][1] - v for v, s in zip(values, splits)]
+        ax.bar([i + (k - 0.5) * width for i in range(len(splits))], values, width, yerr=[lo, hi],
+               capsize=3, label=label)
+    ax.set_xticks(range(len(splits)), splits, rotation=20)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("% of annotations")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def export_jsonl(db_path, out_file) -> int:
+    """Every annotation as one JSON line; returns how many."""
+    conn = store.connect(db_path)
+    try:
+        rows = store.annotations(conn)
+    finally:
+        conn.close()
+    Path(out_file).parent.mkdir(parents=True, exist_ok=True)
+    with open(out_file, "w", encoding="utf-8") as f:
+        for a in rows:
+            f.write(json.dumps({k: a[k] for k in ("annotator", "split", "record_id", "source_id", "choice",
+                                                  "answer_text", "answer_start", "unanswerable", "reason",
+                                                  "comment", "created", "updated", "revisions")},
+                               ensure_ascii=False) + "\n")
+    return len(rows)

@@ -1,0 +1,121 @@
+"""The study database: SQLite in WAL mode, the only place annotations live.
+
+Every query is parameterised. Each thread opens its own connection (`connect`), so the threaded
+server can take many annotators at once; writes are short transactions, and an answer is an
+upsert keyed by (annotator, item), so a retried or repeated submission never stores twice.
+Access tokens are stored as their sha256 only: the database alone does not let anyone in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import sqlite3
+import time
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY, split TEXT NOT NULL, record_id TEXT NOT NULL, source_id TEXT NOT NULL,
+    task TEXT NOT NULL, payload TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS people (
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, role TEXT NOT NULL,
+    token_sha256 TEXT NOT NULL UNIQUE, csrf TEXT NOT NULL, finished INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS queue (
+    person_id INTEGER NOT NULL REFERENCES people(id), position INTEGER NOT NULL,
+    item_id INTEGER NOT NULL REFERENCES items(id), PRIMARY KEY (person_id, position));
+CREATE TABLE IF NOT EXISTS annotations (
+    id INTEGER PRIMARY KEY, person_id INTEGER NOT NULL REFERENCES people(id),
+    item_id INTEGER NOT NULL REFERENCES items(id), choice INTEGER, answer_text TEXT,
+    answer_start INTEGER, unanswerable INTEGER NOT NULL DEFAULT 0, reason TEXT, comment TEXT,
+    created REAL NOT NULL, updated REAL NOT NULL, revisions INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (person_id, item_id));
+CREATE TABLE IF NOT EXISTS edits (
+    id INTEGER PRIMARY KEY, person_id INTEGER NOT NULL REFERENCES people(id), draft TEXT NOT NULL,
+    output TEXT NOT NULL, created REAL NOT NULL, submission_id INTEGER);
+CREATE TABLE IF NOT EXISTS submissions (
+    id INTEGER PRIMARY KEY, person_id INTEGER NOT NULL REFERENCES people(id), example TEXT NOT NULL,
+    fooled INTEGER NOT NULL, output TEXT NOT NULL, model TEXT NOT NULL, created REAL NOT NULL);
+"""
+
+REASONS = ("missing key information", "conflicting information", "uninterpretable content",
+           "no correct option", "multiple correct options")
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def connect(path: str | Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA busy_timeout=30000")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def init(conn: sqlite3.Connection) -> None:
+    conn.executescript(SCHEMA)
+
+
+def set_meta(conn, **values) -> None:
+    for key, value in values.items():
+        conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                     (key, json.dumps(value)))
+
+
+def meta(conn) -> dict:
+    return {r["key"]: json.loads(r["value"]) for r in conn.execute("SELECT key, value FROM meta")}
+
+
+def add_person(conn, name: str, role: str) -> str:
+    """Create an annotator or author; returns their secret token (shown once, stored hashed)."""
+    token = secrets.token_urlsafe(24)
+    conn.execute("INSERT INTO people(name, role, token_sha256, csrf) VALUES (?, ?, ?, ?)",
+                 (name, role, token_hash(token), secrets.token_urlsafe(24)))
+    return token
+
+
+def person_by_token(conn, token: str | None, role: str | None = None):
+    if not token or len(token) > 200:
+        return None
+    row = conn.execute("SELECT * FROM people WHERE token_sha256 = ?", (token_hash(token),)).fetchone()
+    if row is None or (role is not None and row["role"] != role):
+        return None
+    return row
+
+
+def item(conn, item_id: int) -> dict:
+    row = conn.execute("SELECT * FROM items WHERE id = ?", (item_id,)).fetchone()
+    return {**dict(row), "payload": json.loads(row["payload"])}
+
+
+def queue(conn, person_id: int) -> list[sqlite3.Row]:
+    """The person's items in order, each with their annotation if any."""
+    return conn.execute(
+        "SELECT q.position, q.item_id, a.id AS annotation_id, a.choice, a.answer_text, a.unanswerable "
+        "FROM queue q LEFT JOIN annotations a ON a.person_id = q.person_id AND a.item_id = q.item_id "
+        "WHERE q.person_id = ? ORDER BY q.position", (person_id,)).fetchall()
+
+
+def save_annotation(conn, person_id: int, item_id: int, *, choice=None, answer_text=None,
+                    answer_start=None, unanswerable=False, reason=None, comment=None) -> None:
+    now = time.time()
+    conn.execute(
+        "INSERT INTO annotations(person_id, item_id, choice, answer_text, answer_start, unanswerable, reason, "
+        "comment, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(person_id, item_id) DO UPDATE SET choice=excluded.choice, answer_text=excluded.answer_text, "
+        "answer_start=excluded.answer_start, unanswerable=excluded.unanswerable, reason=excluded.reason, "
+        "comment=excluded.comment, updated=excluded.updated, revisions=annotations.revisions + 1",
+        (person_id, item_id, choice, answer_text, answer_start, int(bool(unanswerable)), reason, comment, now, now))
+
+
+def annotations(conn) -> list[dict]:
+    rows = conn.execute(
+        "SELECT a.*, p.name AS annotator, i.split, i.record_id, i.source_id, i.task, i.payload "
+        "FROM annotations a JOIN people p ON p.id = a.person_id JOIN items i ON i.id = a.item_id "
+        "ORDER BY i.id, p.name").fetchall()
+    return [{**dict(r), "payload": json.loads(r["payload"])} for r in rows]

@@ -1,0 +1,103 @@
+"""Creating a study: a seeded sample of each split of a release, annotator accounts, and each
+annotator's queue with the splits interleaved (so nobody can tell which split an item is from)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from pathlib import Path
+
+from advrace.errors import ConfigError
+from advrace.release import check_release, read_split
+
+from . import store
+
+SUBSET_RE = re.compile(r"^(high|middle)\d")
+
+
+def item_payload(example) -> dict:
+    """What an annotator is shown (and what scoring needs), without split or attack."""
+    if example.task == "multiple_choice":
+        return {"passage": example.passage, "question": example.question,
+                "options": list(example.options), "label": example.label}
+    return {"context": example.context, "question": example.question,
+            "answers": [{"text": a.text, "answer_start": a.start} for a in example.answers]}
+
+
+def sample_split(examples: list, n: int, seed: int, split: str) -> list:
+    """`n` examples of a split (all when it has fewer), stratified by RACE's middle/high subsets
+    (read from the id) so that a small sample keeps the split's mix."""
+    strata: dict[str, list] = {}
+    for ex in sorted(examples, key=lambda e: e.source_id):
+        m = SUBSET_RE.match(ex.source_id)
+        strata.setdefault(m.group(1) if m else "all", []).append(ex)
+    rng = random.Random(f"advrace-human-eval\0{seed}\0{split}")
+    if n >= len(examples):
+        return sorted(examples, key=lambda e: e.source_id)
+    chosen = []
+    total = len(examples)
+    shares = {k: n * len(v) / total for k, v in strata.items()}
+    counts = {k: int(s) for k, s in shares.items()}
+    for k in sorted(strata, key=lambda k: (-(shares[k] - counts[k]), k))[:n - sum(counts.values())]:
+        counts[k] += 1
+    for k in sorted(strata):
+        chosen += rng.sample(strata[k], counts[k])
+    return sorted(chosen, key=lambda e: e.source_id)
+
+
+def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, annotators: int = 3,
+                 splits=None, names=None) -> dict:
+    """Write a new study database; returns {"annotators": {name: token}, "items": n}."""
+    db_path = Path(db_path)
+    if db_path.exists():
+        raise ConfigError(f"{db_path} already exists; a study database is created once (choose another --db)")
+    if per_split < 1 or annotators < 1:
+        raise ConfigError("--per-split and --annotators must be at least 1")
+    manifest = check_release(release_dir)
+    chosen_splits = list(splits or manifest["splits"])
+    unknown = [s for s in chosen_splits if s not in manifest["splits"]]
+    if unknown:
+        raise ConfigError(f"{release_dir}: no split(s) {', '.join(unknown)}")
+    names = list(names or [f"annotator{i + 1}" for i in range(annotators)])
+    conn = store.connect(db_path)
+    try:
+        store.init(conn)
+        conn.execute("BEGIN")
+        store.set_meta(conn, release=str(Path(release_dir).resolve()), release_name=manifest["name"],
+                       task=manifest["task"], seed=seed, per_split=per_split, splits=chosen_splits,
+                       manifest_sha256=hashlib.sha256(
+                           (Path(release_dir) / "manifest.json").read_bytes()).hexdigest())
+        item_ids = []
+        for split in chosen_splits:
+            for ex in sample_split(read_split(release_dir, split), per_split, seed, split):
+                cur = conn.execute(
+                    "INSERT INTO items(split, record_id, source_id, task, payload) VALUES (?, ?, ?, ?, ?)",
+                    (split, ex.id, ex.source_id, ex.task, json.dumps(item_payload(ex), ensure_ascii=False)))
+                item_ids.append(cur.lastrowid)
+        tokens = {}
+        for name in names:
+            tokens[name] = store.add_person(conn, name, "annotator")
+            pid = conn.execute("SELECT id FROM people WHERE name = ?", (name,)).fetchone()["id"]
+            order = list(item_ids)
+            random.Random(f"advrace-queue\0{seed}\0{name}").shuffle(order)
+            conn.executemany("INSERT INTO queue(person_id, position, item_id) VALUES (?, ?, ?)",
+                             [(pid, k, iid) for k, iid in enumerate(order)])
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK") if conn.in_transaction else None
+        conn.close()
+        db_path.unlink(missing_ok=True)
+        raise
+    conn.close()
+    return {"annotators": tokens, "items": len(item_ids)}
+
+
+def add_authors(db_path, names) -> dict:
+    conn = store.connect(db_path)
+    store.init(conn)
+    try:
+        return {name: store.add_person(conn, name, "author") for name in names}
+    finally:
+        conn.close()

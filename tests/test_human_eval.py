@@ -1,0 +1,288 @@
+"""The human-evaluation app over HTTP: access, CSRF, answers, resume, the report and the load test."""
+
+import json
+import re
+import sqlite3
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from advrace.config import config_from_dict
+from advrace.errors import ConfigError
+from advrace.release import build_release, check_release, read_split
+from conftest import make_race_dir, squad_doc
+from human_eval import report, store
+from human_eval.server import HumanEvalServer
+from human_eval.study import create_study
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+OPENER = urllib.request.build_opener(NoRedirect)
+
+
+def request(url, data=None, headers=None):
+    body = urllib.parse.urlencode(data).encode() if isinstance(data, dict) else data
+    req = urllib.request.Request(url, data=body, headers=headers or {})
+    try:
+        with OPENER.open(req, timeout=30) as r:
+            return r.status, r.read().decode(), dict(r.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(), dict(exc.headers)
+
+
+@pytest.fixture(scope="module")
+def mc_release(tmp_path_factory):
+    root = tmp_path_factory.mktemp("he")
+    cfg = config_from_dict({"data": {"path": str(make_race_dir(root))}, "splits": ["charswap"], "workers": 1})
+    build_release(cfg, root / "rel")
+    return root / "rel"
+
+
+def start(db, model=None):
+    server = HumanEvalServer(("127.0.0.1", 0), db, model)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return server, f"http://127.0.0.1:{server.server_port}"
+
+
+@pytest.fixture
+def study(mc_release, tmp_path):
+    out = create_study(mc_release, tmp_path / "study.db", per_split=5, seed=1, annotators=3)
+    server, url = start(tmp_path / "study.db")
+    yield {"db": tmp_path / "study.db", "url": url, "tokens": out["annotators"], "items": out["items"]}
+    server.shutdown()
+    server.server_close()
+
+
+def csrf_of(html):
+    return re.search(r"name=csrf value='([^']+)'", html).group(1)
+
+
+def test_create_samples_each_split_and_interleaves(mc_release, tmp_path):
+    out = create_study(mc_release, tmp_path / "s.db", per_split=4, seed=3, annotators=2)
+    conn = sqlite3.connect(tmp_path / "s.db")
+    per_split = dict(conn.execute("SELECT split, COUNT(*) FROM items GROUP BY split").fetchall())
+    assert per_split == {"original": 4, "charswap": 4} and out["items"] == 8
+    orders = [[r[0] for r in conn.execute("SELECT i.split FROM queue q JOIN items i ON i.id = q.item_id "
+                                           "WHERE q.person_id = ? ORDER BY q.position", (pid,))] for pid in (1, 2)]
+    assert all(sorted(o) == sorted(orders[0]) for o in orders)
+    assert orders[0] != ["original"] * 4 + ["charswap"] * 4  # interleaved
+    assert conn.execute("SELECT COUNT(*) FROM people WHERE token_sha256 = ?",
+                        (list(out["annotators"].values())[0],)).fetchone()[0] == 0  # stored hashed only
+    again = create_study(mc_release, tmp_path / "s2.db", per_split=4, seed=3, annotators=2)
+    conn2 = sqlite3.connect(tmp_path / "s2.db")
+    assert conn.execute("SELECT record_id FROM items").fetchall() == conn2.execute("SELECT record_id FROM items").fetchall()
+    with pytest.raises(ConfigError, match="already exists"):
+        create_study(mc_release, tmp_path / "s.db")
+
+
+def test_access_needs_the_right_token(study):
+    url = study["url"]
+    assert request(f"{url}/a/not-a-token")[0] == 403
+    assert request(f"{url}/a/")[0] == 404
+    alice, bob = list(study["tokens"].values())[:2]
+    status, _, headers = request(f"{url}/a/{alice}")
+    assert status == 303 and headers["Location"].endswith("/item/0")
+    status, html, headers = request(f"{url}/a/{alice}/item/0")
+    assert status == 200 and "Referrer-Policy" in headers and "script-src 'self'" in headers["Content-Security-Policy"]
+    # bob's form token does not work on alice's queue, and no token at all is refused
+    _, bob_html, _ = request(f"{url}/a/{bob}/item/0")
+    assert request(f"{url}/a/{alice}/item/0", {"choice": "0", "csrf": csrf_of(bob_html)})[0] == 403
+    assert request(f"{url}/a/{alice}/item/0", {"choice": "0"})[0] == 403
+    conn = sqlite3.connect(study["db"])
+    assert conn.execute("SELECT COUNT(*) FROM annotations").fetchone()[0] == 0
+
+
+def test_answer_unanswerable_change_and_finish(study):
+    url, token = study["url"], list(study["tokens"].values())[0]
+    _, html, _ = request(f"{url}/a/{token}/item/0")
+    csrf = csrf_of(html)
+    status, _, headers = request(f"{url}/a/{token}/item/0", {"choice": "1", "csrf": csrf})
+    assert status == 303 and headers["Location"].endswith("/item/1")
+    # unanswerable needs a reason
+    status, html, _ = request(f"{url}/a/{token}/item/1", {"choice": "unanswerable", "csrf": csrf})
+    assert status == 422 and "choose a reason" in html
+    request(f"{url}/a/{token}/item/1", {"choice": "unanswerable", "reason": "no correct option",
+                                        "comment": "all wrong", "csrf": csrf})
+    # resume: the entry point goes to the first unanswered item
+    assert request(f"{url}/a/{token}")[2]["Location"].endswith("/item/2")
+    # change an answer
+    request(f"{url}/a/{token}/item/0", {"choice": "2", "csrf": csrf})
+    conn = store.connect(study["db"])
+    rows = store.annotations(conn)
+    assert [(r["choice"], r["unanswerable"], r["reason"]) for r in rows if r["annotator"] == "annotator1"] in (
+        [(2, 0, None), (None, 1, "no correct option")], [(None, 1, "no correct option"), (2, 0, None)])
+    assert {r["revisions"] for r in rows} == {0, 1}
+    for pos in range(2, study["items"]):
+        request(f"{url}/a/{token}/item/{pos}", {"choice": "0", "csrf": csrf})
+    _, progress, _ = request(f"{url}/a/{token}/progress")
+    assert f"{study['items']} of {study['items']} answered" in progress and "Finish" in progress
+    request(f"{url}/a/{token}/finish", {"csrf": csrf})
+    assert request(f"{url}/a/{token}/item/0", {"choice": "3", "csrf": csrf})[0] == 409
+
+
+def test_text_is_escaped(mc_release, tmp_path):
+    from advrace.examples import MCExample
+    from advrace.release import write_release
+
+    evil = MCExample("x1", "Hello <script>window.pwned=1</script> <b>bold</b>", "Which <i>one</i>?",
+                     ("<img src=x onerror=alert(1)>", "b", "c", "d"), 1)
+    write_release({"original": [evil]}, tmp_path / "evil", name="evil", source={"name": "t"})
+    out = create_study(tmp_path / "evil", tmp_path / "e.db", per_split=1, annotators=1)
+    server, url = start(tmp_path / "e.db")
+    try:
+        _, html, _ = request(f"{url}/a/{list(out['annotators'].values())[0]}/item/0")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "<script>window" not in html and "&lt;script&gt;window.pwned=1&lt;/script&gt;" in html
+    assert "<img src=x" not in html and "<i>one" not in html
+
+
+def test_squad_items_take_a_span(tmp_path):
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(squad_doc()), encoding="utf-8")
+    build_release(config_from_dict({"data": {"path": str(path)}, "splits": [], "workers": 1}), tmp_path / "rel")
+    out = create_study(tmp_path / "rel", tmp_path / "q.db", per_split=3, annotators=2, seed=0)
+    server, url = start(tmp_path / "q.db")
+    try:
+        tokens = list(out["annotators"].values())
+        conn = store.connect(tmp_path / "q.db")
+        for k, token in enumerate(tokens):
+            _, html, _ = request(f"{url}/a/{token}/item/0")
+            csrf = csrf_of(html)
+            for row in store.queue(conn, k + 1):
+                item = store.item(conn, row["item_id"])
+                gold = item["payload"]["answers"][0]
+                answer = gold["text"] if k == 0 else "Danube"
+                offset = gold["answer_start"] if k == 0 else ""
+                status, page_html, _ = request(f"{url}/a/{token}/item/{row['position']}",
+                                               {"choice": "answer", "answer_text": answer,
+                                                "answer_start": str(offset), "csrf": csrf})
+                assert status == 303, page_html
+            bad = request(f"{url}/a/{token}/item/0", {"choice": "answer", "answer_text": "not in it", "csrf": csrf})
+            assert bad[0] == 422 and "span of the paragraph" in bad[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+    result = report.compute(tmp_path / "q.db")
+    entry = result["splits"]["original"]
+    assert entry["annotations"] == 6 and entry["valid_rate"] == 1.0
+    assert entry["correct_rate"] == pytest.approx(0.5)
+    assert 0.5 <= entry["human_f1"] < 1.0
+
+
+def test_report_numbers_by_hand(mc_release, tmp_path):
+    create_study(mc_release, tmp_path / "r.db", per_split=2, seed=0, annotators=3)
+    conn = store.connect(tmp_path / "r.db")
+    items = conn.execute("SELECT id, split, payload FROM items ORDER BY id").fetchall()
+    labels = {r["id"]: json.loads(r["payload"])["label"] for r in items}
+    # item-by-item answers of annotators 1..3: 'c' correct, 'w' a wrong option, 'u' unanswerable
+    plan = {items[0]["id"]: "ccc", items[1]["id"]: "ccw", items[2]["id"]: "cuu", items[3]["id"]: "www"}
+    for iid, answers in plan.items():
+        for pid, a in zip((1, 2, 3), answers):
+            if a == "u":
+                store.save_annotation(conn, pid, iid, unanswerable=True, reason="missing key information")
+            else:
+                store.save_annotation(conn, pid, iid, choice=labels[iid] if a == "c" else (labels[iid] + 1) % 4)
+    result = report.write(tmp_path / "r.db", tmp_path / "out")
+    by_split = {}
+    for r in items:
+        by_split.setdefault(r["split"], []).append(plan[r["id"]])
+    for split, plans in by_split.items():
+        flat = "".join(plans)
+        e = result["splits"][split]
+        assert e["annotations"] == len(flat)
+        assert e["valid_rate"] == pytest.approx(flat.count("c") / len(flat) + flat.count("w") / len(flat))
+        assert e["correct_rate"] == pytest.approx(flat.count("c") / len(flat))
+        lo, hi = e["correct_ci"]
+        assert lo <= e["correct_rate"] <= hi
+    # Fleiss' kappa over all four items, categories: the option chosen, or unanswerable
+    category = lambda iid, a: {"c": labels[iid], "w": (labels[iid] + 1) % 4, "u": "u"}[a]  # noqa: E731
+    assert result["fleiss_kappa"] == pytest.approx(report.fleiss_kappa(
+        [[str(category(iid, a)) for a in answers] for iid, answers in plan.items()]))
+    assert len(result["disagreements"]) == 2
+    assert {"report.json", "report.md", "report.png"} <= {p.name for p in (tmp_path / "out").iterdir()}
+    assert "missing key information: 2" in (tmp_path / "out" / "report.md").read_text()
+    assert report.export_jsonl(tmp_path / "r.db", tmp_path / "a.jsonl") == 12
+
+
+def test_fleiss_kappa_and_wilson_by_hand():
+    # Fleiss (1971)-style toy: 3 items, 2 raters, perfect agreement on distinct categories -> 1
+    assert report.fleiss_kappa([["a", "a"], ["b", "b"], ["c", "c"]]) == pytest.approx(1.0)
+    # p_a = p_b = 0.5, every item split -> P_bar = 0, P_e = 0.5 -> kappa = -1
+    assert report.fleiss_kappa([["a", "b"], ["b", "a"]]) == pytest.approx(-1.0)
+    lo, hi = report.wilson(45, 50)
+    assert lo == pytest.approx(0.7864, abs=1e-3) and hi == pytest.approx(0.9565, abs=1e-3)
+
+
+def test_twenty_annotators_fifty_answers_each_store_exactly_1000(tmp_path):
+    from advrace.examples import MCExample
+    from advrace.release import write_release
+
+    examples = [MCExample(f"q{i}", f"Passage number {i}.", f"Question {i}?", ("a", "b", "c", "d"), i % 4)
+                for i in range(25)]
+    write_release({"original": examples, "other": examples}, tmp_path / "rel", name="load", source={"name": "t"})
+    out = create_study(tmp_path / "rel", tmp_path / "load.db", per_split=25, annotators=20, seed=2)
+    assert out["items"] == 50
+    server, url = start(tmp_path / "load.db")
+
+    def annotate(token):
+        _, html, _ = request(f"{url}/a/{token}/item/0")
+        csrf = csrf_of(html)
+        codes = [request(f"{url}/a/{token}/item/{pos}", {"choice": str(pos % 4), "csrf": csrf})[0]
+                 for pos in range(50)]
+        codes.append(request(f"{url}/a/{token}/item/7", {"choice": "1", "csrf": csrf})[0])  # a repeat
+        return codes
+
+    try:
+        with ThreadPoolExecutor(20) as pool:
+            results = list(pool.map(annotate, out["annotators"].values()))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert all(code == 303 for codes in results for code in codes)
+    conn = sqlite3.connect(tmp_path / "load.db")
+    assert conn.execute("SELECT COUNT(*) FROM annotations").fetchone()[0] == 1000
+    assert conn.execute("SELECT COUNT(DISTINCT person_id || '-' || item_id) FROM annotations").fetchone()[0] == 1000
+    assert conn.execute("SELECT SUM(revisions) FROM annotations").fetchone()[0] == 20
+
+
+def test_authoring_api_records_edits_and_exports_a_release(mc_release, tmp_path):
+    from human_eval.authoring import AuthoringModel, export_authored
+    from human_eval.study import add_authors
+
+    create_study(mc_release, tmp_path / "a.db", per_split=1, annotators=1)
+    token = add_authors(tmp_path / "a.db", ["alice"])["alice"]
+    server, url = start(tmp_path / "a.db", AuthoringModel("sliding-window"))
+    try:
+        status, html, _ = request(f"{url}/author/{token}")
+        assert status == 200
+        csrf = re.search(r"data-csrf='([^']+)'", html).group(1)
+        draft = {"passage": "Tom lives in a small village near the mountains.", "question": "Where does Tom live?",
+                 "options": ["in a small village", "by the sea", "in a city", "on a boat"], "label": 1}
+        headers = {"Content-Type": "application/json", "X-CSRF-Token": csrf}
+        status, body, _ = request(f"{url}/author/{token}/predict", json.dumps(draft).encode(), headers)
+        out = json.loads(body)
+        assert status == 200 and out["prediction"] == 0 and abs(sum(out["probabilities"]) - 1) < 1e-6
+        assert request(f"{url}/author/{token}/predict", json.dumps(draft).encode(),
+                       {"Content-Type": "application/json"})[0] == 403
+        status, body, _ = request(f"{url}/author/{token}/submit", json.dumps(draft).encode(), headers)
+        assert status == 200 and json.loads(body)["fooled"] is True
+    finally:
+        server.shutdown()
+        server.server_close()
+    manifest = export_authored(tmp_path / "a.db", tmp_path / "authored")
+    assert check_release(tmp_path / "authored")["splits"]["human_authored"]["count"] == 1
+    ex = read_split(tmp_path / "authored", "human_authored")[0]
+    record = ex.provenance[0]
+    assert record["author"] == "alice" and record["fooled"] and len(record["history"]) == 2
+    assert ex.options[ex.label] == "by the sea" and manifest["task"] == "multiple_choice"
