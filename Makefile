@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.advrace-installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := wordnet-base
+APT_PACKAGES := wordnet-base chromium chromium-driver
 OUT ?= releases
 RUNS ?= runs
 
@@ -16,7 +16,7 @@ RUNS ?= runs
 install: $(STAMP)
 
 $(STAMP): setup.py Makefile
-	@if ! [ -f /usr/share/wordnet/data.noun ]; then \
+	@if ! [ -f /usr/share/wordnet/data.noun ] || ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
 	  echo "installing Debian packages: $(APT_PACKAGES)"; \
 	  $(SUDO) apt-get install -y --no-install-recommends $(APT_PACKAGES) \
 	  || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends $(APT_PACKAGES); }; \

@@ -67,30 +67,37 @@ class AuthoringModel:
             logits[pred].backward()
         finally:
             handle.remove()
-        emb = captured["emb"][0]  # [options, tokens, hidden]
-        scores = (emb.grad * emb).sum(-1)[pred].detach().tolist()
-        passage_words = _word_scores(passage, offsets[pred], seq_ids[pred], scores, 0)
-        # the second sequence is the question with the option appended (or in its blank): its
-        # characters match the question's up to the option
+        emb = captured["emb"]  # [options, tokens, hidden] (the batch is one question)
+        scores = (emb.grad * emb).sum(-1).view(len(options), -1)[pred].detach().tolist()
+        passage_words = _word_scores(passage, passage, offsets[pred], seq_ids[pred], scores, 0)
+        # the second sequence is the question with the option appended or in its blank: the
+        # question's words before the blank come first, in order, whatever the spacing
         blank = BLANK_RE.search(question)
-        question_words = _word_scores(question, offsets[pred], seq_ids[pred], scores, 1,
-                                      limit=blank.start() if blank else len(question))
+        question_words = _word_scores(question, seconds[pred], offsets[pred], seq_ids[pred], scores, 1,
+                                      upto=blank.start() if blank else len(question))
         return {"probabilities": _softmax(logits.detach().tolist()), "prediction": pred,
                 "importance": {"passage": passage_words, "question": question_words}}
 
 
-def _word_scores(text, offsets, seq_ids, scores, which, limit=None) -> list[list]:
-    """[start, end, score] per word of `text`: sub-token scores summed, scaled to [-1, 1]."""
+def _word_scores(text, seq_text, offsets, seq_ids, scores, which, upto=None) -> list[list]:
+    """[start, end, score] per word of `text`, from the scores of the tokens of sequence `which`
+    (whose characters are `seq_text`): sub-token scores summed, scaled to [-1, 1]. Words from
+    `upto` on score 0 (they are not in the sequence as written)."""
     words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    placed, cursor = [], 0
+    for s, e in words:
+        at = seq_text.find(text[s:e], cursor) if upto is None or s < upto else -1
+        placed.append((at, at + e - s) if at >= 0 else None)
+        if at >= 0:
+            cursor = at + e - s
     total = [0.0] * len(words)
-    k = 0
     for (s, e), sid, score in zip(offsets, seq_ids, scores):
-        if sid != which or e <= s or (limit is not None and s >= min(limit, len(text))):
+        if sid != which or e <= s:
             continue
-        while k < len(words) and words[k][1] <= s:
-            k += 1
-        if k < len(words) and words[k][0] < e:
-            total[k] += score
+        for k, span in enumerate(placed):
+            if span is not None and span[0] < e and s < span[1]:
+                total[k] += score
+                break
     top = max((abs(t) for t in total), default=0.0) or 1.0
     return [[s, e, round(t / top, 4)] for (s, e), t in zip(words, total)]
 

@@ -286,3 +286,24 @@ def test_authoring_api_records_edits_and_exports_a_release(mc_release, tmp_path)
     record = ex.provenance[0]
     assert record["author"] == "alice" and record["fooled"] and len(record["history"]) == 2
     assert ex.options[ex.label] == "by the sea" and manifest["task"] == "multiple_choice"
+
+
+def test_word_importance_from_a_checkpoint(tokenizer_dir, race_dir, tmp_path):
+    """Gradient x embedding per word (Wallace et al., eq. 1), summed over sub-tokens."""
+    from conftest import tiny
+    from human_eval.authoring import AuthoringModel
+    from training import train
+
+    run = train(tiny(tokenizer_dir, race_dir, tmp_path, max_steps=2, epochs=1), progress=False)
+    model = AuthoringModel(run["final"], max_length=96)
+    passage = "Tom lives in a small village near the mountains."
+    question = "Mrs Green often tells stories about  _  ."
+    out = model.analyse(passage, question, ["famous scientists", "football", "mountains", "pianists"])
+    assert abs(sum(out["probabilities"]) - 1) < 1e-6 and 0 <= out["prediction"] < 4
+    words = out["importance"]["passage"]
+    assert [passage[s:e] for s, e, _ in words] == passage.split()
+    assert max(abs(v) for _, _, v in words) == pytest.approx(1.0)
+    q_words = out["importance"]["question"]
+    assert [question[s:e] for s, e, _ in q_words] == question.split()
+    assert all(v == 0 for s, _, v in q_words if s >= question.index("_"))  # the blank holds the option
+    assert model.analyse(passage, question, ["famous scientists", "football", "mountains", "pianists"]) == out

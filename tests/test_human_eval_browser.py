@@ -1,0 +1,164 @@
+"""The web app's real pages in headless Chromium (Debian's chromium and chromium-driver, which
+the make targets install)."""
+
+import shutil
+import threading
+import time
+
+import pytest
+
+from advrace.config import config_from_dict
+from advrace.examples import MCExample
+from advrace.release import build_release, write_release
+from conftest import make_race_dir
+from human_eval.authoring import AuthoringModel
+from human_eval.server import HumanEvalServer
+from human_eval.study import add_authors, create_study
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
+                                reason="needs Debian's chromium and chromium-driver (make test installs them)")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1200,1600"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.implicitly_wait(5)
+    yield driver
+    driver.quit()
+
+
+def serve(db, model=None):
+    server = HumanEvalServer(("127.0.0.1", 0), db, model)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_port}"
+
+
+@pytest.fixture
+def study(tmp_path):
+    passages = [MCExample("evil", "Tom <script>window.pwned = 1</script> lives in a small village. "
+                                  "<img src=x onerror=\"window.pwned = 2\">",
+                          "Where does Tom live?", ("In a small village", "By the sea", "In a city", "<b>x</b>"), 0)]
+    write_release({"original": passages}, tmp_path / "evil", name="evil", source={"name": "t"})
+    root = tmp_path / "race"
+    build_release(config_from_dict({"data": {"path": str(make_race_dir(root))}, "splits": ["charswap"],
+                                    "workers": 1}), tmp_path / "rel")
+    out = create_study(tmp_path / "rel", tmp_path / "study.db", per_split=2, annotators=2, seed=4)
+    evil = create_study(tmp_path / "evil", tmp_path / "evil.db", per_split=1, annotators=1)
+    server, url = serve(tmp_path / "study.db")
+    evil_server, evil_url = serve(tmp_path / "evil.db")
+    yield {"url": url, "tokens": list(out["annotators"].values()), "items": out["items"],
+           "evil_url": evil_url, "evil_token": list(evil["annotators"].values())[0], "db": tmp_path / "study.db"}
+    for s in (server, evil_server):
+        s.shutdown()
+        s.server_close()
+
+
+def test_annotator_answers_marks_unanswerable_and_resumes(browser, study):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    url, token = study["url"], study["tokens"][0]
+    browser.get(f"{url}/a/{token}")
+    assert browser.current_url.endswith("/item/0")
+    assert "Question 1 of 4" in browser.page_source
+    browser.find_element(By.ID, "choice-1").click()
+    browser.find_element(By.ID, "save").click()
+    assert browser.current_url.endswith("/item/1")
+    # unanswerable without a reason is refused, with one it is saved
+    browser.find_element(By.ID, "choice-unanswerable").click()
+    browser.find_element(By.ID, "save").click()
+    assert "choose a reason" in browser.find_element(By.CLASS_NAME, "error").text
+    browser.find_element(By.ID, "choice-unanswerable").click()
+    Select(browser.find_element(By.ID, "reason")).select_by_visible_text("conflicting information")
+    browser.find_element(By.ID, "comment").send_keys("two options say the same")
+    browser.find_element(By.ID, "save").click()
+    assert browser.current_url.endswith("/item/2")
+    # leave, come back: the app resumes at the first unanswered question
+    browser.get("about:blank")
+    browser.get(f"{url}/a/{token}")
+    assert browser.current_url.endswith("/item/2")
+    # the earlier answer is shown and can be changed
+    browser.get(f"{url}/a/{token}/item/0")
+    assert browser.find_element(By.ID, "choice-1").is_selected()
+    browser.find_element(By.ID, "choice-2").click()
+    browser.find_element(By.ID, "save").click()
+    browser.get(f"{url}/a/{token}/progress")
+    assert "2 of 4 answered" in browser.find_element(By.CLASS_NAME, "progress").text
+
+
+def test_scripts_in_a_passage_are_text_and_never_run(browser, study):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{study['evil_url']}/a/{study['evil_token']}/item/0")
+    passage = browser.find_element(By.CLASS_NAME, "passage").text
+    assert "<script>window.pwned = 1</script>" in passage and "<img src=x" in passage
+    assert "<b>x</b>" in browser.find_elements(By.CLASS_NAME, "option")[3].text
+    time.sleep(0.3)
+    assert browser.execute_script("return window.pwned === undefined")
+    assert not browser.find_elements(By.CSS_SELECTOR, ".passage script, .passage img")
+
+
+def test_requests_without_or_with_another_token_are_refused(browser, study):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{study['url']}/a/not-a-real-token/item/0")
+    assert "access denied" in browser.find_element(By.CLASS_NAME, "error").text
+    # annotator 2's page cannot write into annotator 1's queue: its form token is annotator 2's
+    browser.get(f"{study['url']}/a/{study['tokens'][1]}/item/0")
+    form = browser.find_element(By.TAG_NAME, "form")
+    browser.execute_script("arguments[0].action = arguments[1]", form,
+                           f"{study['url']}/a/{study['tokens'][0]}/item/3")
+    browser.find_element(By.ID, "choice-0").click()
+    browser.find_element(By.ID, "save").click()
+    assert "wrong form token" in browser.find_element(By.CLASS_NAME, "error").text
+
+
+def test_author_edits_and_sees_the_prediction_change(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    create_study(_tiny_release(tmp_path), tmp_path / "a.db", per_split=1, annotators=1)
+    token = add_authors(tmp_path / "a.db", ["alice"])["alice"]
+    server, url = serve(tmp_path / "a.db", AuthoringModel("sliding-window"))
+    try:
+        browser.get(f"{url}/author/{token}")
+        browser.find_element(By.ID, "passage").send_keys(
+            "Tom lives in a small village near the mountains. Mary lives by the sea.")
+        browser.find_element(By.ID, "question").send_keys("Where does Tom live?")
+        for i, text in enumerate(["in a small village", "by the sea", "in a big city", "on the moon"]):
+            browser.find_element(By.ID, f"option-{i}").send_keys(text)
+        wait = WebDriverWait(browser, 10)
+        wait.until(lambda d: d.find_element(By.ID, "prediction").text == "model predicts A")
+        # rewrite option A so that it no longer matches the passage: the prediction follows
+        a = browser.find_element(By.ID, "option-0")
+        a.clear()
+        a.send_keys("in a desert")
+        wait.until(lambda d: d.find_element(By.ID, "prediction").text == "model predicts B")
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#probabilities .prob")) == 4
+        browser.find_element(By.CSS_SELECTOR, "input[name=label][value='0']").click()
+        browser.find_element(By.ID, "submit").click()
+        wait.until(lambda d: "the model was fooled" in d.find_element(By.ID, "submitted").text)
+    finally:
+        server.shutdown()
+        server.server_close()
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "a.db")
+    assert conn.execute("SELECT COUNT(*) FROM submissions WHERE fooled = 1").fetchone()[0] == 1
+    assert conn.execute("SELECT COUNT(*) FROM edits WHERE submission_id = 1").fetchone()[0] >= 2
+
+
+def _tiny_release(tmp_path):
+    ex = MCExample("t1", "A passage.", "A question?", ("a", "b", "c", "d"), 0)
+    write_release({"original": [ex]}, tmp_path / "tiny", name="tiny", source={"name": "t"})
+    return tmp_path / "tiny"
