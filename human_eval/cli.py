@@ -81,6 +81,8 @@ def _run(args) -> int:
     from advrace.errors import ConfigError
 
     cmd = args.human_command
+    if cmd in ("serve", "report", "export", "export-authored") and not Path(args.db).is_file():
+        raise ConfigError(f"{args.db}: no such study database; create one with `advrace human-eval create`")
     if cmd == "create":
         from .study import create_study
 
@@ -106,8 +108,6 @@ def _run(args) -> int:
 
             token = add_authors(db, [args.name])[args.name]
             print(f"author {args.name}: {_link(args.host, args.port, 'author', token)}")
-        elif not Path(db).is_file():
-            raise ConfigError(f"{db}: no such study database; create one with `advrace human-eval create`")
 
         def ready(server):
             print(f"serving {db} on http://{args.host}:{server.server_port} (Ctrl-C to stop)", flush=True)

@@ -95,9 +95,14 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
 
 
 def add_authors(db_path, names) -> dict:
+    """Author accounts (the database is created if missing); returns {name: token}."""
+    import sqlite3
+
     conn = store.connect(db_path)
     store.init(conn)
     try:
         return {name: store.add_person(conn, name, "author") for name in names}
+    except sqlite3.IntegrityError:
+        raise ConfigError(f"{db_path}: an account named {names} exists already; choose another --name") from None
     finally:
         conn.close()
