@@ -143,7 +143,7 @@ def _noun_phrase_end(toks: list[_Tok], start: int) -> int:
         if k == j:
             return j
         j = k
-        if j + 1 < len(toks) and toks[j].tag == "IN" and toks[j].text.lower() == "of" \
+        if j + 1 < len(toks) and ((toks[j].tag == "IN" and toks[j].text.lower() == "of") or toks[j].tag == "CC") \
                 and toks[j + 1].tag in NP_TAGS:
             j += 1
             continue
@@ -160,7 +160,9 @@ def _gap(rest: list[_Tok]) -> int:
     while k < len(rest) and _is_aux(rest[k]) and k + 1 < len(rest):
         k += 1
     k = min(k + 1, len(rest))
-    while k < len(rest) and rest[k].tag == "RP":
+    # a verb chain ("failed to make", "want to be seen") ends where its object goes
+    while k < len(rest) and (rest[k].tag in ("RP", "TO") or
+                             (rest[k].tag.startswith("VB") and rest[k - 1].tag in ("TO", "VB", "VBN"))):
         k += 1
     return k
 
@@ -218,8 +220,9 @@ def declarative_candidates(question: str, answer: str, resources, answer_type: s
     if not _is_aux(rest[0]):
         return []
     aux, after = rest[0], rest[1:]
-    subj_end = _noun_phrase_end(after, 0)
-    subject, tail = after[:subj_end], after[subj_end:]
+    subject, tail = _split_subject(after)
+    if aux.lemma == "be" and not any(t.tag.startswith("VB") for t in tail):
+        subject, tail = subject + tail, []  # "What is a synonym for DNA": all of it is the subject
     if aux.lemma == "do" and aux.text.lower() in DO_FORMS:
         if not tail and len(subject) > 1:  # "did the war end": the tagger took the verb for a noun
             subject, tail = subject[:-1], subject[-1:]
@@ -246,6 +249,17 @@ def declarative_candidates(question: str, answer: str, resources, answer_type: s
         return out
     # be + participle, have, modals: the auxiliary moves behind the subject
     return _place(kind, f"aux_{rule}", phrase, answer, _join(subject), [aux] + tail, wh_tokens)
+
+
+def _split_subject(after: list[_Tok]) -> tuple[list[_Tok], list[_Tok]]:
+    """Subject and the rest after an inverted auxiliary: everything up to the first verb ("How
+    would the societies in Europe support ..."), else a noun phrase (the tagger sometimes takes
+    the verb for a noun: "did the war end")."""
+    k = next((i for i, t in enumerate(after) if t.tag.startswith("VB")), None)
+    if k:
+        return after[:k], after[k:]
+    end = _noun_phrase_end(after, 0)
+    return after[:end], after[end:]
 
 
 def _main_verb(rest: list[_Tok]) -> bool:

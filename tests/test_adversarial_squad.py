@@ -48,6 +48,12 @@ def res():
     ("Which player had the most interceptions?", "Jeff Dean", "subject_wh_np",
      "Jeff Dean had the most interceptions."),
     ("The war ended in what year?", "1918", "in_situ", "The war ended in 1918."),
+    ("What type of model did Einstein fail to make?", "a tractor", "do_wh_np", "Einstein failed to make a tractor."),
+    ("How would the societies in Europe support travelers?", "money", "aux_how",
+     "The societies in Europe would support travelers by money."),
+    ("What is a synonym for chloroplast DNA?", "a tractor", "copula_what", "A synonym for chloroplast DNA is a tractor."),
+    ("What are both Branko Milanovic and Joseph Stiglitz?", "economists", "copula_what",
+     "Both Branko Milanovic and Joseph Stiglitz are economists."),
 ])
 def test_conversion_rules(res, question, answer, rule, sentence):
     got = {c.rule: c.sentence for c in declarative_candidates(question, answer, res)}
