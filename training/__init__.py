@@ -1,4 +1,5 @@
-"""Training with Accelerate: fine-tuning, adversarial training and option-only probes.
+"""Training with Accelerate: multiple-choice readers (fine-tuning, adversarial training,
+option-only probes), span extractors and distractor generators (training/objectives.py).
 
 `train(config)` runs one training loop for every setting (CPU, one GPU, `accelerate launch`);
 `load_config` reads a recipe from configs/train/. Importing the package stays light: torch and

@@ -37,9 +37,9 @@ LOG_FILE = "log.jsonl"
 
 def train(config, output_dir: str | Path | None = None, resume: bool = False,
           progress: bool = True) -> dict:
-    """Train a multiple-choice model as `config` (a TrainConfig, mapping or YAML path) says.
+    """Train the config's objective (a TrainConfig, mapping or YAML path) as it says.
 
-    Writes OUTPUT/best (best dev accuracy over epoch ends), OUTPUT/final, OUTPUT/log.jsonl,
+    Writes OUTPUT/best (best dev score over epoch ends), OUTPUT/final, OUTPUT/log.jsonl,
     OUTPUT/metrics.json and OUTPUT/checkpoints/step-N; returns their paths and the final metrics.
     `resume=True` continues from the latest checkpoint (or starts afresh when there is none).
     """
