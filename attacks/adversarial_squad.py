@@ -88,7 +88,7 @@ def _place(example, sentence: str, prepend: bool):
 class _SentenceAttack(Attack):
     tasks = ("extractive_qa",)
     Config = AddSentConfig
-    uses = ("spacy_model", "glove", "wordnet")
+    uses = ("spacy_model", "glove", "wordnet", "stopwords", "stemmer")
     second_set = False
     prepend = False
 
@@ -185,7 +185,7 @@ class AddSentAdversary(_ModelDependent):
 
     name = "addsent"
     Config = ModelAddSentConfig
-    uses = ("spacy_model", "glove", "wordnet")
+    uses = ("spacy_model", "glove", "wordnet", "stopwords", "stemmer")
 
     def apply_batch(self, examples, state=None, progress=False):
         from advrace.sharding import map_sharded
