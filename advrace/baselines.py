@@ -114,6 +114,10 @@ class SimilarityReader:
             from training.config import resolve_model
 
             path = resolve_model("minilm")
+        from transformers.utils import logging as hf_logging
+
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # a bar per load would clutter every report
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path)
             self.model = AutoModel.from_pretrained(path).eval()
@@ -122,6 +126,9 @@ class SimilarityReader:
 
             raise ModelLoadError(f"similarity reader: cannot load the encoder {encoder!r} ({exc}); give a "
                                  "local folder, or use the offline MiniLM (`similarity`)") from exc
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
         self.name = SIMILARITY if encoder == "minilm" else f"{SIMILARITY}:{encoder}"
         self.batch_size = batch_size
         self.max_length = max_length
