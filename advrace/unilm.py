@@ -89,18 +89,22 @@ class UniLMSeq2Seq(BertForMaskedLM):
         return hidden
 
     def forward(self, input_ids, source_lengths, lengths, token_type_ids=None, labels=None, **_):
-        logits = self.cls(self.hidden_states(input_ids, source_lengths, lengths, token_type_ids))
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), labels.view(-1),
-                                   ignore_index=-100)
-        return Seq2SeqOutput(loss, logits)
+        """Without labels, logits for every position. With labels, the vocabulary projection runs
+        only where a label is (the target: a few tokens after a long source), and `logits` holds
+        those rows, in order, `positions` saying where they are."""
+        hidden = self.hidden_states(input_ids, source_lengths, lengths, token_type_ids)
+        if labels is None:
+            return Seq2SeqOutput(None, self.cls(hidden))
+        positions = labels != -100
+        logits = self.cls(hidden[positions])
+        loss = F.cross_entropy(logits.float(), labels[positions])
+        return Seq2SeqOutput(loss, logits, positions)
 
 
 class Seq2SeqOutput(tuple):
-    def __new__(cls, loss, logits):
+    def __new__(cls, loss, logits, positions=None):
         obj = super().__new__(cls, (loss, logits))
-        obj.loss, obj.logits = loss, logits
+        obj.loss, obj.logits, obj.positions = loss, logits, positions
         return obj
 
 

@@ -169,11 +169,13 @@ class DistractorGeneration(Objective):
                 index = batch.pop("index")
                 out = model(**batch)
                 labels = batch["labels"]
-                mask = labels != -100
-                hits = ((out.logits.argmax(-1) == labels) & mask).sum(-1)
-                counts = mask.sum(-1)
-                nll = torch.nn.functional.cross_entropy(
-                    out.logits.float().transpose(1, 2), labels, ignore_index=-100, reduction="none").sum(-1)
+                rows = out.positions.nonzero()[:, 0]  # the question of each scored target token
+                gold = labels[out.positions]
+                zeros = torch.zeros(labels.shape[0], device=labels.device)
+                hits = zeros.index_add(0, rows, (out.logits.argmax(-1) == gold).float())
+                counts = zeros.index_add(0, rows, torch.ones_like(gold, dtype=torch.float))
+                nll = zeros.index_add(0, rows, torch.nn.functional.cross_entropy(
+                    out.logits.float(), gold, reduction="none"))
                 index, hits, counts, nll = accelerator.gather_for_metrics((index, hits, counts, nll))
                 for i, h, c, l in zip(index.tolist(), hits.tolist(), counts.tolist(), nll.tolist()):
                     if i not in seen:
