@@ -44,8 +44,6 @@ class AuthoringModel:
         return self._gradients(passage, question, options)
 
     def _gradients(self, passage, question, options) -> dict:
-        import torch
-
         tok = self.tokenizer
         seconds = [question_with_option(question, o) for o in options]
         enc = tok([passage] * len(options), seconds, truncation="only_first", max_length=self.max_length,

@@ -240,7 +240,7 @@ class Handler(BaseHTTPRequestHandler):
                 parts.append(f"<label class=option><input type=radio name=choice value={i} id=choice-{i}"
                              f"{checked(sel)}> {LETTERS[i]}. {e(option)}</label>")
         else:
-            parts.append(f"<p>Select the answer in the paragraph with the mouse.</p>")
+            parts.append("<p>Select the answer in the paragraph with the mouse.</p>")
             parts.append(f"<div id=context>{e(p['context'])}</div>")
             parts.append(f"<p class=question>{e(p['question'])}</p>")
             text = prior["answer_text"] if prior is not None and not unanswerable else ""

@@ -77,7 +77,7 @@ def test_create_samples_each_split_and_interleaves(mc_release, tmp_path):
     assert orders[0] != ["original"] * 4 + ["charswap"] * 4  # interleaved
     assert conn.execute("SELECT COUNT(*) FROM people WHERE token_sha256 = ?",
                         (list(out["annotators"].values())[0],)).fetchone()[0] == 0  # stored hashed only
-    again = create_study(mc_release, tmp_path / "s2.db", per_split=4, seed=3, annotators=2)
+    create_study(mc_release, tmp_path / "s2.db", per_split=4, seed=3, annotators=2)
     conn2 = sqlite3.connect(tmp_path / "s2.db")
     assert conn.execute("SELECT record_id FROM items").fetchall() == conn2.execute("SELECT record_id FROM items").fetchall()
     with pytest.raises(ConfigError, match="already exists"):
