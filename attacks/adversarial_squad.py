@@ -219,6 +219,11 @@ class AddSentAdversary(_ModelDependent):
     summarize = _SentenceAttack.summarize
 
 
+# wordfreq's most common English words include some that no annotator should be shown
+OFFENSIVE = frozenset({"fuck", "fucking", "shit", "damn", "ass", "bitch", "sex", "porn", "gay", "hell",
+                       "dick", "crap", "sexy", "nigga", "fucked", "bullshit"})
+
+
 @dataclass(frozen=True)
 class AddAnyConfig:
     model: str = ""
@@ -244,7 +249,8 @@ class AddAny(_ModelDependent):
     use_question_words = True
 
     def _words(self, example) -> tuple[list[str], list[str]]:
-        common = [w for w in self.resources.common_words(self.config.common_words) if w.isalpha()]
+        common = [w for w in self.resources.common_words(self.config.common_words)
+                  if w.isalpha() and w not in OFFENSIVE]
         question = [t for t in dict.fromkeys(w.strip("?.,!;:\"'()").lower() for w in example.question.split())
                     if t and any(c.isalnum() for c in t)]
         return common, question if self.use_question_words else []
