@@ -63,26 +63,38 @@ def study(tmp_path):
         s.server_close()
 
 
+def _save(browser, expect_suffix=None):
+    """Submit the form and wait for the page it leads to (a click does not wait for it)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = browser.find_element(By.TAG_NAME, "html")
+    browser.find_element(By.ID, "save").click()
+    wait = WebDriverWait(browser, 10)
+    wait.until(lambda d: old.id != d.find_element(By.TAG_NAME, "html").id)
+    if expect_suffix:
+        wait.until(lambda d: d.current_url.endswith(expect_suffix))
+
+
 def test_annotator_answers_marks_unanswerable_and_resumes(browser, study):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     url, token = study["url"], study["tokens"][0]
     browser.get(f"{url}/a/{token}")
     assert browser.current_url.endswith("/item/0")
     assert "Question 1 of 4" in browser.page_source
     browser.find_element(By.ID, "choice-1").click()
-    browser.find_element(By.ID, "save").click()
-    assert browser.current_url.endswith("/item/1")
+    _save(browser, "/item/1")
     # unanswerable without a reason is refused, with one it is saved
     browser.find_element(By.ID, "choice-unanswerable").click()
-    browser.find_element(By.ID, "save").click()
+    _save(browser)
     assert "choose a reason" in browser.find_element(By.CLASS_NAME, "error").text
+    assert browser.current_url.endswith("/item/1")
     browser.find_element(By.ID, "choice-unanswerable").click()
     Select(browser.find_element(By.ID, "reason")).select_by_visible_text("conflicting information")
     browser.find_element(By.ID, "comment").send_keys("two options say the same")
-    browser.find_element(By.ID, "save").click()
-    assert browser.current_url.endswith("/item/2")
+    _save(browser, "/item/2")
     # leave, come back: the app resumes at the first unanswered question
     browser.get("about:blank")
     browser.get(f"{url}/a/{token}")
@@ -91,9 +103,12 @@ def test_annotator_answers_marks_unanswerable_and_resumes(browser, study):
     browser.get(f"{url}/a/{token}/item/0")
     assert browser.find_element(By.ID, "choice-1").is_selected()
     browser.find_element(By.ID, "choice-2").click()
-    browser.find_element(By.ID, "save").click()
+    _save(browser, "/item/2")
     browser.get(f"{url}/a/{token}/progress")
+    WebDriverWait(browser, 10).until(lambda d: "answered" in d.find_element(By.CLASS_NAME, "progress").text)
     assert "2 of 4 answered" in browser.find_element(By.CLASS_NAME, "progress").text
+    browser.get(f"{url}/a/{token}/item/0")
+    assert browser.find_element(By.ID, "choice-2").is_selected()
 
 
 def test_scripts_in_a_passage_are_text_and_never_run(browser, study):
@@ -119,7 +134,7 @@ def test_requests_without_or_with_another_token_are_refused(browser, study):
     browser.execute_script("arguments[0].action = arguments[1]", form,
                            f"{study['url']}/a/{study['tokens'][0]}/item/3")
     browser.find_element(By.ID, "choice-0").click()
-    browser.find_element(By.ID, "save").click()
+    _save(browser)
     assert "wrong form token" in browser.find_element(By.CLASS_NAME, "error").text
 
 
