@@ -139,7 +139,7 @@ class Seq2SeqDecoder:
         hidden, kv = m.run_layers(hidden, mask, keep_kv=True)
         last = hidden[torch.arange(b), source_lengths - 1]
         state = {"source_kv": kv, "source_valid": pos < source_lengths.view(-1, 1),
-                 "source_lengths": source_lengths, "target_kv": None, "steps": 0, "beams": 1}
+                 "source_lengths": source_lengths, "target_kv": None, "steps": 0}
         return state, torch.log_softmax(m.cls(last).float(), dim=-1)
 
     @torch.inference_mode()
@@ -179,7 +179,7 @@ class Seq2SeqDecoder:
             context = context.permute(0, 2, 1, 3).reshape(b * beams, heads, 1, d)
             hidden = m.finish_layer(layer, hidden, context)
         logits = m.cls(hidden).float().view(b, beams, -1)
-        state = {**state, "target_kv": new_kv, "steps": t + 1, "beams": beams}
+        state = {**state, "target_kv": new_kv, "steps": t + 1}
         return state, torch.log_softmax(logits, dim=-1)
 
 

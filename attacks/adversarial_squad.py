@@ -27,7 +27,7 @@ from advrace.metrics import normalize_answer, squad_em_f1
 from .base import Attack, CannotPerturb, Outcome, register
 from .declarative_rules import declarative_candidates
 from .fake_answers import answer_type, fake_answers
-from .model_based import checkpoint_sha256
+from .model_based import CheckpointAttack
 from .question_mutation import mutate_question
 
 
@@ -142,9 +142,8 @@ class ModelAddSentConfig(AddSentConfig):
     bf16: bool | None = None
 
 
-class _ModelDependent(Attack):
+class _ModelDependent(CheckpointAttack):
     tasks = ("extractive_qa",)
-    batched = True
 
     def __init__(self, config=None, seed=0, resources=None):
         super().__init__(config, seed, resources)
@@ -152,7 +151,6 @@ class _ModelDependent(Attack):
             raise ConfigError(f"attack {self.name!r} needs config.model: a span checkpoint made with "
                               "`advrace train` (objective span_extraction), queried as a black box")
         self._scorer = None
-        self._sha = None
 
     @property
     def scorer(self):
@@ -164,15 +162,7 @@ class _ModelDependent(Attack):
         return self._scorer
 
     def describe(self):
-        if self._sha is None:
-            self._sha = checkpoint_sha256(self.config.model)
-        return {**super().describe(), "checkpoint_sha256": self._sha, "model_dependent": True}
-
-    def apply(self, example):
-        return self.apply_batch([example])[0]
-
-    def perturb(self, example, rng):
-        return self.apply(example).example
+        return {**super().describe(), "model_dependent": True}
 
     def _f1(self, examples: list, contexts: list[str]) -> list[float]:
         answers = self.scorer.answers([ex.question for ex in examples], contexts)

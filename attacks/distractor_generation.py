@@ -91,15 +91,11 @@ class DistractorGeneration(DistractorAttack):
         self._model, self._tokenizer, self._device, self._bf16 = loaded
 
     def _source_length(self) -> int:
-        if self.config.max_source_length:
-            return self.config.max_source_length
-        import json
-        from pathlib import Path
+        """The source length the generator was trained with, unless the config sets one."""
+        from .model_based import training_info
 
-        info = Path(self.config.model) / "training_info.json"
-        if info.is_file():
-            return int(json.loads(info.read_text(encoding="utf-8"))["config"]["max_length"])
-        return 192
+        config = training_info(self.config.model).get("config") or {}
+        return self.config.max_source_length or int(config.get("max_length", 192))
 
     # ---------------------------------------------------------------- candidates
 

@@ -9,6 +9,7 @@ follows the answer), and records old and new distractors in the provenance.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from abc import abstractmethod
@@ -48,20 +49,44 @@ def checkpoint_sha256(path: str | Path) -> str | None:
     return h.hexdigest()
 
 
-def checkpoint_objective(path: str | Path) -> str | None:
-    """The training objective recorded by `advrace train`, when the folder has one."""
+def training_info(path: str | Path) -> dict:
+    """What `advrace train` recorded about a checkpoint folder ({} when it recorded nothing)."""
     info = Path(path) / "training_info.json"
     if not info.is_file():
-        return None
+        return {}
     try:
-        return json.loads(info.read_text(encoding="utf-8")).get("objective")
+        return json.loads(info.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, OSError):
-        return None
+        return {}
 
 
-class DistractorAttack(Attack):
-    tasks = ("multiple_choice",)
+def checkpoint_objective(path: str | Path) -> str | None:
+    """The training objective recorded by `advrace train`, when the folder has one."""
+    return training_info(path).get("objective")
+
+
+class CheckpointAttack(Attack):
+    """An attack that queries a model checkpoint (`config.model`): it works on whole batches, so
+    one example is a batch of one, and the manifest records the checkpoint's sha256."""
+
     batched = True
+
+    @functools.cached_property
+    def checkpoint_sha256(self) -> str | None:
+        return checkpoint_sha256(self.config.model)
+
+    def describe(self) -> dict:
+        return {**super().describe(), "checkpoint_sha256": self.checkpoint_sha256}
+
+    def apply(self, example) -> Outcome:
+        return self.apply_batch([example])[0]
+
+    def perturb(self, example, rng):
+        return self.apply(example).example
+
+
+class DistractorAttack(CheckpointAttack):
+    tasks = ("multiple_choice",)
     objective: str  # the `advrace train` objective that makes this attack's checkpoints
     train_hint: str
 
@@ -76,23 +101,6 @@ class DistractorAttack(Attack):
         if found is not None and found != self.objective:
             raise ConfigError(f"attack {self.name!r}: {self.config.model} was trained with objective "
                               f"{found!r}, not {self.objective!r}; train one with {self.train_hint}")
-        self._sha256 = None
-
-    @property
-    def checkpoint_sha256(self) -> str | None:
-        if self._sha256 is None:
-            self._sha256 = checkpoint_sha256(self.config.model)
-        return self._sha256
-
-    def describe(self) -> dict:
-        return {**super().describe(), "checkpoint_sha256": self.checkpoint_sha256}
-
-    def apply(self, example) -> Outcome:
-        return self.apply_batch([example])[0]
-
-    def perturb(self, example, rng):
-        """Model-based attacks work on batches (`apply_batch`); one example is a batch of one."""
-        return self.apply(example).example
 
     @abstractmethod
     def candidates(self, examples: list, progress: bool = False) -> list[list[str]]:

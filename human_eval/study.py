@@ -86,7 +86,8 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
                              [(pid, k, iid) for k, iid in enumerate(order)])
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK") if conn.in_transaction else None
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         conn.close()
         db_path.unlink(missing_ok=True)
         raise
