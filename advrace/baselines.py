@@ -109,6 +109,8 @@ class SimilarityReader:
     def __init__(self, encoder: str = "minilm", batch_size: int = 64, max_length: int = 128):
         from transformers import AutoModel, AutoTokenizer
 
+        from .evaluation import ModelLoadError, _fp32_kwargs
+
         path = encoder
         if encoder == "minilm":
             from training.config import resolve_model
@@ -120,10 +122,8 @@ class SimilarityReader:
         hf_logging.disable_progress_bar()  # a bar per load would clutter every report
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path)
-            self.model = AutoModel.from_pretrained(path).eval()
+            self.model = AutoModel.from_pretrained(path, **_fp32_kwargs()).eval()
         except (OSError, ValueError) as exc:
-            from .evaluation import ModelLoadError
-
             raise ModelLoadError(f"similarity reader: cannot load the encoder {encoder!r} ({exc}); give a "
                                  "local folder, or use the offline MiniLM (`similarity`)") from exc
         finally:
@@ -132,6 +132,13 @@ class SimilarityReader:
         self.name = SIMILARITY if encoder == "minilm" else f"{SIMILARITY}:{encoder}"
         self.batch_size = batch_size
         self.max_length = max_length
+
+    @property
+    def inference(self) -> dict:
+        """Always fp32 on the CPU: the encoder is small, and the same everywhere."""
+        from .model_loading import precision_info
+
+        return precision_info(self.model.device, False)
 
     def encode(self, texts: list[str]):
         """Unit-length mean-pooled embeddings, in length-sorted batches (results in input order)."""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 
+from .checking import build_dataclass
 from .errors import ConfigError
 
 SAMPLE_DIR = Path(__file__).parent / "sample_data"
@@ -65,33 +66,57 @@ class ReleaseConfig:
 
 
 def _build(cls, values, where: str):
-    if not isinstance(values, dict):
-        raise ConfigError(f"{where}: expected a mapping, got {type(values).__name__}")
-    known = {f.name for f in dataclasses.fields(cls)} - {"source_file"}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    return cls(**values)
+    """`cls` from a mapping, every value checked against its field's type (advrace.checking)."""
+    return build_dataclass(cls, values, where, skip=("source_file",))
 
 
 def config_from_dict(values: dict, where: str = "config") -> ReleaseConfig:
     values = dict(values or {})
     data = _build(DataSpec, values.pop("data", {}) or {}, f"{where}: data")
     splits = []
-    for i, s in enumerate(values.pop("splits", []) or []):
+    raw = values.pop("splits", []) or []
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}: splits must be a list of attacks (e.g. [addsent, charswap]), "
+                          f"got {raw!r}")
+    for i, s in enumerate(raw):
         if isinstance(s, str):
             s = {"attack": s}
-        if isinstance(s, dict) and "from" in s:
+        if not isinstance(s, dict):
+            raise ConfigError(f"{where}: splits[{i}] must be an attack name or a mapping with "
+                              f"'attack', got {s!r}")
+        if "from" in s:
             s = {**{k: v for k, v in s.items() if k != "from"}, "source": s["from"]}
-        if "attack" not in (s or {}):
+        if "attack" not in s:
             raise ConfigError(f"{where}: splits[{i}] has no 'attack'")
         splits.append(_build(SplitSpec, s, f"{where}: splits[{i}]"))
-    names = [s.split for s in splits]
-    dupes = sorted({n for n in names if names.count(n) > 1} | ({"original"} & set(names)))
-    if dupes:
-        raise ConfigError(f"{where}: split name(s) used twice or reserved: {', '.join(dupes)}; "
-                          "give each split a distinct 'name'")
+    check_split_names(splits, where)
     return _build(ReleaseConfig, {**values, "data": data, "splits": tuple(splits)}, where)
+
+
+def check_split_names(splits, where: str) -> None:
+    """Two splits of one name would be written to one file, the second overwriting the first."""
+    names = [s.split for s in splits]
+    if "original" in names:
+        raise ConfigError(f"{where}: the split name 'original' is reserved for the source questions; "
+                          "give the split another 'name'")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        example = dupes[0]
+        raise ConfigError(f"{where}: split name(s) used twice: {', '.join(dupes)}; every split needs "
+                          f"its own name: in a config, give the second one `name: {example}_2`, or "
+                          "drop the repeated attack from --attacks")
+
+
+def check_limit(limit, where: str = "--limit") -> None:
+    if limit is None:
+        return
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise ConfigError(f"{where} must be a whole number of questions, got {limit!r}")
+    if limit == 0:
+        raise ConfigError(f"{where} 0 leaves no questions to attack; give a positive number, or no "
+                          "limit to use every question")
+    if limit < 0:
+        raise ConfigError(f"{where} must be a positive number of questions, got {limit}")
 
 
 def read_yaml(path: str | Path, examples: str) -> dict:
@@ -122,19 +147,27 @@ def load_config(path: str | None) -> ReleaseConfig:
 
 def with_overrides(cfg: ReleaseConfig, *, data=None, format=None, attacks=None, seed=None, limit=None,
                    lenient=None, workers=None) -> ReleaseConfig:
-    """Apply command-line flags on top of a config; `attacks` replaces the config's splits."""
+    """Apply command-line flags on top of a config; `attacks` replaces the config's splits.
+
+    `--data` without `--format` detects the format of the new data instead of keeping the
+    config's, which described other data.
+    """
     d = cfg.data
+    if format is None and data is None:
+        format = d.format
     d = dataclasses.replace(
         d,
         path=data if data is not None else d.path,
-        format=format if format is not None else d.format,
+        format=format,
         limit=limit if limit is not None else d.limit,
         lenient=lenient if lenient else d.lenient,
     )
+    check_limit(d.limit, "--limit" if limit is not None else "data.limit")
     splits = cfg.splits
     if attacks is not None:
         by_name = {s.split: s for s in cfg.splits}
         splits = tuple(by_name.get(a) or SplitSpec(attack=a) for a in attacks)
+        check_split_names(splits, "--attacks")
     return dataclasses.replace(
         cfg, data=d, splits=splits,
         seed=seed if seed is not None else cfg.seed,

@@ -20,6 +20,7 @@ from pathlib import Path
 from .errors import AdvraceError, ConfigError
 from .mc_encoding import collate_mc, encode_mc, length_sorted_batches
 from .metrics import load_metric, squad_em_f1
+from .model_loading import precision_info, use_bf16
 from .release import check_release, read_split
 from .sharding import map_sharded
 
@@ -40,28 +41,6 @@ class PredictionsError(AdvraceError):
 
 
 # --------------------------------------------------------------------------- checkpoints
-
-
-def _cpu_has_native_bf16() -> bool:
-    """Without bf16 instructions CPUs emulate it, which is slower than fp32 and less exact."""
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").split())
-    except OSError:
-        return False
-    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
-
-
-def use_bf16(requested: bool | None, device) -> bool:
-    """True: always; False: never; None: where the device computes in bf16 natively."""
-    import torch
-
-    if device.type not in ("cpu", "cuda"):
-        return False
-    if requested is not None:
-        return bool(requested)
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    return _cpu_has_native_bf16()
 
 
 def _attention_backends(device):
@@ -99,6 +78,10 @@ class CheckpointScorer:
         self.model = accelerator.prepare(model) if accelerator is not None else model
         self.device = accelerator.device if accelerator is not None else next(model.parameters()).device
         self.bf16 = use_bf16(bf16, self.device)
+
+    @property
+    def inference(self) -> dict:
+        return precision_info(self.device, self.bf16)
 
     def predict_mc(self, examples, *, desc: str | None = None, progress: bool = False) -> list[list[float]]:
         """Per-option scores (logits) of each example, in input order."""
@@ -452,8 +435,10 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
         is_object = hasattr(model, "predict_mc") or hasattr(model, "predict_qa")
         sources[label] = {"kind": "scorer" if is_object else "built-in" if is_baseline(model) else "model",
                           "path": str(model) if isinstance(model, (str, os.PathLike)) else model_name(model)}
+        inference = getattr(scorer, "inference", None)
+        if isinstance(inference, dict):  # the readers that run a network say how it computed
+            sources[label].update(bf16=inference.get("precision") == "bf16", inference=inference)
         if isinstance(scorer, CheckpointScorer):
-            sources[label]["bf16"] = scorer.bf16
             del scorer
             if accelerator is not None:
                 accelerator.free_memory()
@@ -480,8 +465,9 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     id (<split>/<source_id>): an option index (or letter) for RACE, an answer text for SQuAD.
 
     The report folder gets results.json (per model and split: score, n, relative drop from
-    `original` in percent; averages over the adversarial splits and over models), results.md
-    (the same as a table), results.png (a bar chart) and predictions/<model>.jsonl.
+    `original` in percent; averages over the adversarial splits and over models; per model, the
+    precision, device type and torch version it was scored with), results.md (the same as a
+    table), results.png (a bar chart) and predictions/<model>.jsonl.
     Probe splits (diagnosis, option_only) are reported but not averaged.
     Exit status: 0 on success, 1 if the release fails verification, 2 on bad input,
     3 if a model cannot be loaded.

@@ -134,7 +134,7 @@ class _Hasher:
 
 def _check_args(limit: int | None, n_options: int | None = 4) -> None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise ConfigError(f"limit must be a non-negative integer or None, got {limit!r}")
+        raise ConfigError(f"limit must be a whole number of questions, 0 or more, got {limit!r}")
     if n_options is not None and (isinstance(n_options, bool) or not isinstance(n_options, int)
                                   or not 2 <= n_options <= 26):
         raise ConfigError(f"n_options must be an integer from 2 to 26, got {n_options!r}")
@@ -680,11 +680,77 @@ def detect_format(path: str) -> str:
                       f"(one of {', '.join(FORMATS)})")
 
 
+_FORMAT_NAMES = {"race-dir": "a RACE folder", "race-jsonl": "RACE JSON lines",
+                 "advrace-json": "an AdvRACE release file", "squad": "SQuAD v1.1 JSON"}
+
+
+def sniff_format(path: str) -> str | None:
+    """The format a file's contents look like (None when they fit none), to explain a mismatch."""
+    if os.path.isdir(path):
+        return "race-dir"
+    if not os.path.isfile(path):
+        return None
+    try:
+        text = _gunzip(path, _read_bytes(path)).decode("utf-8")
+    except (DataError, UnicodeDecodeError):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        try:
+            data = json.loads(first)
+        except ValueError:
+            return None
+        return "race-jsonl" if isinstance(data, dict) and ("question" in data or "questions" in data) else None
+    if isinstance(data, dict) and isinstance(data.get("data"), list):
+        return "squad"
+    if isinstance(data, dict) and ("question" in data or "questions" in data):
+        return "race-jsonl"
+    if isinstance(data, dict) and data and isinstance(first := next(iter(data.values())), dict) \
+            and "context" in first and "options" in first:
+        return "advrace-json"
+    return None
+
+
+def _mismatch(path: str, fmt: str, exc: Exception | None) -> DataError | None:
+    """A clearer error when the data is fine but in another format than the one asked for."""
+    found = sniff_format(path)
+    if found is None or found == fmt:
+        return None
+    return DataError(path, None, f"looks like {_FORMAT_NAMES[found]}, not {fmt}"
+                                 f"{f' ({exc})' if exc else ''}; pass --format {found}, or set "
+                                 f"format: {found} in the config")
+
+
 def load(path: str, format: str | None = None, *, lenient: bool = False, limit: int | None = None,
          n_options: int = 4, split: str = "test") -> LoadResult:
-    """Load `path` in `format` (detected when None); `split` applies to the hub only."""
+    """Load `path` in `format` (detected when None); `split` applies to the hub only.
+
+    When the data does not read as the format asked for but looks like another one, the error
+    names that one, so a config's format left over from other data is easy to fix.
+    """
     path = os.fspath(path)
-    fmt = format or detect_format(path)
+    if format is None:
+        return _load(path, detect_format(path), lenient, limit, n_options, split)
+    if format not in FORMATS:
+        raise ConfigError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    try:
+        result = _load(path, format, lenient, limit, n_options, split)
+    except DataError as exc:
+        if format != "hub":
+            better = _mismatch(path, format, exc.problem if exc.record is None else None)
+            if better is not None:
+                raise better from None
+        raise
+    if format != "hub" and not result.examples and result.skipped:
+        better = _mismatch(path, format, None)
+        if better is not None:
+            raise better
+    return result
+
+
+def _load(path: str, fmt: str, lenient: bool, limit: int | None, n_options: int, split: str) -> LoadResult:
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "race-dir":

@@ -39,6 +39,45 @@ def check_head(cls, path: Path, what: str, train_hint: str) -> None:
                           f"model needed here; give a folder written by {train_hint}")
 
 
+def _cpu_has_native_bf16() -> bool:
+    """Without bf16 instructions CPUs emulate it, which is slower than fp32 and less exact."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").split())
+    except OSError:
+        return False
+    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def use_bf16(requested: bool | None, device) -> bool:
+    """True: always; False: never; None: where the device computes in bf16 natively (which
+    makes results depend on the hardware)."""
+    import torch
+
+    if device.type not in ("cpu", "cuda"):
+        return False
+    if requested is not None:
+        return bool(requested)
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return _cpu_has_native_bf16()
+
+
+def inference_device():
+    """The device this process runs a model on (its GPU under `accelerate launch`, else the CPU)."""
+    from .sharding import process_state
+
+    return process_state().device
+
+
+def precision_info(device, bf16: bool) -> dict:
+    """What computed a model's outputs: bf16 and fp32 (or two torch versions) can rank candidates
+    differently, so a release or a report says which ran."""
+    import torch
+
+    return {"precision": "bf16" if bf16 else "fp32", "device_type": torch.device(device).type,
+            "torch": torch.__version__}
+
+
 def load_model(cls, name: str, bf16: bool | None, what: str, train_hint: str):
     """(model in eval mode on the best device, tokenizer, device, use_bf16).
 
@@ -48,7 +87,7 @@ def load_model(cls, name: str, bf16: bool | None, what: str, train_hint: str):
     import torch
     from transformers import AutoTokenizer
 
-    from advrace.evaluation import ModelLoadError, _fp32_kwargs, use_bf16
+    from advrace.evaluation import ModelLoadError, _fp32_kwargs
 
     path = Path(name).expanduser()
     source = str(path) if path.is_dir() else name
@@ -65,8 +104,6 @@ def load_model(cls, name: str, bf16: bool | None, what: str, train_hint: str):
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ModelLoadError(f"{what}: cannot load {name} ({reason}); give a folder written by "
                              f"{train_hint}") from exc
-    from .sharding import process_state
-
-    device = process_state().device
+    device = inference_device()
     model.to(device).eval()
     return model, tokenizer, device, use_bf16(bf16, device)

@@ -23,12 +23,12 @@ from pathlib import Path
 
 from . import __version__
 from .atomic import atomic_dir, check_replaceable
-from .config import ReleaseConfig
+from .config import SAMPLE_DIR, SAMPLE_PREFIX, ReleaseConfig
 from .errors import ConfigError, VerifyError
 from .examples import MCExample, SpanExample, example_from_record
 from .loaders import LoadResult, load
 from .resources import get_resources
-from .runner import ORIGINAL, run_splits
+from .runner import ORIGINAL, check_splits, run_splits
 from .text import changed_words, count_words
 
 FORMAT_VERSION = 1
@@ -166,14 +166,17 @@ def _card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
         s = stats["splits"][split]
         lines.append(f"| {split} | {info['attack']} | {info['count']} | {info['perturbed']} | "
                      f"{100 * s['words_changed']:.1f}% | `{info['sha256'][:16]}` |")
-    dependent = [(split, info) for split, info in manifest["splits"].items() if info.get("checkpoint_sha256")]
+    dependent = [(split, info) for split, info in manifest["splits"].items() if "checkpoint_sha256" in info]
     if dependent:
         lines += [""]
         for split, info in dependent:
             kind = "model-dependent" if info.get("model_dependent") else "built with a model"
+            sha, run = info.get("checkpoint_sha256"), info.get("inference")
             lines.append(f"- `{split}` is {kind}: made with the checkpoint `{info['config'].get('model', '')}`"
-                         f" (sha256 `{info['checkpoint_sha256'][:16]}`); its difficulty for other models "
-                         "is measured, not guaranteed.")
+                         + (f" (sha256 `{sha[:16]}`)" if sha else "")
+                         + (f", run in {run['precision']} on {run['device_type']} with torch {run['torch']}"
+                            if run else "")
+                         + "; its difficulty for other models is measured, not guaranteed.")
     lines += [
         "",
         "Load it with `datasets.load_dataset(\"json\", data_dir=\"<this folder>\")` or "
@@ -187,6 +190,34 @@ def _card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
                   "(Jia and Liang, EMNLP 2017). The source data keeps its own licence (RACE: "
                   "non-commercial research only).", ""]
     return "\n".join(lines)
+
+
+def source_name(source: str) -> str:
+    """A data set's name without where it sat: the folder or file name, or a hub name as given."""
+    if source.startswith(str(SAMPLE_DIR)):
+        return SAMPLE_PREFIX + Path(source).relative_to(SAMPLE_DIR).as_posix().split("/")[0]
+    return Path(source.rstrip("/")).name or source
+
+
+def _portable_config(cfg: ReleaseConfig, loaded: LoadResult) -> dict:
+    """The config as it decides the release: the data by format (the source section names and
+    fingerprints it), never by the path it was read from, so copies elsewhere build the same
+    manifest."""
+    config = cfg.to_dict()
+    config["data"].pop("path")
+    config["data"]["format"] = loaded.format
+    config["resources"] = {k: (Path(v).name if k.endswith(("_path", "_dir")) and isinstance(v, str) else v)
+                           for k, v in config["resources"].items()}
+    return config
+
+
+def _portable_attack(info: dict) -> dict:
+    """A model-based split names its checkpoint by folder name and sha256, not by local path."""
+    model = (info.get("config") or {}).get("model")
+    if info.get("checkpoint_sha256") and isinstance(model, str) and Path(model).expanduser().is_dir():
+        path = Path(model).expanduser().resolve()
+        info = {**info, "config": {**info["config"], "model": "/".join(path.parts[-2:])}}
+    return info
 
 
 def _write(root: Path, rel: str, text: str) -> dict:
@@ -268,6 +299,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
     """Build a release directory from a config; returns the manifest."""
     out = Path(out_dir)
     check_replaceable(out, "manifest.json", "release")
+    check_splits(cfg)
     if loaded is None:
         if not cfg.data.path:
             raise ConfigError("no input data: give --data PATH or a config with data.path")
@@ -293,7 +325,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
         split_examples[split] = [in_split(ex, split) for ex in res.examples]
         splits[split] = [to_record(ex, split, attack.name, flag)
                          for ex, flag in zip(split_examples[split], res.perturbed)]
-        split_info[split] = {**attack.describe(), "source": spec.source}
+        split_info[split] = {**_portable_attack(attack.describe()), "source": spec.source}
         reasons = Counter(r for r, flag in zip(res.reasons, res.perturbed) if not flag)
         stats["splits"][split] = split_stats(res.examples, originals, res.perturbed, reasons)
         summary = attack.summarize(res.examples)
@@ -307,9 +339,9 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
         "format_version": FORMAT_VERSION,
         "task": task,
         "seed": cfg.seed,
-        "config": cfg.to_dict(),
+        "config": _portable_config(cfg, loaded),
         "source": {
-            "name": Path(loaded.source.rstrip("/")).name or loaded.source,
+            "name": source_name(loaded.source),
             "format": loaded.format,
             "fingerprint": loaded.fingerprint(),
             "files": len(loaded.files),
@@ -333,9 +365,14 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
 
 
 def load_manifest(release_dir: str | Path) -> dict:
-    path = Path(release_dir) / "manifest.json"
+    root = Path(release_dir)
+    if not root.is_dir():
+        raise ConfigError(f"{release_dir}: no such release folder" if not root.exists() else
+                          f"{release_dir}: is a file; a release is a folder with manifest.json")
+    path = root / "manifest.json"
     if not path.is_file():
-        raise VerifyError(f"{release_dir}: no manifest.json; is this an advrace release?")
+        raise ConfigError(f"{release_dir}: no manifest.json; is this an advrace release? "
+                          "(`advrace build ... --out DIR` writes one)")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -358,10 +395,7 @@ def verify_release(release_dir: str | Path) -> list[str]:
     for split, info in manifest["splits"].items():
         path = root / info["file"]
         if path.is_file() and not any(p.startswith(info["file"]) for p in problems):
-            with open(path, "rb") as f:
-                lines = sum(1 for _ in f)
-            if lines != info["count"]:
-                problems.append(f"{info['file']}: {lines} records, manifest says {info['count']}")
+            problems += _split_problems(path, info)
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
         if path.is_file() and rel != "manifest.json" and rel not in expected:
@@ -369,11 +403,51 @@ def verify_release(release_dir: str | Path) -> list[str]:
     return problems
 
 
+def _split_problems(path: Path, info: dict) -> list[str]:
+    """A split file whose hash matches can still be wrong if it was built wrong: its record count
+    must match and every id must be unique (one split written twice over would repeat ids)."""
+    problems, seen, lines = [], {}, 0
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            lines += 1
+            try:
+                rid = json.loads(line).get("id")
+            except (json.JSONDecodeError, AttributeError):
+                problems.append(f"{info['file']}: line {n} is not a JSON record")
+                continue
+            if rid in seen:
+                problems.append(f"{info['file']}: id {rid!r} on line {n} repeats line {seen[rid]}")
+            seen.setdefault(rid, n)
+    if lines != info["count"]:
+        problems.append(f"{info['file']}: {lines} records, manifest says {info['count']}")
+    return problems[:20] + ([f"{info['file']}: {len(problems) - 20} more problems"] if len(problems) > 20 else [])
+
+
 def check_release(release_dir: str | Path) -> dict:
     problems = verify_release(release_dir)
     if problems:
         raise VerifyError(f"{release_dir}: release does not match its manifest:\n  " + "\n  ".join(problems))
     return load_manifest(release_dir)
+
+
+def _check_export_target(out: Path, names: list[str]) -> None:
+    """Refuse, before writing anything, an --out that cannot take what was asked for."""
+    several = len(names) > 1
+    if several and out.suffix.lower() == ".json":
+        raise ConfigError(f"--out {out} names one file, but {len(names)} splits were asked for "
+                          f"({', '.join(names)}); give --split NAME for one split's file, or a folder "
+                          "name for a <split>.json per split")
+    if several and out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is an existing file; several splits are written into a folder "
+                          "of <split>.json files: give a folder name, or --split NAME for one file")
+    if not several and out.is_dir():
+        raise ConfigError(f"--out {out} is a folder; one split is written to a file: give a file name "
+                          f"such as {out / (names[0] + '.json')}")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"--out {out}: {parent} is a file, not a folder")
+            break
 
 
 def export_advrace(release_dir: str | Path, out: str | Path, splits: list[str] | None = None) -> list[Path]:
@@ -391,12 +465,16 @@ def export_advrace(release_dir: str | Path, out: str | Path, splits: list[str] |
                           f"available: {', '.join(manifest['splits'])}")
     out = Path(out)
     targets = [out] if len(names) == 1 else [out / f"{s}.json" for s in names]
+    _check_export_target(out, names)
     for split, target in zip(names, targets):
         data = {ex.source_id: {"context": ex.passage, "question": ex.question,
                                "options": list(ex.options), "label": ex.label}
                 for ex in read_split(release_dir, split)}
-        target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise ConfigError(f"cannot write {target}: {exc.strerror or exc}") from None
     return targets

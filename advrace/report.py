@@ -2,9 +2,10 @@
 
 The layout is AdvRACE's Table 3: models as rows, splits as columns, each cell a score with its
 relative drop from the `original` split, an average column over the adversarial splits and an
-average row over models. Probe splits (diagnosis, option_only) say how a model reads rather than
-how robust it is, so they are shown but not averaged. Every number is rounded once, in the
-summary, and the Markdown is rendered from that summary, so the two files always agree.
+average row over models; below it, the precision and device each model was scored with. Probe
+splits (diagnosis, option_only) say how a model reads rather than how robust it is, so they are
+shown but not averaged. Every number is rounded once, in the summary, and the Markdown is
+rendered from that summary, so the two files always agree.
 """
 
 from __future__ import annotations
@@ -151,6 +152,13 @@ def render_markdown(summary: dict) -> str:
     if probes:
         note += f"; probe splits ({', '.join(s for s in columns if s in probes)}) are not averaged"
     lines += [note + ". **average** row: mean over models.", ""]
+    ran = [(m, summary["results"][m].get("source", {}).get("inference")) for m in summary["models"]]
+    ran = [(m, info) for m, info in ran if info]
+    if ran:
+        lines += ["How each model was scored (bf16 and fp32 can give different predictions):", ""]
+        lines += [f"- `{m}`: {info.get('precision')} on {info.get('device_type')}, torch {info.get('torch')}"
+                  for m, info in ran]
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -35,20 +35,40 @@ def passage_groups(examples: list) -> list[list[int]]:
     return list(groups.values())
 
 
-def make_attacks(cfg: ReleaseConfig, resources, task: str | None = None) -> list:
-    from attacks import get_attack
-
+def _checked_specs(cfg: ReleaseConfig):
+    """(spec, seed) per split, after checking that each split is built from an earlier one."""
     known = {ORIGINAL}
-    attacks = []
     for spec in cfg.splits:
         if spec.source not in known:
             raise ConfigError(f"split {spec.split!r} is built from {spec.source!r}, which is not an "
                               f"earlier split; earlier splits: {', '.join(sorted(known))}")
-        cls = get_attack(spec.attack, task)
-        seed = cfg.seed if spec.seed is None else spec.seed
-        attacks.append(cls(spec.config, seed=seed, resources=resources))
+        yield spec, cfg.seed if spec.seed is None else spec.seed
         known.add(spec.split)
-    return attacks
+
+
+def check_splits(cfg: ReleaseConfig) -> None:
+    """What can be checked before any data is read (attack names, their configs, split order), so
+    that a typo in the config is not hidden behind a data error or an hour of loading."""
+    from attacks import REGISTRY, get_attack
+
+    for spec, seed in _checked_specs(cfg):
+        get_attack(spec.attack)
+        errors = []
+        for cls in REGISTRY[spec.attack]:  # one class per task: the config must suit one of them
+            try:
+                cls(spec.config, seed=seed)
+                break
+            except ConfigError as exc:
+                errors.append(exc)
+        else:
+            raise errors[0]
+
+
+def make_attacks(cfg: ReleaseConfig, resources, task: str | None = None) -> list:
+    from attacks import get_attack
+
+    return [get_attack(spec.attack, task)(spec.config, seed=seed, resources=resources)
+            for spec, seed in _checked_specs(cfg)]
 
 
 def settle(attack, outcome) -> tuple:

@@ -22,7 +22,7 @@ class SpanScorer:
                  bf16: bool | None = None, device=None):
         import torch
 
-        from .evaluation import use_bf16
+        from .model_loading import use_bf16
 
         self.name = name
         self.model = model.eval()
@@ -33,6 +33,12 @@ class SpanScorer:
         self.max_answer_tokens = max_answer_tokens
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
         self.bf16 = use_bf16(bf16, self.device)
+
+    @property
+    def inference(self) -> dict:
+        from .model_loading import precision_info
+
+        return precision_info(self.device, self.bf16)
 
     def n_best(self, questions: Sequence[str], contexts: Sequence[str], n_best: int = 20,
                progress: bool = False, desc: str | None = None) -> list[list[Span]]:

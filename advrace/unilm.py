@@ -13,11 +13,12 @@ The model is a `BertForMaskedLM` with its own forward pass, so `save_pretrained`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from transformers import BertForMaskedLM
-
-NEG = torch.finfo(torch.float32).min
+from transformers.utils import ModelOutput
 
 
 def seq2seq_mask(source_lengths: torch.Tensor, lengths: torch.Tensor, width: int) -> torch.Tensor:
@@ -101,11 +102,13 @@ class UniLMSeq2Seq(BertForMaskedLM):
         return Seq2SeqOutput(loss, logits, positions)
 
 
-class Seq2SeqOutput(tuple):
-    def __new__(cls, loss, logits, positions=None):
-        obj = super().__new__(cls, (loss, logits))
-        obj.loss, obj.logits, obj.positions = loss, logits, positions
-        return obj
+@dataclass
+class Seq2SeqOutput(ModelOutput):
+    """A ModelOutput, so Accelerate's mixed precision can rebuild it with fp32 logits."""
+
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    positions: torch.Tensor | None = None
 
 
 def next_token_labels(input_ids: torch.Tensor, source_lengths: torch.Tensor,
@@ -169,7 +172,8 @@ class Seq2SeqDecoder:
             sk, sv = state["source_kv"][i]  # [b, H, S, d]
             scale = d ** -0.5
             src_scores = (q @ sk.transpose(-1, -2)) * scale  # [b, H, beams, S]
-            src_scores = src_scores.masked_fill(src_invalid, NEG)
+            # the scores' own lowest value: under bf16 autocast they cannot hold fp32's
+            src_scores = src_scores.masked_fill(src_invalid, torch.finfo(src_scores.dtype).min)
             tgt_scores = (k @ q.unsqueeze(-1)).squeeze(-1) * scale  # [b, H, beams, t]
             weights = torch.softmax(torch.cat([src_scores, tgt_scores], dim=-1).float(), dim=-1)
             weights = weights.to(q.dtype)

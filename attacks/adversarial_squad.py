@@ -139,7 +139,7 @@ class ModelAddSentConfig(AddSentConfig):
     model: str = ""  # a span checkpoint (advrace train, objective span_extraction)
     batch_size: int = 32
     max_length: int = 384
-    bf16: bool | None = None
+    bf16: bool | None = False  # as DistractorAttackConfig.bf16: fp32 unless asked
 
 
 class _ModelDependent(CheckpointAttack):
@@ -159,6 +159,7 @@ class _ModelDependent(CheckpointAttack):
 
             self._scorer = load_span_model(self.config.model, batch_size=self.config.batch_size,
                                            max_length=self.config.max_length, bf16=self.config.bf16)
+            self.loaded_on(self._scorer.device, self._scorer.bf16)
         return self._scorer
 
     def describe(self):
@@ -226,7 +227,7 @@ class AddAnyConfig:
     n_best: int = 10  # answers in the model's distribution for the expected F1
     batch_size: int = 32
     max_length: int = 384
-    bf16: bool | None = None
+    bf16: bool | None = False  # as DistractorAttackConfig.bf16: fp32 unless asked
 
 
 @register
@@ -261,23 +262,36 @@ class AddAny(_ModelDependent):
         return out
 
     def search(self, example, rng: random.Random) -> dict:
-        """Coordinate descent over the words of the sentence (Jia and Liang, section 4.2)."""
+        """Coordinate descent over the words of the sentence (Jia and Liang, section 4.2).
+
+        `trace` is the expected F1 of the returned sentence from its random start to its last
+        accepted move, and `expected_f1` its last value: both rounded the same way (6 places),
+        so the record never claims a value its trace does not show.
+        """
         cfg = self.config
         common, question = self._words(example)
         if cfg.length < 1 or not common:
             raise CannotPerturb("no words to search over")
         particles = [[rng.choice(common) for _ in range(cfg.length)]]
         scores = [self.expected_f1(example, [" ".join(particles[0]) + "."])[0]]
-        trace = [round(scores[0][0], 6)]
+        traces = [[round(scores[0][0], 6)]]
         queries = 1
+
+        def result(k: int, success: bool, epochs: int) -> dict:
+            return {"words": particles[k], "expected_f1": traces[k][-1], "top_f1": scores[k][1],
+                    "success": success, "epochs": epochs, "queries": queries, "trace": traces[k]}
+
         for epoch in range(cfg.epochs):
             if epoch == cfg.restart_after and len(particles) == 1:
                 fresh = [[rng.choice(common) for _ in range(cfg.length)] for _ in range(cfg.restarts)]
+                found = self.expected_f1(example, [" ".join(p) + "." for p in fresh])
                 particles += fresh
-                scores += self.expected_f1(example, [" ".join(p) + "." for p in fresh])
+                scores += found
+                traces += [[round(f[0], 6)] for f in found]
                 queries += len(fresh)
-            for k, words in enumerate(particles):
+            for k in range(len(particles)):
                 for pos in rng.sample(range(cfg.length), cfg.length):
+                    words = particles[k]  # with the moves accepted at earlier positions
                     pool = list(dict.fromkeys(rng.sample(common, min(cfg.candidates, len(common))) + question))
                     pool = [w for w in pool if w != words[pos]]
                     trials = [words[:pos] + [w] + words[pos + 1:] for w in pool]
@@ -286,14 +300,11 @@ class AddAny(_ModelDependent):
                     best = min(range(len(trials)), key=lambda j: (results[j][0], j))
                     if results[best][0] < scores[k][0]:
                         particles[k], scores[k] = trials[best], results[best]
-                        if k == 0:
-                            trace.append(round(scores[k][0], 6))
+                        traces[k].append(round(scores[k][0], 6))
                     if scores[k][1] == 0.0:
-                        return {"words": particles[k], "expected_f1": scores[k][0], "top_f1": 0.0,
-                                "success": True, "epochs": epoch + 1, "queries": queries, "trace": trace}
+                        return result(k, True, epoch + 1)
         k = min(range(len(particles)), key=lambda j: (scores[j][0], j))
-        return {"words": particles[k], "expected_f1": scores[k][0], "top_f1": scores[k][1],
-                "success": False, "epochs": cfg.epochs, "queries": queries, "trace": trace}
+        return result(k, False, cfg.epochs)
 
     def apply_batch(self, examples, state=None, progress=False):
         from tqdm.auto import tqdm

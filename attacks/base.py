@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from advrace.checking import build_dataclass
 from advrace.errors import ConfigError
 
 
@@ -92,12 +93,9 @@ class Attack(ABC):
 
 
 def config_from_dict(cls: type, values: dict, what: str):
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"{what}: unknown config key(s) {', '.join(unknown)}; "
-                          f"known keys: {', '.join(sorted(known)) or 'none'}")
-    return cls(**values)
+    """The attack's Config from a mapping: unknown keys and values of the wrong type are refused
+    here, when the attack is made, not when it first reads the value."""
+    return build_dataclass(cls, values, f"{what}: config")
 
 
 # name -> the attack classes of that name, with disjoint tasks: "addsent" is AdvRACE's for

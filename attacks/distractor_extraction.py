@@ -48,6 +48,7 @@ class DistractorExtraction(DistractorAttack):
                                            max_length=cfg.max_length, doc_stride=cfg.doc_stride,
                                            max_answer_tokens=cfg.max_answer_tokens, bf16=bf16,
                                            device=device)
+            self.loaded_on(self._span_scorer.device, self._span_scorer.bf16)
         return self._span_scorer
 
     def candidates(self, examples, progress=False):

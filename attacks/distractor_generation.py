@@ -89,6 +89,7 @@ class DistractorGeneration(DistractorAttack):
                 load_model(AutoModelForCausalLM, self.config.model, self.config.bf16, what,
                            "a causal LM folder, or model: smollm2")
         self._model, self._tokenizer, self._device, self._bf16 = loaded
+        self.loaded_on(self._device, self._bf16)
 
     def _source_length(self) -> int:
         """The source length the generator was trained with, unless the config sets one."""
@@ -182,15 +183,13 @@ def load_causal_lm(name: str, bf16, what: str):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from advrace.evaluation import use_bf16
+    from advrace.model_loading import inference_device, use_bf16
 
     path = smollm2_gguf()
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                  dtype=torch.float32)
-    from advrace.sharding import process_state
-
-    device = process_state().device
+    device = inference_device()
     model.to(device).eval()
     return model, tokenizer, device, use_bf16(bf16, device)
 

@@ -30,7 +30,9 @@ class DistractorAttackConfig:
     shuffle: bool = False  # True: options in a seeded random order; False: the answer keeps its slot
     max_overlap_answer: float = 0.5  # the largest share of a candidate's words found in the answer
     batch_size: int = 16
-    bf16: bool | None = None  # None: where the device computes in bf16 natively
+    # False: fp32, the same candidates on any machine; True: bf16 autocast (faster on GPUs);
+    # None: bf16 where the device computes it natively, so the split depends on the hardware
+    bf16: bool | None = False
     match_answer_format: bool = True  # capitalise and end new distractors like the answer
 
 
@@ -67,16 +69,31 @@ def checkpoint_objective(path: str | Path) -> str | None:
 
 class CheckpointAttack(Attack):
     """An attack that queries a model checkpoint (`config.model`): it works on whole batches, so
-    one example is a batch of one, and the manifest records the checkpoint's sha256."""
+    one example is a batch of one, and the manifest records the checkpoint's sha256 and how the
+    model computed (precision, device type, torch version)."""
 
     batched = True
+    _ran_on: tuple | None = None  # (device, bf16) of the loaded model, set by the loader
 
     @functools.cached_property
     def checkpoint_sha256(self) -> str | None:
         return checkpoint_sha256(self.config.model)
 
+    def loaded_on(self, device, bf16: bool) -> None:
+        self._ran_on = (device, bool(bf16))
+
+    def inference(self) -> dict:
+        """How the model ran, or, before it is loaded, how the loader will run it."""
+        from advrace.model_loading import inference_device, precision_info, use_bf16
+
+        if self._ran_on is None:
+            device = inference_device()
+            return precision_info(device, use_bf16(self.config.bf16, device))
+        return precision_info(*self._ran_on)
+
     def describe(self) -> dict:
-        return {**super().describe(), "checkpoint_sha256": self.checkpoint_sha256}
+        return {**super().describe(), "checkpoint_sha256": self.checkpoint_sha256,
+                "inference": self.inference()}
 
     def apply(self, example) -> Outcome:
         return self.apply_batch([example])[0]

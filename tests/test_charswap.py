@@ -95,7 +95,7 @@ def test_charswap_on_squad_keeps_answers(charswap):
 def test_unknown_config_key_is_rejected():
     from advrace.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="unknown config key"):
+    with pytest.raises(ConfigError, match="config: unknown key.*min_len"):
         get_attack("charswap")({"min_len": 3})
 
 

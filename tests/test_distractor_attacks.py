@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from advrace.config import config_from_dict
 from advrace.distractors import jaccard_distance
@@ -73,6 +74,7 @@ def test_distractor_extraction_release(setup, tmp_path):
     manifest, out = _build(setup, tmp_path, splits)
     info = manifest["splits"]["distractor_extraction"]
     assert info["checkpoint_sha256"] == checkpoint_sha256(model)
+    assert info["inference"] == {"precision": "fp32", "device_type": "cpu", "torch": torch.__version__}
     originals = {ex.source_id: ex for ex in read_split(out, "original")}
     moved = 0
     for ex in read_split(out, "distractor_extraction"):
@@ -105,6 +107,7 @@ def test_distractor_generation_release(setup, tmp_path):
                "config": {"model": model, "beam_size": 6, "max_target_tokens": 4, "batch_size": 2}}]
     manifest, out = _build(setup, tmp_path, splits)
     assert manifest["splits"]["distractor_generation"]["checkpoint_sha256"] == checkpoint_sha256(model)
+    assert manifest["splits"]["distractor_generation"]["inference"]["precision"] == "fp32"
     originals = {ex.source_id: ex for ex in read_split(out, "original")}
     replaced = 0
     for ex in read_split(out, "distractor_generation"):
@@ -186,7 +189,7 @@ from advrace.release import build_release
 
 build_release(config_from_dict(json.loads(sys.argv[1])), sys.argv[2])
 from accelerate import PartialState
-print("processes", PartialState().num_processes)
+print(f"processes {PartialState().num_processes}")  # one write: the two processes share stdout
 """
 
 

@@ -303,6 +303,12 @@ def test_span_checkpoint_on_a_squad_release(qa_release, tmp_path):
     for split in ("original", "charswap"):
         assert again[split]["f1"] == pytest.approx(summary["results"]["final"]["splits"][split]["f1"], abs=1e-3)
     assert "f1" in json.dumps(scores)
+    import torch
+
+    from advrace.model_loading import precision_info, use_bf16
+
+    cpu = torch.device("cpu")  # evaluation keeps its automatic bf16, and says what it chose
+    assert scores["results"]["final"]["source"]["inference"] == precision_info(cpu, use_bf16(None, cpu))
 
 
 def test_unique_names():

@@ -177,6 +177,35 @@ def test_refuses_to_overwrite_a_foreign_folder(tmp_path):
     assert (tmp_path / "out" / "notes.txt").read_text(encoding="utf-8") == "mine"
 
 
+@pytest.mark.parametrize("bf16", [False, True], ids=["fp32", "bf16"])
+def test_report_says_how_each_model_was_run(mc_release, tmp_path, bf16):
+    """bf16 and fp32 scores of one checkpoint differ, so the report names the precision."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForMultipleChoice
+
+    from conftest import make_tokenizer
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=512)
+    BertForMultipleChoice(config).save_pretrained(tmp_path / "tiny")
+    AutoTokenizer.from_pretrained(make_tokenizer(tmp_path)).save_pretrained(tmp_path / "tiny")
+    out = tmp_path / "report"
+    summary = evaluate_command(mc_release, [str(tmp_path / "tiny"), Scorer("toy")], [], out, bf16=bf16,
+                               progress=False)
+    precision = "bf16" if bf16 else "fp32"
+    source = summary["results"]["tiny"]["source"]
+    assert source["bf16"] is bf16
+    assert source["inference"] == {"precision": precision, "device_type": "cpu", "torch": torch.__version__}
+    assert "inference" not in summary["results"]["toy"]["source"]  # a scorer object says nothing
+    saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert saved["results"]["tiny"]["source"]["inference"] == source["inference"]
+    md = (out / "results.md").read_text(encoding="utf-8")
+    assert f"- `tiny`: {precision} on cpu, torch {torch.__version__}" in md.splitlines()
+    assert "`toy`" not in md
+    check_md_agrees_with_json(out)
+
+
 def test_squad_report_has_em_and_f1_tables(tmp_path):
     (tmp_path / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
     cfg = config_from_dict({"data": {"path": str(tmp_path / "squad.json")}, "splits": ["charswap"], "workers": 1})

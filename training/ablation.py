@@ -13,109 +13,101 @@ import json
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from advrace.checking import build_dataclass, check_keys
 from advrace.config import read_yaml
 from advrace.errors import ConfigError
 
-RUN_KEYS = {"name", "recipe", "set", "evaluate_on"}
-GRID_KEYS = {"name", "description", "release", "train_config", "set", "runs", "output_dir",
-             "batch_size", "max_length", "bf16", "baselines"}
+from .config import config_from_dict, set_values
+
+
+@dataclass(frozen=True)
+class ReleaseSource:
+    """The release the runs are scored on: a built one (`path`) or a recipe to build (`config`)."""
+
+    path: str | None = None
+    config: str | None = None
 
 
 @dataclass(frozen=True)
 class Run:
     name: str
     recipe: dict
-    overrides: dict = field(default_factory=dict)
+    overrides: dict[str, Any] = field(default_factory=dict, metadata={"key": "set"})
     evaluate_on: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
 class Grid:
     name: str
-    release: dict
+    release: ReleaseSource
     train_config: dict
     runs: tuple[Run, ...]
     output_dir: str
-    overrides: dict = field(default_factory=dict)
+    overrides: dict[str, Any] = field(default_factory=dict, metadata={"key": "set"})
+    description: str = ""
     batch_size: int = 16
     max_length: int = 512
     bf16: bool | None = None
     baselines: tuple[str, ...] = ()  # built-in readers scored beside the runs (advrace.baselines)
 
 
-def _deep_set(values: dict, dotted: str, value) -> None:
-    *parents, last = dotted.split(".")
-    node = values
-    for key in parents:
-        child = node.get(key)
-        if not isinstance(child, dict):
-            child = node[key] = {} if child is None else {"path": child}
-        node = child
-    node[last] = value
-
-
-def _check_keys(values: dict, known: set, where: str) -> None:
-    if not isinstance(values, dict):
-        raise ConfigError(f"{where}: expected a mapping")
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-
-
 def load_grid(path: str | Path) -> Grid:
     return grid_from_dict(read_yaml(path, "configs/ablation/"), str(path))
 
 
+def _listed(value):
+    """One name stands for a list of one."""
+    return [value] if isinstance(value, str) else value
+
+
 def grid_from_dict(values: dict, where: str = "ablation config") -> Grid:
-    _check_keys(values, GRID_KEYS, where)
+    v = check_keys(Grid, values, where)
     for key in ("release", "train_config", "runs"):
-        if key not in values:
+        if key not in v:
             raise ConfigError(f"{where}: missing '{key}'")
-    release = values["release"]
+    release = v["release"]
     if isinstance(release, str):
         release = {"path": release}
-    _check_keys(release, {"path", "config"}, f"{where}: release")
-    if not release.get("path") and not release.get("config"):
+    release = build_dataclass(ReleaseSource, release, f"{where}.release")
+    if not release.path and not release.config:
         raise ConfigError(f"{where}: release needs 'path' (a built release) or 'config' (a recipe to build)")
-    base = values["train_config"]
-    if isinstance(base, str):
-        base = read_yaml(base, "configs/train/")
-    runs, names = [], set()
-    for i, r in enumerate(values["runs"] or []):
-        _check_keys(r, RUN_KEYS, f"{where}: runs[{i}]")
-        if "name" not in r or r["name"] in names:
-            raise ConfigError(f"{where}: runs[{i}] needs a unique 'name'")
-        names.add(r["name"])
-        on = r.get("evaluate_on")
-        runs.append(Run(str(r["name"]), dict(r.get("recipe") or {"task": "finetune"}), dict(r.get("set") or {}),
-                        tuple(on) if on else None))
-    if not runs:
+    if isinstance(v["train_config"], str):
+        v["train_config"] = read_yaml(v["train_config"], "configs/train/")
+    runs = v["runs"]
+    if isinstance(runs, list):
+        runs = [{**r, "recipe": r.get("recipe") or {"task": "finetune"},
+                 "evaluate_on": _listed(r.get("evaluate_on")) or None} if isinstance(r, dict) else r
+                for r in runs]
+    name = v.setdefault("name", "ablation")
+    v.update(release=release, runs=runs, baselines=_listed(v.get("baselines")),
+             output_dir=v.get("output_dir") or f"runs/{name}")
+    grid = build_dataclass(Grid, v, where)
+    names = [r.name for r in grid.runs]
+    if not names:
         raise ConfigError(f"{where}: 'runs' is empty")
+    for i, n in enumerate(names):
+        if n in names[:i]:
+            raise ConfigError(f"{where}: runs[{i}] needs a unique 'name'; {n!r} is taken")
     from advrace.baselines import BASELINES, is_baseline
 
-    baselines = values.get("baselines") or []
-    if isinstance(baselines, str):
-        baselines = [baselines]
-    wrong = [b for b in baselines if not is_baseline(b)]
+    wrong = [b for b in grid.baselines if not is_baseline(b)]
     if wrong:
-        raise ConfigError(f"{where}: unknown baseline(s) {', '.join(map(str, wrong))}; built-in readers: "
+        raise ConfigError(f"{where}: unknown baseline(s) {', '.join(wrong)}; built-in readers: "
                           f"{', '.join(BASELINES)}")
-    clash = set(baselines) & names
+    clash = set(grid.baselines) & set(names)
     if clash:
         raise ConfigError(f"{where}: run name(s) {', '.join(sorted(clash))} clash with baselines")
-    name = values.get("name", "ablation")
-    return Grid(name=name, release=release, train_config=dict(base), runs=tuple(runs),
-                output_dir=values.get("output_dir") or f"runs/{name}", overrides=dict(values.get("set") or {}),
-                batch_size=int(values.get("batch_size", 16)), max_length=int(values.get("max_length", 512)),
-                bf16=values.get("bf16"), baselines=tuple(baselines))
+
+    for run in grid.runs:
+        config_from_dict(run_config(grid, run), f"{where}: run {run.name!r}: config")
+    return grid
 
 
 def run_config(grid: Grid, run: Run) -> dict:
     """The training config of one run: the shared one, the grid's overrides, the run's own."""
-    values = copy.deepcopy(grid.train_config)
-    for key, value in {**grid.overrides, **run.overrides}.items():
-        _deep_set(values, key, value)
+    values = set_values(grid.train_config, {**grid.overrides, **run.overrides}, f"ablation run {run.name!r}: set")
     values["recipe"] = copy.deepcopy(run.recipe)
     values["name"] = run.name
     values.pop("output_dir", None)
@@ -126,11 +118,11 @@ def _release_dir(grid: Grid, out: Path, progress: bool) -> Path:
     from advrace.config import load_config
     from advrace.release import build_release, check_release
 
-    if grid.release.get("path"):
-        path = Path(grid.release["path"])
+    if grid.release.path:
+        path = Path(grid.release.path)
     else:
         path = out / "release"
-        build_release(load_config(grid.release["config"]), path, progress=progress)
+        build_release(load_config(grid.release.config), path, progress=progress)
     check_release(path)
     return path
 
@@ -142,7 +134,6 @@ def ablate(grid: Grid, output_dir: str | Path | None = None, *, resume: bool = F
     from advrace.release import load_manifest
     from advrace.report import write_report
 
-    from .config import config_from_dict
     from .loop import train
 
     out = Path(output_dir or grid.output_dir)

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from advrace.checking import build_dataclass, check_keys
 from advrace.config import SAMPLE_PREFIX, DataSpec, SplitSpec, read_yaml
 from advrace.config import config_from_dict as release_config_from_dict
 from advrace.errors import ConfigError, ResourceMissing
@@ -111,67 +112,25 @@ class TrainConfig:
 
 # ---------------------------------------------------------------- value checks
 
-
-def _int(where: str, value: Any, low: int | None = None, optional: bool = False) -> int | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or (low is not None and value < low):
-        want = "an integer" + (f" >= {low}" if low is not None else "") + (" or null" if optional else "")
-        raise ConfigError(f"{where} must be {want}, got {value!r}")
-    return value
+# The smallest value of each numeric setting; types are checked by advrace.checking, from the
+# dataclass annotations, before these ranges (None, where a field allows it, means unset).
+MINIMA = {"epochs": 1, "max_steps": 1, "batch_size": 1, "eval_batch_size": 1,
+          "gradient_accumulation_steps": 1, "max_length": 8, "doc_stride": 1, "max_answer_tokens": 1,
+          "max_target_length": 2, "save_every_steps": 1, "keep_checkpoints": 1, "log_every_steps": 1,
+          "weight_decay": 0}
 
 
-def _float(where: str, value: Any, low: float, high: float | None = None, *, open_low: bool = False,
-           optional: bool = False) -> float | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, str):  # YAML 1.1 reads 1e-5 (no dot) as a string
-        try:
-            value = float(value)
-        except ValueError:
-            pass
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if ok:
-        value = float(value)
-        ok = (value > low if open_low else value >= low) and (high is None or value <= high)
-    if not ok:
-        span = f"{'>' if open_low else '>='} {low}" + (f" and <= {high}" if high is not None else "")
-        raise ConfigError(f"{where} must be a number {span}, got {value!r}")
-    return value
+def _within(where: str, value: Any, low: float, high: float | None = None, *, open_low: bool = False) -> None:
+    if value is None or ((value > low if open_low else value >= low) and (high is None or value <= high)):
+        return
+    kind = "an integer" if isinstance(value, int) else "a number"
+    span = f"{'>' if open_low else '>='} {low:g}" + (f" and <= {high:g}" if high is not None else "")
+    raise ConfigError(f"{where} must be {kind} {span}, got {value!r}")
 
 
-def _str(where: str, value: Any, optional: bool = False, choices: tuple[str, ...] = ()) -> str | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str) or (choices and value not in choices):
-        want = f"one of {', '.join(choices)}" if choices else "a string"
-        raise ConfigError(f"{where} must be {want}, got {value!r}")
-    return value
-
-
-def _bool(where: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where} must be true or false, got {value!r}")
-    return value
-
-
-def _dict(where: str, value: Any, optional: bool = False) -> dict | None:
-    if value is None:
-        return None if optional else {}
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where} must be a mapping, got {type(value).__name__}")
-    return dict(value)
-
-
-def _known(cls, values: Any, where: str, skip: tuple[str, ...] = ()) -> dict:
-    if not isinstance(values, dict):
-        raise ConfigError(f"{where}: expected a mapping, got {type(values).__name__}")
-    known = {f.name for f in dataclasses.fields(cls)} - set(skip)
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(str, unknown))}; "
-                          f"known: {', '.join(sorted(known))}")
-    return dict(values)
+def _one_of(where: str, value: str | None, choices: tuple[str, ...]) -> None:
+    if value is not None and value not in choices:
+        raise ConfigError(f"{where} must be one of {', '.join(choices)}, got {value!r}")
 
 
 # ---------------------------------------------------------------- sections
@@ -180,37 +139,37 @@ def _known(cls, values: Any, where: str, skip: tuple[str, ...] = ()) -> dict:
 def data_from_dict(values: Any, where: str) -> DataConfig:
     if isinstance(values, str):
         values = {"path": values}
-    v = _known(DataConfig, values, where)
-    path = _str(f"{where}.path", v.get("path", ""), optional=True) or ""
-    release = _str(f"{where}.release", v.get("release"), optional=True)
-    if bool(path) == bool(release):
+    if isinstance(values, dict) and "path" in values and values["path"] is None:
+        values = {k: v for k, v in values.items() if k != "path"}  # `path: null` unsets a base path
+    spec = build_dataclass(DataConfig, values, where)
+    if bool(spec.path) == bool(spec.release):
         raise ConfigError(f"{where}: give either 'path' (a data file or folder) or 'release' "
                           "(a release folder, with 'split'), not both or neither")
-    fmt = _str(f"{where}.format", v.get("format"), optional=True, choices=FORMATS)
-    if release and fmt:
+    _one_of(f"{where}.format", spec.format, FORMATS)
+    if spec.release and spec.format:
         raise ConfigError(f"{where}: 'format' is for 'path'; a release has its own format")
-    return DataConfig(path=path, format=fmt, release=release,
-                      limit=_int(f"{where}.limit", v.get("limit"), 0, optional=True),
-                      lenient=_bool(f"{where}.lenient", v.get("lenient", False)),
-                      split=_str(f"{where}.split", v.get("split"), optional=True))
+    _within(f"{where}.limit", spec.limit, 0)
+    return spec
 
 
 def recipe_from_dict(values: Any, where: str = "recipe") -> RecipeConfig:
     if isinstance(values, str):
         values = {"task": values}
-    v = _known(RecipeConfig, values or {}, where)
-    task = _str(f"{where}.task", v.get("task", "finetune"), choices=TASKS)
-    fraction = _float(f"{where}.fraction", v.get("fraction", 0.25), 0.0, 1.0, open_low=True)
-    if task != "adversarial":
-        extra = sorted(k for k in ("mode", "attacks", "fraction") if k in v)
+    v = check_keys(RecipeConfig, values or {}, where)
+    given = set(v)
+    raw = v.pop("attacks", None)
+    recipe = build_dataclass(RecipeConfig, v, where)
+    _one_of(f"{where}.task", recipe.task, TASKS)
+    _within(f"{where}.fraction", recipe.fraction, 0, 1, open_low=True)
+    _within(f"{where}.workers", recipe.workers, 1)
+    if recipe.task != "adversarial":
+        extra = sorted({"mode", "attacks", "fraction"} & given)
         if extra:
             raise ConfigError(f"{where}: {', '.join(extra)} only apply to task 'adversarial' "
-                              f"(this recipe's task is {task!r})")
-        return RecipeConfig(task=task, seed=_int(f"{where}.seed", v.get("seed"), optional=True),
-                            workers=_int(f"{where}.workers", v.get("workers"), 1, optional=True),
-                            resources=_dict(f"{where}.resources", v.get("resources")))
-    mode = _str(f"{where}.mode", v.get("mode", "targeted"), choices=MODES)
-    raw = v.get("attacks")
+                              f"(this recipe's task is {recipe.task!r})")
+        return recipe
+    mode = recipe.mode or "targeted"
+    _one_of(f"{where}.mode", mode, MODES)
     if isinstance(raw, (str, dict)):
         raw = [raw]
     if not isinstance(raw, list) or not raw:
@@ -226,73 +185,41 @@ def recipe_from_dict(values: Any, where: str = "recipe") -> RecipeConfig:
                           f"{len(attacks)}; use mode 'mixed' for several")
     if mode == "mixed" and len(attacks) < 2:
         raise ConfigError(f"{where}: mode 'mixed' needs at least two attacks; use mode 'targeted' for one")
-    if fraction * len(attacks) > 1 + 1e-9:
-        raise ConfigError(f"{where}: {len(attacks)} disjoint slices of {fraction:g} do not fit in "
+    if recipe.fraction * len(attacks) > 1 + 1e-9:
+        raise ConfigError(f"{where}: {len(attacks)} disjoint slices of {recipe.fraction:g} do not fit in "
                           "one training set; lower 'fraction'")
-    return RecipeConfig(task=task, mode=mode, attacks=attacks, fraction=fraction,
-                        seed=_int(f"{where}.seed", v.get("seed"), optional=True),
-                        workers=_int(f"{where}.workers", v.get("workers"), 1, optional=True),
-                        resources=_dict(f"{where}.resources", v.get("resources")))
+    return dataclasses.replace(recipe, mode=mode, attacks=attacks)
 
 
 def config_from_dict(values: Any, where: str = "config") -> TrainConfig:
-    v = _known(TrainConfig, values or {}, where, skip=("source_file",))
+    v = check_keys(TrainConfig, values or {}, where, skip=("source_file",))
     if "train" not in v:
         raise ConfigError(f"{where}: 'train' (the training data) is required")
-    model_config = _dict(f"{where}.model_config", v.get("model_config"), optional=True)
-    if model_config is not None:
-        if "model_type" not in model_config:
+    v["train"] = data_from_dict(v["train"], f"{where}.train")
+    if v.get("dev") is not None:
+        v["dev"] = data_from_dict(v["dev"], f"{where}.dev")
+    v["recipe"] = recipe_from_dict(v.get("recipe", {}), f"{where}.recipe")
+    cfg = build_dataclass(TrainConfig, v, where, skip=("source_file",))
+    if cfg.model_config is not None:
+        if "model_type" not in cfg.model_config:
             raise ConfigError(f"{where}.model_config needs 'model_type' (e.g. bert)")
-        if not v.get("tokenizer"):
+        if not cfg.tokenizer:
             raise ConfigError(f"{where}: a model built from 'model_config' needs a 'tokenizer' folder")
         if "model" in v:
             raise ConfigError(f"{where}: give either 'model' or 'model_config', not both")
-    dev = v.get("dev")
     from .objectives import MULTIPLE_CHOICE, OBJECTIVES
 
-    objective = _str(f"{where}.objective", v.get("objective", MULTIPLE_CHOICE), choices=OBJECTIVES)
-    recipe = recipe_from_dict(v.get("recipe", {}), f"{where}.recipe")
-    if objective != MULTIPLE_CHOICE and recipe.task != "finetune":
-        raise ConfigError(f"{where}: recipe task {recipe.task!r} trains multiple-choice readers; "
-                          f"objective {objective!r} takes task 'finetune'")
-    cfg = TrainConfig(
-        name=_str(f"{where}.name", v.get("name", "advrace-train")),
-        objective=objective,
-        description=_str(f"{where}.description", v.get("description", "")),
-        model=_str(f"{where}.model", v.get("model", MINILM)),
-        model_config=model_config,
-        model_overrides=_dict(f"{where}.model_overrides", v.get("model_overrides")),
-        tokenizer=_str(f"{where}.tokenizer", v.get("tokenizer"), optional=True),
-        train=data_from_dict(v["train"], f"{where}.train"),
-        dev=None if dev is None else data_from_dict(dev, f"{where}.dev"),
-        recipe=recipe,
-        lr=_float(f"{where}.lr", v.get("lr", 1.5e-5), 0.0, open_low=True),
-        weight_decay=_float(f"{where}.weight_decay", v.get("weight_decay", 0.1), 0.0),
-        warmup_ratio=_float(f"{where}.warmup_ratio", v.get("warmup_ratio", 0.06), 0.0, 1.0),
-        epochs=_int(f"{where}.epochs", v.get("epochs", 4), 1),
-        max_steps=_int(f"{where}.max_steps", v.get("max_steps"), 1, optional=True),
-        batch_size=_int(f"{where}.batch_size", v.get("batch_size", 8), 1),
-        eval_batch_size=_int(f"{where}.eval_batch_size", v.get("eval_batch_size"), 1, optional=True),
-        gradient_accumulation_steps=_int(f"{where}.gradient_accumulation_steps",
-                                         v.get("gradient_accumulation_steps", 1), 1),
-        max_length=_int(f"{where}.max_length", v.get("max_length", 512), 8),
-        doc_stride=_int(f"{where}.doc_stride", v.get("doc_stride", 128), 1),
-        max_answer_tokens=_int(f"{where}.max_answer_tokens", v.get("max_answer_tokens", 30), 1),
-        max_target_length=_int(f"{where}.max_target_length", v.get("max_target_length", 32), 2),
-        max_grad_norm=_float(f"{where}.max_grad_norm", v.get("max_grad_norm", 1.0), 0.0,
-                             open_low=True, optional=True),
-        mixed_precision=_str(f"{where}.mixed_precision", v.get("mixed_precision", "no"),
-                             choices=PRECISIONS),
-        seed=_int(f"{where}.seed", v.get("seed", 42)),
-        save_every_steps=_int(f"{where}.save_every_steps", v.get("save_every_steps", 500), 1,
-                              optional=True),
-        keep_checkpoints=_int(f"{where}.keep_checkpoints", v.get("keep_checkpoints", 2), 1,
-                              optional=True),
-        log_every_steps=_int(f"{where}.log_every_steps", v.get("log_every_steps", 1), 1),
-        tensorboard=_bool(f"{where}.tensorboard", v.get("tensorboard", True)),
-        output_dir=_str(f"{where}.output_dir", v.get("output_dir"), optional=True),
-    )
-    if cfg.model_overrides and not all(isinstance(k, str) for k in cfg.model_overrides):
+    _one_of(f"{where}.objective", cfg.objective, OBJECTIVES)
+    if cfg.objective != MULTIPLE_CHOICE and cfg.recipe.task != "finetune":
+        raise ConfigError(f"{where}: recipe task {cfg.recipe.task!r} trains multiple-choice readers; "
+                          f"objective {cfg.objective!r} takes task 'finetune'")
+    _one_of(f"{where}.mixed_precision", cfg.mixed_precision, PRECISIONS)
+    _within(f"{where}.lr", cfg.lr, 0, open_low=True)
+    _within(f"{where}.warmup_ratio", cfg.warmup_ratio, 0, 1)
+    _within(f"{where}.max_grad_norm", cfg.max_grad_norm, 0, open_low=True)
+    for key, low in MINIMA.items():
+        _within(f"{where}.{key}", getattr(cfg, key), low)
+    if not all(isinstance(k, str) for k in cfg.model_overrides):
         raise ConfigError(f"{where}.model_overrides: keys must be model config names")
     return cfg
 
@@ -300,18 +227,19 @@ def config_from_dict(values: Any, where: str = "config") -> TrainConfig:
 # ---------------------------------------------------------------- files and overrides
 
 
-def apply_overrides(values: dict, assignments: list[str]) -> dict:
-    """`key.sub=value` pairs (value read as YAML) on top of a config mapping."""
+def set_values(values: dict, settings: dict[str, Any], where: str = "--set") -> dict:
+    """A copy of a config mapping with dotted keys (`train.limit`) set.
+
+    A new `train.path` (or `dev.path`) without a `format` beside it is detected afresh: the
+    config's format described the config's data.
+    """
     values = json.loads(json.dumps(values or {}))
-    for item in assignments or ():
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. train.limit=300")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"--set {item!r}: invalid value: {exc}") from None
-        parts = key.strip().split(".")
+    for section in ("train", "dev"):
+        node = values.get(section)
+        if f"{section}.path" in settings and f"{section}.format" not in settings and isinstance(node, dict):
+            node.pop("format", None)
+    for key, value in settings.items():
+        parts = key.split(".")
         node = values
         for part in parts[:-1]:
             if isinstance(node.get(part), str) and part in ("train", "dev"):
@@ -319,10 +247,24 @@ def apply_overrides(values: dict, assignments: list[str]) -> dict:
             if node.get(part) is None:
                 node[part] = {}
             if not isinstance(node[part], dict):
-                raise ConfigError(f"--set {item!r}: {part!r} is not a mapping")
+                raise ConfigError(f"{where} {key}: {part!r} is not a mapping")
             node = node[part]
         node[parts[-1]] = value
     return values
+
+
+def apply_overrides(values: dict, assignments: list[str]) -> dict:
+    """`key.sub=value` pairs from the command line (value read as YAML) on top of a config."""
+    settings: dict[str, Any] = {}
+    for item in assignments or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. train.limit=300")
+        try:
+            settings[key.strip()] = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {item!r}: invalid value: {exc}") from None
+    return set_values(values, settings)
 
 
 def _near_config(path: str | None, base: Path) -> str | None:

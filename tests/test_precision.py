@@ -1,0 +1,324 @@
+"""Every model path with a bf16 branch, run with bf16 autocast forced on and off on the CPU.
+
+A CPU without native bf16 never chooses bf16 by itself, so without these tests the bf16 code of
+evaluation, the span scorer, distractor extraction and generation (UniLM's cached decoder and
+the causal-LM backend), the model-dependent SQuAD adversaries and mixed-precision training would
+only ever run on the machines that have it. The models are tiny and random: what is checked is
+that each path runs, gives finite and well-formed outputs, that bf16 really computes in bf16
+(its numbers differ from fp32's, by little), and that with bf16 off the numbers are fp32's.
+"""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from advrace.loaders import load
+from attacks import get_attack
+from conftest import make_race_dir, make_tokenizer, squad_doc, tiny
+
+PRECISIONS = [pytest.param(False, id="fp32"), pytest.param(True, id="bf16")]
+
+
+def here(bf16: bool) -> dict:
+    return {"precision": "bf16" if bf16 else "fp32", "device_type": "cpu", "torch": torch.__version__}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models run faster on one thread than on two busy cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _bert(cls, tokenizer, out: Path, **extra) -> str:
+    """A random 2-layer BERT of class `cls` saved with the test tokenizer."""
+    from transformers import BertConfig
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=256,
+                        initializer_range=0.2, **extra)
+    cls(config).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from transformers import (AutoTokenizer, BertForMultipleChoice, BertForQuestionAnswering, LlamaConfig,
+                              LlamaForCausalLM)
+
+    from advrace.unilm import UniLMSeq2Seq
+
+    root = tmp_path_factory.mktemp("precision")
+    race, tok_dir = make_race_dir(root), make_tokenizer(root)
+    tok = AutoTokenizer.from_pretrained(tok_dir)
+    (root / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
+    torch.manual_seed(0)
+    llama = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                        bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
+                        pad_token_id=tok.pad_token_id)
+    LlamaForCausalLM(llama).save_pretrained(root / "lm")
+    tok.save_pretrained(root / "lm")
+    return {"examples": load(str(race)).examples, "squad": load(str(root / "squad.json")).examples,
+            "mc": _bert(BertForMultipleChoice, tok, root / "mc"),
+            "qa": _bert(BertForQuestionAnswering, tok, root / "qa"),
+            "unilm": _bert(UniLMSeq2Seq, tok, root / "unilm"), "lm": str(root / "lm")}
+
+
+def _finite(values) -> bool:
+    return all(math.isfinite(v) for v in values)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def _plain_mc_scores(path: str, examples) -> list[list[float]]:
+    """One fp32 forward pass per question, no autocast and no batching."""
+    from transformers import AutoModelForMultipleChoice, AutoTokenizer
+
+    from advrace.mc_encoding import question_with_option
+
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForMultipleChoice.from_pretrained(path).eval()
+    out = []
+    with torch.no_grad():
+        for ex in examples:
+            enc = tok([ex.passage] * len(ex.options), [question_with_option(ex.question, o) for o in ex.options],
+                      truncation=True, max_length=256, padding=True, return_tensors="pt")
+            out.append(model(**{k: v.unsqueeze(0) for k, v in enc.items()}).logits[0].tolist())
+    return out
+
+
+@pytest.mark.parametrize("bf16", PRECISIONS)
+def test_checkpoint_scorer(setup, bf16):
+    from advrace.evaluation import load_checkpoint
+
+    examples = setup["examples"]
+    scorer = load_checkpoint(setup["mc"], bf16=bf16, batch_size=3, max_length=256)
+    assert scorer.bf16 is bf16 and scorer.inference == here(bf16)
+    scores = scorer.predict_mc(examples)
+    assert [len(s) for s in scores] == [len(ex.options) for ex in examples]
+    assert all(_finite(s) for s in scores)
+    plain = _plain_mc_scores(setup["mc"], examples)
+    flat, want = [x for s in scores for x in s], [x for s in plain for x in s]
+    if bf16:
+        assert flat == pytest.approx(want, abs=0.03) and flat != pytest.approx(want, abs=1e-6)
+    else:
+        assert flat == pytest.approx(want, abs=1e-4)
+
+
+# --------------------------------------------------------------------------- span scorer
+
+
+def _plain_n_best(scorer, questions, contexts, n_best):
+    """The n-best lists from one fp32 forward pass per window, no autocast and no batching."""
+    from advrace.span_decoding import best_spans, merge_windows
+    from advrace.span_encoding import collate_windows, encode_windows
+
+    windows = encode_windows(scorer.tokenizer, questions, contexts, max_length=scorer.max_length,
+                             stride=scorer.doc_stride)
+    per_context = [[] for _ in questions]
+    with torch.no_grad():
+        for w in windows:
+            out = scorer.model(**collate_windows([w], scorer.tokenizer.pad_token_id, labels=False))
+            per_context[w.example].append(best_spans(
+                out.start_logits[0], out.end_logits[0], w.offsets, w.sequence_ids, contexts[w.example],
+                n_best=n_best, max_answer_tokens=scorer.max_answer_tokens, top_k=max(n_best, 20)))
+    return [merge_windows(spans, n_best) for spans in per_context]
+
+
+@pytest.mark.parametrize("bf16", PRECISIONS)
+def test_span_scorer(setup, bf16):
+    from advrace.span_scoring import load_span_model
+
+    examples = setup["examples"]
+    questions, contexts = [ex.question for ex in examples], [ex.passage for ex in examples]
+    scorer = load_span_model(setup["qa"], bf16=bf16, batch_size=4, max_length=48)
+    assert scorer.bf16 is bf16 and scorer.inference == here(bf16)
+    got = scorer.n_best(questions, contexts, 5)
+    for spans, context in zip(got, contexts):
+        assert 1 <= len(spans) <= 5
+        assert all(context[s.start:s.end] == s.text and s.text for s in spans)
+        scores = [s.score for s in spans]
+        assert _finite(scores) and scores == sorted(scores, reverse=True)
+    plain = _plain_n_best(scorer, questions, contexts, 5)
+    got_scores = [s.score for spans in got for s in spans]
+    if bf16:
+        assert got_scores != pytest.approx([s.score for spans in plain for s in spans], abs=1e-6)
+        assert [spans[0].score for spans in got] == pytest.approx([spans[0].score for spans in plain], abs=0.05)
+    else:
+        assert [[(s.start, s.end) for s in spans] for spans in got] == \
+            [[(s.start, s.end) for s in spans] for spans in plain]
+        assert got_scores == pytest.approx([s.score for spans in plain for s in spans], abs=1e-4)
+
+
+# --------------------------------------------------------------------------- distractor attacks
+
+
+@pytest.mark.parametrize("bf16", PRECISIONS)
+def test_distractor_extraction(setup, bf16):
+    examples = setup["examples"]
+    config = {"model": setup["qa"], "max_length": 48, "doc_stride": 16, "batch_size": 4, "n_best": 10}
+    attack = get_attack("distractor_extraction")({**config, "bf16": bf16})
+    before = attack.describe()
+    assert before["inference"] == here(bf16)
+    cands = attack.candidates(examples)
+    assert attack.describe() == before  # what the loader chose is what describe() foresaw
+    for ex, cs in zip(examples, cands):
+        assert cs and all(c and c in " ".join(ex.passage.split()) and "\n" not in c for c in cs)
+    outcomes = attack.apply_batch(examples)
+    assert [o.example.answer for o in outcomes] == [ex.answer for ex in examples]
+    assert all(len(o.example.options) == len(ex.options) for o, ex in zip(outcomes, examples))
+    if not bf16:  # the default is fp32
+        default = get_attack("distractor_extraction")(config)
+        assert default.describe()["inference"] == here(False)
+        assert default.candidates(examples) == cands
+
+
+def test_auto_precision_is_what_the_hardware_gives(setup):
+    """`bf16: null` picks bf16 where the CPU has it natively; describe() says which it got."""
+    from advrace.model_loading import _cpu_has_native_bf16
+
+    attack = get_attack("distractor_extraction")({"model": setup["qa"], "bf16": None, "max_length": 48,
+                                                  "doc_stride": 16})
+    want = here(_cpu_has_native_bf16())
+    assert attack.describe()["inference"] == want
+    attack.candidates(setup["examples"][:1])
+    assert attack.describe()["inference"] == want
+
+
+def _beam_inputs():
+    return torch.tensor([[2, 7, 8, 9, 10, 3], [2, 11, 12, 3, 0, 0]]), torch.tensor([6, 4])
+
+
+@pytest.mark.parametrize("bf16", PRECISIONS)
+def test_unilm_cached_decoder(setup, bf16):
+    """The cached decoder agrees with full re-encoding, step by step, under either precision; its
+    padding mask must fit bf16 (fp32's lowest value does not)."""
+    from advrace.beam_search import beam_search
+    from advrace.unilm import FullDecoder, Seq2SeqDecoder, UniLMSeq2Seq
+
+    model = UniLMSeq2Seq.from_pretrained(setup["unilm"]).eval()
+    src, lengths = _beam_inputs()
+    tol = 0.1 if bf16 else 1e-4
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        cached, full = Seq2SeqDecoder(model), FullDecoder(model)
+        (cs, cl), (fs, fl) = cached.start(src, lengths), full.start(src, lengths)
+        assert cl.dtype == torch.float32 and torch.allclose(cl, fl, atol=tol)
+        tokens = cl[:, 5:].topk(3, dim=-1).indices + 5
+        origin = torch.zeros_like(tokens)
+        for _ in range(2):
+            (cs, cl), (fs, fl) = cached.step(cs, tokens, origin), full.step(fs, tokens, origin)
+            assert cl.shape == (2, 3, model.config.vocab_size) and torch.isfinite(cl).all()
+            assert torch.allclose(cl, fl, atol=tol)
+            assert torch.allclose(cl.exp().sum(-1), torch.ones(2, 3), atol=1e-3)
+            origin = torch.tensor([[2, 0, 1], [1, 1, 0]])
+        hyps = beam_search(cached, src, lengths, beam_size=4, max_length=4, eos_id=3, banned=(0, 1, 2, 4))
+    for row in hyps:
+        assert len(row) == 4 and len({h.tokens for h in row}) == 4
+        assert all(_finite([h.score, h.logprob]) and 0 < len(h.tokens) <= 4 for h in row)
+        assert all(not set(h.tokens) & {0, 1, 2, 3, 4} for h in row)
+
+
+@pytest.mark.parametrize("bf16", PRECISIONS)
+def test_distractor_generation_unilm(setup, bf16):
+    examples = setup["examples"]
+    config = {"model": setup["unilm"], "beam_size": 4, "max_target_tokens": 3, "batch_size": 3,
+              "max_source_length": 96}
+    attack = get_attack("distractor_generation")({**config, "bf16": bf16})
+    before = attack.describe()
+    assert before["inference"] == here(bf16)
+    cands = attack.candidates(examples)
+    assert attack.describe() == before
+    assert len(cands) == len(examples)
+    assert all(1 <= len(cs) <= 4 and all(isinstance(c, str) and c for c in cs) for cs in cands)
+    outcomes = attack.apply_batch(examples)
+    assert [o.example.answer for o in outcomes] == [ex.answer for ex in examples]
+    if not bf16:
+        assert get_attack("distractor_generation")(config).candidates(examples) == cands
+
+
+@pytest.mark.parametrize("bf16", PRECISIONS)
+def test_distractor_generation_causal_lm(setup, bf16):
+    examples = setup["examples"][:3]
+    config = {"backend": "causal_lm", "model": setup["lm"], "beam_size": 3, "max_target_tokens": 3,
+              "max_passage_tokens": 20}
+    attack = get_attack("distractor_generation")({**config, "bf16": bf16})
+    assert attack.describe()["inference"] == here(bf16)
+    cands = attack.candidates(examples)
+    assert attack.describe()["inference"] == here(bf16) and attack._bf16 is bf16
+    assert len(cands) == 3 and all(1 <= len(cs) <= 3 and all(isinstance(c, str) and c for c in cs)
+                                   for cs in cands)
+    if not bf16:
+        assert get_attack("distractor_generation")(config).candidates(examples) == cands
+
+
+# --------------------------------------------------------------------------- SQuAD adversaries
+
+
+@pytest.mark.parametrize("bf16", PRECISIONS)
+def test_model_dependent_squad_adversaries(setup, bf16):
+    examples = setup["squad"]
+    addsent = get_attack("addsent", "extractive_qa")({"model": setup["qa"], "max_length": 64, "bf16": bf16})
+    assert addsent.describe()["inference"] == here(bf16)
+    f1 = addsent._f1(examples, [ex.context + " Vienna is in Austria." for ex in examples])
+    assert len(f1) == 3 and all(0.0 <= f <= 1.0 for f in f1)
+    assert addsent.scorer.bf16 is bf16 and addsent.describe()["inference"] == here(bf16)
+
+    config = {"model": setup["qa"], "max_length": 64, "length": 2, "epochs": 1, "candidates": 2}
+    addany = get_attack("addany")({**config, "bf16": bf16})
+    records = [o.example.provenance[-1] for o in addany.apply_batch(examples)]
+    for r in records:
+        assert 0.0 <= r["expected_f1"] == r["trace"][-1] <= r["trace"][0] <= 1.0
+        assert len(r["sentence"].split()) == 2 and r["queries"] > 1
+    assert addany.describe()["inference"] == here(bf16)
+    if not bf16:
+        default = get_attack("addany")(config)
+        assert [o.example.provenance[-1] for o in default.apply_batch(examples)] == records
+
+
+# --------------------------------------------------------------------------- training
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two-step training runs by (objective, mixed precision), each trained once."""
+    root = tmp_path_factory.mktemp("runs")
+    race, tok = make_race_dir(root), make_tokenizer(root)
+    done = {}
+
+    def run(objective: str, precision: str) -> dict:
+        if (objective, precision) not in done:
+            from training import train
+
+            extra = {"max_length": 48, "doc_stride": 16} if objective == "span_extraction" else {}
+            cfg = tiny(tok, race, root / f"{objective}-{precision}", objective=objective,
+                       mixed_precision=precision, epochs=1, max_steps=2, save_every_steps=None, **extra)
+            done[objective, precision] = train(cfg, progress=False)
+        return done[objective, precision]
+
+    return run
+
+
+@pytest.mark.parametrize("bf16", PRECISIONS)
+@pytest.mark.parametrize("objective", ["multiple_choice", "span_extraction", "distractor_generation"])
+def test_training_mixed_precision(runs, objective, bf16):
+    from safetensors.torch import load_file
+
+    result = runs(objective, "bf16" if bf16 else "no")
+    metrics = result["metrics"]
+    assert metrics["step"] == 2 and math.isfinite(metrics["train_loss"])
+    assert 0.0 <= metrics[metrics["metric"]] <= 1.0
+    weights = load_file(str(Path(result["final"]) / "model.safetensors"))
+    assert all(w.dtype == torch.float32 and torch.isfinite(w).all() for w in weights.values())
+    if bf16:  # the same steps in bf16 end near, not at, the fp32 weights
+        fp32 = load_file(str(Path(runs(objective, "no")["final"]) / "model.safetensors"))
+        diffs = [(weights[k] - fp32[k]).abs().max().item() for k in fp32]
+        assert 0 < max(diffs) < 0.05
