@@ -12,10 +12,17 @@ setup(
     long_description=Path("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=["advrace", "advrace.metrics", "attacks", "training", "human_eval"],
+    # One top-level package: the design card's top-level folders attacks/, training/ and
+    # human_eval/ install as advrace.attacks, advrace.training and advrace.human_eval.
+    packages=["advrace", "advrace.core", "advrace.metrics", "advrace.formats", "advrace.resources",
+              "advrace.models", "advrace.attacks", "advrace.release", "advrace.evaluation",
+              "advrace.training", "advrace.human_eval"],
+    package_dir={"advrace.attacks": "attacks", "advrace.training": "training",
+                 "advrace.human_eval": "human_eval"},
     package_data={"advrace": ["sample_data/README.md", "sample_data/race/*/*.txt",
-                              "sample_data/squad/*.json", "metrics/*/*.py", "metrics/*.py"],
-                  "human_eval": ["static/*.js", "static/*.css"]},
+                              "sample_data/squad/*.json"],
+                  "advrace.metrics": ["*/*.py"],
+                  "advrace.human_eval": ["static/*.js", "static/*.css", "templates/*.html"]},
     install_requires=[
         "numpy>=1.24",
         "pyyaml>=6",

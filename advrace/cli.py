@@ -7,8 +7,8 @@ import json
 import sys
 import textwrap
 
-from . import __version__
-from .errors import AdvraceError
+from advrace import __version__
+from advrace.core.errors import AdvraceError
 
 BUILD_EPILOG = textwrap.dedent("""\
     examples:
@@ -70,11 +70,11 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("attacks", help="list the available attacks and their default configs")
 
-    from human_eval.cli import add_human_eval_parser
-    from training.ablation import add_ablate_parser
-    from training.cli import add_train_parser
+    from advrace.human_eval.cli import add_human_eval_parser
+    from advrace.training.ablation import add_ablate_parser
+    from advrace.training.cli import add_train_parser
 
-    from .evaluation import add_evaluate_parser
+    from advrace.evaluation import add_evaluate_parser
 
     for name, handler in [("build", _build), ("verify", _verify), ("export", _export), ("attacks", _attacks),
                           ("evaluate", add_evaluate_parser(sub)), ("train", add_train_parser(sub)),
@@ -84,8 +84,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build(args) -> int:
-    from .config import load_config, with_overrides
-    from .release import build_release
+    from advrace.core.config import load_config, with_overrides
+    from advrace.release import build_release
 
     cfg = with_overrides(load_config(args.config), data=args.data, format=args.format,
                          attacks=args.attacks, seed=args.seed, limit=args.limit,
@@ -103,7 +103,7 @@ def _build(args) -> int:
 
 
 def _verify(args) -> int:
-    from .release import check_release
+    from advrace.release import check_release
 
     manifest = check_release(args.release)
     n = len(manifest["splits"]) + len(manifest["files"])
@@ -112,7 +112,7 @@ def _verify(args) -> int:
 
 
 def _export(args) -> int:
-    from .release import export_advrace
+    from advrace.release import export_advrace
 
     for path in export_advrace(args.release, args.out, args.split):
         print(f"wrote {path}")
@@ -122,7 +122,7 @@ def _export(args) -> int:
 def _attacks(args) -> int:
     import dataclasses
 
-    from attacks import attack_classes
+    from advrace.attacks import attack_classes
 
     for cls in attack_classes():
         doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip().splitlines()[0]

@@ -13,8 +13,8 @@ import random
 import re
 from dataclasses import dataclass
 
-from advrace.errors import ConfigError
-from advrace.text import WORD_RE, count_words
+from advrace.core.errors import ConfigError
+from advrace.core.text import WORD_RE, count_words
 
 from .base import Attack, CannotPerturb, register
 

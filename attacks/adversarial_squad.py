@@ -21,7 +21,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-from advrace.errors import ConfigError
+from advrace.core.errors import ConfigError
 from advrace.metrics import normalize_answer, squad_em_f1
 
 from .base import Attack, CannotPerturb, Outcome, register
@@ -155,7 +155,7 @@ class _ModelDependent(CheckpointAttack):
     @property
     def scorer(self):
         if self._scorer is None:
-            from advrace.span_scoring import load_span_model
+            from advrace.models.span_scoring import load_span_model
 
             self._scorer = load_span_model(self.config.model, batch_size=self.config.batch_size,
                                            max_length=self.config.max_length, bf16=self.config.bf16)
@@ -179,7 +179,7 @@ class AddSentAdversary(_ModelDependent):
     uses = ("spacy_model", "glove", "wordnet", "stopwords", "stemmer")
 
     def apply_batch(self, examples, state=None, progress=False):
-        from advrace.sharding import map_sharded
+        from advrace.models.sharding import map_sharded
 
         if examples and examples[0].task != "extractive_qa":
             raise ConfigError(f"attack {self.name!r} (Jia and Liang's) applies to SQuAD examples; "
@@ -248,7 +248,7 @@ class AddAny(_ModelDependent):
 
     def expected_f1(self, example, sentences: list[str]) -> list[tuple[float, float]]:
         """(expected F1 over the n-best distribution, F1 of the top answer) per sentence."""
-        from advrace.span_scoring import answer_distribution
+        from advrace.models.span_scoring import answer_distribution
 
         contexts = [_place(example, s, False).context for s in sentences]
         spans = self.scorer.n_best([example.question] * len(contexts), contexts, self.config.n_best)
@@ -309,7 +309,7 @@ class AddAny(_ModelDependent):
     def apply_batch(self, examples, state=None, progress=False):
         from tqdm.auto import tqdm
 
-        from advrace.sharding import map_sharded
+        from advrace.models.sharding import map_sharded
 
         def run(shard):
             return [self.search(ex, self.rng_for(ex)) for ex in

@@ -14,8 +14,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from advrace.checking import build_dataclass
-from advrace.errors import ConfigError
+from advrace.core.checking import build_dataclass
+from advrace.core.errors import ConfigError
 
 
 class CannotPerturb(Exception):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from advrace.text import alpha_tokens, count_words
+from advrace.core.text import alpha_tokens, count_words
 
 from .base import Attack, CannotPerturb, register
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advrace.distractors import select_distractors
+from advrace.core.distractors import select_distractors
 
 from .base import register
 from .model_based import DistractorAttack, DistractorAttackConfig
@@ -38,8 +38,8 @@ class DistractorExtraction(DistractorAttack):
         if getattr(self, "_span_scorer", None) is None:
             from transformers import AutoModelForQuestionAnswering
 
-            from advrace.model_loading import load_model
-            from advrace.span_scoring import SpanScorer
+            from advrace.models.loading import load_model
+            from advrace.models.span_scoring import SpanScorer
 
             cfg = self.config
             model, tokenizer, device, bf16 = load_model(

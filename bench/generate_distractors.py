@@ -21,18 +21,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advrace.beam_search import beam_search  # noqa: E402
-from advrace.config import DataSpec  # noqa: E402
-from advrace.loaders import load  # noqa: E402
-from advrace.seq2seq_encoding import encode_sources  # noqa: E402
-from advrace.unilm import FullDecoder, Seq2SeqDecoder, UniLMSeq2Seq  # noqa: E402
+from advrace.models.beam_search import beam_search  # noqa: E402
+from advrace.core.config import DataSpec  # noqa: E402
+from advrace.formats import load  # noqa: E402
+from advrace.models.seq2seq_encoding import encode_sources  # noqa: E402
+from advrace.models.unilm import FullDecoder, Seq2SeqDecoder, UniLMSeq2Seq  # noqa: E402
 
 
 def load_model(name: str | None):
     import torch
     from transformers import AutoTokenizer
 
-    from training.config import resolve_model
+    from advrace.training.config import resolve_model
 
     path = name or resolve_model("minilm")
     torch.manual_seed(0)

@@ -16,8 +16,8 @@ import re
 import time
 from pathlib import Path
 
-from advrace.examples import MCExample
-from advrace.mc_encoding import BLANK_RE, question_with_option
+from advrace.core.examples import MCExample
+from advrace.models.mc_encoding import BLANK_RE, question_with_option
 
 from . import store
 
@@ -26,7 +26,7 @@ class AuthoringModel:
     """A multiple-choice checkpoint (or a built-in reader, without importance) for the page."""
 
     def __init__(self, model: str, max_length: int = 384):
-        from advrace.baselines import is_baseline, make_baseline
+        from advrace.models.readers import is_baseline, make_baseline
 
         self.name = str(model).rstrip("/").split("/")[-1]
         self.max_length = max_length
@@ -172,7 +172,7 @@ def export_authored(db_path, out_dir, name: str = "human-authored") -> dict:
     finally:
         conn.close()
     if not examples:
-        from advrace.errors import ConfigError
+        from advrace.core.errors import ConfigError
 
         raise ConfigError(f"{db_path}: no submissions to export yet")
     return write_release({"human_authored": examples}, Path(out_dir), name=name,

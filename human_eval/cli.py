@@ -78,7 +78,7 @@ def add_human_eval_parser(subparsers):
 
 
 def _run(args) -> int:
-    from advrace.errors import ConfigError
+    from advrace.core.errors import ConfigError
 
     cmd = args.human_command
     if cmd in ("serve", "report", "export", "export-authored") and not Path(args.db).is_file():

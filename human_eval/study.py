@@ -9,7 +9,7 @@ import random
 import re
 from pathlib import Path
 
-from advrace.errors import ConfigError
+from advrace.core.errors import ConfigError
 from advrace.release import check_release, read_split
 
 from . import store

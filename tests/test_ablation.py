@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from advrace.errors import ConfigError
+from advrace.core.errors import ConfigError
 from conftest import tiny
-from training.ablation import ablate, grid_from_dict, run_config
+from advrace.training.ablation import ablate, grid_from_dict, run_config
 
 
 def grid(tokenizer_dir, race_dir, tmp_path, **extra):
@@ -27,7 +27,7 @@ def grid(tokenizer_dir, race_dir, tmp_path, **extra):
 
 
 def test_grid_on_the_sample_trains_each_run_and_writes_one_matrix(tokenizer_dir, race_dir, tmp_path):
-    from advrace.config import config_from_dict
+    from advrace.core.config import config_from_dict
     from advrace.release import build_release
 
     release = tmp_path / "release"

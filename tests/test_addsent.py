@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from advrace.errors import ConfigError
-from advrace.examples import MCExample
+from advrace.core.errors import ConfigError
+from advrace.core.examples import MCExample
 from advrace.resources import get_resources
-from advrace.text import words
-from attacks.addsent import (AddSent, contains_gold, declarative, inflection_candidates,
+from advrace.core.text import words
+from advrace.attacks.addsent import (AddSent, contains_gold, declarative, inflection_candidates,
                              new_number)
-from attacks.base import CannotPerturb
+from advrace.attacks.base import CannotPerturb
 
 PASSAGE = (
     "Tom lives in a small village near the mountains. Every morning he walks to school with his "
@@ -341,7 +341,7 @@ def test_summarize(addsent):
 
 
 def test_multiple_choice_only(addsent):
-    from advrace.examples import SpanExample
+    from advrace.core.examples import SpanExample
 
     ctx = "Tom lives in a village."
     span = SpanExample(id="s", title="t", context=ctx, question="Where does Tom live?",

@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from advrace.config import config_from_dict
+from advrace.core.config import config_from_dict
 from advrace.release import build_release, read_split
 from advrace.resources import get_resources
-from attacks import get_attack
-from attacks.adversarial_squad import readability_problem
-from attacks.declarative_rules import declarative_candidates, past_tense, third_person
-from attacks.fake_answers import TYPES, answer_type, fake_answers
+from advrace.attacks import get_attack
+from advrace.attacks.adversarial_squad import readability_problem
+from advrace.attacks.declarative_rules import declarative_candidates, past_tense, third_person
+from advrace.attacks.fake_answers import TYPES, answer_type, fake_answers
 from conftest import squad_doc
 
 
@@ -137,8 +137,8 @@ def test_sentences_are_appended_or_prepended_with_offsets_kept(tmp_path):
 
 
 def test_addsent_name_dispatches_on_the_task():
-    assert get_attack("addsent", "multiple_choice").__module__ == "attacks.addsent"
-    assert get_attack("addsent", "extractive_qa").__module__ == "attacks.adversarial_squad"
+    assert get_attack("addsent", "multiple_choice").__module__ == "advrace.attacks.addsent"
+    assert get_attack("addsent", "extractive_qa").__module__ == "advrace.attacks.adversarial_squad"
     with pytest.raises(Exception, match="does not apply to extractive_qa"):
         get_attack("diagnosis", "extractive_qa")
 
@@ -146,7 +146,7 @@ def test_addsent_name_dispatches_on_the_task():
 @pytest.fixture(scope="module")
 def span_model(tmp_path_factory):
     from conftest import make_race_dir, make_tokenizer, tiny
-    from training import train
+    from advrace.training import train
 
     root = tmp_path_factory.mktemp("span")
     squad = root / "squad.json"
@@ -184,7 +184,7 @@ def test_model_dependent_adversaries(span_model, tmp_path):
             assert len(record["sentence"].split()) == 3
             for a in ex.answers:
                 assert ex.context[a.start:a.end] == a.text
-    from attacks.adversarial_squad import OFFENSIVE
+    from advrace.attacks.adversarial_squad import OFFENSIVE
 
     common = set(get_resources().common_words(1000)) - OFFENSIVE
     for ex in read_split(out, "addcommon"):

@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from advrace.baselines import SimilarityReader, SlidingWindow, is_baseline, make_baseline, tokens
-from advrace.errors import ConfigError
-from advrace.examples import MCExample
+from advrace.models.readers import SimilarityReader, SlidingWindow, is_baseline, make_baseline, tokens
+from advrace.core.errors import ConfigError
+from advrace.core.examples import MCExample
 
 
 def ex(passage, question, options, label=0, i="q"):
@@ -82,7 +82,7 @@ def test_similarity_scores_do_not_depend_on_the_batch(reader):
 def test_evaluate_takes_built_in_readers_by_name(tmp_path):
     import json
 
-    from advrace.config import config_from_dict
+    from advrace.core.config import config_from_dict
     from advrace.evaluation import evaluate_command
     from advrace.release import build_release
     from conftest import make_race_dir

@@ -2,10 +2,10 @@ import random
 
 import pytest
 
-from advrace.examples import Answer, MCExample, SpanExample
-from advrace.text import alpha_tokens
-from attacks import get_attack
-from attacks.charswap import swap, swap_positions
+from advrace.core.examples import Answer, MCExample, SpanExample
+from advrace.core.text import alpha_tokens
+from advrace.attacks import get_attack
+from advrace.attacks.charswap import swap, swap_positions
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_charswap_on_squad_keeps_answers(charswap):
 
 
 def test_unknown_config_key_is_rejected():
-    from advrace.errors import ConfigError
+    from advrace.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="config: unknown key.*min_len"):
         get_attack("charswap")({"min_len": 3})

@@ -137,7 +137,7 @@ def test_manifest_holds_no_machine_path(race_dir, tmp_path):
 
 
 def test_set_train_path_without_format_redetects(tmp_path):
-    from training.config import load_config
+    from advrace.training.config import load_config
 
     cfg = tmp_path / "t.yaml"
     cfg.write_text(yaml.safe_dump({"train": {"path": "RACE/train", "format": "race-dir"}}))

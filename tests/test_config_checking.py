@@ -8,17 +8,17 @@ from typing import Any, Literal
 import pytest
 import yaml
 
-from advrace.checking import build_dataclass, describe
+from advrace.core.checking import build_dataclass, describe
 from advrace.cli import main
-from advrace.config import config_from_dict as release_config
-from advrace.config import load_config as load_release
-from advrace.errors import ConfigError
-from attacks import get_attack
+from advrace.core.config import config_from_dict as release_config
+from advrace.core.config import load_config as load_release
+from advrace.core.errors import ConfigError
+from advrace.attacks import get_attack
 from conftest import tiny
-from training.ablation import grid_from_dict
-from training.config import apply_overrides
-from training.config import config_from_dict as train_config
-from training.config import load_config as load_train
+from advrace.training.ablation import grid_from_dict
+from advrace.training.config import apply_overrides
+from advrace.training.config import config_from_dict as train_config
+from advrace.training.config import load_config as load_train
 
 
 @dataclass(frozen=True)
@@ -227,7 +227,7 @@ def test_training_set_values_are_checked_through_the_config(tmp_path):
 
 
 def test_training_cli_set_exits_2(tmp_path, capsys):
-    from training.cli import main as train_main
+    from advrace.training.cli import main as train_main
 
     config = write_yaml(tmp_path / "t.yaml", {"train": "data"})
     assert train_main([config, "--set", "epochs=two"]) == 2

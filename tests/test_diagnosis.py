@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from advrace.examples import MCExample
+from advrace.core.examples import MCExample
 from advrace.resources import get_resources
-from attacks.diagnosis import Diagnosis
+from advrace.attacks.diagnosis import Diagnosis
 
 PASSAGE = (
     "Tom lives in a small village near the mountains. Every morning he walks to school with his "

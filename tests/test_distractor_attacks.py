@@ -5,15 +5,15 @@ import json
 import pytest
 import torch
 
-from advrace.config import config_from_dict
-from advrace.distractors import jaccard_distance
-from advrace.errors import ConfigError
-from advrace.loaders import load
+from advrace.core.config import config_from_dict
+from advrace.core.distractors import jaccard_distance
+from advrace.core.errors import ConfigError
+from advrace.formats import load
 from advrace.release import build_release, read_split
-from attacks import get_attack
-from attacks.model_based import checkpoint_sha256
+from advrace.attacks import get_attack
+from advrace.attacks.model_based import checkpoint_sha256
 from conftest import make_race_dir, make_tokenizer, tiny
-from training import train
+from advrace.training import train
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_training_objectives_learn(setup):
 def test_span_windows_put_the_answer_at_the_recorded_offsets(setup):
     from transformers import AutoTokenizer
 
-    from advrace.span_encoding import encode_windows, span_training_examples
+    from advrace.models.span_encoding import encode_windows, span_training_examples
 
     examples = load(str(setup["race"])).examples
     questions, contexts, spans = span_training_examples(examples, seed=3)
@@ -184,7 +184,7 @@ def test_rule_based_splits_can_feed_a_model_split(setup, tmp_path):
 
 BUILD_DRIVER = """
 import json, sys
-from advrace.config import config_from_dict
+from advrace.core.config import config_from_dict
 from advrace.release import build_release
 
 build_release(config_from_dict(json.loads(sys.argv[1])), sys.argv[2])

@@ -2,9 +2,9 @@ import random
 
 import pytest
 
-from advrace.distractors import (insert_answer_span, replace_distractors, select_distractors,
+from advrace.core.distractors import (insert_answer_span, replace_distractors, select_distractors,
                                  sentence_starts, token_overlap)
-from advrace.examples import MCExample
+from advrace.core.examples import MCExample
 
 PASSAGE = "Tom lives in a village. He walks to school!  Mary plays the piano? She is good."
 
@@ -96,7 +96,7 @@ def test_replace_distractors_fallback():
 
 
 def test_jaccard_distance():
-    from advrace.distractors import jaccard_distance
+    from advrace.core.distractors import jaccard_distance
 
     assert jaccard_distance("the red car", "The red car") == 0.0
     assert jaccard_distance("a b c", "c d") == pytest.approx(1 - 1 / 4)
@@ -140,6 +140,6 @@ def test_label_follows_the_answer_after_replacement_and_reordering(label):
     ("  ", "Answer.", ""),
 ])
 def test_match_format(text, answer, expected):
-    from advrace.distractors import match_format
+    from advrace.core.distractors import match_format
 
     assert match_format(text, answer) == expected

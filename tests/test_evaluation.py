@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from advrace.config import config_from_dict
-from advrace.errors import ConfigError
+from advrace.core.config import config_from_dict
+from advrace.core.errors import ConfigError
 from advrace.evaluation import (ModelLoadError, PredictionsError, add_evaluate_parser, evaluate_command,
                                 load_checkpoint, score_predictions, score_release, unique_names)
-from advrace.mc_encoding import question_with_option
+from advrace.models.mc_encoding import question_with_option
 from advrace.metrics import load_metric, normalize_answer, squad_em_f1
 from advrace.release import build_release, read_split
 from conftest import PASSAGE, race_passage, squad_doc
@@ -286,7 +286,7 @@ def test_span_checkpoint_on_a_squad_release(qa_release, tmp_path):
     """EM and F1 of a span model through `advrace evaluate` equal those of its answers scored as a
     predictions file (the official SQuAD v1.1 definition)."""
     from conftest import make_race_dir, make_tokenizer, tiny
-    from training import train
+    from advrace.training import train
 
     tok = make_tokenizer(tmp_path)
     squad = write_json(tmp_path / "squad.json", squad_doc())
@@ -305,7 +305,7 @@ def test_span_checkpoint_on_a_squad_release(qa_release, tmp_path):
     assert "f1" in json.dumps(scores)
     import torch
 
-    from advrace.model_loading import precision_info, use_bf16
+    from advrace.models.loading import precision_info, use_bf16
 
     cpu = torch.device("cpu")  # evaluation keeps its automatic bf16, and says what it chose
     assert scores["results"]["final"]["source"]["inference"] == precision_info(cpu, use_bf16(None, cpu))

@@ -2,8 +2,8 @@ import dataclasses
 
 import pytest
 
-from advrace.errors import EditError
-from advrace.examples import Answer, MCExample, SpanExample, example_from_record
+from advrace.core.errors import EditError
+from advrace.core.examples import Answer, MCExample, SpanExample, example_from_record
 
 
 def mc():

@@ -11,13 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from advrace.config import config_from_dict
-from advrace.errors import ConfigError
+from advrace.core.config import config_from_dict
+from advrace.core.errors import ConfigError
 from advrace.release import build_release, check_release, read_split
 from conftest import make_race_dir, squad_doc
-from human_eval import report, store
-from human_eval.server import HumanEvalServer
-from human_eval.study import create_study
+from advrace.human_eval import report, store
+from advrace.human_eval.server import HumanEvalServer
+from advrace.human_eval.study import create_study
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -130,7 +130,7 @@ def test_answer_unanswerable_change_and_finish(study):
 
 
 def test_text_is_escaped(mc_release, tmp_path):
-    from advrace.examples import MCExample
+    from advrace.core.examples import MCExample
     from advrace.release import write_release
 
     evil = MCExample("x1", "Hello <script>window.pwned=1</script> <b>bold</b>", "Which <i>one</i>?",
@@ -225,7 +225,7 @@ def test_fleiss_kappa_and_wilson_by_hand():
 
 
 def test_twenty_annotators_fifty_answers_each_store_exactly_1000(tmp_path):
-    from advrace.examples import MCExample
+    from advrace.core.examples import MCExample
     from advrace.release import write_release
 
     examples = [MCExample(f"q{i}", f"Passage number {i}.", f"Question {i}?", ("a", "b", "c", "d"), i % 4)
@@ -257,8 +257,8 @@ def test_twenty_annotators_fifty_answers_each_store_exactly_1000(tmp_path):
 
 
 def test_authoring_api_records_edits_and_exports_a_release(mc_release, tmp_path):
-    from human_eval.authoring import AuthoringModel, export_authored
-    from human_eval.study import add_authors
+    from advrace.human_eval.authoring import AuthoringModel, export_authored
+    from advrace.human_eval.study import add_authors
 
     create_study(mc_release, tmp_path / "a.db", per_split=1, annotators=1)
     token = add_authors(tmp_path / "a.db", ["alice"])["alice"]
@@ -291,8 +291,8 @@ def test_authoring_api_records_edits_and_exports_a_release(mc_release, tmp_path)
 def test_word_importance_from_a_checkpoint(tokenizer_dir, race_dir, tmp_path):
     """Gradient x embedding per word (Wallace et al., eq. 1), summed over sub-tokens."""
     from conftest import tiny
-    from human_eval.authoring import AuthoringModel
-    from training import train
+    from advrace.human_eval.authoring import AuthoringModel
+    from advrace.training import train
 
     run = train(tiny(tokenizer_dir, race_dir, tmp_path, max_steps=2, epochs=1), progress=False)
     model = AuthoringModel(run["final"], max_length=96)

@@ -7,13 +7,13 @@ import time
 
 import pytest
 
-from advrace.config import config_from_dict
-from advrace.examples import MCExample
+from advrace.core.config import config_from_dict
+from advrace.core.examples import MCExample
 from advrace.release import build_release, write_release
 from conftest import make_race_dir
-from human_eval.authoring import AuthoringModel
-from human_eval.server import HumanEvalServer
-from human_eval.study import add_authors, create_study
+from advrace.human_eval.authoring import AuthoringModel
+from advrace.human_eval.server import HumanEvalServer
+from advrace.human_eval.study import add_authors, create_study
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")

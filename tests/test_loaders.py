@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from advrace import loaders
-from advrace.errors import AdvraceError, ConfigError, DataError
-from advrace.examples import Answer, MCExample, SpanExample
-from advrace.loaders import FORMATS, LoadResult, detect_format, load
+from advrace import formats as loaders
+from advrace.core.errors import AdvraceError, ConfigError, DataError
+from advrace.core.examples import Answer, MCExample, SpanExample
+from advrace.formats import FORMATS, LoadResult, detect_format, load
 
 ARTICLE = "  Tom lives in Paris.\nHe likes cats — and café au lait.  "
 SQUAD_CONTEXT = "The Eiffel Tower is in Paris. It was built in 1889."

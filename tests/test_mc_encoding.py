@@ -1,5 +1,5 @@
-from advrace.examples import MCExample
-from advrace.mc_encoding import collate_mc, encode_mc, length_sorted_batches, question_with_option
+from advrace.core.examples import MCExample
+from advrace.models.mc_encoding import collate_mc, encode_mc, length_sorted_batches, question_with_option
 
 
 def test_blank_filling_and_appending():

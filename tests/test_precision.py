@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from advrace.loaders import load
-from attacks import get_attack
+from advrace.formats import load
+from advrace.attacks import get_attack
 from conftest import make_race_dir, make_tokenizer, squad_doc, tiny
 
 PRECISIONS = [pytest.param(False, id="fp32"), pytest.param(True, id="bf16")]
@@ -53,7 +53,7 @@ def setup(tmp_path_factory):
     from transformers import (AutoTokenizer, BertForMultipleChoice, BertForQuestionAnswering, LlamaConfig,
                               LlamaForCausalLM)
 
-    from advrace.unilm import UniLMSeq2Seq
+    from advrace.models.unilm import UniLMSeq2Seq
 
     root = tmp_path_factory.mktemp("precision")
     race, tok_dir = make_race_dir(root), make_tokenizer(root)
@@ -83,7 +83,7 @@ def _plain_mc_scores(path: str, examples) -> list[list[float]]:
     """One fp32 forward pass per question, no autocast and no batching."""
     from transformers import AutoModelForMultipleChoice, AutoTokenizer
 
-    from advrace.mc_encoding import question_with_option
+    from advrace.models.mc_encoding import question_with_option
 
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForMultipleChoice.from_pretrained(path).eval()
@@ -119,8 +119,8 @@ def test_checkpoint_scorer(setup, bf16):
 
 def _plain_n_best(scorer, questions, contexts, n_best):
     """The n-best lists from one fp32 forward pass per window, no autocast and no batching."""
-    from advrace.span_decoding import best_spans, merge_windows
-    from advrace.span_encoding import collate_windows, encode_windows
+    from advrace.models.span_decoding import best_spans, merge_windows
+    from advrace.models.span_encoding import collate_windows, encode_windows
 
     windows = encode_windows(scorer.tokenizer, questions, contexts, max_length=scorer.max_length,
                              stride=scorer.doc_stride)
@@ -136,7 +136,7 @@ def _plain_n_best(scorer, questions, contexts, n_best):
 
 @pytest.mark.parametrize("bf16", PRECISIONS)
 def test_span_scorer(setup, bf16):
-    from advrace.span_scoring import load_span_model
+    from advrace.models.span_scoring import load_span_model
 
     examples = setup["examples"]
     questions, contexts = [ex.question for ex in examples], [ex.passage for ex in examples]
@@ -184,7 +184,7 @@ def test_distractor_extraction(setup, bf16):
 
 def test_auto_precision_is_what_the_hardware_gives(setup):
     """`bf16: null` picks bf16 where the CPU has it natively; describe() says which it got."""
-    from advrace.model_loading import _cpu_has_native_bf16
+    from advrace.models.loading import _cpu_has_native_bf16
 
     attack = get_attack("distractor_extraction")({"model": setup["qa"], "bf16": None, "max_length": 48,
                                                   "doc_stride": 16})
@@ -202,8 +202,8 @@ def _beam_inputs():
 def test_unilm_cached_decoder(setup, bf16):
     """The cached decoder agrees with full re-encoding, step by step, under either precision; its
     padding mask must fit bf16 (fp32's lowest value does not)."""
-    from advrace.beam_search import beam_search
-    from advrace.unilm import FullDecoder, Seq2SeqDecoder, UniLMSeq2Seq
+    from advrace.models.beam_search import beam_search
+    from advrace.models.unilm import FullDecoder, Seq2SeqDecoder, UniLMSeq2Seq
 
     model = UniLMSeq2Seq.from_pretrained(setup["unilm"]).eval()
     src, lengths = _beam_inputs()
@@ -296,7 +296,7 @@ def runs(tmp_path_factory):
 
     def run(objective: str, precision: str) -> dict:
         if (objective, precision) not in done:
-            from training import train
+            from advrace.training import train
 
             extra = {"max_length": 48, "doc_stride": 16} if objective == "span_extraction" else {}
             cfg = tiny(tok, race, root / f"{objective}-{precision}", objective=objective,

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from advrace.config import ReleaseConfig, config_from_dict, load_config
-from advrace.errors import ConfigError, DataError, VerifyError
+from advrace.core.config import ReleaseConfig, config_from_dict, load_config
+from advrace.core.errors import ConfigError, DataError, VerifyError
 from advrace.release import (build_release, check_release, export_advrace, read_split, split_file,
                              verify_release)
 
@@ -82,7 +82,7 @@ def test_interrupted_build_leaves_previous_release(race_dir, tmp_path, monkeypat
     out = tmp_path / "rel"
     build_release(cfg_for(race_dir), out)
     before = tree_bytes(out)
-    from attacks.charswap import CharSwap
+    from advrace.attacks.charswap import CharSwap
 
     calls = {"n": 0}
     real = CharSwap.perturb

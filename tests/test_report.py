@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from advrace.config import config_from_dict
-from advrace.errors import ConfigError
+from advrace.core.config import config_from_dict
+from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.release import build_release, read_split
-from advrace.report import MINUS, relative_drop, render_markdown, summarize, write_report
+from advrace.evaluation.report import MINUS, relative_drop, render_markdown, summarize, write_report
 from conftest import race_passage, squad_doc
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

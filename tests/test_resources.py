@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from advrace.errors import ConfigError, ResourceMissing
+from advrace.core.errors import ConfigError, ResourceMissing
 from advrace.resources import GloVe, ResourceConfig, Resources, get_resources
 
 TINY_GLOVE = """\

@@ -2,10 +2,10 @@ from pathlib import Path
 
 import pytest
 
-from advrace.config import config_from_dict
-from advrace.errors import ConfigError
+from advrace.core.config import config_from_dict
+from advrace.core.errors import ConfigError
 from advrace.release import build_release, read_split
-from advrace.runner import passage_groups
+from advrace.release.runner import passage_groups
 
 
 def tree_bytes(root: Path) -> dict:
@@ -48,7 +48,7 @@ def test_from_must_name_an_earlier_split(race_dir, tmp_path):
 
 
 def test_a_failing_worker_leaves_no_release(race_dir, tmp_path, monkeypatch):
-    from attacks.charswap import CharSwap
+    from advrace.attacks.charswap import CharSwap
 
     def broken(self, example, rng):
         raise RuntimeError("boom")
@@ -60,7 +60,7 @@ def test_a_failing_worker_leaves_no_release(race_dir, tmp_path, monkeypatch):
 
 
 def test_passage_groups_keep_first_appearance_order():
-    from advrace.examples import MCExample
+    from advrace.core.examples import MCExample
 
     exs = [MCExample(id=str(i), passage=p, question="q", options=("a", "b"), label=0)
            for i, p in enumerate("ABAC")]
@@ -70,9 +70,9 @@ def test_passage_groups_keep_first_appearance_order():
 def test_each_passage_and_question_is_analysed_once(race_dir):
     from collections import Counter
 
-    from advrace.loaders import load
+    from advrace.formats import load
     from advrace.resources import Resources, get_resources
-    from advrace.runner import run_splits
+    from advrace.release.runner import run_splits
 
     shared = get_resources()
     res = Resources(shared.config)

@@ -8,13 +8,13 @@ import pytest
 import torch
 import yaml
 
-from advrace.errors import ConfigError
-from advrace.loaders import load
+from advrace.core.errors import ConfigError
+from advrace.formats import load
 from conftest import PASSAGE, SPECIAL, tiny
-from training import config_from_dict, load_config, train
-from training.cli import main
-from training.data import BucketBatchSampler, encode
-from training.recipes import build_train_set
+from advrace.training import config_from_dict, load_config, train
+from advrace.training.cli import main
+from advrace.training.data import BucketBatchSampler, encode
+from advrace.training.recipes import build_train_set
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs" / "train"
@@ -82,7 +82,7 @@ def test_resume_gives_the_same_weights_and_log(tokenizer_dir, race_dir, tmp_path
 
 DRIVER = """
 import json, sys
-from training import train
+from advrace.training import train
 
 cfg, out = json.loads(sys.argv[1]), sys.argv[2]
 train(cfg, output_dir=out + "/whole", progress=False)
@@ -142,8 +142,8 @@ def test_targeted_adds_a_quarter_of_perturbed_copies(race_dir):
 
 
 def test_unperturbable_questions_are_replaced(race_dir, monkeypatch):
-    from attacks.base import CannotPerturb
-    from attacks.charswap import CharSwap
+    from advrace.attacks.base import CannotPerturb
+    from advrace.attacks.charswap import CharSwap
 
     real = CharSwap.perturb
 
@@ -180,7 +180,7 @@ def test_mixed_gives_each_attack_a_disjoint_slice():
 def test_option_only_feeds_options_alone(tokenizer_dir, race_dir, tmp_path, monkeypatch):
     from transformers import AutoTokenizer
 
-    from training.objectives import MultipleChoice
+    from advrace.training.objectives import MultipleChoice
 
     seen = []
     real = MultipleChoice.features
@@ -213,7 +213,7 @@ def test_option_only_feeds_options_alone(tokenizer_dir, race_dir, tmp_path, monk
 def test_best_and_final_load_with_from_pretrained(tokenizer_dir, race_dir, tmp_path):
     from transformers import AutoModelForMultipleChoice, AutoTokenizer
 
-    from advrace.mc_encoding import collate_mc
+    from advrace.models.mc_encoding import collate_mc
 
     result = train(tiny(tokenizer_dir, race_dir, tmp_path), progress=False)
     info = json.loads((Path(result["best"]) / "training_info.json").read_text())
@@ -249,10 +249,10 @@ def test_adversarial_run_and_cli(tokenizer_dir, race_dir, tmp_path, capsys):
 
 
 def test_data_from_a_release_split(race_dir, tmp_path):
-    from advrace.config import config_from_dict as release_config
+    from advrace.core.config import config_from_dict as release_config
     from advrace.release import build_release
-    from training.config import data_from_dict
-    from training.data import load_examples
+    from advrace.training.config import data_from_dict
+    from advrace.training.data import load_examples
 
     build_release(release_config({"data": {"path": str(race_dir)}, "splits": ["charswap"],
                                   "workers": 1}), tmp_path / "rel")

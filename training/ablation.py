@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advrace.checking import build_dataclass, check_keys
-from advrace.config import read_yaml
-from advrace.errors import ConfigError
+from advrace.core.checking import build_dataclass, check_keys
+from advrace.core.config import read_yaml
+from advrace.core.errors import ConfigError
 
 from .config import config_from_dict, set_values
 
@@ -90,7 +90,7 @@ def grid_from_dict(values: dict, where: str = "ablation config") -> Grid:
     for i, n in enumerate(names):
         if n in names[:i]:
             raise ConfigError(f"{where}: runs[{i}] needs a unique 'name'; {n!r} is taken")
-    from advrace.baselines import BASELINES, is_baseline
+    from advrace.models.readers import BASELINES, is_baseline
 
     wrong = [b for b in grid.baselines if not is_baseline(b)]
     if wrong:
@@ -115,7 +115,7 @@ def run_config(grid: Grid, run: Run) -> dict:
 
 
 def _release_dir(grid: Grid, out: Path, progress: bool) -> Path:
-    from advrace.config import load_config
+    from advrace.core.config import load_config
     from advrace.release import build_release, check_release
 
     if grid.release.path:
@@ -132,7 +132,7 @@ def ablate(grid: Grid, output_dir: str | Path | None = None, *, resume: bool = F
     """Train every run, score its best checkpoint on the release, and write one report."""
     from advrace.evaluation import score_release
     from advrace.release import load_manifest
-    from advrace.report import write_report
+    from advrace.evaluation.report import write_report
 
     from .loop import train
 

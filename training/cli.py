@@ -7,15 +7,15 @@ import dataclasses
 import sys
 import textwrap
 
-from advrace.errors import AdvraceError
+from advrace.core.errors import AdvraceError
 
 EPILOG = textwrap.dedent("""\
     examples:
       advrace train configs/train/cpu-smoke.yaml --output-dir runs/smoke
       advrace train configs/train/cpu-smoke.yaml --output-dir runs/smoke --resume
       advrace train configs/train/advrace-gpu.yaml --set train.path=/data/RACE/train --set dev.path=/data/RACE/dev
-      accelerate launch --multi_gpu --num_processes 4 -m training configs/train/advrace-gpu.yaml
-      ACCELERATE_USE_CPU=true torchrun --nproc_per_node 2 -m training configs/train/cpu-smoke.yaml
+      accelerate launch --multi_gpu --num_processes 4 -m advrace train configs/train/advrace-gpu.yaml
+      ACCELERATE_USE_CPU=true torchrun --nproc_per_node 2 -m advrace train configs/train/cpu-smoke.yaml
 
       advrace train configs/train/de-cpu.yaml --output-dir runs/de
       advrace train configs/train/dg-cpu.yaml --output-dir runs/dg
@@ -83,7 +83,7 @@ def run_train(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training")
+    parser = argparse.ArgumentParser(prog="python -m advrace.training")
     handler = add_train_parser(parser.add_subparsers(dest="command", required=True))
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] != ["train"]:

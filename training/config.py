@@ -14,11 +14,11 @@ from typing import Any
 
 import yaml
 
-from advrace.checking import build_dataclass, check_keys
-from advrace.config import SAMPLE_PREFIX, DataSpec, SplitSpec, read_yaml
-from advrace.config import config_from_dict as release_config_from_dict
-from advrace.errors import ConfigError, ResourceMissing
-from advrace.loaders import FORMATS
+from advrace.core.checking import build_dataclass, check_keys
+from advrace.core.config import SAMPLE_PREFIX, DataSpec, SplitSpec, read_yaml
+from advrace.core.config import config_from_dict as release_config_from_dict
+from advrace.core.errors import ConfigError, ResourceMissing
+from advrace.formats import FORMATS
 
 TASKS = ("finetune", "adversarial", "option_only")
 MODES = ("targeted", "mixed")

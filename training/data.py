@@ -13,9 +13,9 @@ import math
 
 import torch
 
-from advrace.errors import ConfigError
-from advrace.loaders import load
-from advrace.mc_encoding import MCFeature, collate_mc, encode_mc, length_sorted_batches
+from advrace.core.errors import ConfigError
+from advrace.formats import load
+from advrace.models.mc_encoding import MCFeature, collate_mc, encode_mc, length_sorted_batches
 from advrace.release import read_split
 
 from .config import DataConfig, resolve_data_path

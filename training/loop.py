@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 import yaml
 
-from advrace.errors import ConfigError
-from advrace.examples import MCExample
+from advrace.core.errors import ConfigError
+from advrace.core.examples import MCExample
 
 from . import checkpoints
 from .checkpoints import TrainerState

@@ -7,7 +7,7 @@ scored. Every dev metric is higher-is-better, so "best checkpoint" means the sam
 
 from __future__ import annotations
 
-from advrace.errors import ConfigError
+from advrace.core.errors import ConfigError
 
 MULTIPLE_CHOICE = "multiple_choice"
 SPAN = "span_extraction"
@@ -48,12 +48,12 @@ class MultipleChoice(Objective):
         return AutoModelForMultipleChoice
 
     def features(self, tokenizer, examples, seed, dev=False):
-        from advrace.mc_encoding import encode_mc
+        from advrace.models.mc_encoding import encode_mc
 
         return encode_mc(tokenizer, examples, max_length=self.cfg.max_length)
 
     def collate(self, features, pad_token_id):
-        from advrace.mc_encoding import collate_mc
+        from advrace.models.mc_encoding import collate_mc
 
         return collate_mc(features, pad_token_id)
 
@@ -87,7 +87,7 @@ class SpanExtraction(Objective):
         return AutoModelForQuestionAnswering
 
     def features(self, tokenizer, examples, seed, dev=False):
-        from advrace.span_encoding import encode_windows, span_training_examples
+        from advrace.models.span_encoding import encode_windows, span_training_examples
 
         questions, contexts, spans = span_training_examples(examples, seed)
         if dev:  # kept for `evaluate`
@@ -97,7 +97,7 @@ class SpanExtraction(Objective):
                               stride=self.cfg.doc_stride)
 
     def collate(self, features, pad_token_id):
-        from advrace.span_encoding import collate_windows
+        from advrace.models.span_encoding import collate_windows
 
         return collate_windows(features, pad_token_id)
 
@@ -107,7 +107,7 @@ class SpanExtraction(Objective):
         from accelerate.utils import gather_object
 
         from advrace.metrics import squad_em_f1
-        from advrace.span_decoding import best_spans, merge_windows
+        from advrace.models.span_decoding import best_spans, merge_windows
 
         contexts, golds = self._dev_contexts, self._dev_golds
         local = []
@@ -143,17 +143,17 @@ class DistractorGeneration(Objective):
     architecture = "UniLMSeq2Seq"
 
     def model_class(self):
-        from advrace.unilm import UniLMSeq2Seq
+        from advrace.models.unilm import UniLMSeq2Seq
 
         return UniLMSeq2Seq
 
     def features(self, tokenizer, examples, seed, dev=False):
-        from advrace.seq2seq_encoding import training_features
+        from advrace.models.seq2seq_encoding import training_features
 
         return training_features(tokenizer, examples, self.cfg.max_length, self.cfg.max_target_length)
 
     def collate(self, features, pad_token_id):
-        from advrace.seq2seq_encoding import collate_seq2seq
+        from advrace.models.seq2seq_encoding import collate_seq2seq
 
         return collate_seq2seq(features, pad_token_id)
 

@@ -14,15 +14,15 @@ import dataclasses
 import random
 from collections import Counter
 
-from advrace.config import config_from_dict as release_config_from_dict
-from advrace.errors import ConfigError
+from advrace.core.config import config_from_dict as release_config_from_dict
+from advrace.core.errors import ConfigError
 
 from .config import RecipeConfig
 
 
 def check_attacks(recipe: RecipeConfig) -> None:
     """Fail before any model is loaded if an attack is unknown or its config is wrong."""
-    from attacks import get_attack
+    from advrace.attacks import get_attack
 
     for spec in recipe.attacks:
         get_attack(spec.attack, "multiple_choice")(spec.config, seed=0)
@@ -35,7 +35,7 @@ def slice_order(n: int, seed: int) -> list[int]:
 
 
 def _attack(spec, seed: int, examples: list, resources, workers: int | None, progress: bool):
-    from advrace.runner import run_splits
+    from advrace.release.runner import run_splits
 
     _, results = run_splits(_release_cfg(spec, seed), examples, resources, workers=workers,
                             progress=progress)

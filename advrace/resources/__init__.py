@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError, ResourceMissing
+from advrace.core.errors import ConfigError, ResourceMissing
 
 __all__ = ["GloVe", "ResourceConfig", "Resources", "get_resources"]
 

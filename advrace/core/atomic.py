@@ -8,7 +8,7 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import ConfigError
+from advrace.core.errors import ConfigError
 
 
 def check_replaceable(out: Path, marker: str, what: str) -> None:

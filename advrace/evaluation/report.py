@@ -14,7 +14,7 @@ import json
 import math
 from pathlib import Path
 
-from .atomic import atomic_dir
+from advrace.core.atomic import atomic_dir
 
 ORIGINAL = "original"
 PROBE_ATTACKS = frozenset({"diagnosis", "option_only"})

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import yaml
 
-from .checking import build_dataclass
-from .errors import ConfigError
+from advrace.core.checking import build_dataclass
+from advrace.core.errors import ConfigError
 
-SAMPLE_DIR = Path(__file__).parent / "sample_data"
+SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_data"
 SAMPLE_PREFIX = "@sample/"
 SAMPLE_ALIASES = {"race": "race", "squad": "squad/sample-v1.1.json"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advrace.errors import ConfigError
+from advrace.core.errors import ConfigError
 
 
 HEADS = ("ForMultipleChoice", "ForQuestionAnswering", "ForSequenceClassification",
@@ -64,7 +64,7 @@ def use_bf16(requested: bool | None, device) -> bool:
 
 def inference_device():
     """The device this process runs a model on (its GPU under `accelerate launch`, else the CPU)."""
-    from .sharding import process_state
+    from advrace.models.sharding import process_state
 
     return process_state().device
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from .span_decoding import Span, best_spans, merge_windows
+from advrace.models.span_decoding import Span, best_spans, merge_windows
 
 
 class SpanScorer:
@@ -22,7 +22,7 @@ class SpanScorer:
                  bf16: bool | None = None, device=None):
         import torch
 
-        from .model_loading import use_bf16
+        from advrace.models.loading import use_bf16
 
         self.name = name
         self.model = model.eval()
@@ -36,7 +36,7 @@ class SpanScorer:
 
     @property
     def inference(self) -> dict:
-        from .model_loading import precision_info
+        from advrace.models.loading import precision_info
 
         return precision_info(self.device, self.bf16)
 
@@ -46,9 +46,9 @@ class SpanScorer:
         import torch
         from tqdm.auto import tqdm
 
-        from .evaluation import _attention_backends
-        from .mc_encoding import length_sorted_batches
-        from .span_encoding import collate_windows, encode_windows
+        from advrace.evaluation import _attention_backends
+        from advrace.models.mc_encoding import length_sorted_batches
+        from advrace.models.span_encoding import collate_windows, encode_windows
 
         if not questions:
             return []
@@ -94,7 +94,7 @@ def load_span_model(name: str, **kwargs) -> SpanScorer:
     """A SpanScorer for a checkpoint folder (or a Hub name online)."""
     from transformers import AutoModelForQuestionAnswering
 
-    from .model_loading import load_model
+    from advrace.models.loading import load_model
 
     model, tokenizer, device, _ = load_model(AutoModelForQuestionAnswering, name, kwargs.get("bf16"),
                                              "span model", "`advrace train` with objective span_extraction")

@@ -13,8 +13,8 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-from .config import ReleaseConfig, SplitSpec
-from .errors import ConfigError
+from advrace.core.config import ReleaseConfig, SplitSpec
+from advrace.core.errors import ConfigError
 
 ORIGINAL = "original"
 CHUNK_PASSAGES = 16
@@ -49,7 +49,7 @@ def _checked_specs(cfg: ReleaseConfig):
 def check_splits(cfg: ReleaseConfig) -> None:
     """What can be checked before any data is read (attack names, their configs, split order), so
     that a typo in the config is not hidden behind a data error or an hour of loading."""
-    from attacks import REGISTRY, get_attack
+    from advrace.attacks import REGISTRY, get_attack
 
     for spec, seed in _checked_specs(cfg):
         get_attack(spec.attack)
@@ -65,7 +65,7 @@ def check_splits(cfg: ReleaseConfig) -> None:
 
 
 def make_attacks(cfg: ReleaseConfig, resources, task: str | None = None) -> list:
-    from attacks import get_attack
+    from advrace.attacks import get_attack
 
     return [get_attack(spec.attack, task)(spec.config, seed=seed, resources=resources)
             for spec, seed in _checked_specs(cfg)]

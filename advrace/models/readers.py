@@ -24,8 +24,8 @@ import math
 import re
 from collections import Counter
 
-from .errors import ConfigError
-from .mc_encoding import question_with_option
+from advrace.core.errors import ConfigError
+from advrace.models.mc_encoding import question_with_option
 
 TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -109,11 +109,11 @@ class SimilarityReader:
     def __init__(self, encoder: str = "minilm", batch_size: int = 64, max_length: int = 128):
         from transformers import AutoModel, AutoTokenizer
 
-        from .evaluation import ModelLoadError, _fp32_kwargs
+        from advrace.evaluation import ModelLoadError, _fp32_kwargs
 
         path = encoder
         if encoder == "minilm":
-            from training.config import resolve_model
+            from advrace.training.config import resolve_model
 
             path = resolve_model("minilm")
         from transformers.utils import logging as hf_logging
@@ -136,7 +136,7 @@ class SimilarityReader:
     @property
     def inference(self) -> dict:
         """Always fp32 on the CPU: the encoder is small, and the same everywhere."""
-        from .model_loading import precision_info
+        from advrace.models.loading import precision_info
 
         return precision_info(self.model.device, False)
 

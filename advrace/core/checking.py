@@ -18,7 +18,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal, Union
 
-from .errors import ConfigError
+from advrace.core.errors import ConfigError
 
 NONE = type(None)
 PLURALS = {bool: "true/false values", int: "integers", float: "numbers", str: "strings"}

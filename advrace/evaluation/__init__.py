@@ -17,12 +17,12 @@ import re
 import textwrap
 from pathlib import Path
 
-from .errors import AdvraceError, ConfigError
-from .mc_encoding import collate_mc, encode_mc, length_sorted_batches
-from .metrics import load_metric, squad_em_f1
-from .model_loading import precision_info, use_bf16
-from .release import check_release, read_split
-from .sharding import map_sharded
+from advrace.core.errors import AdvraceError, ConfigError
+from advrace.models.mc_encoding import collate_mc, encode_mc, length_sorted_batches
+from advrace.metrics import load_metric, squad_em_f1
+from advrace.models.loading import precision_info, use_bf16
+from advrace.release import check_release, read_split
+from advrace.models.sharding import map_sharded
 
 MC = "multiple_choice"
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -254,7 +254,7 @@ def _require_mc(release_dir, manifest) -> None:
 
 
 def _make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MC):
-    from .baselines import is_baseline, make_baseline
+    from advrace.models.readers import is_baseline, make_baseline
 
     if hasattr(model, "predict_mc" if task == MC else "predict_qa"):
         return model
@@ -263,7 +263,7 @@ def _make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MC):
             raise ConfigError(f"{model}: the built-in readers answer multiple-choice questions only")
         return make_baseline(model, batch_size=max(batch_size, 32))
     if task != MC:
-        from .span_scoring import load_span_model
+        from advrace.models.span_scoring import load_span_model
 
         return load_span_model(str(model), batch_size=batch_size, max_length=max_length, bf16=bf16)
     return load_checkpoint(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
@@ -401,9 +401,9 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     Returns the report summary (what results.json holds). With several processes every process
     scores its shard and only the main process writes.
     """
-    from .atomic import check_replaceable
-    from .baselines import is_baseline
-    from .report import write_report
+    from advrace.core.atomic import check_replaceable
+    from advrace.models.readers import is_baseline
+    from advrace.evaluation.report import write_report
 
     models, predictions = list(models or ()), list(predictions or ())
     if not models and not predictions:
@@ -476,7 +476,7 @@ EVALUATE_EPILOG = textwrap.dedent("""\
 
 def add_evaluate_parser(subparsers):
     """Add the `evaluate` subcommand; returns its handler (`args -> exit status`)."""
-    from .cli import comma_list
+    from advrace.cli import comma_list
 
     p = subparsers.add_parser(
         "evaluate", help="score models or prediction files on a release and write a report",

@@ -11,8 +11,8 @@ import random
 import re
 from typing import Sequence
 
-from .examples import MCExample
-from .text import words
+from advrace.core.examples import MCExample
+from advrace.core.text import words
 
 SENTENCE_BOUNDARY_RE = re.compile(r"(?<=[.!?])\s+")
 

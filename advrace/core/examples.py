@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from .errors import EditError
+from advrace.core.errors import EditError
 
 Span = tuple[int, int, str]  # (start, end, replacement) in the text before the edit
 

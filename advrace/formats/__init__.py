@@ -18,8 +18,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
-from .errors import ConfigError, DataError
-from .examples import Answer, MCExample, SpanExample
+from advrace.core.errors import ConfigError, DataError
+from advrace.core.examples import Answer, MCExample, SpanExample
 
 FORMATS = ("race-dir", "race-jsonl", "advrace-json", "squad", "hub")
 

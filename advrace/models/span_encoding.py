@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Sequence
 
-from .errors import ConfigError
+from advrace.core.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def answer_rng(seed: int, source_id: str) -> random.Random:
 def span_training_examples(examples: list, seed: int) -> tuple[list[str], list[str], list[tuple[int, int]]]:
     """Questions, contexts and gold spans: SQuAD questions as they are (first answer), RACE
     questions with their answer inserted at a seeded sentence boundary (AdvRACE section 3.1)."""
-    from .distractors import insert_answer_span
+    from advrace.core.distractors import insert_answer_span
 
     questions, contexts, spans = [], [], []
     for ex in examples:

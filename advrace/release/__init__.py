@@ -21,15 +21,15 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from . import __version__
-from .atomic import atomic_dir, check_replaceable
-from .config import SAMPLE_DIR, SAMPLE_PREFIX, ReleaseConfig
-from .errors import ConfigError, VerifyError
-from .examples import MCExample, SpanExample, example_from_record
-from .loaders import LoadResult, load
-from .resources import get_resources
-from .runner import ORIGINAL, check_splits, run_splits
-from .text import changed_words, count_words
+from advrace import __version__
+from advrace.core.atomic import atomic_dir, check_replaceable
+from advrace.core.config import SAMPLE_DIR, SAMPLE_PREFIX, ReleaseConfig
+from advrace.core.errors import ConfigError, VerifyError
+from advrace.core.examples import MCExample, SpanExample, example_from_record
+from advrace.formats import LoadResult, load
+from advrace.resources import get_resources
+from advrace.release.runner import ORIGINAL, check_splits, run_splits
+from advrace.core.text import changed_words, count_words
 
 FORMAT_VERSION = 1
 NO_ATTACK = "none"
@@ -234,11 +234,11 @@ def _write(root: Path, rel: str, text: str) -> dict:
 def _process_state(cfg: ReleaseConfig, task: str):
     """Accelerate's process state when a model-based attack will run (its inference is sharded
     over the processes of `accelerate launch`), else None."""
-    from attacks import get_attack
+    from advrace.attacks import get_attack
 
     if not any(get_attack(spec.attack, task).batched for spec in cfg.splits):
         return None
-    from .sharding import process_state
+    from advrace.models.sharding import process_state
 
     return process_state()
 
