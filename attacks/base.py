@@ -8,13 +8,13 @@ not depend on the order of examples, the number of workers, or which other attac
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from advrace.core.checking import build_dataclass
+from advrace.core.seeding import hashed_rng
 from advrace.core.errors import ConfigError
 
 
@@ -61,8 +61,7 @@ class Attack(ABC):
         return self._resources
 
     def rng_for(self, example) -> random.Random:
-        key = f"{self.seed}\0{self.name}\0{example.source_id}".encode()
-        return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
+        return hashed_rng(self.seed, self.name, example.source_id)
 
     @abstractmethod
     def perturb(self, example, rng: random.Random):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 import re
 from pathlib import Path
 
+from advrace.core.seeding import seeded_rng
 from advrace.core.errors import ConfigError
 from advrace.release import check_release, read_split
 
@@ -33,7 +33,7 @@ def sample_split(examples: list, n: int, seed: int, split: str) -> list:
     for ex in sorted(examples, key=lambda e: e.source_id):
         m = SUBSET_RE.match(ex.source_id)
         strata.setdefault(m.group(1) if m else "all", []).append(ex)
-    rng = random.Random(f"advrace-human-eval\0{seed}\0{split}")
+    rng = seeded_rng("advrace-human-eval", seed, split)
     if n >= len(examples):
         return sorted(examples, key=lambda e: e.source_id)
     chosen = []
@@ -81,7 +81,7 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
             tokens[name] = store.add_person(conn, name, "annotator")
             pid = conn.execute("SELECT id FROM people WHERE name = ?", (name,)).fetchone()["id"]
             order = list(item_ids)
-            random.Random(f"advrace-queue\0{seed}\0{name}").shuffle(order)
+            seeded_rng("advrace-queue", seed, name).shuffle(order)
             conn.executemany("INSERT INTO queue(person_id, position, item_id) VALUES (?, ?, ?)",
                              [(pid, k, iid) for k, iid in enumerate(order)])
         conn.execute("COMMIT")

@@ -11,10 +11,10 @@ slice has its full size whenever enough questions can be perturbed.
 from __future__ import annotations
 
 import dataclasses
-import random
 from collections import Counter
 
 from advrace.core.config import config_from_dict as release_config_from_dict
+from advrace.core.seeding import seeded_rng
 from advrace.core.errors import ConfigError
 
 from .config import RecipeConfig
@@ -30,7 +30,7 @@ def check_attacks(recipe: RecipeConfig) -> None:
 
 def slice_order(n: int, seed: int) -> list[int]:
     order = list(range(n))
-    random.Random(f"advrace-train-slices\0{seed}").shuffle(order)
+    seeded_rng("advrace-train-slices", seed).shuffle(order)
     return order
 
 

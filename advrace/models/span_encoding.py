@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Sequence
 
+from advrace.core.seeding import seeded_rng
 from advrace.core.errors import ConfigError
 
 
@@ -88,7 +89,7 @@ def collate_windows(windows: list[SpanWindow], pad_token_id: int = 0, labels: bo
 
 def answer_rng(seed: int, source_id: str) -> random.Random:
     """Where a question's answer is inserted depends only on the seed and the question."""
-    return random.Random(f"advrace-span\0{seed}\0{source_id}")
+    return seeded_rng("advrace-span", seed, source_id)
 
 
 def span_training_examples(examples: list, seed: int) -> tuple[list[str], list[str], list[tuple[int, int]]]:
