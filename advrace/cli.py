@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import textwrap
 
 from advrace import __version__
+from advrace.attacks import attack_classes
+from advrace.core.cli_types import comma_list
+from advrace.core.config import load_config, with_overrides
 from advrace.core.errors import AdvraceError
+from advrace.evaluation import add_evaluate_parser
+from advrace.formats import format_names
+from advrace.human_eval.cli import add_human_eval_parser
+from advrace.release import build_release, check_release, export_advrace
+from advrace.training.ablation import add_ablate_parser
+from advrace.training.cli import add_train_parser
 
 BUILD_EPILOG = textwrap.dedent("""\
     examples:
@@ -20,10 +30,6 @@ BUILD_EPILOG = textwrap.dedent("""\
     stats.json and a README.md card; the same data, config and seed give byte-identical files.
     Exit status: 0 on success, 2 on malformed input or a bad config, 3 if a resource is missing.
     """)
-
-
-def comma_list(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("config", nargs="?", help="release recipe (YAML), e.g. configs/release/sample.yaml")
     b.add_argument("--data", help="input: a RACE folder, a .jsonl(.gz), an AdvRACE or SQuAD .json, "
                                    "@sample/race, @sample/squad, or a hub name such as ehovy/race (online)")
-    b.add_argument("--format", choices=["race-dir", "race-jsonl", "advrace-json", "squad", "hub"],
+    b.add_argument("--format", choices=format_names(),
                    help="input format (default: detected from the path)")
     b.add_argument("--attacks", type=comma_list, help="comma-separated attacks, replacing the config's splits "
                                                 "(see 'advrace attacks')")
@@ -70,12 +76,6 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("attacks", help="list the available attacks and their default configs")
 
-    from advrace.human_eval.cli import add_human_eval_parser
-    from advrace.training.ablation import add_ablate_parser
-    from advrace.training.cli import add_train_parser
-
-    from advrace.evaluation import add_evaluate_parser
-
     for name, handler in [("build", _build), ("verify", _verify), ("export", _export), ("attacks", _attacks),
                           ("evaluate", add_evaluate_parser(sub)), ("train", add_train_parser(sub)),
                           ("ablate", add_ablate_parser(sub)), ("human-eval", add_human_eval_parser(sub))]:
@@ -84,9 +84,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build(args) -> int:
-    from advrace.core.config import load_config, with_overrides
-    from advrace.release import build_release
-
     cfg = with_overrides(load_config(args.config), data=args.data, format=args.format,
                          attacks=args.attacks, seed=args.seed, limit=args.limit,
                          lenient=args.lenient, workers=args.workers)
@@ -103,8 +100,6 @@ def _build(args) -> int:
 
 
 def _verify(args) -> int:
-    from advrace.release import check_release
-
     manifest = check_release(args.release)
     n = len(manifest["splits"]) + len(manifest["files"])
     print(f"{args.release}: OK, {n} files match the manifest ({len(manifest['splits'])} splits)")
@@ -112,18 +107,12 @@ def _verify(args) -> int:
 
 
 def _export(args) -> int:
-    from advrace.release import export_advrace
-
     for path in export_advrace(args.release, args.out, args.split):
         print(f"wrote {path}")
     return 0
 
 
 def _attacks(args) -> int:
-    import dataclasses
-
-    from advrace.attacks import attack_classes
-
     for cls in attack_classes():
         doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip().splitlines()[0]
         print(f"{cls.name}: {doc}")
@@ -133,7 +122,12 @@ def _attacks(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        parser = _parser()  # asks the registries, which load third-party plugins
+    except AdvraceError as exc:
+        print(f"advrace: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    args = parser.parse_args(argv)
     try:
         return args.handler(args)
     except AdvraceError as exc:

@@ -1,9 +1,15 @@
-"""Attacks, one module each, all behind `attacks.base.Attack` and found through the registry."""
+"""Attacks, one module each, all behind `Attack` (base.py) and found through the registry.
 
-from .base import (REGISTRY, Attack, CannotPerturb, Outcome, attack_classes, available_attacks, get_attack,
-                   register)
-from . import (addsent, adversarial_squad, charswap, diagnosis,  # noqa: F401  (each registers itself)
-               distractor_extraction, distractor_generation, option_only)
+Every module of this package is imported here and registers its attack, so a new attack is one
+new file; attacks from other packages come in through the `advrace.attacks` entry-point group.
+"""
 
-__all__ = ["REGISTRY", "Attack", "CannotPerturb", "Outcome", "attack_classes", "available_attacks", "get_attack",
-           "register"]
+from advrace.core.registry import import_submodules
+
+from .base import (PLUGIN_GROUP, REGISTRY, Attack, CannotPerturb, Outcome, attack_classes, attacks_named,
+                   available_attacks, get_attack, register)
+
+import_submodules(__name__, __path__)
+
+__all__ = ["PLUGIN_GROUP", "REGISTRY", "Attack", "CannotPerturb", "Outcome", "attack_classes", "attacks_named",
+           "available_attacks", "get_attack", "register"]

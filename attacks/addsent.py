@@ -14,11 +14,15 @@ import re
 from dataclasses import dataclass
 
 from advrace.core.errors import ConfigError
+from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.core.text import BLANK_OR_PARENS_RE as BLANK_RE
 from advrace.core.text import WORD_RE, count_words
+from advrace.resources.inflection import (indefinite_article, inflect_verb, irregular_forms,
+                                          match_case)
+from advrace.resources.wordnet import verb_exceptions
 
 from .base import Attack, CannotPerturb, register
 
-BLANK_RE = re.compile(r"_+(?:\s*_+)*|\(\s*\)")
 TRAILING_DOTS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 LEADING_JUNK_RE = re.compile(r"^[\s.]+")
 END_PUNCT_RE = re.compile(r"[\s.?!,;:]+$")
@@ -31,12 +35,10 @@ NAME_ENTITIES = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUC
 GLOVE_POS = frozenset({"NOUN", "PROPN", "NUM"})
 ANTONYM_POS = frozenset({"ADJ", "ADV", "VERB"})
 UNINFLECTABLE_TAGS = frozenset({"JJR", "JJS", "RBR", "RBS"})
-VERB_TAGS = frozenset({"VB", "VBP", "VBZ", "VBD", "VBN", "VBG"})
 NOUN_PHRASE_POS = frozenset({"DET", "ADJ", "NUM", "PROPN", "NOUN", "PRON"})
 SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass", "expl", "csubj"})
 CONTRACTED_AUX = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
 DO_SUPPORT = {"VBZ": "does", "VBD": "did", "VBP": "do", "VB": "do"}
-VOWELS = "aeiou"
 # Words that frame a RACE question rather than carry its content: "the best title for this
 # passage" turned into "the best championship for this path" misleads nobody, and "a lot of"
 # breaks as "a plenty of".
@@ -155,56 +157,7 @@ def contains_gold(sentence: str, gold: str) -> bool:
     return len(key) >= 2 and key in normalise(sentence)
 
 
-# word forms
-
-
-def match_case(word: str, like: str) -> str:
-    if len(like) > 1 and like.isupper():
-        return word.upper()
-    if like[:1].isupper():
-        return word[:1].upper() + word[1:]
-    return word
-
-
-def _doubles(base: str) -> bool:
-    """One-syllable consonant-vowel-consonant verbs double their last letter (stop, stopped)."""
-    groups = re.findall(r"[aeiouy]+", base[:-1])
-    return (len(base) >= 3 and len(groups) == 1 and base[-1] not in VOWELS + "wxy"
-            and base[-2] in VOWELS and base[-3] not in VOWELS)
-
-
-def inflection_candidates(base: str, tag: str) -> list[str]:
-    """Regular forms of a verb for a Penn tag, most likely first; [] for tags we do not handle."""
-    if tag in ("VB", "VBP"):
-        return [base]
-    if tag == "VBZ":
-        if re.search(r"(s|x|z|ch|sh|o)$", base):
-            return [base + "es"]
-        if re.search(r"[^aeiou]y$", base):
-            return [base[:-1] + "ies"]
-        return [base + "s"]
-    if tag in ("VBD", "VBN"):
-        if base.endswith("e"):
-            return [base + "d"]
-        if re.search(r"[^aeiou]y$", base):
-            return [base[:-1] + "ied"]
-        return [base + base[-1] + "ed", base + "ed"] if _doubles(base) else [base + "ed"]
-    if tag == "VBG":
-        if base.endswith("ie"):
-            return [base[:-2] + "ying"]
-        if base.endswith("e") and not base.endswith(("ee", "ye", "oe")):
-            return [base[:-1] + "ing"]
-        return [base + base[-1] + "ing", base + "ing"] if _doubles(base) else [base + "ing"]
-    return []
-
-
-def indefinite_article(word: str) -> str:
-    lower = word.lower()
-    if lower.startswith(("hour", "honest", "honour", "honor", "heir")):
-        return "an"
-    if lower.startswith(("uni", "use", "usu", "eu", "one", "once")) or lower[:1] not in VOWELS:
-        return "a"
-    return "an"
+# numbers
 
 
 def new_number(text: str, rng: random.Random, avoid: set[str], count: int,
@@ -257,7 +210,7 @@ class _Plan:
 @register
 class AddSent(Attack):
     name = "addsent"
-    tasks = ("multiple_choice",)
+    tasks = (MULTIPLE_CHOICE,)
     Config = AddSentConfig
     uses = ("spacy_model", "glove", "wordnet", "stopwords", "stemmer")
 
@@ -337,36 +290,12 @@ class AddSent(Attack):
         """WordNet's irregular and doubled verb forms by base (lose: lost; stop: stopped)."""
         cached = getattr(self, "_irregular_forms", None)
         if cached is None:
-            cached = {}
-            exceptions = getattr(self.resources.wordnet, "_exception_map", {}).get("v", {})
-            for form, bases in exceptions.items():
-                for base in bases:
-                    cached.setdefault(base, []).append(form)
-            self._irregular_forms = cached
+            cached = self._irregular_forms = irregular_forms(verb_exceptions(self.resources.wordnet))
         return cached
 
     def _inflect(self, base: str, tag: str) -> str | None:
         """The antonym verb in the original's form, or None when regular rules would guess."""
-        if tag not in VERB_TAGS or not base.isalpha():
-            return None
-        if tag in ("VB", "VBP"):
-            return base if base in self.resources.glove else None
-        known = self._irregular().get(base, [])
-        if tag == "VBG":
-            known = [f for f in known if f.endswith("ing")]
-        elif tag == "VBZ":
-            known = [f for f in known if f.endswith("s") and not f.endswith("ss")]
-        else:
-            known = [f for f in known if not f.endswith(("ing", "s"))]
-            if len(known) > 1:
-                return None
-        if known:
-            return known[0]
-        glove = self.resources.glove
-        for form in inflection_candidates(base, tag):
-            if form in glove:
-                return form
-        return None
+        return inflect_verb(base, tag, self._irregular(), self.resources.glove)
 
     def _negation(self, doc, blanks) -> list:
         """Edits that negate the question: 'not' after the first auxiliary (after an inverted

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 
 from advrace.core.errors import ConfigError
 from advrace.metrics import normalize_answer, squad_em_f1
+from advrace.core.tasks import EXTRACTIVE_QA
+from advrace.models.sharding import map_sharded
+from advrace.models.span_scoring import answer_distribution, load_span_model
 
 from .base import Attack, CannotPerturb, Outcome, register
 from .declarative_rules import declarative_candidates
@@ -86,7 +89,7 @@ def _place(example, sentence: str, prepend: bool):
 
 
 class _SentenceAttack(Attack):
-    tasks = ("extractive_qa",)
+    tasks = (EXTRACTIVE_QA,)
     Config = AddSentConfig
     uses = ("spacy_model", "glove", "wordnet", "stopwords", "stemmer")
     second_set = False
@@ -143,7 +146,7 @@ class ModelAddSentConfig(AddSentConfig):
 
 
 class _ModelDependent(CheckpointAttack):
-    tasks = ("extractive_qa",)
+    tasks = (EXTRACTIVE_QA,)
 
     def __init__(self, config=None, seed=0, resources=None):
         super().__init__(config, seed, resources)
@@ -155,8 +158,6 @@ class _ModelDependent(CheckpointAttack):
     @property
     def scorer(self):
         if self._scorer is None:
-            from advrace.models.span_scoring import load_span_model
-
             self._scorer = load_span_model(self.config.model, batch_size=self.config.batch_size,
                                            max_length=self.config.max_length, bf16=self.config.bf16)
             self.loaded_on(self._scorer.device, self._scorer.bf16)
@@ -179,9 +180,7 @@ class AddSentAdversary(_ModelDependent):
     uses = ("spacy_model", "glove", "wordnet", "stopwords", "stemmer")
 
     def apply_batch(self, examples, state=None, progress=False):
-        from advrace.models.sharding import map_sharded
-
-        if examples and examples[0].task != "extractive_qa":
+        if examples and examples[0].task != EXTRACTIVE_QA:
             raise ConfigError(f"attack {self.name!r} (Jia and Liang's) applies to SQuAD examples; "
                               "for RACE use the AdvRACE addsent")
         self.resources.prepare_parses([ex.context for ex in examples] + [ex.question for ex in examples])
@@ -248,8 +247,6 @@ class AddAny(_ModelDependent):
 
     def expected_f1(self, example, sentences: list[str]) -> list[tuple[float, float]]:
         """(expected F1 over the n-best distribution, F1 of the top answer) per sentence."""
-        from advrace.models.span_scoring import answer_distribution
-
         contexts = [_place(example, s, False).context for s in sentences]
         spans = self.scorer.n_best([example.question] * len(contexts), contexts, self.config.n_best)
         golds = [a.text for a in example.answers]
@@ -308,8 +305,6 @@ class AddAny(_ModelDependent):
 
     def apply_batch(self, examples, state=None, progress=False):
         from tqdm.auto import tqdm
-
-        from advrace.models.sharding import map_sharded
 
         def run(shard):
             return [self.search(ex, self.rng_for(ex)) for ex in

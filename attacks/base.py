@@ -16,6 +16,9 @@ from typing import Any, ClassVar
 from advrace.core.checking import build_dataclass
 from advrace.core.seeding import hashed_rng
 from advrace.core.errors import ConfigError
+from advrace.core.registry import load_plugins
+from advrace.core.tasks import TASKS
+from advrace.resources import get_resources
 
 
 class CannotPerturb(Exception):
@@ -40,7 +43,7 @@ class NoConfig:
 
 class Attack(ABC):
     name: ClassVar[str]
-    tasks: ClassVar[tuple[str, ...]] = ("multiple_choice", "extractive_qa")
+    tasks: ClassVar[tuple[str, ...]] = TASKS
     Config: ClassVar[type] = NoConfig
     uses: ClassVar[tuple[str, ...]] = ()  # keys of Resources.versions() recorded in the manifest
     # True for model-based attacks: they take a whole split at once (apply_batch) in the main
@@ -55,8 +58,6 @@ class Attack(ABC):
     @property
     def resources(self):
         if self._resources is None:
-            from advrace.resources import get_resources
-
             self._resources = get_resources()
         return self._resources
 
@@ -100,9 +101,12 @@ def config_from_dict(cls: type, values: dict, what: str):
 # name -> the attack classes of that name, with disjoint tasks: "addsent" is AdvRACE's for
 # multiple choice and Jia and Liang's for SQuAD.
 REGISTRY: dict[str, list[type[Attack]]] = {}
+PLUGIN_GROUP = "advrace.attacks"
 
 
 def register(cls: type[Attack]) -> type[Attack]:
+    """Class decorator: an attack module registers its attack when imported (third-party ones
+    are imported through the `advrace.attacks` entry-point group)."""
     classes = REGISTRY.setdefault(cls.name, [])
     if cls not in classes:
         clash = [c for c in classes if set(c.tasks) & set(cls.tasks)]
@@ -112,11 +116,18 @@ def register(cls: type[Attack]) -> type[Attack]:
     return cls
 
 
-def get_attack(name: str, task: str | None = None) -> type[Attack]:
-    """The attack class of that name for `task` (the first registered when no task is given)."""
+def attacks_named(name: str) -> list[type[Attack]]:
+    """Every attack class of that name (one per task), or an error listing the known names."""
+    load_plugins(PLUGIN_GROUP)
     classes = REGISTRY.get(name)
     if not classes:
-        raise ConfigError(f"unknown attack {name!r}; available: {', '.join(sorted(REGISTRY))}")
+        raise ConfigError(f"unknown attack {name!r}; available: {', '.join(available_attacks())}")
+    return list(classes)
+
+
+def get_attack(name: str, task: str | None = None) -> type[Attack]:
+    """The attack class of that name for `task` (the first registered when no task is given)."""
+    classes = attacks_named(name)
     if task is None:
         return classes[0]
     for cls in classes:
@@ -127,8 +138,10 @@ def get_attack(name: str, task: str | None = None) -> type[Attack]:
 
 
 def attack_classes() -> list[type[Attack]]:
+    load_plugins(PLUGIN_GROUP)
     return [cls for name in sorted(REGISTRY) for cls in REGISTRY[name]]
 
 
 def available_attacks() -> list[str]:
+    load_plugins(PLUGIN_GROUP)
     return sorted(REGISTRY)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import alpha_tokens, count_words
 
 from .base import Attack, CannotPerturb, register
@@ -56,7 +57,7 @@ class CharSwap(Attack):
 
     def perturb(self, example, rng):
         cfg, res = self.config, self.resources
-        mc = example.task == "multiple_choice"
+        mc = example.task == MULTIPLE_CHOICE
         passage_field = "passage" if mc else "context"
         protected = () if mc else example.answer_spans()
 

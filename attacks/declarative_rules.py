@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from advrace.resources.inflection import past_tense, third_person
+
 WH_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
 NP_TAGS = frozenset({"DT", "PDT", "PRP$", "JJ", "JJR", "JJS", "NN", "NNS", "NNP", "NNPS", "CD", "POS",
                      "PRP", "HYPH", "NML", "FW", "VBN", "VBG"})
@@ -24,23 +26,7 @@ DO_FORMS = {"did": "VBD", "does": "VBZ", "do": "VBP"}
 HOW_ADJ_COPULA = frozenset({"long", "old", "far", "big", "large", "tall", "high", "wide", "deep",
                             "heavy", "fast", "small", "short"})
 
-# Irregular past tenses, for do-support undone ("did Tesla go" -> "Tesla went").
-IRREGULAR_PAST = dict(pair.split(":") for pair in """
-be:was become:became begin:began bear:bore beat:beat bite:bit blow:blew break:broke bring:brought
-build:built burn:burnt buy:bought catch:caught choose:chose come:came cost:cost cut:cut deal:dealt
-dig:dug do:did draw:drew drink:drank drive:drove eat:ate fall:fell feed:fed feel:felt fight:fought
-find:found fly:flew forbid:forbade forget:forgot forgive:forgave freeze:froze get:got give:gave go:went
-grow:grew hang:hung have:had hear:heard hide:hid hit:hit hold:held hurt:hurt keep:kept know:knew
-lay:laid lead:led leave:left lend:lent let:let lie:lay lose:lost make:made mean:meant meet:met pay:paid
-put:put quit:quit read:read ride:rode ring:rang rise:rose run:ran say:said see:saw seek:sought sell:sold
-send:sent set:set shake:shook shine:shone shoot:shot show:showed shut:shut sing:sang sink:sank sit:sat
-sleep:slept slide:slid speak:spoke spend:spent split:split spread:spread stand:stood steal:stole
-stick:stuck strike:struck swear:swore sweep:swept swim:swam take:took teach:taught tear:tore tell:told
-think:thought throw:threw understand:understood wake:woke wear:wore win:won write:wrote withdraw:withdrew
-overcome:overcame undergo:underwent undertake:undertook
-""".split())
 NUMBER_WORDS = r"\b(hundred|thousand|million|billion|trillion|dozen|one|two|three|four|five|six|seven|eight|nine|ten)\b"
-IRREGULAR_PRESENT = {"be": "is", "have": "has", "do": "does", "go": "goes"}
 
 
 @dataclass(frozen=True)
@@ -74,30 +60,6 @@ def _sentence(*parts: str) -> str:
     text = " ".join(p.strip() for p in parts if p and p.strip())
     text = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split())).rstrip(" ,;:")
     return text[:1].upper() + text[1:] + "." if text else ""
-
-
-def past_tense(verb: str) -> str:
-    lower = verb.lower()
-    if lower in IRREGULAR_PAST:
-        return IRREGULAR_PAST[lower]
-    if lower.endswith("e"):
-        return verb + "d"
-    if re.search(r"[^aeiou]y$", lower):
-        return verb[:-1] + "ied"
-    if re.fullmatch(r"[^aeiou]*[aeiou][bdgmnprt]", lower) and len(lower) <= 4:
-        return verb + verb[-1] + "ed"
-    return verb + "ed"
-
-
-def third_person(verb: str) -> str:
-    lower = verb.lower()
-    if lower in IRREGULAR_PRESENT:
-        return IRREGULAR_PRESENT[lower]
-    if re.search(r"(s|x|z|ch|sh|o)$", lower):
-        return verb + "es"
-    if re.search(r"[^aeiou]y$", lower):
-        return verb[:-1] + "ies"
-    return verb + "s"
 
 
 def _wh_phrase(toks: list[_Tok]) -> tuple[int, int, int, str] | None:

@@ -7,6 +7,8 @@ passage should score higher on this split; one that does not gain is ignoring th
 
 from __future__ import annotations
 
+from advrace.core.tasks import MULTIPLE_CHOICE
+
 from .addsent import declarative
 from .base import Attack, CannotPerturb, register
 
@@ -14,7 +16,7 @@ from .base import Attack, CannotPerturb, register
 @register
 class Diagnosis(Attack):
     name = "diagnosis"
-    tasks = ("multiple_choice",)
+    tasks = (MULTIPLE_CHOICE,)
     uses = ("spacy_model",)
 
     def prepare(self, examples: list) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advrace.core.distractors import select_distractors
+from advrace.models.span_scoring import load_span_model
 
 from .base import register
 from .model_based import DistractorAttack, DistractorAttackConfig
@@ -36,18 +37,11 @@ class DistractorExtraction(DistractorAttack):
 
     def _scorer(self):
         if getattr(self, "_span_scorer", None) is None:
-            from transformers import AutoModelForQuestionAnswering
-
-            from advrace.models.loading import load_model
-            from advrace.models.span_scoring import SpanScorer
-
             cfg = self.config
-            model, tokenizer, device, bf16 = load_model(
-                AutoModelForQuestionAnswering, cfg.model, cfg.bf16, f"attack {self.name!r}", self.train_hint)
-            self._span_scorer = SpanScorer(model, tokenizer, batch_size=cfg.batch_size,
-                                           max_length=cfg.max_length, doc_stride=cfg.doc_stride,
-                                           max_answer_tokens=cfg.max_answer_tokens, bf16=bf16,
-                                           device=device)
+            self._span_scorer = load_span_model(cfg.model, what=f"attack {self.name!r}", hint=self.train_hint,
+                                                batch_size=cfg.batch_size, max_length=cfg.max_length,
+                                                doc_stride=cfg.doc_stride,
+                                                max_answer_tokens=cfg.max_answer_tokens, bf16=cfg.bf16)
             self.loaded_on(self._span_scorer.device, self._span_scorer.bf16)
         return self._span_scorer
 

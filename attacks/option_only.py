@@ -6,13 +6,15 @@ built from `original` or from any distractor split (`from: distractor_generation
 
 from __future__ import annotations
 
+from advrace.core.tasks import MULTIPLE_CHOICE
+
 from .base import Attack, register
 
 
 @register
 class OptionOnly(Attack):
     name = "option_only"
-    tasks = ("multiple_choice",)
+    tasks = (MULTIPLE_CHOICE,)
 
     def perturb(self, example, rng):
         return example.without_context().with_provenance(attack=self.name)

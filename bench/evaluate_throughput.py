@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advrace.evaluation import load_checkpoint, select_splits  # noqa: E402
+from advrace.evaluation.scoring import select_splits  # noqa: E402
+from advrace.models.mc_scoring import load_checkpoint  # noqa: E402
 from advrace.models.mc_encoding import encode_mc, question_with_option  # noqa: E402
 from advrace.release import check_release, read_split  # noqa: E402
 

@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from advrace.models.beam_search import beam_search  # noqa: E402
 from advrace.core.config import DataSpec  # noqa: E402
 from advrace.formats import load  # noqa: E402
+from advrace.models.loading import resolve_model  # noqa: E402
 from advrace.models.seq2seq_encoding import encode_sources  # noqa: E402
 from advrace.models.unilm import FullDecoder, Seq2SeqDecoder, UniLMSeq2Seq  # noqa: E402
 
@@ -31,8 +32,6 @@ from advrace.models.unilm import FullDecoder, Seq2SeqDecoder, UniLMSeq2Seq  # no
 def load_model(name: str | None):
     import torch
     from transformers import AutoTokenizer
-
-    from advrace.training.config import resolve_model
 
     path = name or resolve_model("minilm")
     torch.manual_seed(0)

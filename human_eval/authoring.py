@@ -10,46 +10,55 @@ model, and its edit history, and `export_authored` writes the submissions as a r
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import time
 from pathlib import Path
 
+from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
-from advrace.models.mc_encoding import BLANK_RE, question_with_option
+from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.core.text import BLANK_RE
+from advrace.models.mc_encoding import MCFeature, collate_mc, encode_mc, question_with_option
+from advrace.models.mc_scoring import load_checkpoint
+from advrace.models.readers import is_baseline, make_baseline
+from advrace.release import write_release
 
 from . import store
 
 
 class AuthoringModel:
-    """A multiple-choice checkpoint (or a built-in reader, without importance) for the page."""
+    """A multiple-choice checkpoint (or a built-in reader, without importance) for the page.
 
-    def __init__(self, model: str, max_length: int = 384):
-        from advrace.models.readers import is_baseline, make_baseline
+    A checkpoint is loaded as evaluation loads it (`load_checkpoint`, with its length limit), and
+    its inputs are built by the one multiple-choice encoder (`encode_mc`, `collate_mc`), so the
+    page shows the predictions that `advrace evaluate` scores. It runs in fp32, for gradients."""
 
+    def __init__(self, model: str, max_length: int = 512):
         self.name = str(model).rstrip("/").split("/")[-1]
-        self.max_length = max_length
         self.baseline = make_baseline(model) if is_baseline(model) else None
+        self.scorer = None
+        self.max_length = max_length
         if self.baseline is None:
-            from advrace.evaluation import load_checkpoint
-
-            scorer = load_checkpoint(model, max_length=max_length, bf16=False)
-            self.model, self.tokenizer = scorer.model, scorer.tokenizer
+            self.scorer = load_checkpoint(model, max_length=max_length, bf16=False, batch_size=1)
+            self.model, self.tokenizer = self.scorer.model, self.scorer.tokenizer
+            self.max_length = self.scorer.max_length  # capped by the tokenizer's limit, as in evaluation
 
     def analyse(self, passage: str, question: str, options: list[str]) -> dict:
+        example = MCExample("draft", passage, question, tuple(options), 0)
         if self.baseline is not None:
-            scores = self.baseline.predict_mc([MCExample("draft", passage, question, tuple(options), 0)])[0]
+            scores = self.baseline.predict_mc([example])[0]
             return {"probabilities": _softmax(scores), "prediction": _argmax(scores), "importance": None}
-        return self._gradients(passage, question, options)
+        return self._gradients(example)
 
-    def _gradients(self, passage, question, options) -> dict:
-        tok = self.tokenizer
-        seconds = [question_with_option(question, o) for o in options]
-        enc = tok([passage] * len(options), seconds, truncation="only_first", max_length=self.max_length,
-                  padding=True, return_offsets_mapping=True, return_tensors="pt")
-        offsets = enc.pop("offset_mapping")[:, :, :].tolist()
-        seq_ids = [enc.sequence_ids(i) for i in range(len(options))]
+    def encode(self, example: MCExample) -> MCFeature:
+        """The model's input ids for a draft: exactly what evaluation and training feed it."""
+        return encode_mc(self.tokenizer, [example], self.max_length)[0]
+
+    def _gradients(self, example: MCExample) -> dict:
+        feature = self.encode(example)
+        batch = collate_mc([feature], self.scorer.pad_id)
+        batch.pop("labels")
+        batch = {k: v.to(self.scorer.device) for k, v in batch.items()}
         embeddings = self.model.get_input_embeddings()
         captured = {}
 
@@ -60,21 +69,54 @@ class AuthoringModel:
         handle = embeddings.register_forward_hook(keep)
         try:
             self.model.zero_grad(set_to_none=True)
-            logits = self.model(**{k: v.unsqueeze(0) for k, v in enc.items()}).logits[0]
+            logits = self.model(**batch).logits[0]
             pred = int(logits.argmax())
             logits[pred].backward()
         finally:
             handle.remove()
         emb = captured["emb"]  # [options, tokens, hidden] (the batch is one question)
-        scores = (emb.grad * emb).sum(-1).view(len(options), -1)[pred].detach().tolist()
-        passage_words = _word_scores(passage, passage, offsets[pred], seq_ids[pred], scores, 0)
+        scores = (emb.grad * emb).sum(-1).view(len(example.options), -1)[pred].detach().float().tolist()
+        passage, question = example.passage, example.question
+        second = question_with_option(question, example.options[pred])
+        out = {"probabilities": _softmax(logits.detach().float().tolist()), "prediction": pred, "importance": None}
+        spans = _token_spans(self.tokenizer, passage, second, feature.input_ids[pred])
+        if spans is None:  # a tokenizer whose pairs cannot be taken apart: probabilities only
+            return out
+        offsets, seq_ids = spans
+        passage_words = _word_scores(passage, passage, offsets, seq_ids, scores, 0)
         # the second sequence is the question with the option appended or in its blank: the
         # question's words before the blank come first, in order, whatever the spacing
         blank = BLANK_RE.search(question)
-        question_words = _word_scores(question, seconds[pred], offsets[pred], seq_ids[pred], scores, 1,
+        question_words = _word_scores(question, second, offsets, seq_ids, scores, 1,
                                       upto=blank.start() if blank else len(question))
-        return {"probabilities": _softmax(logits.detach().tolist()), "prediction": pred,
-                "importance": {"passage": passage_words, "question": question_words}}
+        return {**out, "importance": {"passage": passage_words, "question": question_words}}
+
+
+def _token_spans(tokenizer, first: str, second: str, ids) -> tuple[list, list] | None:
+    """For each token of `ids`, the pair (first, second) as `encode_mc` encoded it: its character
+    span and its sequence (0, 1, or None for a special token).
+
+    Truncation keeps a prefix of each sequence whatever the strategy, so `ids` is the special
+    tokens around the first n1 tokens of `first` and the first n2 of `second`; the n1 (and so n2)
+    that rebuilds `ids` exactly says which tokens, and so which characters, the model saw (None
+    if none does)."""
+    probe = tokenizer("a", "b")  # where a pair's special tokens go
+    layout, kinds = probe["input_ids"], probe.sequence_ids()
+    i0, j0 = kinds.index(0), len(kinds) - kinds[::-1].index(0)
+    i1, j1 = kinds.index(1), len(kinds) - kinds[::-1].index(1)
+    pre, mid, post = list(layout[:i0]), list(layout[j0:i1]), list(layout[j1:])
+    a = tokenizer(first, add_special_tokens=False, return_offsets_mapping=True)
+    b = tokenizer(second, add_special_tokens=False, return_offsets_mapping=True)
+    ids = list(ids)
+    kept = len(ids) - len(pre) - len(mid) - len(post)
+    for n1 in range(min(len(a["input_ids"]), kept), max(0, kept - len(b["input_ids"])) - 1, -1):
+        n2 = kept - n1
+        if pre + a["input_ids"][:n1] + mid + b["input_ids"][:n2] + post == ids:
+            offsets = ([(0, 0)] * len(pre) + list(a["offset_mapping"][:n1]) + [(0, 0)] * len(mid)
+                       + list(b["offset_mapping"][:n2]) + [(0, 0)] * len(post))
+            seq_ids = [None] * len(pre) + [0] * n1 + [None] * len(mid) + [1] * n2 + [None] * len(post)
+            return offsets, seq_ids
+    return None
 
 
 def _word_scores(text, seq_text, offsets, seq_ids, scores, which, upto=None) -> list[list]:
@@ -110,31 +152,12 @@ def _argmax(xs) -> int:
     return max(range(len(xs)), key=lambda i: (xs[i], -i))
 
 
-def record_edit(db, person_id: int, draft: dict, output: dict) -> None:
-    db.execute("INSERT INTO edits(person_id, draft, output, created) VALUES (?, ?, ?, ?)",
-               (person_id, json.dumps(draft, ensure_ascii=False), json.dumps(output), time.time()))
-
-
 def submit(db, person_id: int, draft: dict, output: dict, model_name: str) -> tuple[int, bool]:
     """Store a submission; the edits since the author's last submission become its history."""
     fooled = output["prediction"] != draft["label"]
     example = {k: draft[k] for k in ("passage", "question", "options", "label")}
     example["source"] = draft.get("source")
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        cur = db.execute("INSERT INTO submissions(person_id, example, fooled, output, model, created) "
-                         "VALUES (?, ?, ?, ?, ?, ?)",
-                         (person_id, json.dumps(example, ensure_ascii=False), int(fooled), json.dumps(output),
-                          model_name, time.time()))
-        sid = cur.lastrowid
-        record_edit(db, person_id, draft, output)
-        db.execute("UPDATE edits SET submission_id = ? WHERE person_id = ? AND submission_id IS NULL",
-                   (sid, person_id))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    return sid, fooled
+    return store.add_submission(db, person_id, example, fooled, output, model_name, draft), fooled
 
 
 def starting_point(db, source: str | None) -> dict:
@@ -142,10 +165,10 @@ def starting_point(db, source: str | None) -> dict:
     blank = {"passage": "", "question": "", "options": ["", "", "", ""], "label": 0, "source": None}
     if not source:
         return blank
-    row = db.execute("SELECT payload, task FROM items WHERE record_id = ?", (source,)).fetchone()
-    if row is None or row["task"] != "multiple_choice":
+    item = store.item_by_record_id(db, source)
+    if item is None or item["task"] != MULTIPLE_CHOICE:
         return blank
-    p = json.loads(row["payload"])
+    p = item["payload"]
     return {"passage": p["passage"], "question": p["question"], "options": p["options"],
             "label": p["label"], "source": source}
 
@@ -153,27 +176,19 @@ def starting_point(db, source: str | None) -> dict:
 def export_authored(db_path, out_dir, name: str = "human-authored") -> dict:
     """The submissions as a release with one split, `human_authored` (each record keeps its
     author, whether it fooled the model, and its edit history in provenance)."""
-    from advrace.release import write_release
-
     conn = store.connect(db_path)
     try:
-        rows = conn.execute("SELECT s.*, p.name AS author FROM submissions s JOIN people p ON p.id = s.person_id "
-                            "ORDER BY s.id").fetchall()
-        examples = []
-        for r in rows:
-            ex = json.loads(r["example"])
-            history = [{"draft": json.loads(h["draft"]), "output": json.loads(h["output"]), "time": h["created"]}
-                       for h in conn.execute("SELECT * FROM edits WHERE submission_id = ? ORDER BY id", (r["id"],))]
-            examples.append(MCExample(id=f"authored-{r['id']}", passage=ex["passage"], question=ex["question"],
-                                      options=tuple(ex["options"]), label=ex["label"],
-                                      provenance=({"op": "authored", "author": r["author"], "model": r["model"],
-                                                   "fooled": bool(r["fooled"]), "source": ex.get("source"),
-                                                   "history": history},)))
+        rows = store.submissions(conn)
     finally:
         conn.close()
+    examples = [MCExample(id=f"authored-{r['id']}", passage=r["example"]["passage"],
+                          question=r["example"]["question"], options=tuple(r["example"]["options"]),
+                          label=r["example"]["label"],
+                          provenance=({"op": "authored", "author": r["author"], "model": r["model"],
+                                       "fooled": r["fooled"], "source": r["example"].get("source"),
+                                       "history": r["history"]},))
+                for r in rows]
     if not examples:
-        from advrace.core.errors import ConfigError
-
         raise ConfigError(f"{db_path}: no submissions to export yet")
     return write_release({"human_authored": examples}, Path(out_dir), name=name,
                          source={"name": Path(str(db_path)).name, "format": "human-eval study"})

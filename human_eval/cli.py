@@ -7,6 +7,13 @@ import argparse
 import textwrap
 from pathlib import Path
 
+from advrace.core.errors import ConfigError
+
+from .authoring import AuthoringModel, export_authored
+from .report import export_jsonl, write as write_report
+from .server import serve
+from .study import add_authors, create_study
+
 EPILOG = textwrap.dedent("""\
     examples:
       advrace human-eval create releases/race-test --per-split 50 --seed 1 --annotators 3 --db study.db
@@ -78,14 +85,10 @@ def add_human_eval_parser(subparsers):
 
 
 def _run(args) -> int:
-    from advrace.core.errors import ConfigError
-
     cmd = args.human_command
     if cmd in ("serve", "report", "export", "export-authored") and not Path(args.db).is_file():
         raise ConfigError(f"{args.db}: no such study database; create one with `advrace human-eval create`")
     if cmd == "create":
-        from .study import create_study
-
         splits = [s for s in args.splits.split(",") if s] if args.splits else None
         out = create_study(args.release, args.db, per_split=args.per_split, seed=args.seed,
                            annotators=args.annotators, splits=splits)
@@ -95,17 +98,9 @@ def _run(args) -> int:
         print("Start the app with: advrace human-eval serve " + args.db)
         return 0
     if cmd in ("serve", "author"):
-        from .server import serve
-
         db = args.db
-        model = None
-        if args.model:
-            from .authoring import AuthoringModel
-
-            model = AuthoringModel(args.model)
+        model = AuthoringModel(args.model) if args.model else None
         if cmd == "author":
-            from .study import add_authors
-
             token = add_authors(db, [args.name])[args.name]
             print(f"author {args.name}: {_link(args.host, args.port, 'author', token)}")
 
@@ -118,20 +113,14 @@ def _run(args) -> int:
             pass
         return 0
     if cmd == "report":
-        from .report import write
-
-        result = write(args.db, args.out)
+        result = write_report(args.db, args.out)
         print((Path(args.out) / "report.md").read_text(encoding="utf-8").rstrip())
         print(f"\nwrote {args.out}: report.json, report.md, report.png ({len(result['splits'])} splits)")
         return 0
     if cmd == "export":
-        from .report import export_jsonl
-
         print(f"wrote {export_jsonl(args.db, args.out)} annotations to {args.out}")
         return 0
     if cmd == "export-authored":
-        from .authoring import export_authored
-
         manifest = export_authored(args.db, args.out)
         print(f"wrote {args.out}: {manifest['splits']['human_authored']['count']} questions in split human_authored")
         return 0

@@ -12,6 +12,7 @@ import math
 from collections import Counter
 from pathlib import Path
 
+from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.metrics import squad_em_f1
 
 from . import store
@@ -62,7 +63,7 @@ def _category(a: dict) -> str:
     """What an annotation says, as a category for agreement."""
     if a["unanswerable"]:
         return "unanswerable"
-    if a["task"] == "multiple_choice":
+    if a["task"] == MULTIPLE_CHOICE:
         return f"option {a['choice']}"
     golds = [g["text"] for g in a["payload"]["answers"]]
     return "correct" if squad_em_f1(a["answer_text"] or "", golds)[1] >= 0.5 else "incorrect"
@@ -71,13 +72,13 @@ def _category(a: dict) -> str:
 def _correct(a: dict) -> bool:
     if a["unanswerable"]:
         return False
-    if a["task"] == "multiple_choice":
+    if a["task"] == MULTIPLE_CHOICE:
         return a["choice"] == a["payload"]["label"]
     return squad_em_f1(a["answer_text"] or "", [g["text"] for g in a["payload"]["answers"]])[0] == 1.0
 
 
 def _f1(a: dict) -> float:
-    if a["unanswerable"] or a["task"] == "multiple_choice":
+    if a["unanswerable"] or a["task"] == MULTIPLE_CHOICE:
         return 0.0
     return squad_em_f1(a["answer_text"] or "", [g["text"] for g in a["payload"]["answers"]])[1]
 
@@ -87,13 +88,13 @@ def compute(db_path) -> dict:
     try:
         info = store.meta(conn)
         rows = store.annotations(conn)
-        people = conn.execute("SELECT name FROM people WHERE role = 'annotator' ORDER BY name").fetchall()
-        total_items = dict(conn.execute("SELECT split, COUNT(*) FROM items GROUP BY split").fetchall())
+        annotators = store.annotator_names(conn)
+        total_items = store.items_per_split(conn)
     finally:
         conn.close()
     splits = info.get("splits") or sorted(total_items)
     result = {"study": {k: info.get(k) for k in ("release_name", "task", "seed", "per_split")},
-              "annotators": [p["name"] for p in people], "splits": {}, "disagreements": []}
+              "annotators": annotators, "splits": {}, "disagreements": []}
     for split in splits:
         mine = [a for a in rows if a["split"] == split]
         n = len(mine)
@@ -103,7 +104,7 @@ def compute(db_path) -> dict:
                  "valid_rate": valid / n if n else 0.0, "valid_ci": wilson(valid, n),
                  "correct_rate": correct / n if n else 0.0, "correct_ci": wilson(correct, n),
                  "unanswerable_reasons": dict(Counter(a["reason"] for a in mine if a["unanswerable"]))}
-        if info.get("task") == "extractive_qa":
+        if info.get("task") == EXTRACTIVE_QA:
             m, lo, hi = mean_interval([_f1(a) for a in mine])
             entry.update(human_f1=m, human_f1_ci=(lo, hi))
         by_item: dict[int, list] = {}
@@ -135,7 +136,7 @@ def write(db_path, out_dir) -> dict:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    squad = result["study"]["task"] == "extractive_qa"
+    squad = result["study"]["task"] == EXTRACTIVE_QA
     lines = [f"# Human evaluation of {result['study']['release_name']}", "",
              f"{len(result['annotators'])} annotators; rates over annotations with 95% Wilson intervals.", "",
              "| split | items | annotations | valid % | correct % |" + (" human F1 |" if squad else "") + " kappa |",
@@ -161,7 +162,7 @@ def write(db_path, out_dir) -> dict:
 
 
 def _chart(result: dict, path: Path) -> None:
-    import matplotlib
+    import matplotlib  # third-party and slow to import: only when a chart is drawn
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

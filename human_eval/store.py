@@ -1,6 +1,7 @@
 """The study database: SQLite in WAL mode, the only place annotations live.
 
-Every query is parameterised. Each thread opens its own connection (`connect`), so the threaded
+Every SQL statement of the human evaluation lives here, each in a function named for what it
+does, and every query is parameterised. Each thread opens its own connection (`connect`), so the threaded
 server can take many annotators at once; writes are short transactions, and an answer is an
 upsert keyed by (annotator, item), so a retried or repeated submission never stores twice.
 Access tokens are stored as their sha256 only: the database alone does not let anyone in.
@@ -13,6 +14,8 @@ import json
 import secrets
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 SCHEMA = """
@@ -40,6 +43,7 @@ CREATE TABLE IF NOT EXISTS submissions (
     fooled INTEGER NOT NULL, output TEXT NOT NULL, model TEXT NOT NULL, created REAL NOT NULL);
 """
 
+ANNOTATOR, AUTHOR = "annotator", "author"  # the roles of people
 REASONS = ("missing key information", "conflicting information", "uninterpretable content",
            "no correct option", "multiple correct options")
 
@@ -61,6 +65,20 @@ def init(conn: sqlite3.Connection) -> None:
     conn.executescript(SCHEMA)
 
 
+@contextmanager
+def transaction(conn, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+    """One transaction: committed when the block ends, rolled back if it raises. `immediate`
+    takes the write lock at once (for a read followed by writes)."""
+    conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 def set_meta(conn, **values) -> None:
     for key, value in values.items():
         conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
@@ -71,12 +89,19 @@ def meta(conn) -> dict:
     return {r["key"]: json.loads(r["value"]) for r in conn.execute("SELECT key, value FROM meta")}
 
 
+# --------------------------------------------------------------------------- people
+
+
 def add_person(conn, name: str, role: str) -> str:
     """Create an annotator or author; returns their secret token (shown once, stored hashed)."""
     token = secrets.token_urlsafe(24)
     conn.execute("INSERT INTO people(name, role, token_sha256, csrf) VALUES (?, ?, ?, ?)",
                  (name, role, token_hash(token), secrets.token_urlsafe(24)))
     return token
+
+
+def person_id_by_name(conn, name: str) -> int:
+    return conn.execute("SELECT id FROM people WHERE name = ?", (name,)).fetchone()["id"]
 
 
 def person_by_token(conn, token: str | None, role: str | None = None):
@@ -88,9 +113,44 @@ def person_by_token(conn, token: str | None, role: str | None = None):
     return row
 
 
+def mark_finished(conn, person_id: int) -> None:
+    """The annotator pressed Finish: their answers can no longer change."""
+    conn.execute("UPDATE people SET finished = 1 WHERE id = ?", (person_id,))
+
+
+def annotator_names(conn) -> list[str]:
+    return [r["name"] for r in conn.execute("SELECT name FROM people WHERE role = ? ORDER BY name", (ANNOTATOR,))]
+
+
+# --------------------------------------------------------------------------- items and queues
+
+
+def add_item(conn, split: str, record_id: str, source_id: str, task: str, payload: dict) -> int:
+    """Store a sampled item (what an annotator is shown); returns its id."""
+    cur = conn.execute("INSERT INTO items(split, record_id, source_id, task, payload) VALUES (?, ?, ?, ?, ?)",
+                       (split, record_id, source_id, task, json.dumps(payload, ensure_ascii=False)))
+    return cur.lastrowid
+
+
 def item(conn, item_id: int) -> dict:
     row = conn.execute("SELECT * FROM items WHERE id = ?", (item_id,)).fetchone()
     return {**dict(row), "payload": json.loads(row["payload"])}
+
+
+def item_by_record_id(conn, record_id: str) -> dict | None:
+    """An item by its release record id (`<split>/<source_id>`), or None."""
+    row = conn.execute("SELECT * FROM items WHERE record_id = ?", (record_id,)).fetchone()
+    return None if row is None else {**dict(row), "payload": json.loads(row["payload"])}
+
+
+def items_per_split(conn) -> dict[str, int]:
+    return dict(conn.execute("SELECT split, COUNT(*) FROM items GROUP BY split").fetchall())
+
+
+def set_queue(conn, person_id: int, item_ids: list[int]) -> None:
+    """The person's items, in this order."""
+    conn.executemany("INSERT INTO queue(person_id, position, item_id) VALUES (?, ?, ?)",
+                     [(person_id, k, iid) for k, iid in enumerate(item_ids)])
 
 
 def queue(conn, person_id: int) -> list[sqlite3.Row]:
@@ -99,6 +159,15 @@ def queue(conn, person_id: int) -> list[sqlite3.Row]:
         "SELECT q.position, q.item_id, a.id AS annotation_id, a.choice, a.answer_text, a.unanswerable "
         "FROM queue q LEFT JOIN annotations a ON a.person_id = q.person_id AND a.item_id = q.item_id "
         "WHERE q.person_id = ? ORDER BY q.position", (person_id,)).fetchall()
+
+
+# --------------------------------------------------------------------------- annotations
+
+
+def annotation(conn, person_id: int, item_id: int) -> sqlite3.Row | None:
+    """The person's answer to the item, if any."""
+    return conn.execute("SELECT * FROM annotations WHERE person_id = ? AND item_id = ?",
+                        (person_id, item_id)).fetchone()
 
 
 def save_annotation(conn, person_id: int, item_id: int, *, choice=None, answer_text=None,
@@ -119,3 +188,42 @@ def annotations(conn) -> list[dict]:
         "FROM annotations a JOIN people p ON p.id = a.person_id JOIN items i ON i.id = a.item_id "
         "ORDER BY i.id, p.name").fetchall()
     return [{**dict(r), "payload": json.loads(r["payload"])} for r in rows]
+
+
+# --------------------------------------------------------------------------- authoring
+
+
+def add_edit(conn, person_id: int, draft: dict, output: dict) -> None:
+    """One model call on an author's draft, kept with its output (the edit history)."""
+    conn.execute("INSERT INTO edits(person_id, draft, output, created) VALUES (?, ?, ?, ?)",
+                 (person_id, json.dumps(draft, ensure_ascii=False), json.dumps(output), time.time()))
+
+
+def add_submission(conn, person_id: int, example: dict, fooled: bool, output: dict, model: str,
+                   draft: dict) -> int:
+    """Store a submission and its final draft as an edit; the author's edits since their last
+    submission become its history. Returns the submission's id."""
+    with transaction(conn, immediate=True):
+        cur = conn.execute("INSERT INTO submissions(person_id, example, fooled, output, model, created) "
+                           "VALUES (?, ?, ?, ?, ?, ?)",
+                           (person_id, json.dumps(example, ensure_ascii=False), int(fooled), json.dumps(output),
+                            model, time.time()))
+        sid = cur.lastrowid
+        add_edit(conn, person_id, draft, output)
+        conn.execute("UPDATE edits SET submission_id = ? WHERE person_id = ? AND submission_id IS NULL",
+                     (sid, person_id))
+    return sid
+
+
+def submissions(conn) -> list[dict]:
+    """Every submission in order, with its author's name, its example decoded and its history
+    (each edit's draft, output and time)."""
+    rows = conn.execute("SELECT s.*, p.name AS author FROM submissions s JOIN people p ON p.id = s.person_id "
+                        "ORDER BY s.id").fetchall()
+    out = []
+    for r in rows:
+        history = [{"draft": json.loads(h["draft"]), "output": json.loads(h["output"]), "time": h["created"]}
+                   for h in conn.execute("SELECT * FROM edits WHERE submission_id = ? ORDER BY id", (r["id"],))]
+        out.append({**dict(r), "example": json.loads(r["example"]), "fooled": bool(r["fooled"]),
+                    "history": history})
+    return out

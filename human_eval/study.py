@@ -4,12 +4,13 @@ annotator's queue with the splits interleaved (so nobody can tell which split an
 from __future__ import annotations
 
 import hashlib
-import json
 import re
+import sqlite3
 from pathlib import Path
 
-from advrace.core.seeding import seeded_rng
 from advrace.core.errors import ConfigError
+from advrace.core.seeding import seeded_rng
+from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.release import check_release, read_split
 
 from . import store
@@ -19,7 +20,7 @@ SUBSET_RE = re.compile(r"^(high|middle)\d")
 
 def item_payload(example) -> dict:
     """What an annotator is shown (and what scoring needs), without split or attack."""
-    if example.task == "multiple_choice":
+    if example.task == MULTIPLE_CHOICE:
         return {"passage": example.passage, "question": example.question,
                 "options": list(example.options), "label": example.label}
     return {"context": example.context, "question": example.question,
@@ -64,30 +65,21 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
     conn = store.connect(db_path)
     try:
         store.init(conn)
-        conn.execute("BEGIN")
-        store.set_meta(conn, release=str(Path(release_dir).resolve()), release_name=manifest["name"],
-                       task=manifest["task"], seed=seed, per_split=per_split, splits=chosen_splits,
-                       manifest_sha256=hashlib.sha256(
-                           (Path(release_dir) / "manifest.json").read_bytes()).hexdigest())
-        item_ids = []
-        for split in chosen_splits:
-            for ex in sample_split(read_split(release_dir, split), per_split, seed, split):
-                cur = conn.execute(
-                    "INSERT INTO items(split, record_id, source_id, task, payload) VALUES (?, ?, ?, ?, ?)",
-                    (split, ex.id, ex.source_id, ex.task, json.dumps(item_payload(ex), ensure_ascii=False)))
-                item_ids.append(cur.lastrowid)
-        tokens = {}
-        for name in names:
-            tokens[name] = store.add_person(conn, name, "annotator")
-            pid = conn.execute("SELECT id FROM people WHERE name = ?", (name,)).fetchone()["id"]
-            order = list(item_ids)
-            seeded_rng("advrace-queue", seed, name).shuffle(order)
-            conn.executemany("INSERT INTO queue(person_id, position, item_id) VALUES (?, ?, ?)",
-                             [(pid, k, iid) for k, iid in enumerate(order)])
-        conn.execute("COMMIT")
+        with store.transaction(conn):
+            store.set_meta(conn, release=str(Path(release_dir).resolve()), release_name=manifest["name"],
+                           task=manifest["task"], seed=seed, per_split=per_split, splits=chosen_splits,
+                           manifest_sha256=hashlib.sha256(
+                               (Path(release_dir) / "manifest.json").read_bytes()).hexdigest())
+            item_ids = [store.add_item(conn, split, ex.id, ex.source_id, ex.task, item_payload(ex))
+                        for split in chosen_splits
+                        for ex in sample_split(read_split(release_dir, split), per_split, seed, split)]
+            tokens = {}
+            for name in names:
+                tokens[name] = store.add_person(conn, name, store.ANNOTATOR)
+                order = list(item_ids)
+                seeded_rng("advrace-queue", seed, name).shuffle(order)
+                store.set_queue(conn, store.person_id_by_name(conn, name), order)
     except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
         conn.close()
         db_path.unlink(missing_ok=True)
         raise
@@ -97,12 +89,10 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
 
 def add_authors(db_path, names) -> dict:
     """Author accounts (the database is created if missing); returns {name: token}."""
-    import sqlite3
-
     conn = store.connect(db_path)
     store.init(conn)
     try:
-        return {name: store.add_person(conn, name, "author") for name in names}
+        return {name: store.add_person(conn, name, store.AUTHOR) for name in names}
     except sqlite3.IntegrityError:
         raise ConfigError(f"{db_path}: an account named {names} exists already; choose another --name") from None
     finally:

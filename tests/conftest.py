@@ -22,6 +22,31 @@ def _private_cache(tmp_path_factory):
     else:
         os.environ["ADVRACE_CACHE"] = old
 
+@pytest.fixture
+def install_plugin(tmp_path, monkeypatch):
+    """Makes a module importable and lists it in an entry-point group, as a user's installed
+    package would (a dist-info folder on sys.path), and resets which groups were loaded."""
+    import sys
+
+    from advrace.core import registry
+
+    modules = []
+
+    def install(module: str, source: str, group: str, entry: str | None = None) -> None:
+        (tmp_path / f"{module}.py").write_text(source)
+        dist = tmp_path / f"{module}-0.1.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n")
+        (dist / "entry_points.txt").write_text(f"[{group}]\n{entry or module} = {module}\n")
+        modules.append(module)
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_LOADED", set())
+    yield install
+    for module in modules:
+        sys.modules.pop(module, None)
+
+
 PASSAGE = (
     "Tom lives in a small village near the mountains. Every morning he walks to school with his "
     "sister Mary.\nTheir teacher, Mrs Green, often tells them stories about famous scientists. "

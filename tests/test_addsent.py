@@ -8,8 +8,8 @@ from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.resources import get_resources
 from advrace.core.text import words
-from advrace.attacks.addsent import (AddSent, contains_gold, declarative, inflection_candidates,
-                             new_number)
+from advrace.attacks.addsent import AddSent, contains_gold, declarative, new_number
+from advrace.resources.inflection import inflection_candidates
 from advrace.attacks.base import CannotPerturb
 
 PASSAGE = (

@@ -235,6 +235,20 @@ def test_training_cli_set_exits_2(tmp_path, capsys):
     assert "epochs must be an integer, got 'two'" in err
 
 
+def test_objective_sections_are_checked_by_the_same_checker(tmp_path, capsys):
+    from advrace.training.cli import main as train_main
+
+    config = write_yaml(tmp_path / "t.yaml", {"train": "data", "objective": "span_extraction",
+                                              "span_extraction": {"doc_stride": 64}})
+    assert load_train(config, ["span_extraction.doc_stride=32"]).settings.doc_stride == 32
+    assert train_main([config, "--set", "span_extraction.doc_stride=wide"]) == 2
+    assert "span_extraction.doc_stride must be an integer, got 'wide'" in capsys.readouterr().err
+    assert train_main([config, "--set", "span_extraction.stride=3"]) == 2
+    assert "span_extraction: unknown key(s) stride" in capsys.readouterr().err
+    assert train_main([config, "--set", "objective=distractor_generation"]) == 2
+    assert "section 'span_extraction' is for objective 'span_extraction'" in capsys.readouterr().err
+
+
 def test_training_ranges_still_checked_after_types():
     assert train_config({"train": "x", "lr": "2e-5"}).lr == 2e-5
     with pytest.raises(ConfigError, match=r"config.lr must be a number > 0, got 0.0"):

@@ -305,7 +305,7 @@ def test_span_checkpoint_on_a_squad_release(qa_release, tmp_path):
     assert "f1" in json.dumps(scores)
     import torch
 
-    from advrace.models.loading import precision_info, use_bf16
+    from advrace.models.precision import precision_info, use_bf16
 
     cpu = torch.device("cpu")  # evaluation keeps its automatic bf16, and says what it chose
     assert scores["results"]["final"]["source"]["inference"] == precision_info(cpu, use_bf16(None, cpu))

@@ -1,6 +1,7 @@
 """The human-evaluation app over HTTP: access, CSRF, answers, resume, the report and the load test."""
 
 import json
+import math
 import re
 import sqlite3
 import threading
@@ -8,16 +9,23 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from advrace.core.config import config_from_dict
 from advrace.core.errors import ConfigError
-from advrace.release import build_release, check_release, read_split
-from conftest import make_race_dir, squad_doc
+from advrace.core.examples import MCExample
+from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.human_eval import report, store
+from advrace.human_eval.authoring import AuthoringModel, export_authored
 from advrace.human_eval.server import HumanEvalServer
-from advrace.human_eval.study import create_study
+from advrace.human_eval.study import add_authors, create_study
+from advrace.models.mc_encoding import encode_mc, question_with_option
+from advrace.models.mc_scoring import load_checkpoint
+from advrace.release import build_release, check_release, read_split, write_release
+from advrace.training import train
+from conftest import make_race_dir, squad_doc, tiny
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -101,6 +109,24 @@ def test_access_needs_the_right_token(study):
     assert conn.execute("SELECT COUNT(*) FROM annotations").fetchone()[0] == 0
 
 
+def test_unknown_pages_are_refused_after_the_token_check(study):
+    url, token = study["url"], list(study["tokens"].values())[0]
+    assert request(f"{url}/")[0] == 200
+    assert request(f"{url}/static/app.js")[0] == 200 and request(f"{url}/static/server.py")[0] == 404
+    assert request(f"{url}/a/not-a-token/nowhere")[0] == 403  # a wrong token is always refused
+    assert request(f"{url}/a/{token}/nowhere")[0] == 404  # the right one, then the page is unknown
+    assert request(f"{url}/a/{token}/item/999")[0] == 404
+    assert request(f"{url}/a/{token}/finish")[0] == 404  # a write is never a GET
+    assert request(f"{url}/author/{token}")[0] == 403  # an annotator's token is no author's
+
+
+def test_all_sql_is_in_store():
+    for path in Path(store.__file__).parent.glob("*.py"):
+        if path.name != "store.py":
+            text = path.read_text(encoding="utf-8")
+            assert not re.search(r"\.execute(many|script)?\(|\b(SELECT|INSERT INTO|DELETE FROM|BEGIN)\b", text), path
+
+
 def test_answer_unanswerable_change_and_finish(study):
     url, token = study["url"], list(study["tokens"].values())[0]
     _, html, _ = request(f"{url}/a/{token}/item/0")
@@ -130,9 +156,6 @@ def test_answer_unanswerable_change_and_finish(study):
 
 
 def test_text_is_escaped(mc_release, tmp_path):
-    from advrace.core.examples import MCExample
-    from advrace.release import write_release
-
     evil = MCExample("x1", "Hello <script>window.pwned=1</script> <b>bold</b>", "Which <i>one</i>?",
                      ("<img src=x onerror=alert(1)>", "b", "c", "d"), 1)
     write_release({"original": [evil]}, tmp_path / "evil", name="evil", source={"name": "t"})
@@ -225,9 +248,6 @@ def test_fleiss_kappa_and_wilson_by_hand():
 
 
 def test_twenty_annotators_fifty_answers_each_store_exactly_1000(tmp_path):
-    from advrace.core.examples import MCExample
-    from advrace.release import write_release
-
     examples = [MCExample(f"q{i}", f"Passage number {i}.", f"Question {i}?", ("a", "b", "c", "d"), i % 4)
                 for i in range(25)]
     write_release({"original": examples, "other": examples}, tmp_path / "rel", name="load", source={"name": "t"})
@@ -257,9 +277,6 @@ def test_twenty_annotators_fifty_answers_each_store_exactly_1000(tmp_path):
 
 
 def test_authoring_api_records_edits_and_exports_a_release(mc_release, tmp_path):
-    from advrace.human_eval.authoring import AuthoringModel, export_authored
-    from advrace.human_eval.study import add_authors
-
     create_study(mc_release, tmp_path / "a.db", per_split=1, annotators=1)
     token = add_authors(tmp_path / "a.db", ["alice"])["alice"]
     server, url = start(tmp_path / "a.db", AuthoringModel("sliding-window"))
@@ -285,15 +302,11 @@ def test_authoring_api_records_edits_and_exports_a_release(mc_release, tmp_path)
     ex = read_split(tmp_path / "authored", "human_authored")[0]
     record = ex.provenance[0]
     assert record["author"] == "alice" and record["fooled"] and len(record["history"]) == 2
-    assert ex.options[ex.label] == "by the sea" and manifest["task"] == "multiple_choice"
+    assert ex.options[ex.label] == "by the sea" and manifest["task"] == MULTIPLE_CHOICE
 
 
 def test_word_importance_from_a_checkpoint(tokenizer_dir, race_dir, tmp_path):
     """Gradient x embedding per word (Wallace et al., eq. 1), summed over sub-tokens."""
-    from conftest import tiny
-    from advrace.human_eval.authoring import AuthoringModel
-    from advrace.training import train
-
     run = train(tiny(tokenizer_dir, race_dir, tmp_path, max_steps=2, epochs=1), progress=False)
     model = AuthoringModel(run["final"], max_length=96)
     passage = "Tom lives in a small village near the mountains."
@@ -307,3 +320,37 @@ def test_word_importance_from_a_checkpoint(tokenizer_dir, race_dir, tmp_path):
     assert [question[s:e] for s, e, _ in q_words] == question.split()
     assert all(v == 0 for s, _, v in q_words if s >= question.index("_"))  # the blank holds the option
     assert model.analyse(passage, question, ["famous scientists", "football", "mountains", "pianists"]) == out
+
+
+def test_authoring_model_sees_what_evaluation_scores(tokenizer_dir, race_dir, tmp_path):
+    """One encoder for training, evaluation and authoring: the page's model gets encode_mc's
+    input ids and gives the evaluation scorer's option scores, also where the input is truncated
+    (authoring used to truncate only the passage, at 384 tokens)."""
+    run = train(tiny(tokenizer_dir, race_dir, tmp_path, max_steps=2, epochs=1), progress=False)
+    assert AuthoringModel(run["final"]).max_length == load_checkpoint(run["final"]).max_length  # the same default
+    passage = ("Tom lives in a small village near the mountains. Every morning he walks to school with his "
+               "sister Mary. Their teacher, Mrs Green, often tells them stories about famous scientists.")
+    question = "_ is what Mrs Green often tells Tom and his sister Mary about after school, near the mountains."
+    options = ["stories about famous scientists", "football", "the mountains", "pianists"]
+    example = MCExample("draft", passage, question, tuple(options), 0)
+    for max_length in (32, 512):
+        model = AuthoringModel(run["final"], max_length=max_length)
+        scorer = load_checkpoint(run["final"], max_length=max_length, bf16=False)
+        ids = model.encode(example).input_ids
+        assert ids == encode_mc(scorer.tokenizer, [example], max_length)[0].input_ids
+        if max_length == 32:  # truncated: the passage-only truncation of old gives other inputs
+            old = scorer.tokenizer([passage] * 4, [question_with_option(question, o) for o in options],
+                                   truncation="only_first", max_length=max_length)["input_ids"]
+            assert all(len(x) == max_length for x in ids) and len(set(ids)) == 4  # every option kept
+            assert [list(x) for x in ids] != old
+        scores = scorer.predict_mc([example])[0]
+        top = max(scores)
+        expected = [math.exp(s - top) / sum(math.exp(t - top) for t in scores) for s in scores]
+        out = model.analyse(passage, question, options)
+        assert out["probabilities"] == pytest.approx(expected, rel=0, abs=1e-8)
+        assert out["prediction"] == scores.index(top)
+        # importance only for the words the model saw: past the truncation, words score 0
+        words = out["importance"]["passage"]
+        assert [passage[s:e] for s, e, _ in words] == passage.split()
+        if max_length == 32:
+            assert words[-1][2] == 0 and any(v != 0 for _, _, v in words)

@@ -2,6 +2,7 @@
 the make targets install)."""
 
 import shutil
+import sqlite3
 import threading
 import time
 
@@ -166,8 +167,6 @@ def test_author_edits_and_sees_the_prediction_change(browser, tmp_path):
     finally:
         server.shutdown()
         server.server_close()
-    import sqlite3
-
     conn = sqlite3.connect(tmp_path / "a.db")
     assert conn.execute("SELECT COUNT(*) FROM submissions WHERE fooled = 1").fetchone()[0] == 1
     assert conn.execute("SELECT COUNT(*) FROM edits WHERE submission_id = 1").fetchone()[0] >= 2

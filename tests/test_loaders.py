@@ -11,9 +11,13 @@ from pathlib import Path
 import pytest
 
 from advrace import formats as loaders
+from advrace.cli import main
 from advrace.core.errors import AdvraceError, ConfigError, DataError
 from advrace.core.examples import Answer, MCExample, SpanExample
-from advrace.formats import FORMATS, LoadResult, detect_format, load
+from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.formats import (FORMATS, REGISTRY, Format, LoadResult, detect_format, format_names, load,
+                             register_format, unregister_format)
+from advrace.training.config import data_from_dict
 
 ARTICLE = "  Tom lives in Paris.\nHe likes cats — and café au lait.  "
 SQUAD_CONTEXT = "The Eiffel Tower is in Paris. It was built in 1889."
@@ -567,3 +571,91 @@ def test_hub_unreachable_says_so(monkeypatch):
     text = str(info.value)
     assert "unreachable" in text and "local path" in text and "ehovy/race" in text
     assert info.value.exit_code == 2
+
+
+# ---------------------------------------------------------------- registering a format
+
+
+class TsvTest(Format):
+    """One question per line: id, passage, question, the options, the answer letter."""
+
+    name = "tsv-test"
+    tasks = (MULTIPLE_CHOICE,)
+    description = "tab-separated questions"
+
+    def load(self, path, *, lenient=False, limit=None, n_options=4, split="test"):
+        examples = []
+        for line in Path(path).read_text(encoding="utf-8").splitlines()[:limit]:
+            ex_id, passage, question, *options, answer = line.split("\t")
+            examples.append(MCExample(id=ex_id, passage=passage, question=question, options=tuple(options),
+                                      label="ABCD".index(answer), source_id=ex_id))
+        return LoadResult(examples=examples, source=str(path), format=self.name,
+                          files=[os.path.basename(path)], read=len(examples))
+
+    def detect(self, probe):
+        return probe.suffix(".tsv")
+
+
+@pytest.fixture
+def tsv_format():
+    register_format(TsvTest)
+    yield TsvTest
+    unregister_format(TsvTest.name)
+
+
+def test_a_registered_format_is_loaded_detected_and_accepted_everywhere(tsv_format, tmp_path):
+    text = "Tom lives in Paris. He likes cats."
+    rows = [["t1", text, "What does Tom like?", "cats", "dogs", "fish", "birds", "A"],
+            ["t2", text, "Where does Tom live?", "Rome", "Paris", "Oslo", "Bern", "B"]]
+    path = write(tmp_path / "qs.tsv", "\n".join("\t".join(r) for r in rows) + "\n")
+    assert format_names() == FORMATS + ("tsv-test",)
+    assert detect_format(str(path)) == "tsv-test"
+    res = load(str(path), "tsv-test")
+    assert [e.id for e in res.examples] == ["t1", "t2"] and [e.label for e in res.examples] == [0, 1]
+    assert res.format == "tsv-test" and load(str(path)).examples == res.examples
+    assert data_from_dict({"path": str(path), "format": "tsv-test"}, "train.data").format == "tsv-test"
+
+    out = tmp_path / "rel"
+    assert main(["build", "--data", str(path), "--format", "tsv-test", "--attacks", "option_only",
+                 "--quiet", "--out", str(out)]) == 0
+    source = json.loads((out / "manifest.json").read_text())["source"]
+    assert source["format"] == "tsv-test" and source["kept"] == 2
+
+    unregister_format("tsv-test")
+    assert format_names() == FORMATS
+    with pytest.raises(ConfigError, match="unknown format 'tsv-test'"):
+        load(str(path), "tsv-test")
+    with pytest.raises(ConfigError, match="cannot tell the format"):
+        detect_format(str(path))
+    with pytest.raises(SystemExit):
+        main(["build", "--data", str(path), "--format", "tsv-test", "--out", str(tmp_path / "r2")])
+
+
+def test_a_second_format_of_a_taken_name_is_refused():
+    class Impostor(TsvTest):
+        name = "squad"
+
+    with pytest.raises(ValueError, match="two formats named 'squad'"):
+        register_format(Impostor)
+    assert type(REGISTRY["squad"]).__module__ == "advrace.formats.squad"
+
+
+PLUGIN = """
+from advrace.formats import Format, register_format
+
+
+@register_format
+class Lines(Format):
+    name = "lines-plugin-test"
+    tasks = ("multiple_choice",)
+    description = "a plugin's format"
+"""
+
+
+def test_an_entry_point_format_is_imported_when_first_asked_for(install_plugin):
+    install_plugin("lines_format_plugin", PLUGIN, "advrace.formats", "lines")
+    try:
+        assert "lines-plugin-test" not in REGISTRY
+        assert format_names() == FORMATS + ("lines-plugin-test",)
+    finally:
+        unregister_format("lines-plugin-test")

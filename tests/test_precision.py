@@ -98,7 +98,7 @@ def _plain_mc_scores(path: str, examples) -> list[list[float]]:
 
 @pytest.mark.parametrize("bf16", PRECISIONS)
 def test_checkpoint_scorer(setup, bf16):
-    from advrace.evaluation import load_checkpoint
+    from advrace.models.mc_scoring import load_checkpoint
 
     examples = setup["examples"]
     scorer = load_checkpoint(setup["mc"], bf16=bf16, batch_size=3, max_length=256)
@@ -184,11 +184,11 @@ def test_distractor_extraction(setup, bf16):
 
 def test_auto_precision_is_what_the_hardware_gives(setup):
     """`bf16: null` picks bf16 where the CPU has it natively; describe() says which it got."""
-    from advrace.models.loading import _cpu_has_native_bf16
+    from advrace.models.precision import cpu_has_native_bf16
 
     attack = get_attack("distractor_extraction")({"model": setup["qa"], "bf16": None, "max_length": 48,
                                                   "doc_stride": 16})
-    want = here(_cpu_has_native_bf16())
+    want = here(cpu_has_native_bf16())
     assert attack.describe()["inference"] == want
     attack.candidates(setup["examples"][:1])
     assert attack.describe()["inference"] == want

@@ -101,16 +101,16 @@ def test_interrupted_build_leaves_previous_release(race_dir, tmp_path, monkeypat
 
 
 def test_interrupted_write_leaves_nothing(race_dir, tmp_path, monkeypatch):
-    import advrace.release as release
+    import advrace.release.build as build
 
-    real = release._write
+    real = build._write
 
     def failing(root, rel, text):
         if rel == "stats.json":
             raise OSError("disk full")
         return real(root, rel, text)
 
-    monkeypatch.setattr(release, "_write", failing)
+    monkeypatch.setattr(build, "_write", failing)
     with pytest.raises(OSError):
         build_release(cfg_for(race_dir), tmp_path / "new")
     assert not (tmp_path / "new").exists()

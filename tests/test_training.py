@@ -1,7 +1,10 @@
+import dataclasses
 import json
 import os
 import subprocess
 import sys
+import textwrap
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,8 @@ from conftest import PASSAGE, SPECIAL, tiny
 from advrace.training import config_from_dict, load_config, train
 from advrace.training.cli import main
 from advrace.training.data import BucketBatchSampler, encode
+from advrace.training.objectives import PLUGIN_GROUP, REGISTRY, objective_names, register_objective
+from advrace.training.objectives.multiple_choice import MultipleChoice
 from advrace.training.recipes import build_train_set
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,8 +185,6 @@ def test_mixed_gives_each_attack_a_disjoint_slice():
 def test_option_only_feeds_options_alone(tokenizer_dir, race_dir, tmp_path, monkeypatch):
     from transformers import AutoTokenizer
 
-    from advrace.training.objectives import MultipleChoice
-
     seen = []
     real = MultipleChoice.features
 
@@ -319,7 +322,8 @@ def test_shipped_configs_load():
     ({"train": "x", "model_config": {"hidden_size": 8}, "tokenizer": "t"}, "model_type"),
     ({"train": "x", "objective": "qa"}, "objective must be one of"),
     ({"train": "x", "objective": "span_extraction", "recipe": "option_only"}, "takes task 'finetune'"),
-    ({"train": "x", "doc_stride": 0}, "doc_stride must be an integer >= 1"),
+    ({"train": "x", "objective": "span_extraction", "span_extraction": {"doc_stride": 0}},
+     "doc_stride must be an integer >= 1"),
 ])
 def test_config_errors(values, message):
     with pytest.raises(ConfigError, match=message):
@@ -343,8 +347,8 @@ def test_errors_found_before_training(tokenizer_dir, race_dir, tmp_path):
 
 
 @pytest.mark.parametrize("objective, extra", [
-    ("span_extraction", {"max_length": 48, "doc_stride": 16}),
-    ("distractor_generation", {"max_target_length": 6}),
+    ("span_extraction", {"max_length": 48, "span_extraction": {"doc_stride": 16}}),
+    ("distractor_generation", {"distractor_generation": {"max_target_length": 6}}),
 ])
 def test_other_objectives_resume_exactly(tokenizer_dir, race_dir, tmp_path, objective, extra):
     base = dict(objective=objective, batch_size=2, epochs=2, max_steps=5, save_every_steps=1, **extra)
@@ -364,11 +368,13 @@ def test_other_objectives_resume_exactly(tokenizer_dir, race_dir, tmp_path, obje
 
 def test_span_objective_reads_squad(tokenizer_dir, squad_file, race_dir, tmp_path):
     cfg = tiny(tokenizer_dir, race_dir, tmp_path, objective="span_extraction", max_length=48,
-               doc_stride=16, train={"path": str(squad_file)}, dev={"path": str(squad_file)}, epochs=1)
+               span_extraction={"doc_stride": 16}, train={"path": str(squad_file)},
+               dev={"path": str(squad_file)}, epochs=1)
     result = train(cfg, progress=False)
     assert result["metrics"]["train_questions"] == 3 and result["metrics"]["dev_questions"] == 3
     with pytest.raises(ConfigError, match="multiple-choice \\(RACE\\) questions, got extractive_qa"):
-        train({**cfg, "objective": "distractor_generation", "output_dir": str(tmp_path / "dg")},
+        dg = {k: v for k, v in cfg.items() if k != "span_extraction"}  # the section is span's
+        train({**dg, "objective": "distractor_generation", "output_dir": str(tmp_path / "dg")},
               progress=False)
 
 
@@ -382,3 +388,178 @@ def test_minilm_trains_two_steps(tmp_path):
     assert result["metrics"]["step"] == 2 and result["metrics"]["dev_questions"] == 4
     losses = [r["loss"] for r in log_records(tmp_path / "minilm", "train")]
     assert len(losses) == 2 and all(0 < x < 3 for x in losses)
+
+
+# ---------------------------------------------------------------- objectives: registry and sections
+
+
+@dataclass(frozen=True)
+class LeadSettings:
+    passage_words: int = field(default=40, metadata={"min": 1})
+
+
+class LeadOnly(MultipleChoice):
+    """A new objective, defined here and nowhere else: a multiple-choice reader that sees only the
+    first `passage_words` words of each passage (the multiple-choice encoding and scoring)."""
+
+    name = "lead_only_test"
+    Settings = LeadSettings
+    fed: list = []  # the examples each features() call received
+
+    def features(self, tokenizer, examples, seed, dev=False):
+        n = self.settings.passage_words
+        cut = [dataclasses.replace(ex, passage=" ".join(ex.passage.split()[:n])) for ex in examples]
+        LeadOnly.fed.append(cut)
+        return super().features(tokenizer, cut, seed, dev)
+
+
+@pytest.fixture
+def lead_only():
+    register_objective(LeadOnly)
+    LeadOnly.fed = []
+    yield LeadOnly
+    REGISTRY.pop(LeadOnly.name, None)
+
+
+def test_a_new_objective_registers_and_trains_through_the_same_loop(lead_only, tokenizer_dir, race_dir,
+                                                                     tmp_path):
+    cfg = tiny(tokenizer_dir, race_dir, tmp_path, objective="lead_only_test",
+               lead_only_test={"passage_words": 5}, epochs=1, max_steps=2)
+    result = train(cfg, progress=False)
+    metrics = result["metrics"]
+    assert (metrics["step"], metrics["objective"], metrics["metric"]) == (2, "lead_only_test", "dev_accuracy")
+    assert len(LeadOnly.fed) == 2  # train, then dev
+    assert all(len(ex.passage.split()) == 5 for examples in LeadOnly.fed for ex in examples)
+    info = json.loads((Path(result["final"]) / "training_info.json").read_text())
+    assert info["objective"] == "lead_only_test" and info["config"]["lead_only_test"] == {"passage_words": 5}
+    saved = yaml.safe_load((Path(result["output_dir"]) / "config.yaml").read_text())
+    assert saved["objective"] == "lead_only_test" and saved["lead_only_test"] == {"passage_words": 5}
+    resumed = train({**cfg, "max_steps": 3}, resume=True, progress=False)
+    assert resumed["metrics"]["resumed_from"] == 2 and resumed["metrics"]["step"] == 3
+    with pytest.raises(ConfigError, match="lr"):
+        train({**cfg, "lr": 0.5}, resume=True, progress=False)
+    with pytest.raises(ConfigError, match="lead_only_test"):  # its settings decide the weights too
+        train({**cfg, "lead_only_test": {"passage_words": 6}}, resume=True, progress=False)
+    assert "lead_only_test" in objective_names()
+    with pytest.raises(ValueError, match="two training objectives named 'lead_only_test'"):
+        register_objective(type("Other", (LeadOnly,), {}))
+
+
+def test_set_reaches_objective_sections(lead_only, tmp_path):
+    de = load_config(CONFIGS / "de-cpu.yaml", ["span_extraction.doc_stride=64"])
+    assert (de.settings.doc_stride, de.settings.max_answer_tokens) == (64, 30)
+    assert load_config(CONFIGS / "de-cpu.yaml").settings.doc_stride == 96
+    dg = load_config(CONFIGS / "dg-cpu.yaml", ["distractor_generation.max_target_length=12"])
+    assert dg.settings.max_target_length == 12
+    path = tmp_path / "lead.yaml"
+    path.write_text(yaml.safe_dump({"train": "x", "objective": "lead_only_test"}), encoding="utf-8")
+    assert load_config(path).settings == LeadSettings()
+    assert load_config(path, ["lead_only_test.passage_words=7"]).settings == LeadSettings(7)
+    with pytest.raises(ConfigError, match=r"lead_only_test.passage_words must be an integer >= 1, got 0"):
+        load_config(path, ["lead_only_test.passage_words=0"])
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"objective": "span_extraction", "distractor_generation": {"max_target_length": 8}},
+     r"config: section 'distractor_generation' is for objective 'distractor_generation', but this "
+     r"config's objective is 'span_extraction'"),
+    ({"span_extraction": {"doc_stride": 64}},
+     r"section 'span_extraction' is for objective 'span_extraction', but this config's objective is "
+     r"'multiple_choice'"),
+    ({"objective": "span_extraction", "span_extraction": {"stride": 64}},
+     r"config.span_extraction: unknown key\(s\) stride; known: doc_stride, max_answer_tokens"),
+    ({"objective": "span_extraction", "span_extraction": {"doc_stride": "wide"}},
+     r"config.span_extraction.doc_stride must be an integer, got 'wide'"),
+    ({"objective": "span_extraction", "span_extraction": {"max_answer_tokens": 2.5}},
+     r"config.span_extraction.max_answer_tokens must be an integer, got 2.5"),
+    ({"objective": "distractor_generation", "distractor_generation": {"max_target_length": 1}},
+     r"config.distractor_generation.max_target_length must be an integer >= 2, got 1"),
+    ({"objective": "distractor_generation", "distractor_generation": [24]},
+     r"config.distractor_generation: expected a mapping, got list"),
+    ({"objective": "multiple_choice", "multiple_choice": {"max_length": 64}},
+     r"config.multiple_choice: unknown key\(s\) max_length; known: none"),
+    ({"objective": "span_extraction", "max_target_length": 8},
+     r"'max_target_length' is a setting of objective 'distractor_generation' \(section "
+     r"'distractor_generation'\), but this config's objective is 'span_extraction'"),
+    ({"objective": "span_extraction", "doc_stride": 8, "span_extraction": {"doc_stride": 16}},
+     r"doc_stride given twice, at the top level and in section 'span_extraction'"),
+    ({"objective": 3}, r"config.objective must be a string, got 3"),
+    ({"objective": "train"}, r"'train' is a training setting, not an objective"),
+])
+def test_objective_sections_are_checked(values, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        config_from_dict({"train": "x", **values})
+    assert info.value.exit_code == 2
+
+
+def test_flat_settings_of_the_chosen_objective_are_read_as_its_section():
+    """The layout before per-objective sections still reads the same."""
+    flat = config_from_dict({"train": "x", "objective": "span_extraction", "doc_stride": 64})
+    section = config_from_dict({"train": "x", "objective": "span_extraction",
+                                "span_extraction": {"doc_stride": 64}})
+    assert flat == section and flat.to_dict()["span_extraction"] == {"doc_stride": 64, "max_answer_tokens": 30}
+    assert "doc_stride" not in flat.to_dict() and "span_extraction" not in config_from_dict({"train": "x"}).to_dict()
+
+
+def test_a_checkpoint_from_before_objective_sections_resumes(tokenizer_dir, race_dir, tmp_path):
+    """A checkpoint whose plan has the old flat layout (every objective's fields at the top)."""
+    base = dict(objective="span_extraction", max_length=48, span_extraction={"doc_stride": 16},
+                batch_size=2, epochs=1, max_steps=3, save_every_steps=1)
+    whole = train(tiny(tokenizer_dir, race_dir, tmp_path, output_dir=str(tmp_path / "whole"), **base),
+                  progress=False)
+    cut = tiny(tokenizer_dir, race_dir, tmp_path, output_dir=str(tmp_path / "cut"), **base)
+    train({**cut, "max_steps": 2}, progress=False)
+    state_file = tmp_path / "cut" / "checkpoints" / "step-2" / "trainer_state.json"
+    state = json.loads(state_file.read_text())
+    state["plan"].update(state["plan"].pop("span_extraction"), max_target_length=32)
+    state_file.write_text(json.dumps(state))
+    second = train(cut, resume=True, progress=False)
+    assert second["metrics"]["resumed_from"] == 2
+    a, b = weights(Path(whole["final"])), weights(Path(second["final"]))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert log_records(tmp_path / "whole") == log_records(tmp_path / "cut")
+    state["plan"]["doc_stride"] = 17
+    state_file.write_text(json.dumps(state))
+    (tmp_path / "cut" / "checkpoints" / "step-3").rename(tmp_path / "cut" / "step-3")
+    with pytest.raises(ConfigError, match="span_extraction"):
+        train(cut, resume=True, progress=False)
+
+
+PLUGIN = textwrap.dedent('''
+    """A third-party objective: multiple choice with the question left out."""
+    from dataclasses import dataclass
+
+    from advrace.training.objectives import register_objective
+    from advrace.training.objectives.multiple_choice import MultipleChoice
+
+
+    @dataclass(frozen=True)
+    class NoQuestionSettings:
+        keep_question: bool = False
+
+
+    @register_objective
+    class NoQuestion(MultipleChoice):
+        name = "no_question_test"
+        Settings = NoQuestionSettings
+''')
+
+
+@pytest.fixture
+def plugin(install_plugin):
+    from advrace.core import registry
+
+    install_plugin("no_question_plugin", PLUGIN, PLUGIN_GROUP, "no_question_test")
+    yield registry
+    REGISTRY.pop("no_question_test", None)
+
+
+def test_an_entry_point_objective_is_loaded_only_when_named(plugin):
+    config_from_dict({"train": "x", "objective": "span_extraction", "span_extraction": {"doc_stride": 8}})
+    assert PLUGIN_GROUP not in plugin._LOADED and "no_question_plugin" not in sys.modules
+    cfg = config_from_dict({"train": "x", "objective": "no_question_test",
+                            "no_question_test": {"keep_question": True}})
+    assert cfg.settings.keep_question is True and type(cfg.settings).__module__ == "no_question_plugin"
+    assert "no_question_test" in objective_names()
+    with pytest.raises(ConfigError, match=r"no_question_test.keep_question must be true or false, got 'yes'"):
+        config_from_dict({"train": "x", "objective": "no_question_test", "no_question_test": {"keep_question": "yes"}})

@@ -16,8 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from advrace.core.checking import build_dataclass, check_keys
+from advrace.core.config import load_config as load_release_config
 from advrace.core.config import read_yaml
 from advrace.core.errors import ConfigError
+from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.evaluation import score_release
+from advrace.evaluation.report import write_report
+from advrace.models.readers import BASELINES, is_baseline
+from advrace.release import build_release, check_release, load_manifest
 
 from .config import config_from_dict, set_values
 
@@ -90,8 +96,6 @@ def grid_from_dict(values: dict, where: str = "ablation config") -> Grid:
     for i, n in enumerate(names):
         if n in names[:i]:
             raise ConfigError(f"{where}: runs[{i}] needs a unique 'name'; {n!r} is taken")
-    from advrace.models.readers import BASELINES, is_baseline
-
     wrong = [b for b in grid.baselines if not is_baseline(b)]
     if wrong:
         raise ConfigError(f"{where}: unknown baseline(s) {', '.join(wrong)}; built-in readers: "
@@ -115,14 +119,11 @@ def run_config(grid: Grid, run: Run) -> dict:
 
 
 def _release_dir(grid: Grid, out: Path, progress: bool) -> Path:
-    from advrace.core.config import load_config
-    from advrace.release import build_release, check_release
-
     if grid.release.path:
         path = Path(grid.release.path)
     else:
         path = out / "release"
-        build_release(load_config(grid.release.config), path, progress=progress)
+        build_release(load_release_config(grid.release.config), path, progress=progress)
     check_release(path)
     return path
 
@@ -130,17 +131,13 @@ def _release_dir(grid: Grid, out: Path, progress: bool) -> Path:
 def ablate(grid: Grid, output_dir: str | Path | None = None, *, resume: bool = False,
            progress: bool = True) -> dict:
     """Train every run, score its best checkpoint on the release, and write one report."""
-    from advrace.evaluation import score_release
-    from advrace.release import load_manifest
-    from advrace.evaluation.report import write_report
-
-    from .loop import train
+    from .loop import train  # deferred for start-up time: the loop imports torch
 
     out = Path(output_dir or grid.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     release = _release_dir(grid, out, progress)
     manifest = load_manifest(release)
-    if manifest["task"] != "multiple_choice":
+    if manifest["task"] != MULTIPLE_CHOICE:
         raise ConfigError(f"{release}: ablations train multiple-choice models; this release is {manifest['task']}")
     scores, sources, runs = {}, {}, {}
     for run in grid.runs:

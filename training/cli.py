@@ -9,6 +9,9 @@ import textwrap
 
 from advrace.core.errors import AdvraceError
 
+from .config import load_config
+from .objectives import REGISTRY
+
 EPILOG = textwrap.dedent("""\
     examples:
       advrace train configs/train/cpu-smoke.yaml --output-dir runs/smoke
@@ -37,15 +40,19 @@ def _positive(value: str) -> int:
     return n
 
 
+def _objectives() -> str:
+    """The built-in objectives in words (third-party ones are not imported just for --help)."""
+    named = [f"{name} ({cls.summary})" if cls.summary else name for name, cls in REGISTRY.items()]
+    return ", ".join(named[:-1]) + " or " + named[-1] if len(named) > 1 else "".join(named)
+
+
 def add_train_parser(subparsers):
     """Add `train` to an argparse subparsers object; returns the handler (args -> exit status)."""
     p = subparsers.add_parser(
         "train", help="train a reader, a distractor extractor or a distractor generator",
         description="Train with Accelerate on one CPU, one GPU, or several (accelerate launch), "
                     "keeping the best dev checkpoint. The config's `objective` picks the model: "
-                    "multiple_choice (a RACE reader: fine-tuning, adversarial, option-only), "
-                    "span_extraction (the distractor extractor, or a SQuAD reader) or "
-                    "distractor_generation (the UniLM-style distractor generator).",
+                    f"{_objectives()}.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     p.add_argument("config", help="training recipe (YAML), e.g. configs/train/cpu-smoke.yaml")
     p.add_argument("--resume", action="store_true",
@@ -60,8 +67,7 @@ def add_train_parser(subparsers):
 
 
 def run_train(args) -> int:
-    from .config import load_config
-    from .loop import train
+    from .loop import train  # deferred for start-up time: the loop imports torch
 
     cfg = load_config(args.config, args.set)
     if args.max_steps is not None:

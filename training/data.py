@@ -14,6 +14,7 @@ import math
 import torch
 
 from advrace.core.errors import ConfigError
+from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.formats import load
 from advrace.models.mc_encoding import MCFeature, collate_mc, encode_mc, length_sorted_batches
 from advrace.release import read_split
@@ -21,10 +22,11 @@ from advrace.release import read_split
 from .config import DataConfig, resolve_data_path
 
 BUCKET_BATCHES = 50  # batches per shuffled pool that is then sorted by length
+TASK_WORDS = {MULTIPLE_CHOICE: "multiple-choice (RACE)", EXTRACTIVE_QA: "extractive (SQuAD)"}
 
 
 def load_examples(spec: DataConfig, default_hub_split: str = "train",
-                  tasks: tuple[str, ...] = ("multiple_choice",)) -> list:
+                  tasks: tuple[str, ...] = (MULTIPLE_CHOICE,)) -> list:
     """Examples of a data set or of one release split, at most `limit`, of one of `tasks`."""
     if spec.release:
         examples = read_split(spec.release, spec.split or "original")
@@ -35,8 +37,7 @@ def load_examples(spec: DataConfig, default_hub_split: str = "train",
                         split=spec.split or default_hub_split).examples
     wrong = [ex for ex in examples if ex.task not in tasks]
     if wrong:
-        want = " or ".join("multiple-choice (RACE)" if t == "multiple_choice" else "extractive (SQuAD)"
-                           for t in tasks)
+        want = " or ".join(TASK_WORDS.get(t, t) for t in tasks)
         raise ConfigError(f"{spec.describe()}: this objective reads {want} questions, "
                           f"got {wrong[0].task} examples ({wrong[0].id})")
     if not examples:

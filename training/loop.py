@@ -24,10 +24,11 @@ import yaml
 
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
+from advrace.models.loading import resolve_model
 
 from . import checkpoints
 from .checkpoints import TrainerState
-from .config import TrainConfig, as_config, resolve_model
+from .config import TrainConfig, as_config, current_plan
 from .data import eval_loader, load_examples, train_loader
 from .objectives import get_objective
 from .recipes import build_train_set, check_attacks, eval_view
@@ -143,10 +144,10 @@ class _Run:
         if not self.resume:
             raise ConfigError(f"{self.out} already holds checkpoints of a run; pass --resume to "
                               "continue it, or choose another --output-dir")
-        state = checkpoints.read_state(found)
+        saved = current_plan(checkpoints.read_state(found).plan)
         plan = self.cfg.plan()
-        if state.plan != plan:
-            keys = sorted(k for k in set(plan) | set(state.plan) if plan.get(k) != state.plan.get(k))
+        if saved != plan:
+            keys = sorted(k for k in set(plan) | set(saved) if plan.get(k) != saved.get(k))
             raise ConfigError(f"{found} was written by a run with different settings "
                               f"({', '.join(keys)}); resume with the same config, or choose "
                               "another --output-dir")
@@ -339,6 +340,7 @@ class _Run:
                                   f"with the same number (now {acc.num_processes}), since each "
                                   "process's place in the data is saved")
             self.state = checkpoints.restore(acc, found)
+            self.state.plan = cfg.plan()  # in today's layout, should it predate objective sections
             self.say(f"resuming from {found} (step {self.state.step}, epoch {self.state.epoch + 1}, "
                      f"batch {self.state.batch})")
         else:

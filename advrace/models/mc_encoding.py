@@ -7,10 +7,10 @@ identically, so both come here.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-BLANK_RE = re.compile(r"_+(?:\s*_+)*")
+from advrace.core.text import BLANK_RE
+
 
 
 def question_with_option(question: str, option: str) -> str:

@@ -25,13 +25,17 @@ import re
 from collections import Counter
 
 from advrace.core.errors import ConfigError
+from advrace.core.text import split_sentences
+from advrace.models.loading import MINILM, Wording, load_model, resolve_model
 from advrace.models.mc_encoding import question_with_option
+from advrace.models.precision import precision_info
 
 TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 SLIDING_WINDOW = "sliding-window"
 SIMILARITY = "similarity"
 BASELINES = (SLIDING_WINDOW, f"{SLIDING_WINDOW}:distance", SIMILARITY, f"{SIMILARITY}:ENCODER")
+ENCODER_WORDING = Wording(missing=None, failed="{what}: cannot load the encoder {name!r} ({error}); give a "
+                                               "local folder, or use the offline MiniLM (`similarity`)")
 
 
 def tokens(text: str) -> list[str]:
@@ -50,7 +54,7 @@ def make_baseline(name: str, **kwargs):
     if name == f"{SLIDING_WINDOW}:distance":
         return SlidingWindow(distance=True)
     if name == SIMILARITY or name.startswith(f"{SIMILARITY}:"):
-        encoder = name.partition(":")[2] or "minilm"
+        encoder = name.partition(":")[2] or MINILM
         return SimilarityReader(encoder, **{k: v for k, v in kwargs.items() if k == "batch_size"})
     raise ConfigError(f"unknown built-in model {name!r}; built-in models: {', '.join(BASELINES)}")
 
@@ -100,44 +104,28 @@ class SlidingWindow:
 
 
 def passage_sentences(passage: str) -> list[str]:
-    return [s.strip() for s in SENTENCE_RE.split(passage) if s.strip()]
+    """Sentences by punctuation and also by line breaks, since RACE passages put titles and list
+    items on lines of their own; distractor extraction's insertion points ignore line breaks."""
+    return split_sentences(passage, line_breaks=True)
 
 
 class SimilarityReader:
     """Best cosine similarity between question-with-option and a passage sentence."""
 
-    def __init__(self, encoder: str = "minilm", batch_size: int = 64, max_length: int = 128):
-        from transformers import AutoModel, AutoTokenizer
+    def __init__(self, encoder: str = MINILM, batch_size: int = 64, max_length: int = 128):
+        from transformers import AutoModel
 
-        from advrace.evaluation import ModelLoadError, _fp32_kwargs
-
-        path = encoder
-        if encoder == "minilm":
-            from advrace.training.config import resolve_model
-
-            path = resolve_model("minilm")
-        from transformers.utils import logging as hf_logging
-
-        bars = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()  # a bar per load would clutter every report
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            self.model = AutoModel.from_pretrained(path, **_fp32_kwargs()).eval()
-        except (OSError, ValueError) as exc:
-            raise ModelLoadError(f"similarity reader: cannot load the encoder {encoder!r} ({exc}); give a "
-                                 "local folder, or use the offline MiniLM (`similarity`)") from exc
-        finally:
-            if bars:
-                hf_logging.enable_progress_bar()
-        self.name = SIMILARITY if encoder == "minilm" else f"{SIMILARITY}:{encoder}"
+        # On the CPU, where it stays; quiet: a progress bar per load would clutter every report.
+        self.model, self.tokenizer, _, _ = load_model(AutoModel, encoder, False, "similarity reader",
+                                                      source=resolve_model(encoder), place=False,
+                                                      wording=ENCODER_WORDING, quiet=True)
+        self.name = SIMILARITY if encoder == MINILM else f"{SIMILARITY}:{encoder}"
         self.batch_size = batch_size
         self.max_length = max_length
 
     @property
     def inference(self) -> dict:
         """Always fp32 on the CPU: the encoder is small, and the same everywhere."""
-        from advrace.models.loading import precision_info
-
         return precision_info(self.model.device, False)
 
     def encode(self, texts: list[str]):

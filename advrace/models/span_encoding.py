@@ -12,8 +12,10 @@ import random
 from dataclasses import dataclass
 from typing import Sequence
 
-from advrace.core.seeding import seeded_rng
+from advrace.core.distractors import insert_answer_span
 from advrace.core.errors import ConfigError
+from advrace.core.seeding import seeded_rng
+from advrace.core.tasks import MULTIPLE_CHOICE
 
 
 @dataclass(frozen=True)
@@ -95,11 +97,9 @@ def answer_rng(seed: int, source_id: str) -> random.Random:
 def span_training_examples(examples: list, seed: int) -> tuple[list[str], list[str], list[tuple[int, int]]]:
     """Questions, contexts and gold spans: SQuAD questions as they are (first answer), RACE
     questions with their answer inserted at a seeded sentence boundary (AdvRACE section 3.1)."""
-    from advrace.core.distractors import insert_answer_span
-
     questions, contexts, spans = [], [], []
     for ex in examples:
-        if ex.task == "multiple_choice":
+        if ex.task == MULTIPLE_CHOICE:
             new, start, end = insert_answer_span(ex, answer_rng(seed, ex.source_id))
             context = new.passage
         else:

@@ -11,7 +11,13 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from advrace.models.loading import load_model, model_name
+from advrace.models.mc_encoding import length_sorted_batches
+from advrace.models.precision import attention_backends, precision_info, use_bf16
 from advrace.models.span_decoding import Span, best_spans, merge_windows
+from advrace.models.span_encoding import collate_windows, encode_windows
+
+SPAN_TRAIN_HINT = "`advrace train` with objective span_extraction"
 
 
 class SpanScorer:
@@ -21,8 +27,6 @@ class SpanScorer:
                  max_length: int = 384, doc_stride: int = 128, max_answer_tokens: int = 30,
                  bf16: bool | None = None, device=None):
         import torch
-
-        from advrace.models.loading import use_bf16
 
         self.name = name
         self.model = model.eval()
@@ -36,8 +40,6 @@ class SpanScorer:
 
     @property
     def inference(self) -> dict:
-        from advrace.models.loading import precision_info
-
         return precision_info(self.device, self.bf16)
 
     def n_best(self, questions: Sequence[str], contexts: Sequence[str], n_best: int = 20,
@@ -46,10 +48,6 @@ class SpanScorer:
         import torch
         from tqdm.auto import tqdm
 
-        from advrace.evaluation import _attention_backends
-        from advrace.models.mc_encoding import length_sorted_batches
-        from advrace.models.span_encoding import collate_windows, encode_windows
-
         if not questions:
             return []
         windows = encode_windows(self.tokenizer, questions, contexts, max_length=self.max_length,
@@ -57,7 +55,7 @@ class SpanScorer:
         per_context: list[list] = [[] for _ in questions]
         pad = self.tokenizer.pad_token_id or 0
         batches = length_sorted_batches(windows, self.batch_size)
-        with torch.inference_mode(), _attention_backends(self.device), \
+        with torch.inference_mode(), attention_backends(self.device), \
                 torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             for idx in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
                 batch = collate_windows([windows[i] for i in idx], pad, labels=False)
@@ -90,14 +88,17 @@ def answer_distribution(spans: list[Span]) -> list[tuple[str, float]]:
     return [(s.text, w / total) for s, w in zip(spans, weights)]
 
 
-def load_span_model(name: str, **kwargs) -> SpanScorer:
-    """A SpanScorer for a checkpoint folder (or a Hub name online)."""
+def load_span_model(name: str, *, what: str = "span model", hint: str = SPAN_TRAIN_HINT,
+                    **kwargs) -> SpanScorer:
+    """A SpanScorer for a checkpoint folder (or a Hub name online), on this process's device.
+
+    `what` and `hint` word the loading errors (who loads it; how to make a span checkpoint);
+    `kwargs` go to SpanScorer (batch_size, max_length, doc_stride, max_answer_tokens, bf16, name).
+    """
     from transformers import AutoModelForQuestionAnswering
 
-    from advrace.models.loading import load_model
-
     model, tokenizer, device, _ = load_model(AutoModelForQuestionAnswering, name, kwargs.get("bf16"),
-                                             "span model", "`advrace train` with objective span_extraction")
-    kwargs.setdefault("name", str(name).rstrip("/").split("/")[-1])
+                                             what, hint)
+    kwargs.setdefault("name", model_name(name))
     kwargs.setdefault("doc_stride", kwargs.get("max_length", 384) // 4)
     return SpanScorer(model, tokenizer, device=device, **kwargs)

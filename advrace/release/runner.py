@@ -13,8 +13,10 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
+from advrace.attacks import attacks_named, get_attack
 from advrace.core.config import ReleaseConfig, SplitSpec
 from advrace.core.errors import ConfigError
+from advrace.core.tasks import MULTIPLE_CHOICE
 
 ORIGINAL = "original"
 CHUNK_PASSAGES = 16
@@ -31,7 +33,7 @@ def passage_groups(examples: list) -> list[list[int]]:
     """Indices of examples grouped by passage (or context), in order of first appearance."""
     groups: dict[str, list[int]] = {}
     for i, ex in enumerate(examples):
-        groups.setdefault(ex.passage if ex.task == "multiple_choice" else ex.context, []).append(i)
+        groups.setdefault(ex.passage if ex.task == MULTIPLE_CHOICE else ex.context, []).append(i)
     return list(groups.values())
 
 
@@ -49,12 +51,9 @@ def _checked_specs(cfg: ReleaseConfig):
 def check_splits(cfg: ReleaseConfig) -> None:
     """What can be checked before any data is read (attack names, their configs, split order), so
     that a typo in the config is not hidden behind a data error or an hour of loading."""
-    from advrace.attacks import REGISTRY, get_attack
-
     for spec, seed in _checked_specs(cfg):
-        get_attack(spec.attack)
         errors = []
-        for cls in REGISTRY[spec.attack]:  # one class per task: the config must suit one of them
+        for cls in attacks_named(spec.attack):  # one class per task: the config must suit one of them
             try:
                 cls(spec.config, seed=seed)
                 break
@@ -65,8 +64,6 @@ def check_splits(cfg: ReleaseConfig) -> None:
 
 
 def make_attacks(cfg: ReleaseConfig, resources, task: str | None = None) -> list:
-    from advrace.attacks import get_attack
-
     return [get_attack(spec.attack, task)(spec.config, seed=seed, resources=resources)
             for spec, seed in _checked_specs(cfg)]
 

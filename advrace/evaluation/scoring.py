@@ -1,0 +1,164 @@
+"""Scoring models on a frozen release: accuracy for RACE, EM and F1 for SQuAD.
+
+A model is a local Transformers checkpoint folder, a Hub name (online only), a built-in reader,
+or any object with `predict_mc(examples) -> list[list[float]]` (per-option scores; for SQuAD,
+`predict_qa(examples) -> list[str]`). Checkpoints are scored by advrace.models.mc_scoring and
+advrace.models.span_scoring, one shard of the examples per Accelerate process.
+"""
+
+from __future__ import annotations
+
+from advrace.core.errors import AdvraceError, ConfigError
+from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.metrics import load_metric, squad_em_f1
+from advrace.models.loading import model_name
+from advrace.models.mc_scoring import CheckpointScorer, load_checkpoint
+from advrace.models.readers import is_baseline, make_baseline
+from advrace.models.sharding import map_sharded
+from advrace.models.span_scoring import load_span_model
+from advrace.release import check_release, read_split
+
+
+def select_splits(manifest: dict, splits=None) -> list[str]:
+    """The requested splits in release order (all when none are named)."""
+    available = list(manifest["splits"])
+    if not splits:
+        return available
+    unknown = [s for s in splits if s not in manifest["splits"]]
+    if unknown:
+        raise ConfigError(f"no split(s) {', '.join(unknown)} in the release; available: {', '.join(available)}")
+    return [s for s in available if s in set(splits)]
+
+
+def _predict_sharded(scorer, examples, accelerator, *, desc, progress) -> list[list[float]]:
+    """Each process scores its shard; every process gets all scores back, in input order."""
+    def predict(shard):
+        if isinstance(scorer, CheckpointScorer):
+            return scorer.predict_mc(shard, desc=desc, progress=progress)
+        return scorer.predict_mc(shard)
+
+    scores = map_sharded(predict, examples, accelerator)
+    if len(scores) != len(examples):
+        raise AdvraceError(f"{model_name(scorer)}: predict_mc returned {len(scores)} score lists "
+                           f"for {len(examples)} examples")
+    return scores
+
+
+def _argmax(values) -> int:
+    return max(range(len(values)), key=lambda i: (values[i], -i))
+
+
+def mc_split_result(examples, predictions: list[int | None], scores=None) -> dict:
+    """Accuracy (percent, from the mc_accuracy module), n, and one record per example."""
+    records = []
+    for k, (ex, pred) in enumerate(zip(examples, predictions)):
+        rec = {"id": ex.id, "source_id": ex.source_id, "prediction": pred, "label": ex.label,
+               "correct": pred == ex.label}
+        if scores is not None:
+            rec["scores"] = [float(s) for s in scores[k]]
+        records.append(rec)
+    refs = [ex.label for ex in examples]
+    preds = [-1 if p is None else p for p in predictions]
+    accuracy = load_metric("mc_accuracy").compute(predictions=preds, references=refs)["accuracy"] if refs else 0.0
+    return {"n": len(examples), "accuracy": accuracy, "records": records}
+
+
+def qa_split_result(examples, predictions: list[str | None]) -> dict:
+    """EM and F1 (percent, from the squad_v11 module), n, and one record per example.
+
+    Unanswered questions count as wrong: they are left out of the module's mean and the means
+    are scaled back to all questions.
+    """
+    records, preds, refs = [], [], []
+    for ex, pred in zip(examples, predictions):
+        golds = [a.text for a in ex.answers]
+        em, f1 = squad_em_f1(pred, golds) if pred is not None else (0.0, 0.0)
+        records.append({"id": ex.id, "source_id": ex.source_id, "prediction": pred,
+                        "answers": golds, "exact_match": em, "f1": f1})
+        if pred is not None:
+            preds.append(pred)
+            refs.append(golds)
+    em = f1 = 0.0
+    if refs:
+        scores = load_metric("squad_v11").compute(predictions=preds, references=refs)
+        em, f1 = (scores["exact_match"] * len(refs) / len(examples), scores["f1"] * len(refs) / len(examples))
+    return {"n": len(examples), "exact_match": em, "f1": f1, "records": records}
+
+
+def _score_mc(split_examples: dict, scorer, accelerator, progress) -> dict:
+    results = {}
+    for split, examples in split_examples.items():
+        scores = _predict_sharded(scorer, examples, accelerator, desc=split, progress=progress)
+        for ex, s in zip(examples, scores):
+            if len(s) != len(ex.options):
+                raise AdvraceError(f"{model_name(scorer)}: {len(s)} scores for {ex.id}, which has "
+                                   f"{len(ex.options)} options")
+        results[split] = mc_split_result(examples, [_argmax(s) for s in scores], scores)
+    return results
+
+
+def _score_qa(split_examples: dict, scorer, accelerator, progress) -> dict:
+    """EM and F1 of a span model's best answer on each split of a SQuAD release."""
+    results = {}
+    for split, examples in split_examples.items():
+        answers = map_sharded(lambda shard: scorer.predict_qa(shard, progress=progress, desc=split),
+                              examples, accelerator)
+        results[split] = qa_split_result(examples, answers)
+    return results
+
+
+def score_splits(split_examples: dict, scorer, accelerator=None, progress: bool = False, *,
+                 task: str = MULTIPLE_CHOICE) -> dict:
+    """`{split: result}` of a scorer (from `make_scorer`) on `{split: examples}`: accuracy and
+    per-option scores for multiple choice, EM and F1 for extractive QA."""
+    score = _score_mc if task == MULTIPLE_CHOICE else _score_qa
+    return score(split_examples, scorer, accelerator, progress)
+
+
+def _require_mc(release_dir, manifest) -> None:
+    if manifest["task"] != MULTIPLE_CHOICE:
+        raise ConfigError(f"{release_dir}: this function scores multiple-choice releases; this one "
+                          f"is {manifest['task']}: use evaluate_command (or `advrace evaluate`), which "
+                          "scores span models with EM and F1")
+
+
+def make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MULTIPLE_CHOICE):
+    """An object with `predict_mc` (multiple choice) or `predict_qa` (extractive QA) for `model`:
+    the object itself, a built-in reader, or a loaded checkpoint."""
+    if hasattr(model, "predict_mc" if task == MULTIPLE_CHOICE else "predict_qa"):
+        return model
+    if is_baseline(model):
+        if task != MULTIPLE_CHOICE:
+            raise ConfigError(f"{model}: the built-in readers answer multiple-choice questions only")
+        return make_baseline(model, batch_size=max(batch_size, 32))
+    if task != MULTIPLE_CHOICE:
+        return load_span_model(str(model), batch_size=batch_size, max_length=max_length, bf16=bf16)
+    return load_checkpoint(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
+                           accelerator=accelerator)
+
+
+def make_accelerator():
+    """This process's Accelerator (one process, or its rank under `accelerate launch`)."""
+    from accelerate import Accelerator
+
+    return Accelerator()
+
+
+def score_release(release_dir, model, *, splits=None, batch_size: int = 16, max_length: int = 512,
+                  bf16: bool | None = None, accelerator=None, progress: bool = True) -> dict:
+    """Score a model on each split of a multiple-choice release.
+
+    `model`: a checkpoint folder, a Hub name, or an object with `predict_mc`. `bf16`: None uses
+    bf16 autocast where the device computes in bf16 natively, True always, False never.
+    Returns `{split: {"accuracy": percent, "n": int, "records": [{id, source_id, prediction,
+    label, correct, scores}]}}` on every process.
+    """
+    manifest = check_release(release_dir)
+    _require_mc(release_dir, manifest)
+    names = select_splits(manifest, splits)
+    if accelerator is None and not hasattr(model, "predict_mc"):
+        accelerator = make_accelerator()
+    scorer = make_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
+                         accelerator=accelerator)
+    show = progress and (accelerator is None or accelerator.is_main_process)
+    return score_splits({s: read_split(release_dir, s) for s in names}, scorer, accelerator, show)

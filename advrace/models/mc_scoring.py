@@ -1,0 +1,93 @@
+"""A multiple-choice checkpoint as a scorer: per-option scores through `predict_mc`, for
+evaluation, the ablation grid and adversarial authoring.
+
+Scoring is fast: batches of similar length padded only to their own longest input,
+`torch.inference_mode()`, and bf16 autocast where the hardware computes in bf16.
+"""
+
+from __future__ import annotations
+
+import os
+
+from advrace.core.errors import ConfigError
+from advrace.models.loading import ModelLoadError, Wording, load_model, model_name
+from advrace.models.mc_encoding import collate_mc, encode_mc, length_sorted_batches
+from advrace.models.precision import attention_backends, precision_info, use_bf16
+
+WORDING = Wording(
+    missing="{name}: no such model folder (give a folder written by save_pretrained, or a Hugging "
+            "Face Hub name such as bert-base-uncased)",
+    missing_error=ModelLoadError,
+    failed="{name}: cannot load a multiple-choice model and its tokenizer from this folder "
+           "({reason}); it should hold what save_pretrained writes: config.json, the weights and "
+           "the tokenizer files",
+    failed_online="{name}: not a local folder, and it could not be loaded from the Hugging Face Hub "
+                  "({reason}). Offline, download it elsewhere and pass its local folder instead")
+
+
+class CheckpointScorer:
+    """A Transformers multiple-choice model and its tokenizer, with `predict_mc` for scoring."""
+
+    def __init__(self, model, tokenizer, *, name: str = "model", batch_size: int = 16,
+                 max_length: int = 512, bf16: bool | None = None, accelerator=None):
+        if batch_size < 1:
+            raise ConfigError(f"batch size must be at least 1, got {batch_size}")
+        if max_length < 8:
+            raise ConfigError(f"max length must be at least 8 tokens, got {max_length}")
+        self.name = name
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        limit = getattr(tokenizer, "model_max_length", None)
+        # Tokenizers without a known limit report a huge sentinel value.
+        self.max_length = min(max_length, limit) if isinstance(limit, int) and limit < 1_000_000 else max_length
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        model.eval()
+        self.model = accelerator.prepare(model) if accelerator is not None else model
+        self.device = accelerator.device if accelerator is not None else next(model.parameters()).device
+        self.bf16 = use_bf16(bf16, self.device)
+
+    @property
+    def inference(self) -> dict:
+        return precision_info(self.device, self.bf16)
+
+    def predict_mc(self, examples, *, desc: str | None = None, progress: bool = False) -> list[list[float]]:
+        """Per-option scores (logits) of each example, in input order."""
+        import torch
+        from tqdm.auto import tqdm
+
+        if not examples:
+            return []
+        features = encode_mc(self.tokenizer, examples, self.max_length)
+        scores: list[list[float] | None] = [None] * len(features)
+        batches = length_sorted_batches(features, self.batch_size)
+        outputs = []
+        with torch.inference_mode(), attention_backends(self.device), \
+                torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            for idx in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
+                batch = collate_mc([features[i] for i in idx], self.pad_id)
+                batch.pop("labels")
+                batch = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+                # Kept on the device until the end, so the next batch is prepared while this one runs.
+                outputs.append(self.model(**batch).logits.float())
+        for idx, logits in zip(batches, outputs):
+            for i, row in zip(idx, logits.cpu().tolist()):
+                scores[i] = row[:len(features[i].input_ids)]
+        return scores
+
+
+def load_checkpoint(model: str | os.PathLike, **kwargs) -> CheckpointScorer:
+    """A CheckpointScorer for a local folder or a Hub name; ModelLoadError when it cannot load.
+
+    `kwargs` go to CheckpointScorer (batch_size, max_length, bf16, accelerator, name). The model
+    stays on the CPU until the scorer places it (on the accelerator's device, when one is given).
+    Weights the checkpoint lacks (a fresh classifier head) are initialised from a fixed seed, so
+    scoring the same checkpoint twice gives the same numbers.
+    """
+    from transformers import AutoModelForMultipleChoice
+
+    name = str(model)
+    # No head check: a folder with another head (or none) gets a seeded multiple-choice head.
+    loaded = load_model(AutoModelForMultipleChoice, name, kwargs.get("bf16"), name, "save_pretrained",
+                        place=False, check_heads=False, wording=WORDING)
+    kwargs.setdefault("name", model_name(name))
+    return CheckpointScorer(loaded.model, loaded.tokenizer, **kwargs)

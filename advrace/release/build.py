@@ -1,0 +1,201 @@
+"""Building a release: run the attacks, then write the split files, SQuAD JSON, stats, card and
+manifest into a hidden sibling folder that is renamed into place only when complete, so an
+interrupted build leaves either the previous release or nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+from advrace import __version__
+from advrace.attacks import get_attack
+from advrace.core.atomic import atomic_dir, check_replaceable
+from advrace.core.config import SAMPLE_DIR, SAMPLE_PREFIX, ReleaseConfig
+from advrace.core.errors import ConfigError
+from advrace.core.tasks import EXTRACTIVE_QA
+from advrace.formats import LoadResult, load
+from advrace.models.sharding import process_state
+from advrace.release.card import dataset_card
+from advrace.release.records import NO_ATTACK, dumps, in_split, split_file, squad_json, to_record
+from advrace.release.runner import ORIGINAL, check_splits, run_splits
+from advrace.release.stats import split_stats
+from advrace.resources import get_resources
+
+FORMAT_VERSION = 1
+
+
+# --------------------------------------------------------------------------- the manifest, portable
+
+
+def source_name(source: str) -> str:
+    """A data set's name without where it sat: the folder or file name, or a hub name as given."""
+    if source.startswith(str(SAMPLE_DIR)):
+        return SAMPLE_PREFIX + Path(source).relative_to(SAMPLE_DIR).as_posix().split("/")[0]
+    return Path(source.rstrip("/")).name or source
+
+
+def _portable_config(cfg: ReleaseConfig, loaded: LoadResult) -> dict:
+    """The config as it decides the release: the data by format (the source section names and
+    fingerprints it), never by the path it was read from, so copies elsewhere build the same
+    manifest."""
+    config = cfg.to_dict()
+    config["data"].pop("path")
+    config["data"]["format"] = loaded.format
+    config["resources"] = {k: (Path(v).name if k.endswith(("_path", "_dir")) and isinstance(v, str) else v)
+                           for k, v in config["resources"].items()}
+    return config
+
+
+def _portable_attack(info: dict) -> dict:
+    """A model-based split names its checkpoint by folder name and sha256, not by local path."""
+    model = (info.get("config") or {}).get("model")
+    if info.get("checkpoint_sha256") and isinstance(model, str) and Path(model).expanduser().is_dir():
+        path = Path(model).expanduser().resolve()
+        info = {**info, "config": {**info["config"], "model": "/".join(path.parts[-2:])}}
+    return info
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _write(root: Path, rel: str, text: str) -> dict:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode("utf-8")
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+
+
+def _write_files(out: Path, cfg: ReleaseConfig, manifest: dict, splits: dict, split_examples: dict,
+                 split_info: dict, stats: dict) -> None:
+    """Split files, SQuAD JSON, stats, card and manifest, written atomically into `out`."""
+    task = manifest["task"]
+    with atomic_dir(out, "manifest.json", "release") as tmp:
+        for split, records in splits.items():
+            rel = split_file(split)
+            digest = _write(tmp, rel, "".join(dumps(r) + "\n" for r in records))
+            manifest["splits"][split] = {
+                "file": rel, **split_info[split], "count": len(records),
+                "perturbed": stats["splits"][split]["perturbed"], **digest}
+        if task == EXTRACTIVE_QA:
+            for split, exs in split_examples.items():
+                squad = squad_json(exs)
+                manifest["files"][f"squad/{split}.json"] = _write(tmp, f"squad/{split}.json", dumps(squad))
+        manifest["files"]["stats.json"] = _write(tmp, "stats.json", json.dumps(stats, indent=2) + "\n")
+        manifest["files"]["README.md"] = _write(tmp, "README.md", dataset_card(cfg, manifest, stats))
+        _write(tmp, "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+
+
+# --------------------------------------------------------------------------- building
+
+
+def write_release(split_examples: dict[str, list], out_dir: str | Path, *, name: str, source: dict,
+                  description: str = "") -> dict:
+    """A release of examples that no attack made (human-authored questions, say): every split
+    as given, with its own manifest, stats and card, checkable with `advrace verify`."""
+    out = Path(out_dir)
+    check_replaceable(out, "manifest.json", "release")
+    first = next((exs[0] for exs in split_examples.values() if exs), None)
+    if first is None:
+        raise ConfigError(f"{out}: nothing to write")
+    cfg = ReleaseConfig(name=name, description=description)
+    fingerprint = hashlib.sha256()
+    for split, exs in split_examples.items():
+        for ex in exs:
+            fingerprint.update(dumps(ex.to_record()).encode("utf-8"))
+    count = sum(len(v) for v in split_examples.values())
+    manifest = {"name": name, "advrace_version": __version__, "format_version": FORMAT_VERSION,
+                "task": first.task, "seed": None, "config": cfg.to_dict(),
+                "source": {"name": source.get("name", name), "format": source.get("format", "examples"),
+                           "fingerprint": fingerprint.hexdigest(), "files": 0, "read": count, "kept": count,
+                           "skipped": []},
+                "resources": {}, "splits": {}, "files": {}}
+    splits, placed, info, stats = {}, {}, {}, {"splits": {}}
+    for split, exs in split_examples.items():
+        placed[split] = [in_split(ex, split) for ex in exs]
+        splits[split] = [to_record(ex, split, NO_ATTACK, False) for ex in placed[split]]
+        info[split] = {"attack": NO_ATTACK, "config": None, "seed": None}
+        stats["splits"][split] = split_stats(exs, {ex.source_id: ex for ex in exs}, [False] * len(exs), Counter())
+    _write_files(out, cfg, manifest, splits, placed, info, stats)
+    return manifest
+
+
+def _process_state(cfg: ReleaseConfig, task: str):
+    """Accelerate's process state when a model-based attack will run (its inference is sharded
+    over the processes of `accelerate launch`), else None."""
+    if not any(get_attack(spec.attack, task).batched for spec in cfg.splits):
+        return None
+    return process_state()
+
+
+def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = False,
+                  loaded: LoadResult | None = None) -> dict:
+    """Build a release directory from a config; returns the manifest."""
+    out = Path(out_dir)
+    check_replaceable(out, "manifest.json", "release")
+    check_splits(cfg)
+    if loaded is None:
+        if not cfg.data.path:
+            raise ConfigError("no input data: give --data PATH or a config with data.path")
+        loaded = load(cfg.data.resolved_path(), cfg.data.format, lenient=cfg.data.lenient,
+                      limit=cfg.data.limit, split=cfg.data.split)
+    examples = loaded.examples
+    if not examples:
+        raise ConfigError(f"{loaded.source}: no usable examples to build a release from")
+    task = examples[0].task
+    originals = {ex.source_id: ex for ex in examples}
+
+    split_examples = {ORIGINAL: [in_split(ex, ORIGINAL) for ex in examples]}
+    splits: dict[str, list[dict]] = {ORIGINAL: [to_record(ex, ORIGINAL, NO_ATTACK, False)
+                                                for ex in split_examples[ORIGINAL]]}
+    split_info: dict[str, dict] = {ORIGINAL: {"attack": NO_ATTACK, "config": None, "seed": None}}
+    stats = {"splits": {ORIGINAL: split_stats(examples, originals, [False] * len(examples), Counter())}}
+    resources = get_resources(cfg.resources)
+    state = _process_state(cfg, task)
+    attacks, results = run_splits(cfg, examples, resources, workers=cfg.workers, progress=progress,
+                                  state=state)
+    for spec, attack in zip(cfg.splits, attacks):
+        split, res = spec.split, results[spec.split]
+        split_examples[split] = [in_split(ex, split) for ex in res.examples]
+        splits[split] = [to_record(ex, split, attack.name, flag)
+                         for ex, flag in zip(split_examples[split], res.perturbed)]
+        split_info[split] = {**_portable_attack(attack.describe()), "source": spec.source}
+        reasons = Counter(r for r, flag in zip(res.reasons, res.perturbed) if not flag)
+        stats["splits"][split] = split_stats(res.examples, originals, res.perturbed, reasons)
+        summary = attack.summarize(res.examples)
+        if summary:
+            stats["splits"][split]["attack_stats"] = summary
+
+    versions = resources.versions()
+    manifest = {
+        "name": cfg.name,
+        "advrace_version": __version__,
+        "format_version": FORMAT_VERSION,
+        "task": task,
+        "seed": cfg.seed,
+        "config": _portable_config(cfg, loaded),
+        "source": {
+            "name": source_name(loaded.source),
+            "format": loaded.format,
+            "fingerprint": loaded.fingerprint(),
+            "files": len(loaded.files),
+            "read": loaded.read,
+            "kept": loaded.kept,
+            "skipped": loaded.skipped,
+        },
+        "resources": {k: v for k, v in sorted(versions.items())
+                      if any(k in attack.uses for attack in attacks)},
+        "splits": {},
+        "files": {},
+    }
+
+    if state is not None and not state.is_main_process:
+        return manifest  # under `accelerate launch`, the main process writes the release
+    _write_files(out, cfg, manifest, splits, split_examples, split_info, stats)
+    return manifest

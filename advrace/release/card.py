@@ -1,0 +1,54 @@
+"""The dataset card (`README.md`): Hub metadata, the splits with their hashes, and how the
+model-dependent ones were made."""
+
+from __future__ import annotations
+
+from advrace.core.config import ReleaseConfig
+from advrace.core.tasks import MULTIPLE_CHOICE
+
+
+def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
+    task = manifest["task"]
+    lines = ["---", f"pretty_name: {cfg.name}", "configs:", "- config_name: default", "  data_files:"]
+    for split, info in manifest["splits"].items():
+        lines += [f"  - split: {split}", f"    path: {info['file']}"]
+    lines += ["---", "", f"# {cfg.name}", ""]
+    if cfg.description:
+        lines += [cfg.description.strip(), ""]
+    lines += [
+        f"A frozen adversarial benchmark release for {'multiple-choice' if task == MULTIPLE_CHOICE else 'extractive'}"
+        f" reading comprehension, built with advrace {manifest['advrace_version']} from "
+        f"`{manifest['source']['name']}` ({manifest['source']['format']}, {manifest['source']['kept']} questions, "
+        f"source fingerprint `{manifest['source']['fingerprint'][:16]}`).",
+        "",
+        "| split | attack | questions | perturbed | words changed | sha256 |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for split, info in manifest["splits"].items():
+        s = stats["splits"][split]
+        lines.append(f"| {split} | {info['attack']} | {info['count']} | {info['perturbed']} | "
+                     f"{100 * s['words_changed']:.1f}% | `{info['sha256'][:16]}` |")
+    dependent = [(split, info) for split, info in manifest["splits"].items() if "checkpoint_sha256" in info]
+    if dependent:
+        lines += [""]
+        for split, info in dependent:
+            kind = "model-dependent" if info.get("model_dependent") else "built with a model"
+            sha, run = info.get("checkpoint_sha256"), info.get("inference")
+            lines.append(f"- `{split}` is {kind}: made with the checkpoint `{info['config'].get('model', '')}`"
+                         + (f" (sha256 `{sha[:16]}`)" if sha else "")
+                         + (f", run in {run['precision']} on {run['device_type']} with torch {run['torch']}"
+                            if run else "")
+                         + "; its difficulty for other models is measured, not guaranteed.")
+    lines += [
+        "",
+        "Load it with `datasets.load_dataset(\"json\", data_dir=\"<this folder>\")` or "
+        "`datasets.load_dataset(\"<this folder>\")`; check it with `advrace verify <this folder>`.",
+        "Every record keeps its `source_id` and a `provenance` list of what was changed and where.",
+    ]
+    if manifest["source"]["skipped"]:
+        lines += ["", f"{len(manifest['source']['skipped'])} malformed source records were skipped "
+                      "(`--lenient`); `manifest.json` lists them."]
+    lines += ["", "Attacks follow AdvRACE (Si et al., Findings of ACL 2021) and Adversarial SQuAD "
+                  "(Jia and Liang, EMNLP 2017). The source data keeps its own licence (RACE: "
+                  "non-commercial research only).", ""]
+    return "\n".join(lines)

@@ -1,0 +1,77 @@
+"""Verifying a release: re-hash every file against its manifest, and check each split file's
+record count and ids."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from advrace.core.errors import ConfigError, VerifyError
+from advrace.release.records import sha256_file
+
+
+def load_manifest(release_dir: str | Path) -> dict:
+    root = Path(release_dir)
+    if not root.is_dir():
+        raise ConfigError(f"{release_dir}: no such release folder" if not root.exists() else
+                          f"{release_dir}: is a file; a release is a folder with manifest.json")
+    path = root / "manifest.json"
+    if not path.is_file():
+        raise ConfigError(f"{release_dir}: no manifest.json; is this an advrace release? "
+                          "(`advrace build ... --out DIR` writes one)")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise VerifyError(f"{path}: invalid JSON ({exc})") from None
+
+
+def verify_release(release_dir: str | Path) -> list[str]:
+    """Re-hash every file against the manifest; return the differences (empty when intact)."""
+    root = Path(release_dir)
+    manifest = load_manifest(root)
+    problems = []
+    expected = {info["file"]: info for info in manifest["splits"].values()}
+    expected.update(manifest["files"])
+    for rel, info in sorted(expected.items()):
+        path = root / rel
+        if not path.is_file():
+            problems.append(f"{rel}: missing")
+        elif path.stat().st_size != info["bytes"] or sha256_file(path) != info["sha256"]:
+            problems.append(f"{rel}: contents differ from the manifest (sha256 {info['sha256'][:16]}...)")
+    for split, info in manifest["splits"].items():
+        path = root / info["file"]
+        if path.is_file() and not any(p.startswith(info["file"]) for p in problems):
+            problems += _split_problems(path, info)
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and rel != "manifest.json" and rel not in expected:
+            problems.append(f"{rel}: not listed in the manifest")
+    return problems
+
+
+def _split_problems(path: Path, info: dict) -> list[str]:
+    """A split file whose hash matches can still be wrong if it was built wrong: its record count
+    must match and every id must be unique (one split written twice over would repeat ids)."""
+    problems, seen, lines = [], {}, 0
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            lines += 1
+            try:
+                rid = json.loads(line).get("id")
+            except (json.JSONDecodeError, AttributeError):
+                problems.append(f"{info['file']}: line {n} is not a JSON record")
+                continue
+            if rid in seen:
+                problems.append(f"{info['file']}: id {rid!r} on line {n} repeats line {seen[rid]}")
+            seen.setdefault(rid, n)
+    if lines != info["count"]:
+        problems.append(f"{info['file']}: {lines} records, manifest says {info['count']}")
+    return problems[:20] + ([f"{info['file']}: {len(problems) - 20} more problems"] if len(problems) > 20 else [])
+
+
+def check_release(release_dir: str | Path) -> dict:
+    """The manifest of an intact release; raises VerifyError listing what differs otherwise."""
+    problems = verify_release(release_dir)
+    if problems:
+        raise VerifyError(f"{release_dir}: release does not match its manifest:\n  " + "\n  ".join(problems))
+    return load_manifest(release_dir)

@@ -1,0 +1,1 @@
+"""Golden release records of every attack; see golden_build.py and regenerate.py."""

@@ -1,0 +1,119 @@
+"""The objective interface and its registry.
+
+An objective says which data a run reads, how examples become features and batches, which model
+class to build, and how the dev set is scored; the loop in training/loop.py is the same for all.
+Its own settings are a frozen dataclass (`Settings`), given in the training config under a
+section named after the objective and checked by advrace.core.checking like every other config:
+
+    objective: span_extraction
+    span_extraction: {doc_stride: 128, max_answer_tokens: 30}
+
+A field's `metadata={"min": N}` is its smallest value. Every dev metric is higher-is-better, so
+"best checkpoint" means the same everywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from advrace.core.checking import build_dataclass
+from advrace.core.errors import ConfigError
+from advrace.core.registry import load_plugins
+from advrace.core.tasks import MULTIPLE_CHOICE
+
+PLUGIN_GROUP = "advrace.objectives"
+REGISTRY: dict[str, type[Objective]] = {}
+
+
+@dataclass(frozen=True)
+class NoSettings:
+    """The settings of an objective that has none of its own."""
+
+
+class Objective:
+    name: ClassVar[str]  # the config's `objective`, and the name of its settings section
+    Settings: ClassVar[type] = NoSettings
+    metric: ClassVar[str]  # the key of the dev score that picks the best checkpoint
+    label: ClassVar[str]  # how messages name that score
+    architecture: ClassVar[str]  # the class saved checkpoints are loaded with
+    summary: ClassVar[str] = ""  # what it trains, for `advrace train --help`
+    tasks: ClassVar[tuple[str, ...]] = (MULTIPLE_CHOICE,)  # the example tasks it reads
+    recipes: ClassVar[tuple[str, ...] | None] = ("finetune",)  # recipe tasks it takes; None: all
+
+    def __init__(self, cfg):
+        self.cfg = cfg  # the TrainConfig: shared settings such as max_length
+        self.settings = cfg.settings if cfg.settings is not None else self.Settings()
+
+    @classmethod
+    def settings_from_dict(cls, values: Any, where: str):
+        """The objective's settings from its config section, types and minima checked."""
+        settings = build_dataclass(cls.Settings, {} if values is None else values, where)
+        for f in dataclasses.fields(settings):
+            low, value = f.metadata.get("min"), getattr(settings, f.name)
+            if low is not None and value is not None and value < low:
+                kind = "an integer" if isinstance(value, int) else "a number"
+                raise ConfigError(f"{where}.{f.metadata.get('key', f.name)} must be {kind} >= {low:g}, "
+                                  f"got {value!r}")
+        return settings
+
+    def model_class(self):
+        raise NotImplementedError
+
+    def features(self, tokenizer, examples: list, seed: int, dev: bool = False) -> list:
+        raise NotImplementedError
+
+    def collate(self, features: list, pad_token_id: int) -> dict:
+        raise NotImplementedError
+
+    def evaluate(self, model, loader, accelerator, features: list, examples: list) -> dict:
+        raise NotImplementedError
+
+
+def setting_keys(settings_class: type) -> tuple[str, ...]:
+    """The keys of a settings section, as a config spells them."""
+    return tuple(f.metadata.get("key", f.name) for f in dataclasses.fields(settings_class))
+
+
+def settings_dict(settings) -> dict:
+    """A settings dataclass as its config section."""
+    values = dataclasses.asdict(settings)
+    return {f.metadata.get("key", f.name): values[f.name] for f in dataclasses.fields(settings)}
+
+
+def register_objective(cls: type[Objective]) -> type[Objective]:
+    """Class decorator: an objective module registers its objective when imported (third-party
+    ones are imported through the `advrace.objectives` entry-point group)."""
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name.isidentifier():
+        raise TypeError(f"{cls.__name__}.name must be an identifier (it names a config section), got {name!r}")
+    if not (isinstance(cls.Settings, type) and dataclasses.is_dataclass(cls.Settings)):
+        raise TypeError(f"{cls.__name__}.Settings must be a dataclass")
+    known = REGISTRY.get(name)
+    if known is not None and known is not cls:
+        raise ValueError(f"two training objectives named {name!r}: {known.__module__}.{known.__qualname__} "
+                         f"and {cls.__module__}.{cls.__qualname__}")
+    REGISTRY[name] = cls
+    return cls
+
+
+def objective_names() -> tuple[str, ...]:
+    """Every objective, third-party ones included."""
+    load_plugins(PLUGIN_GROUP)
+    return tuple(sorted(REGISTRY))
+
+
+def objective_class(name: str, where: str = "objective") -> type[Objective]:
+    """The objective registered as `name`; entry points are read only for a name not built in."""
+    if name not in REGISTRY:
+        load_plugins(PLUGIN_GROUP)
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ConfigError(f"{where} must be one of {', '.join(objective_names())}, got {name!r}") from None
+
+
+def get_objective(cfg) -> Objective:
+    """The objective of a TrainConfig, ready to make its features and model."""
+    return objective_class(cfg.objective)(cfg)

@@ -1,0 +1,44 @@
+"""A multiple-choice reader (AdvRACE section 4.2): passage + question + each option, a
+classification head over the first token; fine-tuned, adversarially trained or option-only."""
+
+from __future__ import annotations
+
+from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.models.mc_encoding import collate_mc, encode_mc
+
+from .base import Objective, register_objective
+
+
+@register_objective
+class MultipleChoice(Objective):
+    name = MULTIPLE_CHOICE  # named after the task it trains
+    metric, label = "dev_accuracy", "dev accuracy"
+    architecture = "AutoModelForMultipleChoice"
+    summary = "a RACE reader: fine-tuning, adversarial, option-only"
+    recipes = None  # every recipe: fine-tuning, adversarial training, the option-only probe
+
+    def model_class(self):
+        from transformers import AutoModelForMultipleChoice  # deferred for start-up time
+
+        return AutoModelForMultipleChoice
+
+    def features(self, tokenizer, examples, seed, dev=False):
+        return encode_mc(tokenizer, examples, max_length=self.cfg.max_length)
+
+    def collate(self, features, pad_token_id):
+        return collate_mc(features, pad_token_id)
+
+    def evaluate(self, model, loader, accelerator, features, examples):
+        import torch  # deferred for start-up time
+
+        right, seen = 0, set()
+        with torch.no_grad():
+            for batch in loader:
+                index = batch.pop("index")
+                preds = model(**batch).logits.argmax(dim=-1)
+                index, preds, labels = accelerator.gather_for_metrics((index, preds, batch["labels"]))
+                for i, p, y in zip(index.tolist(), preds.tolist(), labels.tolist()):
+                    if i not in seen:
+                        seen.add(i)
+                        right += p == y
+        return {"dev_accuracy": right / len(seen), "dev_questions": len(seen)}
