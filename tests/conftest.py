@@ -47,6 +47,32 @@ def install_plugin(tmp_path, monkeypatch):
         sys.modules.pop(module, None)
 
 
+@pytest.fixture
+def one_thread():
+    """Tiny models run faster on one thread than on two busy cores."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def save_tiny_llama(tokenizer, out: Path) -> str:
+    """A random 2-layer Llama (seed 0) saved with the test tokenizer: a causal LM in seconds."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
+                      pad_token_id=tokenizer.pad_token_id)
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return str(out)
+
+
 PASSAGE = (
     "Tom lives in a small village near the mountains. Every morning he walks to school with his "
     "sister Mary.\nTheir teacher, Mrs Green, often tells them stories about famous scientists. "

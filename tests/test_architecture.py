@@ -119,8 +119,15 @@ def test_no_import_circle():
 
 
 def test_one_top_level_package():
-    """setup.py installs the design card's folders under one name."""
+    """setup.py installs the design card's folders under one name, and every package folder is
+    listed (a folder left out would be missing from a normal install, though not from an
+    editable one)."""
     setup = (ROOT / "setup.py").read_text()
     for folder, package in PACKAGES.items():
         if folder != "advrace":
             assert f'"{package}": "{folder}"' in setup
+    call = next(n for n in ast.walk(ast.parse(setup)) if isinstance(n, ast.Call)
+                and getattr(n.func, "id", "") == "setup")
+    listed = set(ast.literal_eval(next(k.value for k in call.keywords if k.arg == "packages")))
+    folders = {name for name, path in MODULES.items() if path.name == "__init__.py"}
+    assert folders == listed, f"setup.py packages: missing {sorted(folders - listed)}, extra {sorted(listed - folders)}"

@@ -12,7 +12,7 @@ from advrace.formats import load
 from advrace.release import build_release, read_split
 from advrace.attacks import get_attack
 from advrace.attacks.model_based import checkpoint_sha256
-from conftest import make_race_dir, make_tokenizer, tiny
+from conftest import make_race_dir, make_tokenizer, save_tiny_llama, tiny
 from advrace.training import train
 
 
@@ -134,17 +134,9 @@ def test_generation_is_the_same_whatever_the_batch(setup):
 
 
 def test_causal_lm_backend(setup, tmp_path):
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(setup["tok"])
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                      bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
-                      pad_token_id=tok.pad_token_id)
-    LlamaForCausalLM(cfg).save_pretrained(tmp_path / "lm")
-    tok.save_pretrained(tmp_path / "lm")
+    save_tiny_llama(AutoTokenizer.from_pretrained(setup["tok"]), tmp_path / "lm")
     attack = get_attack("distractor_generation")({"backend": "causal_lm", "model": str(tmp_path / "lm"),
                                                   "beam_size": 4, "max_target_tokens": 3,
                                                   "max_passage_tokens": 20})

@@ -17,7 +17,7 @@ import torch
 
 from advrace.formats import load
 from advrace.attacks import get_attack
-from conftest import make_race_dir, make_tokenizer, squad_doc, tiny
+from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc, tiny
 
 PRECISIONS = [pytest.param(False, id="fp32"), pytest.param(True, id="bf16")]
 
@@ -26,13 +26,7 @@ def here(bf16: bool) -> dict:
     return {"precision": "bf16" if bf16 else "fp32", "device_type": "cpu", "torch": torch.__version__}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run faster on one thread than on two busy cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _bert(cls, tokenizer, out: Path, **extra) -> str:
@@ -50,8 +44,7 @@ def _bert(cls, tokenizer, out: Path, **extra) -> str:
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from transformers import (AutoTokenizer, BertForMultipleChoice, BertForQuestionAnswering, LlamaConfig,
-                              LlamaForCausalLM)
+    from transformers import AutoTokenizer, BertForMultipleChoice, BertForQuestionAnswering
 
     from advrace.models.unilm import UniLMSeq2Seq
 
@@ -59,17 +52,10 @@ def setup(tmp_path_factory):
     race, tok_dir = make_race_dir(root), make_tokenizer(root)
     tok = AutoTokenizer.from_pretrained(tok_dir)
     (root / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
-    torch.manual_seed(0)
-    llama = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                        bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
-                        pad_token_id=tok.pad_token_id)
-    LlamaForCausalLM(llama).save_pretrained(root / "lm")
-    tok.save_pretrained(root / "lm")
     return {"examples": load(str(race)).examples, "squad": load(str(root / "squad.json")).examples,
             "mc": _bert(BertForMultipleChoice, tok, root / "mc"),
             "qa": _bert(BertForQuestionAnswering, tok, root / "qa"),
-            "unilm": _bert(UniLMSeq2Seq, tok, root / "unilm"), "lm": str(root / "lm")}
+            "unilm": _bert(UniLMSeq2Seq, tok, root / "unilm"), "lm": save_tiny_llama(tok, root / "lm")}
 
 
 def _finite(values) -> bool:

@@ -26,13 +26,7 @@ CONFIGS = ROOT / "configs" / "train"
 SAMPLE_RACE = str(ROOT / "advrace" / "sample_data" / "race")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run faster on one thread than on two busy cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def log_records(run: Path, event: str | None = None) -> list[dict]:

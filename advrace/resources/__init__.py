@@ -8,13 +8,13 @@ resource once. `Resources.versions()` reports what a release was built with, for
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from advrace.core.checking import build_dataclass
 from advrace.core.errors import ConfigError
 
 from .glove import GloVe, glove_version, load_glove
@@ -41,31 +41,14 @@ class ResourceConfig:
     cache_dir: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("spacy_model", "glove_path", "wordnet_dir", "cache_dir"):
-            value = getattr(self, name)
-            if isinstance(value, os.PathLike):
-                object.__setattr__(self, name, os.fspath(value))
-            elif value is not None and not isinstance(value, str):
-                raise ConfigError(f"resources.{name} must be a string or null, not {value!r}")
-        vocab = self.glove_vocab
-        if isinstance(vocab, bool) or not isinstance(vocab, int) or vocab < 1:
-            raise ConfigError(f"resources.glove_vocab must be a positive integer, not {vocab!r}")
+        if self.glove_vocab < 1:
+            raise ConfigError(f"resources.glove_vocab must be a positive integer, not {self.glove_vocab!r}")
 
     @classmethod
     def from_dict(cls, d: dict | None) -> ResourceConfig:
-        """Build from the `resources` section of a release config, refusing unknown keys."""
-        if d is None:
-            return cls()
-        if not isinstance(d, dict):
-            raise ConfigError(f"resources must be a mapping, not {type(d).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(str(k) for k in d if k not in known)
-        if unknown:
-            raise ConfigError(
-                f"unknown resources key(s): {', '.join(unknown)} "
-                f"(known: {', '.join(sorted(known))})"
-            )
-        return cls(**d)
+        """Build from the `resources` section of a release config: unknown keys and values of the
+        wrong type are refused by the shared checker."""
+        return build_dataclass(cls, {} if d is None else d, "resources")
 
     def resolved_cache_dir(self) -> Path:
         """The cache folder: the configured one, else $ADVRACE_CACHE, else ~/.cache/advrace."""
