@@ -17,7 +17,7 @@ from pathlib import Path
 
 from advrace.core.config import config_from_dict
 from advrace.release import build_release, split_file
-from advrace.attacks import get_attack
+from advrace.attacks import attack_classes, get_attack
 
 GOLDEN = Path(__file__).resolve().parent
 ENVIRONMENT = GOLDEN / "environment.json"
@@ -26,7 +26,18 @@ SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 def release_configs(models: dict[str, str], workers: int = 1) -> dict[str, dict]:
-    """Task -> release config: every attack of that task, with settings small enough for seconds."""
+    """Task -> release config: every attack of that task, with settings small enough for seconds.
+    A rule-based attack not named below joins with its default config, so a new one needs no
+    edit here; a model-based one needs its model and settings named."""
+    configs = _named_configs(models, workers)
+    for task, cfg in configs.items():
+        named = {s if isinstance(s, str) else s["attack"] for s in cfg["splits"]}
+        cfg["splits"] += sorted(cls.name for cls in attack_classes()
+                                if task in cls.tasks and not cls.batched and cls.name not in named)
+    return configs
+
+
+def _named_configs(models: dict[str, str], workers: int) -> dict[str, dict]:
     return {
         "multiple_choice": {
             "name": "golden-race", "data": {"path": "@sample/race", "limit": LIMIT}, "seed": 2021,
