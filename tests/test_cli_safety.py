@@ -129,11 +129,12 @@ def test_manifest_holds_no_machine_path(race_dir, tmp_path):
     """The same data read from two folders gives the same release, byte for byte."""
     other = tmp_path / "elsewhere" / "deeper" / race_dir.name
     shutil.copytree(race_dir, other)
-    assert build(race_dir, tmp_path / "a", "--attacks", "charswap") == 0
-    assert build(other, tmp_path / "b", "--attacks", "charswap") == 0
+    assert build(race_dir, tmp_path / "a", "--attacks", "charswap,addsent") == 0
+    assert build(other, tmp_path / "b", "--attacks", "charswap,addsent") == 0
     a, b = (tmp_path / "a" / "manifest.json").read_bytes(), (tmp_path / "b" / "manifest.json").read_bytes()
     assert a == b
-    assert str(tmp_path).encode() not in a
+    assert str(tmp_path).encode() not in a and b"/usr/" not in a  # nor where WordNet was read from
+    assert json.loads(a)["resources"]["wordnet"].endswith("Debian wordnet-base)")
 
 
 def test_set_train_path_without_format_redetects(tmp_path):

