@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from advrace.core.errors import ConfigError, DataError
+from advrace.core.registry import import_submodules
 
 from .base import Format, LoadResult, Probe
 from .registry import (PLUGIN_GROUP, REGISTRY, detection_order, format_names, get_format, register_format,
@@ -21,6 +22,8 @@ from .race_jsonl import load_race_jsonl  # isort: skip
 from .advrace_json import load_advrace_json  # isort: skip
 from .squad import load_squad  # isort: skip
 from .hub import load_hub  # isort: skip
+
+import_submodules(__name__, __path__)  # any other format module of this folder, listed after these
 
 # The built-in names, for code written before the registry; format_names() adds plugins.
 FORMATS = tuple(REGISTRY)
