@@ -87,7 +87,6 @@ class CheckpointAttack(Attack):
 
     def inference(self) -> dict:
         """How the model ran, or, before it is loaded, how the loader will run it."""
-
         if self._ran_on is None:
             device = inference_device()
             return precision_info(device, use_bf16(self.config.bf16, device))

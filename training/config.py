@@ -48,7 +48,7 @@ class DataConfig:
 
     path: str = ""
     format: str | None = None
-    limit: int | None = None
+    limit: int | None = field(default=None, metadata={"min": 0})
     lenient: bool = False
     release: str | None = None
     split: str | None = None  # the release split (default `original`), or the hub split
@@ -66,9 +66,10 @@ class RecipeConfig:
     task: str = "finetune"
     mode: str | None = None
     attacks: tuple[SplitSpec, ...] = ()
-    fraction: float = 0.25
+    fraction: float = field(default=0.25, metadata={"above": 0, "max": 1})
     seed: int | None = None  # attack and slice seed; the training seed when unset
-    workers: int | None = None  # attack worker processes; the data do not depend on it
+    # attack worker processes; the data do not depend on it
+    workers: int | None = field(default=None, metadata={"min": 1})
     resources: dict = field(default_factory=dict)
 
 
@@ -84,21 +85,21 @@ class TrainConfig:
     train: DataConfig = field(default_factory=DataConfig)
     dev: DataConfig | None = None
     recipe: RecipeConfig = field(default_factory=RecipeConfig)
-    lr: float = 1.5e-5
-    weight_decay: float = 0.1
-    warmup_ratio: float = 0.06
-    epochs: int = 4
-    max_steps: int | None = None
-    batch_size: int = 8
-    eval_batch_size: int | None = None
-    gradient_accumulation_steps: int = 1
-    max_length: int = 512
-    max_grad_norm: float | None = 1.0
+    lr: float = field(default=1.5e-5, metadata={"above": 0})
+    weight_decay: float = field(default=0.1, metadata={"min": 0})
+    warmup_ratio: float = field(default=0.06, metadata={"min": 0, "max": 1})
+    epochs: int = field(default=4, metadata={"min": 1})
+    max_steps: int | None = field(default=None, metadata={"min": 1})
+    batch_size: int = field(default=8, metadata={"min": 1})
+    eval_batch_size: int | None = field(default=None, metadata={"min": 1})
+    gradient_accumulation_steps: int = field(default=1, metadata={"min": 1})
+    max_length: int = field(default=512, metadata={"min": 8})
+    max_grad_norm: float | None = field(default=1.0, metadata={"above": 0})
     mixed_precision: str = "no"
     seed: int = 42
-    save_every_steps: int | None = 500
-    keep_checkpoints: int | None = 2
-    log_every_steps: int = 1
+    save_every_steps: int | None = field(default=500, metadata={"min": 1})
+    keep_checkpoints: int | None = field(default=2, metadata={"min": 1})
+    log_every_steps: int = field(default=1, metadata={"min": 1})
     tensorboard: bool = True
     output_dir: str | None = None
     source_file: str | None = None
@@ -149,21 +150,7 @@ TRAIN_KEYS = frozenset(f.name for f in dataclasses.fields(TrainConfig)) - {"sour
 
 
 # ---------------------------------------------------------------- value checks
-
-# The smallest value of each numeric setting; types are checked by advrace.core.checking, from
-# the dataclass annotations, before these ranges (None, where a field allows it, means unset).
-# An objective's own settings carry theirs as field metadata (training/objectives/base.py).
-MINIMA = {"epochs": 1, "max_steps": 1, "batch_size": 1, "eval_batch_size": 1,
-          "gradient_accumulation_steps": 1, "max_length": 8, "save_every_steps": 1,
-          "keep_checkpoints": 1, "log_every_steps": 1, "weight_decay": 0}
-
-
-def _within(where: str, value: Any, low: float, high: float | None = None, *, open_low: bool = False) -> None:
-    if value is None or ((value > low if open_low else value >= low) and (high is None or value <= high)):
-        return
-    kind = "an integer" if isinstance(value, int) else "a number"
-    span = f"{'>' if open_low else '>='} {low:g}" + (f" and <= {high:g}" if high is not None else "")
-    raise ConfigError(f"{where} must be {kind} {span}, got {value!r}")
+# Types and numeric ranges (field metadata) are checked by advrace.core.checking.
 
 
 def _one_of(where: str, value: str | None, choices: tuple[str, ...]) -> None:
@@ -186,7 +173,6 @@ def data_from_dict(values: Any, where: str) -> DataConfig:
     _one_of(f"{where}.format", spec.format, format_names())
     if spec.release and spec.format:
         raise ConfigError(f"{where}: 'format' is for 'path'; a release has its own format")
-    _within(f"{where}.limit", spec.limit, 0)
     return spec
 
 
@@ -198,8 +184,6 @@ def recipe_from_dict(values: Any, where: str = "recipe") -> RecipeConfig:
     raw = v.pop("attacks", None)
     recipe = build_dataclass(RecipeConfig, v, where)
     _one_of(f"{where}.task", recipe.task, TASKS)
-    _within(f"{where}.fraction", recipe.fraction, 0, 1, open_low=True)
-    _within(f"{where}.workers", recipe.workers, 1)
     if recipe.task != "adversarial":
         extra = sorted({"mode", "attacks", "fraction"} & given)
         if extra:
@@ -289,11 +273,6 @@ def config_from_dict(values: Any, where: str = "config") -> TrainConfig:
         raise ConfigError(f"{where}: recipe task {cfg.recipe.task!r} does not apply to objective "
                           f"{cfg.objective!r}; it takes task {' or '.join(map(repr, objective.recipes))}")
     _one_of(f"{where}.mixed_precision", cfg.mixed_precision, PRECISIONS)
-    _within(f"{where}.lr", cfg.lr, 0, open_low=True)
-    _within(f"{where}.warmup_ratio", cfg.warmup_ratio, 0, 1)
-    _within(f"{where}.max_grad_norm", cfg.max_grad_norm, 0, open_low=True)
-    for key, low in MINIMA.items():
-        _within(f"{where}.{key}", getattr(cfg, key), low)
     if not all(isinstance(k, str) for k in cfg.model_overrides):
         raise ConfigError(f"{where}.model_overrides: keys must be model config names")
     return cfg

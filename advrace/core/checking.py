@@ -48,6 +48,7 @@ def build_dataclass(cls: type, values: Any, where: str, skip: tuple[str, ...] = 
     where the config spells it otherwise; `skip` lists keys a config may not set. Values are
     converted where YAML gives a near miss: an int for a float, a string such as "1e-5" (YAML 1.1
     reads it as a string) for a float, a list for a tuple, null for an empty mapping or list.
+    A number's range is its field's metadata: `min` (at least), `above` (more than), `max`.
     """
     values = check_keys(cls, values, where, skip)
     hints = _hints(cls)
@@ -56,10 +57,24 @@ def build_dataclass(cls: type, values: Any, where: str, skip: tuple[str, ...] = 
         hint = hints.get(f.name, Any)
         if key in values:
             kwargs[f.name] = check_value(values[key], hint, f"{where}.{key}")
+            check_range(kwargs[f.name], f.metadata, f"{where}.{key}")
         elif key not in skip and f.default is dataclasses.MISSING \
                 and f.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{where}: {key!r} is required ({describe(hint)})")
     return cls(**kwargs)
+
+
+def check_range(value: Any, bounds: Mapping, where: str) -> None:
+    """Refuse a number outside `min` / `above` / `max` of `bounds` (None, where allowed, passes)."""
+    low, above, high = bounds.get("min"), bounds.get("above"), bounds.get("max")
+    if value is None or isinstance(value, bool) or not isinstance(value, numbers.Real) or (
+            (low is None or value >= low) and (above is None or value > above)
+            and (high is None or value <= high)):
+        return
+    kind = "an integer" if isinstance(value, int) else "a number"
+    span = " and ".join(f"{op} {bound:g}" for op, bound in ((">=", low), (">", above), ("<=", high))
+                        if bound is not None)
+    raise ConfigError(f"{where} must be {kind} {span}, got {value!r}")
 
 
 def check_value(value: Any, hint: Any, where: str) -> Any:

@@ -8,11 +8,13 @@ release and report that ran a model says which computed it (`precision_info`).
 from __future__ import annotations
 
 import contextlib
+import functools
 from pathlib import Path
 
 from advrace.models.sharding import process_state
 
 
+@functools.cache
 def cpu_has_native_bf16() -> bool:
     """Without bf16 instructions CPUs emulate it, which is slower than fp32 and less exact."""
     try:

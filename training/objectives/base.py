@@ -8,7 +8,7 @@ section named after the objective and checked by advrace.core.checking like ever
     objective: span_extraction
     span_extraction: {doc_stride: 128, max_answer_tokens: 30}
 
-A field's `metadata={"min": N}` is its smallest value. Every dev metric is higher-is-better, so
+A field's `metadata={"min": N}` is its smallest value (advrace.core.checking). Every dev metric is higher-is-better, so
 "best checkpoint" means the same everywhere.
 """
 
@@ -48,15 +48,8 @@ class Objective:
 
     @classmethod
     def settings_from_dict(cls, values: Any, where: str):
-        """The objective's settings from its config section, types and minima checked."""
-        settings = build_dataclass(cls.Settings, {} if values is None else values, where)
-        for f in dataclasses.fields(settings):
-            low, value = f.metadata.get("min"), getattr(settings, f.name)
-            if low is not None and value is not None and value < low:
-                kind = "an integer" if isinstance(value, int) else "a number"
-                raise ConfigError(f"{where}.{f.metadata.get('key', f.name)} must be {kind} >= {low:g}, "
-                                  f"got {value!r}")
-        return settings
+        """The objective's settings from its config section, types and ranges checked."""
+        return build_dataclass(cls.Settings, {} if values is None else values, where)
 
     def model_class(self):
         raise NotImplementedError
