@@ -18,7 +18,8 @@ from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import BLANK_RE
-from advrace.models.mc_encoding import MCFeature, collate_mc, encode_mc, question_with_option
+from advrace.models.mc_encoding import (MCFeature, collate_mc, encode_mc, encode_with_offsets,
+                                         question_with_option)
 from advrace.models.mc_scoring import load_checkpoint
 from advrace.models.readers import is_baseline, make_baseline
 from advrace.release import write_release
@@ -79,10 +80,10 @@ class AuthoringModel:
         passage, question = example.passage, example.question
         second = question_with_option(question, example.options[pred])
         out = {"probabilities": _softmax(logits.detach().float().tolist()), "prediction": pred, "importance": None}
-        spans = _token_spans(self.tokenizer, passage, second, feature.input_ids[pred])
-        if spans is None:  # a tokenizer whose pairs cannot be taken apart: probabilities only
+        spans = encode_with_offsets(self.tokenizer, passage, second, self.max_length)
+        if spans is None or spans[0] != feature.input_ids[pred]:  # no offsets: probabilities only
             return out
-        offsets, seq_ids = spans
+        _, offsets, seq_ids = spans
         passage_words = _word_scores(passage, passage, offsets, seq_ids, scores, 0)
         # the second sequence is the question with the option appended or in its blank: the
         # question's words before the blank come first, in order, whatever the spacing
@@ -90,33 +91,6 @@ class AuthoringModel:
         question_words = _word_scores(question, second, offsets, seq_ids, scores, 1,
                                       upto=blank.start() if blank else len(question))
         return {**out, "importance": {"passage": passage_words, "question": question_words}}
-
-
-def _token_spans(tokenizer, first: str, second: str, ids) -> tuple[list, list] | None:
-    """For each token of `ids`, the pair (first, second) as `encode_mc` encoded it: its character
-    span and its sequence (0, 1, or None for a special token).
-
-    Truncation keeps a prefix of each sequence whatever the strategy, so `ids` is the special
-    tokens around the first n1 tokens of `first` and the first n2 of `second`; the n1 (and so n2)
-    that rebuilds `ids` exactly says which tokens, and so which characters, the model saw (None
-    if none does)."""
-    probe = tokenizer("a", "b")  # where a pair's special tokens go
-    layout, kinds = probe["input_ids"], probe.sequence_ids()
-    i0, j0 = kinds.index(0), len(kinds) - kinds[::-1].index(0)
-    i1, j1 = kinds.index(1), len(kinds) - kinds[::-1].index(1)
-    pre, mid, post = list(layout[:i0]), list(layout[j0:i1]), list(layout[j1:])
-    a = tokenizer(first, add_special_tokens=False, return_offsets_mapping=True)
-    b = tokenizer(second, add_special_tokens=False, return_offsets_mapping=True)
-    ids = list(ids)
-    kept = len(ids) - len(pre) - len(mid) - len(post)
-    for n1 in range(min(len(a["input_ids"]), kept), max(0, kept - len(b["input_ids"])) - 1, -1):
-        n2 = kept - n1
-        if pre + a["input_ids"][:n1] + mid + b["input_ids"][:n2] + post == ids:
-            offsets = ([(0, 0)] * len(pre) + list(a["offset_mapping"][:n1]) + [(0, 0)] * len(mid)
-                       + list(b["offset_mapping"][:n2]) + [(0, 0)] * len(post))
-            seq_ids = [None] * len(pre) + [0] * n1 + [None] * len(mid) + [1] * n2 + [None] * len(post)
-            return offsets, seq_ids
-    return None
 
 
 def _word_scores(text, seq_text, offsets, seq_ids, scores, which, upto=None) -> list[list]:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from advrace.core.text import BLANK_RE
 
-
+# How a (passage, question-with-option) pair is tokenised: the passage is truncated first.
+PAIR = {"truncation": "longest_first", "padding": False, "return_attention_mask": False}
 
 def question_with_option(question: str, option: str) -> str:
     """Fill a RACE blank ("_") with the option; otherwise append the option to the question."""
@@ -41,8 +42,7 @@ def encode_mc(tokenizer, examples, max_length: int = 512) -> list[MCFeature]:
         for option in ex.options:
             firsts.append(ex.passage)
             seconds.append(question_with_option(ex.question, option))
-    enc = tokenizer(firsts, seconds, truncation="longest_first", max_length=max_length,
-                    padding=False, return_attention_mask=False)
+    enc = tokenizer(firsts, seconds, max_length=max_length, **PAIR)
     types = enc.get("token_type_ids")
     features, k = [], 0
     for ex in examples:
@@ -52,6 +52,16 @@ def encode_mc(tokenizer, examples, max_length: int = 512) -> list[MCFeature]:
         features.append(MCFeature(ex.id, ids, tt, ex.label))
         k += n
     return features
+
+
+def encode_with_offsets(tokenizer, passage: str, second: str, max_length: int = 512):
+    """One pair encoded as `encode_mc` encodes it, with each token's character span and sequence
+    (0: the passage, 1: the question with the option, None: a special token), so that scores per
+    token can be mapped back to words. None for a tokenizer that cannot give offsets (a slow one)."""
+    if not getattr(tokenizer, "is_fast", False):
+        return None
+    enc = tokenizer(passage, second, max_length=max_length, return_offsets_mapping=True, **PAIR)
+    return tuple(enc["input_ids"]), enc["offset_mapping"], enc.sequence_ids()
 
 
 def collate_mc(features: list[MCFeature], pad_token_id: int = 0) -> dict:
