@@ -21,6 +21,7 @@ from advrace.core.distractors import jaccard_distance, match_format, replace_dis
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words
+from advrace.models.loading import checkpoint_name
 from advrace.models.precision import inference_device, precision_info, use_bf16
 from advrace.models.sharding import map_sharded
 
@@ -93,7 +94,10 @@ class CheckpointAttack(Attack):
         return precision_info(*self._ran_on)
 
     def describe(self) -> dict:
-        return {**super().describe(), "checkpoint_sha256": self.checkpoint_sha256,
+        """The checkpoint by name and sha256, never by its local path (advrace.models.loading)."""
+        info = super().describe()
+        info["config"] = {**info["config"], "model": checkpoint_name(self.config.model)}
+        return {**info, "checkpoint_sha256": self.checkpoint_sha256,
                 "inference": self.inference()}
 
     def apply(self, example) -> Outcome:

@@ -74,6 +74,13 @@ def model_name(model) -> str:
     return str(getattr(model, "name", None) or type(model).__name__)
 
 
+def checkpoint_name(model: str) -> str:
+    """How a manifest names a checkpoint: a local folder by its last two folder names
+    (`dg-sample/final`), never by where it sits; a Hub name or built-in name as given."""
+    path = Path(model).expanduser()
+    return "/".join(path.resolve().parts[-2:]) if path.is_dir() else model
+
+
 def _looks_like_path(name: str) -> bool:
     """Hub ids are `name` or `owner/name`; anything else can only be meant as a folder."""
     return (name.startswith((".", "/", "~")) or name.count("/") > 1 or os.sep in name.replace("/", "")

@@ -49,15 +49,6 @@ def _portable_config(cfg: ReleaseConfig, loaded: LoadResult) -> dict:
     return config
 
 
-def _portable_attack(info: dict) -> dict:
-    """A model-based split names its checkpoint by folder name and sha256, not by local path."""
-    model = (info.get("config") or {}).get("model")
-    if info.get("checkpoint_sha256") and isinstance(model, str) and Path(model).expanduser().is_dir():
-        path = Path(model).expanduser().resolve()
-        info = {**info, "config": {**info["config"], "model": "/".join(path.parts[-2:])}}
-    return info
-
-
 # --------------------------------------------------------------------------- writing
 
 
@@ -165,7 +156,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
         split_examples[split] = [in_split(ex, split) for ex in res.examples]
         splits[split] = [to_record(ex, split, attack.name, flag)
                          for ex, flag in zip(split_examples[split], res.perturbed)]
-        split_info[split] = {**_portable_attack(attack.describe()), "source": spec.source}
+        split_info[split] = {**attack.describe(), "source": spec.source}
         reasons = Counter(r for r, flag in zip(res.reasons, res.perturbed) if not flag)
         stats["splits"][split] = split_stats(res.examples, originals, res.perturbed, reasons)
         summary = attack.summarize(res.examples)
