@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from advrace.core.distractors import select_distractors
 from advrace.core.errors import ConfigError
-from advrace.models.beam_search import beam_search
 from advrace.models.loading import load_model
 from advrace.models.seq2seq_encoding import encode_sources
 
@@ -105,7 +104,8 @@ class DistractorGeneration(DistractorAttack):
         import torch
         from tqdm.auto import tqdm
 
-        from advrace.models.unilm import Seq2SeqDecoder  # deferred: start-up time (torch, transformers)
+        from advrace.models.beam_search import beam_search  # deferred: start-up time (torch)
+        from advrace.models.unilm import Seq2SeqDecoder  # deferred: start-up time (torch)
 
         cfg, tok = self.config, self._tokenizer
         sources = encode_sources(tok, examples, self._source_length())

@@ -131,3 +131,14 @@ def test_one_top_level_package():
     listed = set(ast.literal_eval(next(k.value for k in call.keywords if k.arg == "packages")))
     folders = {name for name, path in MODULES.items() if path.name == "__init__.py"}
     assert folders == listed, f"setup.py packages: missing {sorted(folders - listed)}, extra {sorted(listed - folders)}"
+
+
+def test_the_command_line_starts_without_torch():
+    """`advrace --help`, `verify` and `export` must not pay torch's seconds of start-up: only
+    the models that need it import it, when they run."""
+    import subprocess
+    import sys
+
+    code = "import sys, advrace.cli; print('torch' in sys.modules, 'transformers' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
