@@ -3,6 +3,7 @@ record count and ids."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -27,38 +28,42 @@ def load_manifest(release_dir: str | Path) -> dict:
 
 def verify_release(release_dir: str | Path) -> list[str]:
     """Re-hash every file against the manifest; return the differences (empty when intact)."""
-    root = Path(release_dir)
+    return _verify(Path(release_dir))[1]
+
+
+def _verify(root: Path) -> tuple[dict, list[str]]:
     manifest = load_manifest(root)
     problems = []
-    expected = {info["file"]: info for info in manifest["splits"].values()}
-    expected.update(manifest["files"])
+    splits = {info["file"]: info for info in manifest["splits"].values()}
+    expected = {**splits, **manifest["files"]}
     for rel, info in sorted(expected.items()):
         path = root / rel
         if not path.is_file():
             problems.append(f"{rel}: missing")
-        elif path.stat().st_size != info["bytes"] or sha256_file(path) != info["sha256"]:
+            continue
+        digest, records = _read_split(path, info) if rel in splits else (sha256_file(path), [])
+        if path.stat().st_size != info["bytes"] or digest != info["sha256"]:
             problems.append(f"{rel}: contents differ from the manifest (sha256 {info['sha256'][:16]}...)")
-    for split, info in manifest["splits"].items():
-        path = root / info["file"]
-        if path.is_file() and not any(p.startswith(info["file"]) for p in problems):
-            problems += _split_problems(path, info)
+        else:
+            problems += records
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
         if path.is_file() and rel != "manifest.json" and rel not in expected:
             problems.append(f"{rel}: not listed in the manifest")
-    return problems
+    return manifest, problems
 
 
-def _split_problems(path: Path, info: dict) -> list[str]:
-    """A split file whose hash matches can still be wrong if it was built wrong: its record count
-    must match and every id must be unique (one split written twice over would repeat ids)."""
-    problems, seen, lines = [], {}, 0
-    with open(path, encoding="utf-8") as f:
+def _read_split(path: Path, info: dict) -> tuple[str, list[str]]:
+    """A split file's sha256 and, in the same pass, what a matching hash cannot catch in a split
+    that was built wrong: its record count, and ids that repeat (one split written twice over)."""
+    digest, problems, seen, lines = hashlib.sha256(), [], {}, 0
+    with open(path, "rb") as f:
         for n, line in enumerate(f, start=1):
+            digest.update(line)
             lines += 1
             try:
                 rid = json.loads(line).get("id")
-            except (json.JSONDecodeError, AttributeError):
+            except (ValueError, AttributeError):
                 problems.append(f"{info['file']}: line {n} is not a JSON record")
                 continue
             if rid in seen:
@@ -66,12 +71,13 @@ def _split_problems(path: Path, info: dict) -> list[str]:
             seen.setdefault(rid, n)
     if lines != info["count"]:
         problems.append(f"{info['file']}: {lines} records, manifest says {info['count']}")
-    return problems[:20] + ([f"{info['file']}: {len(problems) - 20} more problems"] if len(problems) > 20 else [])
+    more = [f"{info['file']}: {len(problems) - 20} more problems"] if len(problems) > 20 else []
+    return digest.hexdigest(), problems[:20] + more
 
 
 def check_release(release_dir: str | Path) -> dict:
     """The manifest of an intact release; raises VerifyError listing what differs otherwise."""
-    problems = verify_release(release_dir)
+    manifest, problems = _verify(Path(release_dir))
     if problems:
         raise VerifyError(f"{release_dir}: release does not match its manifest:\n  " + "\n  ".join(problems))
-    return load_manifest(release_dir)
+    return manifest
