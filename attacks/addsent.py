@@ -5,6 +5,11 @@ words and one adjective, adverb or verb turned into its WordNet antonym (or, whe
 changed, negated with "not"), made declarative with one original distractor. The sentence looks
 like the question's answer but states a wrong one about different things, so a model that only
 matches words against the question is pulled towards it while the gold answer stays right.
+
+That holds only if the question really changed: a GloVe neighbour that is a synonym, a
+spelling variant or an inflection of the word (purpose -> intent, behavior -> behaviour) is never
+taken, and a sentence whose edits would still leave the question's meaning is negated instead,
+as when nothing could change; otherwise the passage would answer the very question wrongly.
 """
 
 from __future__ import annotations
@@ -42,8 +47,12 @@ DO_SUPPORT = {"VBZ": "does", "VBD": "did", "VBP": "do", "VB": "do"}
 # Words that frame a RACE question rather than carry its content: "the best title for this
 # passage" turned into "the best championship for this path" misleads nobody, and "a lot of"
 # breaks as "a plenty of".
+# "Which of the following statements is true" and "the underlined words" are framing too:
+# "statements" -> "claims" or "words" -> "phrases" asks the same question, and "Which of the
+# preceding is NOT right" the same as "Which of the following": no antonym for them either.
 META_WORDS = ("passage", "article", "text", "paragraph", "writer", "author", "title", "lot",
-              "kind", "sort")
+              "kind", "sort", "word", "words", "phrase", "phrases", "sentence", "sentences",
+              "statement", "statements", "following")
 NUMBER_NOUNS = frozenset({"hundred", "thousand", "million", "billion", "dozen", "score"})
 HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "dr", "sir", "madam", "prof", "mister"})
 
@@ -198,13 +207,18 @@ def new_number(text: str, rng: random.Random, avoid: set[str], count: int,
 # the attack
 
 
+def _negation_record(word: str, new: str, position: int) -> dict:
+    return {"word": word, "new": new, "kind": "negation", "position": position,
+            "changes_meaning": True}
+
+
 @dataclass
 class _Plan:
     """What can change in one question: candidate words per token, antonym targets, negation."""
 
     substitutions: list  # (token, [(new, kind), ...]) best first
     antonyms: list  # (token, [new, ...]) in rng order
-    negation: list  # [(start, end, new, record)] or []
+    negation: list  # [(start, end, new, record)], or [] where the question has no place for "not"
 
 
 @register
@@ -213,6 +227,8 @@ class AddSent(Attack):
     tasks = (MULTIPLE_CHOICE,)
     Config = AddSentConfig
     uses = ("spacy_model", "glove", "wordnet", "stopwords", "stemmer")
+    # False only to measure what the synonym filter prevents (bench/addsent_validity.py)
+    _same_meaning_filter = True
 
     # question analysis
 
@@ -248,10 +264,18 @@ class AddSent(Attack):
             # number agreement, so 'children' is not replaced by 'child'
             if tok.tag_ in ("NN", "NNS") and tag != tok.tag_:
                 continue
+            if self._same_meaning_filter and self._same_meaning(tok, cand):
+                continue
             out.append(cand)
             if len(out) >= want:
                 break
         return out
+
+    def _same_meaning(self, tok, new: str) -> str | None:
+        """Why `new` would leave the token's meaning (see `Resources.same_meaning`), or None; a
+        noun is compared on its noun senses only (mother and father share a verb sense)."""
+        pos = tok.pos_ if tok.pos_ in ("NOUN", "VERB", "ADJ", "ADV") else None
+        return self.resources.same_meaning(tok.text, new, pos)
 
     def _glove_eligible(self, tok, blanks) -> bool:
         pos, lower = tok.pos_, tok.text.lower()
@@ -308,11 +332,10 @@ class AddSent(Attack):
             if after is not None and after.lower_ in ("not", "n't", "n’t"):
                 if after.lower_ == "not":
                     return [(aux.idx + len(aux.text), after.idx + len(after.text), "",
-                             {"word": after.text, "new": "", "kind": "negation", "position": after.idx})]
+                             _negation_record(after.text, "", after.idx))]
                 full = match_case(CONTRACTED_AUX.get(aux.lower_, aux.lower_), aux.text)
                 return [(aux.idx, after.idx + len(after.text), full,
-                         {"word": aux.text + after.text, "new": full, "kind": "negation",
-                          "position": aux.idx})]
+                         _negation_record(aux.text + after.text, full, aux.idx))]
             head = aux if aux.head == aux or aux.dep_ == "ROOT" else aux.head
             subj = next((c for c in head.children if c.dep_ in SUBJECT_DEPS and c.i > aux.i), None)
             anchor = aux
@@ -329,10 +352,9 @@ class AddSent(Attack):
                 anchor = self._inverted_subject(doc, aux) or aux
             if anchor is aux and aux.lower_ == "can":
                 new = match_case("cannot", aux.text)
-                return [(aux.idx, aux.idx + len(aux.text), new,
-                         {"word": aux.text, "new": new, "kind": "negation", "position": aux.idx})]
+                return [(aux.idx, aux.idx + len(aux.text), new, _negation_record(aux.text, new, aux.idx))]
             at = anchor.idx + len(anchor.text)
-            return [(at, at, " not", {"word": "", "new": "not", "kind": "negation", "position": at})]
+            return [(at, at, " not", _negation_record("", "not", at))]
         roots = [t for t in toks if t.dep_ == "ROOT" and t.pos_ == "VERB" and t.tag_ in DO_SUPPORT]
         verbs = roots or [t for t in toks if t.pos_ == "VERB" and t.tag_ in ("VBZ", "VBD", "VBP")]
         if not verbs:
@@ -340,8 +362,7 @@ class AddSent(Attack):
         verb = verbs[0]
         lemma = verb.lemma_.lower() if verb.lemma_.isalpha() else verb.text.lower()
         new = match_case(f"{DO_SUPPORT[verb.tag_]} not {lemma}", verb.text)
-        return [(verb.idx, verb.idx + len(verb.text), new,
-                 {"word": verb.text, "new": new, "kind": "negation", "position": verb.idx})]
+        return [(verb.idx, verb.idx + len(verb.text), new, _negation_record(verb.text, new, verb.idx))]
 
     @staticmethod
     def _inverted_subject(doc, aux):
@@ -384,14 +405,14 @@ class AddSent(Attack):
         antonyms = []
         for tok in doc:
             if (tok.i in changed or tok.pos_ not in ANTONYM_POS or not tok.text.isalpha()
-                    or tok.lower_ in res.stopwords or self._blocked(tok, blanks)):
+                    or tok.lower_ in res.stopwords or tok.lower_ in cfg.keep_words
+                    or self._blocked(tok, blanks)):
                 continue
             forms = self._antonym_forms(tok)
             if forms:
                 antonyms.append((tok, forms))
         rng.shuffle(antonyms)
-        negation = [] if subs or antonyms else self._negation(doc, blanks)
-        return _Plan(subs, antonyms, negation)
+        return _Plan(subs, antonyms, self._negation(doc, blanks))
 
     def variant(self, plan: _Plan, j: int) -> tuple[list, bool]:
         """Edits for the j-th sentence: the j-th choice of each word and the j-th antonym target,
@@ -405,14 +426,21 @@ class AddSent(Attack):
                              {new.lower() for new, _ in used.values()}), cands[order[0]])
                 used[key] = pick
             new = match_case(used[key][0], tok.text)
-            edits.append((tok.idx, tok.idx + len(tok.text), new,
-                          {"word": tok.text, "new": new, "kind": used[key][1], "position": tok.idx}))
+            record = {"word": tok.text, "new": new, "kind": used[key][1], "position": tok.idx}
+            if used[key][1] == "glove":
+                same = self._same_meaning(tok, new)
+                record.update(pos=tok.pos_, same_meaning=same, changes_meaning=same is None)
+            else:
+                record["changes_meaning"] = True
+            edits.append((tok.idx, tok.idx + len(tok.text), new, record))
         if plan.antonyms:
             tok, forms = plan.antonyms[j % len(plan.antonyms)]
             new = forms[(j // len(plan.antonyms)) % len(forms)]
             edits.append((tok.idx, tok.idx + len(tok.text), new,
-                          {"word": tok.text, "new": new, "kind": "antonym", "position": tok.idx}))
-        if not edits:
+                          {"word": tok.text, "new": new, "kind": "antonym", "position": tok.idx,
+                           "changes_meaning": True}))
+        changed = any(record["changes_meaning"] for *_, record in edits)
+        if not edits or (self._same_meaning_filter and not changed):
             return list(plan.negation), True
         return edits + self._articles(plan, edits), False
 

@@ -12,18 +12,22 @@
   random common words plus (addany) the question's words. Model-dependent.
 
 Every generated sentence passes readability checks: no gold answer in it, not the question
-itself, ends with punctuation, has a verb. Candidates that fail are counted in the stats.
+itself, ends with punctuation, has a verb, no word form that exists nowhere (rules that inflect
+a non-verb write "inned", "withed"), no wh-word left from the question ("the what districts").
+Candidates that fail are counted in the stats.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass
 
 from advrace.core.errors import ConfigError
 from advrace.metrics import normalize_answer, squad_em_f1
 from advrace.core.tasks import EXTRACTIVE_QA
+from advrace.core.text import WORD_RE
 from advrace.models.sharding import map_sharded
 from advrace.models.span_scoring import answer_distribution, load_span_model
 
@@ -40,8 +44,78 @@ class AddSentConfig:
     fakes: int = 2  # fake answers tried per question
 
 
-def readability_problem(sentence: str, question: str, golds, resources) -> str | None:
-    """Why a generated sentence is unfit for a human reader, or None."""
+WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
+# a wh-word after these asks ("the what districts", "a what of"), it opens no clause
+_BEFORE_ASKING_TAGS = frozenset({"DT", "PDT", "PRP$", "POS", "JJ", "JJR", "JJS"})
+
+
+def _known_form(lower: str, wordnet) -> bool:
+    return any(wordnet.morphy(lower, pos) for pos in ("n", "v", "a", "r"))
+
+
+def _first_is_name(sentence: str, resources) -> bool:
+    doc = resources.parse(sentence)
+    first = next((t for t in doc if t.is_alpha), None)
+    return first is not None and (first.tag_ in ("NNP", "NNPS")
+                                  or resources.word_pos(first.text) == "PROPN")
+
+
+def unknown_word_forms(sentence: str, known_words, resources) -> list[str]:
+    """Words of the sentence that are no English word form: in WordNet under no POS (through
+    its inflection rules), not a stopword, not in `known_words` (lowercased words of the context
+    and question), not a number, and not a capitalised name (the first word counts as one when
+    the tagger takes it for a proper noun, in the sentence or alone)."""
+    wordnet, stop = resources.wordnet, resources.stopwords
+    out = []
+    for m in WORD_RE.finditer(sentence):
+        if re.search(r"n['’]t$", m.group(), re.I):  # shouldn't, can't, won't
+            continue
+        for word in re.split(r"['’]", m.group())[:1]:
+            lower = word.lower()
+            if (not word.isalpha() or len(word) < 2 or lower in stop or lower in known_words
+                    or word.isupper()):
+                continue
+            if word[0].isupper() and (m.start() > 0 or _first_is_name(sentence, resources)):
+                continue
+            if not _known_form(lower, wordnet):
+                out.append(word)
+    return out
+
+
+_QUESTION_ORDER_TAGS = frozenset({"VBZ", "VBD", "VBP", "MD"})
+
+
+def leftover_wh_words(sentence: str, resources) -> list[str]:
+    """Wh-words left asking in a statement: at its end ("oppose what."), after a determiner or
+    an adjective ("the what districts"), or used as a determiner ("ignore which facts", "were
+    how young"). A wh-word opening a clause stays: "the city where ...", "claimed what is now
+    Tampa", "explained how the museum ...", "in which they are found". One opening the sentence
+    or a clause before a finite verb ("Since 2006, what is ...") still asks."""
+    doc = resources.parse(sentence)
+    words = [t for t in doc if not t.is_punct]
+    out = []
+    for k, t in enumerate(words):
+        if t.lower_ not in WH_WORDS:
+            continue
+        opens = t.i == 0 or doc[t.i - 1].text in (",", ";", ":")
+        if opens and k + 1 < len(words) and words[k + 1].tag_ in _QUESTION_ORDER_TAGS:
+            out.append(t.text)  # "Since 2006, what is the gender of ...": still a question
+            continue
+        before = words[k - 1].tag_ if k else ""
+        after = words[k + 1].tag_ if k + 1 < len(words) else ""
+        asks_for = ("NN", "JJ") if t.lower_ in ("what", "which", "whose") else \
+            ("JJ", "RB") if t.lower_ == "how" else ()
+        relative = before in ("IN", "TO") and t.lower_ in ("which", "whom", "whose")  # "to which individuals"
+        if not after or before in _BEFORE_ASKING_TAGS or (
+                not relative and after.startswith(asks_for or ("-",))):
+            out.append(t.text)
+    return out
+
+
+def readability_problem(sentence: str, question: str, golds, resources,
+                        context: str = "") -> str | None:
+    """Why a generated sentence is unfit for a human reader, or None. Words of the question and
+    of `context` count as known, so names and rare words they contain pass."""
     if not sentence or sentence[-1] not in ".!?":
         return "no final punctuation"
     norm = f" {normalize_answer(sentence)} "
@@ -51,6 +125,12 @@ def readability_problem(sentence: str, question: str, golds, resources) -> str |
         return "same as the question"
     if not any(t.pos_ in ("VERB", "AUX") for t in resources.parse(sentence)):
         return "no verb"
+    if leftover_wh_words(sentence, resources):
+        return "wh-word left"
+    known = {part.lower() for w in WORD_RE.findall(f"{question} {context}")
+             for part in re.split(r"['’]", w)}
+    if unknown_word_forms(sentence, known, resources):
+        return "unknown word form"
     return None
 
 
@@ -71,7 +151,8 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
     out, seen = [], set()
     for fake in fakes:
         for cand in declarative_candidates(mutated, fake, resources, kind):
-            problem = readability_problem(cand.sentence, example.question, golds, resources)
+            problem = readability_problem(cand.sentence, example.question, golds, resources,
+                                          example.context)
             if problem:
                 rejected[problem] += 1
             elif cand.sentence not in seen:

@@ -8,6 +8,10 @@ too noisy on questions to lean on): find the wh-phrase at the front (with a lead
 and put the answer where the wh-phrase was or where its meaning goes (when -> "in A", why ->
 "because of A"). Several rules may match one question, each giving a candidate; every candidate
 is named by its rule so that provenance and tests can tell them apart.
+
+Only a word that the tagger and WordNet both take for a base-form verb gets the tense that
+do-support held ("did the Texans victory in ..." has no such word, and "inned" is no answer),
+and no rule leaves the question's wh-word in the sentence ("the what districts of ...").
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from advrace.resources.inflection import past_tense, third_person
+from advrace.resources.inflection import is_base_verb, past_tense, third_person
 
 WH_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
 NP_TAGS = frozenset({"DT", "PDT", "PRP$", "JJ", "JJR", "JJS", "NN", "NNS", "NNP", "NNPS", "CD", "POS",
@@ -188,7 +192,7 @@ def declarative_candidates(question: str, answer: str, resources, answer_type: s
     if aux.lemma == "do" and aux.text.lower() in DO_FORMS:
         if not tail and len(subject) > 1:  # "did the war end": the tagger took the verb for a noun
             subject, tail = subject[:-1], subject[-1:]
-        if not tail or not subject:
+        if not tail or not subject or not _do_support_verb(subject, tail, resources):
             return []
         tense = DO_FORMS[aux.text.lower()]
         verb = tail[0].text
@@ -204,13 +208,38 @@ def declarative_candidates(question: str, answer: str, resources, answer_type: s
     if aux.lemma == "be" and not tail:
         # "What is the capital of France" -> "The capital of France is A"
         out = [Candidate(f"copula_{rule}", _sentence(_join(subject), aux.text,
-                                                     answer if kind == "wh_np" else phrase))]
+                                                     answer if kind == "wh_np" and not fronted_prep
+                                                     else phrase))]
         if kind == "wh_np":
-            noun = " ".join(t.text for t in wh_tokens[1:])
-            out.append(Candidate("copula_np_of", _sentence(_join(subject), aux.text, f"the {noun} of {answer}")))
+            prep = wh_tokens[0].text.lower() if fronted_prep else ""
+            out.append(Candidate("copula_np_of", _sentence(_join(subject), aux.text, prep,
+                                                           f"the {_wh_noun(wh_tokens)} of {answer}")))
         return out
     # be + participle, have, modals: the auxiliary moves behind the subject
     return _place(kind, f"aux_{rule}", phrase, answer, _join(subject), [aux] + tail, wh_tokens)
+
+
+def _wh_noun(wh_tokens: list[_Tok]) -> str:
+    """The noun of a wh-phrase, after the wh-word and any preposition before it ("in what
+    districts" -> "districts")."""
+    k = next((i for i, t in enumerate(wh_tokens) if t.tag in WH_TAGS), 0)
+    return " ".join(t.text for t in wh_tokens[k + 1:])
+
+
+def _do_support_verb(subject: list[_Tok], tail: list[_Tok], resources) -> bool:
+    """Whether the word after the subject of do-support is a verb to give the tense back to:
+    WordNet has it as a verb in its base form, and the tagger says so, in the question or (the
+    small model often tags a question's last word as a noun: "did the war end") in a verb slot
+    of its own: "the war will end"."""
+    verb = tail[0]
+    if not is_base_verb(verb.text, resources.wordnet):
+        return False
+    if verb.tag in ("VB", "VBP"):
+        return True
+    probe = f"{_join(subject)} will {_join(tail)}."
+    tags = [t.tag_ for t in resources.parse(probe)]
+    k = len(resources.parse(f"{_join(subject)} will"))
+    return k < len(tags) and tags[k] in ("VB", "VBP")
 
 
 def _split_subject(after: list[_Tok]) -> tuple[list[_Tok], list[_Tok]]:
@@ -239,7 +268,7 @@ def _subject(kind, rule, phrase, answer, wh_tokens, rest) -> list[Candidate]:
     vp = _join(rest)
     if kind != "wh_np":
         return [Candidate(f"subject_{rule}", _sentence(phrase, vp))]
-    noun = " ".join(t.text for t in wh_tokens[1:])
+    noun = _wh_noun(wh_tokens)
     return [Candidate("subject_wh_np", _sentence(answer, vp)),
             Candidate("subject_np_of", _sentence(f"the {noun} of {answer}", vp))]
 
@@ -252,7 +281,7 @@ def _place(kind, rule, phrase, answer, subject: str, clause: list[_Tok], wh_toke
     k = _gap(clause)
     out = [Candidate(rule, _sentence(subject, _join(clause[:k]), phrase, _join(clause[k:])))]
     if kind == "wh_np":
-        noun = " ".join(t.text for t in wh_tokens[1:])
+        noun = _wh_noun(wh_tokens)
         out.append(Candidate(f"{rule}_np_of", _sentence(subject, _join(clause[:k]), f"the {noun} of {answer}",
                                                         _join(clause[k:]))))
     return out
@@ -260,8 +289,11 @@ def _place(kind, rule, phrase, answer, subject: str, clause: list[_Tok], wh_toke
 
 def _non_wh(toks: list[_Tok], answer: str) -> list[Candidate]:
     """Questions without a fronted wh-phrase: a wh-word in place ("The war ended in what
-    year"), or a yes/no question, which has no declarative form with an answer."""
-    for k, t in enumerate(toks):
+    year"), or a yes/no question, which has no declarative form with an answer. The asking
+    wh-word is the last one: earlier ones open relative clauses ("those persons who oppose
+    what?")."""
+    for k in range(len(toks) - 1, -1, -1):
+        t = toks[k]
         if t.tag in WH_TAGS:
             end = _noun_phrase_end(toks, k + 1) if t.text.lower() in ("what", "which", "whose") else k + 1
             return [Candidate("in_situ", _sentence(_join(toks[:k]), answer, _join(toks[end:])))]

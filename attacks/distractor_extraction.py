@@ -4,8 +4,10 @@ A span extractor trained on RACE with the answer inserted into the passage (`adv
 configs/train/de-cpu.yaml`) reads the passage *without* the answer; its best spans are places a
 reader matching words against the question would also look, which makes them distractors that
 fool such readers. The top `n_best` spans over all windows (spans crossing the question or
-padding excluded) are filtered: not across a line break, not the answer, not containing it,
-little overlap with it and with each other. Runs of spaces inside a span become one space.
+padding excluded) are filtered: not across a line break, then DistractorAttack's validity
+filters (not the answer in other words, not a sentence the passage states where the question asks
+what it states, nothing a one-word span beside sentence options gives away), then little overlap
+with each other. Runs of spaces inside a span become one space.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class DistractorExtraction(DistractorAttack):
                 for ranked in spans]
 
     def select(self, candidates, example):
+        """The first three, in the order given, that overlap little with each other (the paper)."""
         cfg = self.config
         return select_distractors(candidates, example.answer, max_overlap_answer=cfg.max_overlap_answer,
                                   max_overlap_each_other=cfg.max_overlap_each_other)

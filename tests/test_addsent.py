@@ -348,3 +348,90 @@ def test_multiple_choice_only(addsent):
                        answers=(("a village", ctx.index("a village")),))
     with pytest.raises(ConfigError):
         addsent.apply(span)
+
+
+# paraphrases: a replacement that keeps the question's meaning makes the passage answer it wrongly
+
+
+class _FixedNeighbours:
+    """GloVe whose nearest words are fixed per word (the real vectors for membership)."""
+
+    def __init__(self, glove, neighbours):
+        self._glove, self._neighbours = glove, neighbours
+
+    def nearest(self, word, k=10):
+        return [(w, 0.9 - i / 100) for i, w in enumerate(self._neighbours.get(word, []))][:k]
+
+    def prepare(self, words, k=10):
+        pass
+
+    def __contains__(self, word):
+        return word in self._glove
+
+
+class SynonymNeighbourResources(NoWordResources):
+    """The real resources with GloVe neighbours that are all synonyms or spelling variants of
+    the question's words, as GloVe's nearest neighbours of common nouns often are."""
+
+    def __init__(self, real, neighbours):
+        super().__init__(real)
+        self.glove = _FixedNeighbours(real.glove, neighbours)
+
+
+def test_synonym_neighbours_are_never_taken(addsent, res):
+    tok = next(t for t in res.parse("What is the story mainly about?") if t.text == "story")
+    plain = AddSent({}, seed=11, resources=res)
+    plain._same_meaning_filter = False
+    assert "tale" in plain._glove_candidates(tok, set(), set(), 6)  # the real nearest synonym
+    cands = addsent._glove_candidates(tok, set(), set(), 6)
+    assert cands and "tale" not in cands
+    assert all(res.same_meaning("story", c, "NOUN") is None for c in cands)
+
+
+def test_only_synonyms_fall_back_to_negation(res):
+    attack = AddSent({}, seed=11, resources=SynonymNeighbourResources(
+        res, {"purpose": ["intent", "aim"], "behavior": ["behaviour"]}))
+    ex = mc("What is the purpose of Tom's behavior?",
+            ["To help Mary", "To win a prize", "To please his teacher", "To find a job"])
+    _, sentences = run(attack, ex)
+    for s in sentences:
+        assert s["fallback_not"]
+        assert [r["kind"] for r in s["replacements"]] == ["negation"]
+        assert "intent" not in s["sentence"] and "behaviour" not in s["sentence"]
+        assert "purpose of Tom's behavior" in s["sentence"]
+
+
+def test_a_sentence_that_keeps_the_meaning_is_negated(res):
+    """The safety net behind the candidate filter: edits none of which changes the meaning give
+    way to negation."""
+    resources = SynonymNeighbourResources(res, {"story": ["tale"]})
+    ex = mc("Why does Tom like the story?", ["It is funny", "It is short", "It is sad", "It is new"])
+    unfiltered = AddSent({}, seed=11, resources=resources)
+    unfiltered._same_meaning_filter = False
+    plan = unfiltered.plan(ex, unfiltered.rng_for(ex))
+    edits, fallback = unfiltered.variant(plan, 0)
+    assert not fallback and [e[2] for e in edits] == ["tale"]
+    assert edits[0][3]["same_meaning"] == "synonym" and edits[0][3]["changes_meaning"] is False
+    filtered = AddSent({}, seed=11, resources=resources)
+    edits, fallback = filtered.variant(plan, 0)
+    assert fallback and [e[3]["kind"] for e in edits] == ["negation"]
+
+
+def test_replacement_records_say_the_meaning_changed(addsent):
+    ex = mc("Why did the farmer sell his horse?",
+            ["He needed money", "The horse was old", "He wanted a car", "His son asked him to"])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        for rep in s["replacements"]:
+            assert rep["changes_meaning"] is True
+            if rep["kind"] == "glove":
+                assert rep["same_meaning"] is None and rep["pos"] == "NOUN"
+                assert {"word", "new", "kind", "position"} <= set(rep)
+
+
+def test_framing_words_are_kept(addsent):
+    ex = mc("What do the underlined words in the last sentence mean?",
+            ["Tom is happy", "Tom is sad", "Tom is tired", "Tom is ill"])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        assert not {r["word"].lower() for r in s["replacements"]} & {"words", "sentence"}

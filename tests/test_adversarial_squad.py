@@ -8,9 +8,11 @@ from advrace.core.config import config_from_dict
 from advrace.release import build_release, read_split
 from advrace.resources import get_resources
 from advrace.attacks import get_attack
-from advrace.attacks.adversarial_squad import readability_problem
+from advrace.attacks.adversarial_squad import (WH_WORDS, leftover_wh_words, readability_problem,
+                                               unknown_word_forms)
 from advrace.attacks.declarative_rules import declarative_candidates, past_tense, third_person
 from advrace.attacks.fake_answers import TYPES, answer_type, fake_answers
+from advrace.attacks.question_mutation import mutate_question
 from conftest import squad_doc
 
 
@@ -189,3 +191,87 @@ def test_model_dependent_adversaries(span_model, tmp_path):
     common = set(get_resources().common_words(1000)) - OFFENSIVE
     for ex in read_split(out, "addcommon"):
         assert all(w in common for w in ex.provenance[-1]["sentence"].rstrip(".").split())
+
+
+# grammar: sentences seen on XQuAD before the rules checked what they inflect
+
+
+@pytest.mark.parametrize("question, bad", [
+    ("Who did the Texans victory in the ACC Cup game?", "inned"),
+    ("How many interceptions did Danny Leonard score touchdowns with in 2020?", "withed"),
+    ("Who did Tesla partner with in 1888?", "withed"),
+    ("When did the last glacial beginning?", "beginninged"),
+    ("In which year did James Sheepshanks donated a small collection of paintings?", "donateded"),
+])
+def test_only_verbs_are_inflected(res, question, bad):
+    sentences = [c.sentence for c in declarative_candidates(question, "Jeff Dean", res)]
+    assert not any(bad in s.split() for s in sentences), sentences
+    for s in sentences:
+        assert unknown_word_forms(s, set(), res) == [], s
+
+
+@pytest.mark.parametrize("question, answer, sentence", [
+    ("In what districts are the registration numbers for cars all of the same type?", "Jeff Dean",
+     "The registration numbers for cars all of the same type are in the districts of Jeff Dean."),
+    ("The Congregation supports those persons who conscientiously oppose what?", "the war",
+     "The Congregation supports those persons who conscientiously oppose the war."),
+])
+def test_no_wh_word_is_left(res, question, answer, sentence):
+    sentences = [c.sentence for c in declarative_candidates(question, answer, res)]
+    assert sentence in sentences
+    for s in sentences:
+        assert leftover_wh_words(s, res) == [], s
+
+
+@pytest.mark.parametrize("sentence, problem", [
+    ("The Texans victory inned Stark Industries the ACC Cup game.", "unknown word form"),
+    ("Danny Leonard score touchdowns withed 17 interceptions in 2020.", "unknown word form"),
+    ("The numbers of the same antitype are the what districts of Jeff Dean.", "wh-word left"),
+    ("The Congregation supports persons who oppose what.", "wh-word left"),
+    ("The policies are quick fixes that ignore which facts.", "wh-word left"),
+    # clauses a statement may hold, names, numbers, words of the context
+    ("Tesla was born in the city where the Danube reaches the Black Sea.", None),
+    ("Ribault claimed what is now Tampa in 1562.", None),
+    ("The fossils in which they are found are old.", None),
+    ("Kuechly registered 118 tackles for the Panthers.", None),
+    ("The Ctenophores shouldn't glow at night.", None),
+])
+def test_readability_catches_broken_grammar(res, sentence, problem):
+    context = "Ctenophores glow at night. Kuechly played for the Panthers."
+    assert readability_problem(sentence, "Who did the Texans beat?", ["the Lions"], res, context) == problem
+
+
+def test_unknown_word_forms(res):
+    assert unknown_word_forms("The team inned and withed the game.", set(), res) == ["inned", "withed"]
+    assert unknown_word_forms("The team inned the game.", {"inned"}, res) == []
+    assert unknown_word_forms("Jeff Dean's 3rd team scored 17 touchdowns in 2020.", set(), res) == []
+    assert unknown_word_forms("Xyzzy plugh the game.", set(), res) == ["plugh"]
+    assert {"what", "which", "who", "whom", "whose", "when", "where", "why", "how"} == WH_WORDS
+
+
+class _Neighbours:
+    def __init__(self, glove, near):
+        self._glove, self._near = glove, near
+
+    def nearest(self, word, k=10):
+        return [(w, 0.9) for w in self._near.get(word, [])][:k]
+
+    def __contains__(self, word):
+        return word in self._glove
+
+
+class _Resources:
+    """The real resources with GloVe neighbours fixed: a synonym first, as GloVe's often are."""
+
+    def __init__(self, real, near):
+        self._real, self.glove = real, _Neighbours(real.glove, near)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def test_mutation_never_takes_a_synonym(res):
+    fixed = _Resources(res, {"usa": ["america", "canada"]})
+    mutated, reps = mutate_question("What did the USA build in 1990?", fixed, neighbours=10)
+    assert [r.new for r in reps if r.old == "USA"] == ["CANADA"]
+    assert "AMERICA" not in mutated

@@ -6,12 +6,13 @@ import pytest
 import torch
 
 from advrace.core.config import config_from_dict
-from advrace.core.distractors import jaccard_distance
+from advrace.core.distractors import jaccard_distance, token_overlap
 from advrace.core.errors import ConfigError
 from advrace.formats import load
 from advrace.release import build_release, read_split
 from advrace.attacks import get_attack
 from advrace.attacks.model_based import checkpoint_sha256
+from advrace.models.loading import checkpoint_name
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, tiny
 from advrace.training import train
 
@@ -210,3 +211,139 @@ def test_two_processes_shard_inference_and_build_the_same_release(setup, tmp_pat
     double = json.loads((tmp_path / "double" / "manifest.json").read_text())
     assert double["splits"] == single["splits"]
     assert double["files"] == single["files"]
+
+
+# --------------------------------------------------------------------------- validity filters
+
+from advrace.core.examples import MCExample  # noqa: E402
+from advrace.models.readers import SlidingWindow  # noqa: E402
+
+STORY = ("Tom was tired after the long walk, so he felt exhausted and went to bed early. The next "
+         "morning he went to school by bus. His teacher, Mrs. Green, said that the school trip would "
+         "be on Friday. Tom's sister Mary plays the piano every evening.")
+WHY = MCExample(id="why", passage=STORY, question="Why did Tom go to bed early?", label=1,
+                options=("Because he was ill.", "Because he was tired.", "Because he had homework.",
+                         "Because Mary played the piano."))
+TRUE = MCExample(id="true", passage=STORY, question="Which of the following is true?", label=0,
+                 options=("Mary plays the piano every evening.", "Tom goes to school on foot.",
+                          "Mary is Tom's teacher.", "The trip is on Monday."))
+STATED = "The next morning he went to school by bus."
+PLANTED = {
+    "why": ["Because he was tired and sleepy.",  # the answer, and more
+            "Because he felt exhausted.",  # the answer in other words (MiniLM cosine 0.92)
+            "It's very dangerous.",  # about nothing in the passage
+            "Friday",  # a one-word span beside sentence options
+            "Because he went to school by bus.",
+            "Because Mrs. Green said so."],
+    "true": [STATED,  # the passage says so: a second right answer to "which is true?"
+             "Tom's sister is his teacher.",
+             "Mrs. Green lives with Tom."],
+    "all-stated": [STATED, "His teacher, Mrs. Green, said that the school trip would be on Friday."],
+}
+
+
+def planted(setup, **config):
+    """Distractor extraction whose model proposes the planted candidates: the filters are real."""
+    attack = get_attack("distractor_extraction")({"model": setup["de"]["final"], **config})
+    attack.candidates = lambda shard, progress=False: [list(PLANTED[ex.source_id]) for ex in shard]
+    return attack
+
+
+def test_each_filter_rejects_its_plant_with_its_reason(setup):
+    all_stated = MCExample(id="all-stated", passage=STORY, question="What can we learn from the passage?",
+                           options=TRUE.options, label=0)
+    attack = planted(setup)
+    why, true, unchanged = attack.apply_batch([WHY, TRUE, all_stated])
+    record = why.example.provenance[-1]
+    assert record["rejected"] == {"contains the answer": 1, "a paraphrase of the answer": 1,
+                                  "not grounded in the passage": 1,
+                                  "form: length unlike the other options": 1}
+    assert record["new_distractors"] == ["Because he went to school by bus.", "Because Mrs. Green said so."]
+    assert record["kept_original"] == 1 and why.example.distractors[-1] == "Because Mary played the piano."
+    record = true.example.provenance[-1]
+    assert record["rejected"] == {"stated in the passage": 1}
+    assert record["new_distractors"] == ["Tom's sister is his teacher.", "Mrs. Green lives with Tom."]
+    # nothing left: the question stays as it was, and says why
+    assert not unchanged.perturbed and unchanged.example == all_stated
+    assert unchanged.reason == "every candidate rejected, most often as 'stated in the passage'"
+    assert attack.summarize([why.example, true.example, unchanged.example])["rejected"] == {
+        "a paraphrase of the answer": 1, "contains the answer": 1,
+        "form: length unlike the other options": 1, "not grounded in the passage": 1,
+        "stated in the passage": 3}
+
+
+def test_stated_sentences_are_fine_where_the_question_asks_for_one_fact(setup):
+    attack = planted(setup)
+    attack.candidates = lambda shard, progress=False: [[STATED, "Because Mrs. Green said so."]]
+    record = attack.apply_batch([WHY])[0].example.provenance[-1]
+    assert record["new_distractors"] == [STATED, "Because Mrs. Green said so."] and record["rejected"] == {}
+
+
+def test_each_filter_can_be_turned_off(setup):
+    attack = planted(setup, max_answer_cosine=None, min_grounded_share=0.0, reject_form_giveaways=False,
+                     reject_stated_in_passage=False, max_overlap_each_other=1.0)
+    why, true = (o.example.provenance[-1] for o in attack.apply_batch([WHY, TRUE]))
+    assert why["rejected"] == {"contains the answer": 1}
+    assert why["new_distractors"] == ["Because he felt exhausted.", "It's very dangerous.", "Friday."]
+    assert true["rejected"] == {} and true["new_distractors"][0] == STATED
+
+
+def test_select_with_a_reader_keeps_its_favourite_candidates(setup):
+    candidates = ["Because he went to school by bus.", "Because Mrs. Green said so.",
+                  "Because the trip was on Friday.", "Because Mary plays the piano every evening.",
+                  "Because his teacher said that."]
+    attack = planted(setup, select_with="sliding-window", max_overlap_each_other=1.0)
+    attack.candidates = lambda shard, progress=False: [list(candidates)]
+    record = attack.apply_batch([WHY])[0].example.provenance[-1]
+    gold, *scores = SlidingWindow().scores(STORY, WHY.question, [WHY.answer, *candidates])
+    best = sorted(range(len(candidates)), key=lambda j: (-scores[j], j))[:3]
+    assert record["new_distractors"] == [candidates[j] for j in best] != candidates[:3]
+    assert record["reader_scores"] == [round(scores[j], 4) for j in best]
+    assert record["gold_reader_score"] == round(gold, 4)
+    # the subclass's rule against near-copies still applies to the reader's order
+    strict = planted(setup, select_with="sliding-window", max_overlap_each_other=0.2)
+    strict.candidates = attack.candidates
+    chosen = strict.apply_batch([WHY])[0].example.provenance[-1]["new_distractors"]
+    assert chosen[0] == candidates[best[0]] and all(
+        token_overlap(a, b) <= 0.2 for i, a in enumerate(chosen) for b in chosen[i + 1:])
+
+
+def test_select_with_is_recorded_in_the_manifest(setup, tmp_path):
+    splits = [{"attack": "distractor_extraction",
+               "config": {"model": setup["de"]["final"], "select_with": "sliding-window", "batch_size": 4}}]
+    manifest, out = _build(setup, tmp_path, splits)
+    info = manifest["splits"]["distractor_extraction"]
+    assert info["model_dependent"] is True
+    assert info["select_with"] == {"name": "sliding-window", "checkpoint_sha256": None}
+    assert info["config"]["select_with"] == "sliding-window"
+    assert info["paraphrase_encoder"]["name"] == "minilm"
+    replaced = [ex.provenance[-1] for ex in read_split(out, "distractor_extraction")
+                if "new_distractors" in ex.provenance[-1]]
+    assert replaced
+    for record in replaced:
+        assert len(record["reader_scores"]) == len(record["new_distractors"])
+        assert record["reader_scores"] == sorted(record["reader_scores"], reverse=True)
+        assert isinstance(record["gold_reader_score"], float) and isinstance(record["rejected"], dict)
+    stats = json.loads((out / "stats.json").read_text())["splits"]["distractor_extraction"]["attack_stats"]
+    assert stats["select_with"] == "sliding-window" and isinstance(stats["rejected"], dict)
+    again, _ = _build(setup, tmp_path, splits, "rel2")
+    assert again["splits"] == manifest["splits"]  # byte-identical split files
+    # a checkpoint reader is named portably and hashed, never by its path
+    folder = setup["de"]["final"]
+    described = get_attack("distractor_extraction")({"model": folder, "select_with": folder}).describe()
+    assert described["select_with"] == {"name": checkpoint_name(folder),
+                                        "checkpoint_sha256": checkpoint_sha256(folder)}
+    assert str(tmp_path) not in json.dumps(described) and described["model_dependent"] is True
+    assert "model_dependent" not in get_attack("distractor_extraction")({"model": folder}).describe()
+
+
+def test_filter_config_errors(setup):
+    make = lambda **c: get_attack("distractor_generation")({"model": setup["dg"]["final"], **c})  # noqa: E731
+    with pytest.raises(ConfigError, match="min_grounded_share"):
+        make(min_grounded_share=1.5)
+    with pytest.raises(ConfigError, match="max_answer_cosine"):
+        make(max_answer_cosine=2.0)
+    with pytest.raises(ConfigError, match="select_with"):
+        make(select_with=" ")
+    with pytest.raises(ConfigError, match="select_with_pool"):
+        make(select_with_pool=0)

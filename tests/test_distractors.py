@@ -143,3 +143,105 @@ def test_match_format(text, answer, expected):
     from advrace.core.distractors import match_format
 
     assert match_format(text, answer) == expected
+
+
+def test_match_format_lowers_a_first_word_only_where_the_passage_writes_it_lower():
+    from advrace.core.distractors import match_format
+
+    passage = "The old laws stayed. Tom thought the laws were fair, and I agreed."
+    assert match_format("The old laws", "did not act", passage) == "the old laws"
+    assert match_format("Tom thought", "did not act", passage) == "Tom thought"
+    assert match_format("I agreed", "did not act", passage) == "I agreed"
+    assert match_format("The old laws", "did not act") == "The old laws"
+
+
+# --------------------------------------------------------------------------- validity checks
+
+from advrace.core.validity import (answer_equivalence, asks_what_passage_states,  # noqa: E402
+                                   duplicate_options, form_giveaway, grounded_share, normalise,
+                                   stated_in_passage)
+from advrace.resources import load_stopwords  # noqa: E402
+
+STORY = ("Tom was tired after the long walk, so he felt exhausted and went to bed early. The next "
+         "morning he went to school by bus. Tom's sister paid 40 yuan for the tickets.")
+
+
+@pytest.mark.parametrize("question", [
+    "Which of the following is TRUE according to the passage?",  # RACE's wordings
+    "According to the passage, which of the following is correct?",
+    "Which of the following statements is right?",
+    "What's true about the museum?",
+    "What can we learn from the passage?",
+    "We can infer from the passage that   _  .",
+    "From the passage we know that   _  .",
+    "It can be learned from the passage that  _  .",
+    "What does the passage tell us?",
+])
+def test_questions_that_ask_what_the_passage_states(question):
+    assert asks_what_passage_states(question)
+
+
+@pytest.mark.parametrize("question", [
+    "Which of the following is NOT true?",  # negated: a stated sentence is the wrong answer
+    "Which of the following is not mentioned in the passage?",
+    "What can't we learn from the passage?",
+    "All of the following are true EXCEPT  _  .",
+    "Which of the following statements is false?",
+    "Where does Tom live?",  # asks for one fact
+    "What was the right way to cook it?",  # "right" of a thing, not of a statement
+    "What did Tom do when he turned right?",
+    "Which is the best title for the passage?",
+])
+def test_questions_that_do_not(question):
+    assert not asks_what_passage_states(question)
+
+
+def test_stated_in_passage_needs_a_long_verbatim_run():
+    assert stated_in_passage("The next morning he went to school by bus.", STORY)
+    assert stated_in_passage("he went to school by bus", STORY)  # case and punctuation aside
+    assert not stated_in_passage("He went to school on foot.", STORY)  # the run is too short
+    assert not stated_in_passage("by bus", STORY)  # fewer than four words
+
+
+@pytest.mark.parametrize("candidate, reason", [
+    ("Because he was tired.", "equals the answer"),
+    ("because he was tired", "equals the answer"),
+    ("Because he was tired and sleepy.", "contains the answer"),
+    ("he was tired", "is contained in the answer"),
+    ("Because Tom was tired.", "shares most words with the answer"),
+    ("Because he had homework.", None),
+])
+def test_answer_equivalence(candidate, reason):
+    assert answer_equivalence(candidate, "Because he was tired.") == reason
+
+
+def test_answer_equivalence_matches_whole_words():
+    assert answer_equivalence("Anne is his mother", "An") is None
+    assert answer_equivalence("Apples and pears", "A") is None  # "a" is no word of it
+
+
+def test_grounded_share_counts_passage_words_numbers_and_names():
+    stop = load_stopwords()
+    sources = [STORY, "Why did Tom go to bed early?"]
+    assert grounded_share("He went by bus.", sources, stop) == 1.0
+    assert grounded_share("The tickets cost 40 yuan.", sources, stop) == pytest.approx(3 / 4)  # cost
+    assert grounded_share("Tom's sister walked.", sources, stop) == 1.0  # a possessive, a tense
+    assert grounded_share("It's very dangerous.", sources, stop) == 0.0  # generic text
+    assert grounded_share("He did it.", sources, stop) == 0.0  # nothing to ground
+
+
+def test_form_giveaway():
+    sentences = ["He went home.", "She liked the film very much.", "They were late for school."]
+    assert form_giveaway("It.", sentences) == "1 words beside options of about 5"
+    assert form_giveaway("he stayed at home.", sentences) == "starts in lower case, unlike the other options"
+    assert form_giveaway("He stayed at home", sentences) == "has no final full stop, unlike the other options"
+    assert form_giveaway("He stayed at home.", sentences) is None
+    assert form_giveaway("'t worry about it.", sentences) == "starts with a cut-off word or punctuation"
+    assert form_giveaway(".5 kilos", ["2 kilos", "3 kilos"]) is None
+    assert form_giveaway("At home", ["in a city", "by the sea"]) == "starts in upper case, unlike the other options"
+
+
+def test_duplicate_options_and_normalise():
+    assert normalise("  Tom  went.  ") == "tom went"
+    assert duplicate_options(["Tom.", "Mary", "tom", "Mary!"]) == [2, 3]
+    assert duplicate_options(["a", "b"]) == []

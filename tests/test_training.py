@@ -443,8 +443,10 @@ def test_set_reaches_objective_sections(lead_only, tmp_path):
     de = load_config(CONFIGS / "de-cpu.yaml", ["span_extraction.doc_stride=64"])
     assert (de.settings.doc_stride, de.settings.max_answer_tokens) == (64, 30)
     assert load_config(CONFIGS / "de-cpu.yaml").settings.doc_stride == 96
-    dg = load_config(CONFIGS / "dg-cpu.yaml", ["distractor_generation.max_target_length=12"])
+    dg = load_config(CONFIGS / "dg-unilm-cpu.yaml", ["distractor_generation.max_target_length=12"])
     assert dg.settings.max_target_length == 12
+    causal = load_config(CONFIGS / "dg-cpu.yaml", ["causal_lm.max_distractor_tokens=12"])
+    assert causal.settings.max_distractor_tokens == 12
     path = tmp_path / "lead.yaml"
     path.write_text(yaml.safe_dump({"train": "x", "objective": "lead_only_test"}), encoding="utf-8")
     assert load_config(path).settings == LeadSettings()

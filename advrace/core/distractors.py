@@ -8,6 +8,7 @@ other's near-copies replace the original distractors.
 from __future__ import annotations
 
 import random
+import re
 from typing import Sequence
 
 from advrace.core.examples import MCExample
@@ -60,7 +61,8 @@ def _normalise(text: str) -> str:
 def select_distractors(candidates: Sequence[str], answer: str, *, k: int = 3,
                        max_overlap_answer: float = 0.5, max_overlap_each_other: float = 0.5,
                        min_jaccard_distance: float | None = None) -> list[str]:
-    """Up to `k` candidates (best first) that cannot be mistaken for the answer or each other.
+    """Up to `k` candidates, tried in the order given (a model's rank, or a reader's when the
+    attack re-ranks them), that cannot be mistaken for the answer or each other.
 
     A candidate is skipped when it contains or equals the answer (or the answer contains it),
     when more than `max_overlap_answer` of its words are the answer's, and when it is too close
@@ -95,21 +97,31 @@ def select_distractors(candidates: Sequence[str], answer: str, *, k: int = 3,
     return chosen
 
 
-def match_format(text: str, answer: str) -> str:
+def match_format(text: str, answer: str, passage: str = "") -> str:
     """`text` dressed like the answer: the same case of the first letter and the same closing
     full stop. A generator trained uncased, or a span cut from mid-sentence, would otherwise
-    give its distractors away by their form alone."""
+    give its distractors away by their form alone. A first word is lowered only when the
+    passage also writes it in lower case ("The" -> "the"), never a name or "I"."""
     text = text.strip()
     if not text or not answer.strip():
         return text
     answer = answer.strip()
-    if answer[0].isupper() and text[0].islower():  # never lowered: it may be a name
+    if answer[0].isupper() and text[0].islower():
         text = text[0].upper() + text[1:]
+    elif answer[0].islower() and text[0].isupper() and _written_lower(text, passage):
+        text = text[0].lower() + text[1:]
     if answer.endswith(".") and not text.endswith((".", "!", "?")):
         text = text.rstrip(",;:") + "."
     elif not answer.endswith((".", "!", "?")) and text.endswith("."):
         text = text[:-1].rstrip()
     return text
+
+
+def _written_lower(text: str, passage: str) -> bool:
+    first = re.match(r"[A-Za-z]+", text)
+    if first is None or first.group() == "I" or not first.group()[1:].islower() and len(first.group()) > 1:
+        return False
+    return re.search(rf"(?<![\w'’]){first.group().lower()}(?![\w'’])", passage) is not None
 
 
 def replace_distractors(example: MCExample, new: Sequence[str],

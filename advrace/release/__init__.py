@@ -9,8 +9,9 @@ Layout (loadable with `datasets.load_dataset("json", data_dir=DIR)` and `load_da
     DIR/manifest.json                       versions, fingerprints, configs, sha256 of every file
 
 One module per idea: `records` (a split's file and its records), `stats` (stats.json), `card`
-(README.md), `runner` (running the attacks over passages), `build` (building and writing a
-release and its manifest), `verify` (re-hashing one) and `export` (the AdvRACE format).
+(README.md), `runner` (running the attacks over passages), `audit` (does every example keep its gold
+answer right), `build` (building and writing a release and its manifest), `verify` (re-hashing
+one) and `export` (the AdvRACE format).
 """
 
 from advrace.release.records import (NO_ATTACK, dumps, from_record, in_split, read_split, sha256_file,
@@ -18,6 +19,7 @@ from advrace.release.records import (NO_ATTACK, dumps, from_record, in_split, re
 from advrace.release.stats import split_stats
 from advrace.release.card import dataset_card
 from advrace.release.runner import ORIGINAL
+from advrace.release.audit import AuditContext, audit_release, audit_split, register_checks
 from advrace.release.build import FORMAT_VERSION, build_release, source_name, write_release
 from advrace.release.verify import check_release, load_manifest, verify_release
 from advrace.release.export import export_advrace
@@ -27,6 +29,7 @@ __all__ = [
     "build_release", "write_release", "source_name",
     "load_manifest", "verify_release", "check_release",
     "export_advrace",
+    "AuditContext", "audit_release", "audit_split", "register_checks",
     "split_file", "read_split", "to_record", "from_record", "in_split", "squad_json", "dumps", "sha256_file",
     "split_stats", "dataset_card",
 ]

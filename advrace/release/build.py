@@ -18,9 +18,10 @@ from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA
 from advrace.formats import LoadResult, load
 from advrace.models.sharding import process_state
+from advrace.release.audit import AuditContext, audit_split
 from advrace.release.card import dataset_card
 from advrace.release.records import NO_ATTACK, dumps, in_split, split_file, squad_json, to_record
-from advrace.release.runner import ORIGINAL, check_splits, run_splits
+from advrace.release.runner import ORIGINAL, SplitResult, check_splits, run_splits
 from advrace.release.stats import split_stats
 from advrace.resources import get_resources
 
@@ -117,6 +118,22 @@ def write_release(split_examples: dict[str, list], out_dir: str | Path, *, name:
     return manifest
 
 
+def _audited(attack: str, sources: list, res: SplitResult, ctx: AuditContext, drop: bool
+             ) -> tuple[SplitResult, dict]:
+    """The split's audit counts and, with `drop`, the split with each flagged example put back
+    as its source (unperturbed, the audit's reason given), so every split keeps its questions."""
+    audit = audit_split(attack, sources, res.examples, ctx)
+    counts = audit.counts()
+    if not drop or not counts["flagged"]:
+        return res, counts
+    flagged = audit.flagged_indices
+    kept = SplitResult(
+        [sources[i] if i in flagged else ex for i, ex in enumerate(res.examples)],
+        [False if i in flagged else p for i, p in enumerate(res.perturbed)],
+        [f"audit: {flagged[i]}" if i in flagged else r for i, r in enumerate(res.reasons)])
+    return kept, {**counts, "dropped": len(flagged)}
+
+
 def _process_state(cfg: ReleaseConfig, task: str):
     """Accelerate's process state when a model-based attack will run (its inference is sharded
     over the processes of `accelerate launch`), else None."""
@@ -131,6 +148,9 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
     out = Path(out_dir)
     check_replaceable(out, "manifest.json", "release")
     check_splits(cfg)
+    if cfg.drop_flagged and not cfg.audit:
+        raise ConfigError("drop_flagged needs the audit: remove `audit: false` from the config, "
+                          "or drop_flagged")
     if loaded is None:
         if not cfg.data.path:
             raise ConfigError("no input data: give --data PATH or a config with data.path")
@@ -151,8 +171,13 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
     state = _process_state(cfg, task)
     attacks, results = run_splits(cfg, examples, resources, workers=cfg.workers, progress=progress,
                                   state=state)
+    main = state is None or state.is_main_process
+    ctx = AuditContext(resources) if cfg.audit and main else None
     for spec, attack in zip(cfg.splits, attacks):
         split, res = spec.split, results[spec.split]
+        sources = examples if spec.source == ORIGINAL else results[spec.source].examples
+        if ctx is not None:
+            res, stats.setdefault("audit", {})[split] = _audited(attack.name, sources, res, ctx, cfg.drop_flagged)
         split_examples[split] = [in_split(ex, split) for ex in res.examples]
         splits[split] = [to_record(ex, split, attack.name, flag)
                          for ex, flag in zip(split_examples[split], res.perturbed)]
@@ -186,7 +211,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
         "files": {},
     }
 
-    if state is not None and not state.is_main_process:
+    if not main:
         return manifest  # under `accelerate launch`, the main process writes the release
     _write_files(out, cfg, manifest, splits, split_examples, split_info, stats)
     return manifest

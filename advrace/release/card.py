@@ -38,7 +38,9 @@ def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
                          + (f" (sha256 `{sha[:16]}`)" if sha else "")
                          + (f", run in {run['precision']} on {run['device_type']} with torch {run['torch']}"
                             if run else "")
+                         + _selection(info.get("select_with"))
                          + "; its difficulty for other models is measured, not guaranteed.")
+    lines += audit_lines(stats.get("audit"), cfg.drop_flagged)
     lines += [
         "",
         "Load it with `datasets.load_dataset(\"json\", data_dir=\"<this folder>\")` or "
@@ -52,3 +54,38 @@ def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
                   "(Jia and Liang, EMNLP 2017). The source data keeps its own licence (RACE: "
                   "non-commercial research only).", ""]
     return "\n".join(lines)
+
+
+def _selection(reader: dict | None) -> str:
+    """How the distractors were chosen when a reader picked them (SWAG's adversarial filtering)."""
+    if not reader:
+        return ""
+    sha = reader.get("checkpoint_sha256")
+    return (f", its distractors chosen as those the reader `{reader['name']}`"
+            + (f" (sha256 `{sha[:16]}`)" if sha else "") + " scores highest, so that reader's drop on it "
+            "is adversarial by construction")
+
+
+def audit_lines(audit: dict | None, dropped: bool) -> list[str]:
+    """The audit's counts per split, and a warning for each split it flagged."""
+    if not audit:
+        return []
+    lines = ["", "## Audit", "",
+             "`advrace audit` checks that every question keeps its gold answer the one right answer "
+             "(README: Validity); `advrace audit <this folder> --details` lists the flagged questions.", "",
+             "| split | checked | flagged | checks that flagged |", "|---|---:|---:|---|"]
+    for split, a in audit.items():
+        found = ", ".join(f"{check}: {n}" for check, n in a["by_check"].items()) or "none"
+        lines.append(f"| {split} | {a['checked']} | {a['flagged']} | {found} |")
+    flagged = [(split, a) for split, a in audit.items() if a["flagged"]]
+    if flagged:
+        lines.append("")
+    for split, a in flagged:
+        if dropped:
+            lines.append(f"- `{split}`: the audit flagged {a['flagged']} questions; they are left as in the "
+                         "source split (unperturbed, with the reason in the stats).")
+        else:
+            lines.append(f"- **`{split}`: the audit flagged {a['flagged']} of {a['checked']} questions**; "
+                         "their gold answer may not be the one right answer. Rebuild with "
+                         "`--drop-flagged` to leave them unchanged.")
+    return lines

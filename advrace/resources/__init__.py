@@ -21,6 +21,7 @@ from .glove import GloVe, glove_version, load_glove
 from .packages import package_version
 from .spacy_pipeline import (TextCache, load_pipeline, load_sentencizer, load_tagger, model_meta,
                              model_name, model_version, parse_batch, sentence_starts_batch)
+from .synonymy import same_meaning as _same_meaning
 from .word_tags import WordTagLexicon, lexicon_path, tag_words
 from .wordlists import (common_words_version, load_common_words, load_stopwords, porter_stem,
                         stemmer_version, stopwords_version)
@@ -66,6 +67,7 @@ class Resources:
         self.config = config if config is not None else ResourceConfig()
         self._common: dict[int, list[str]] = {}
         self._antonyms: dict[tuple[str, str], list[str]] = {}
+        self._same_meaning: dict[tuple[str, str, str | None], str | None] = {}
         self._lock = threading.RLock()
         self._wordnet_where = ""
         self._word_tags = WordTagLexicon(self._tag_lexicon_path)
@@ -185,6 +187,18 @@ class Resources:
         with self._lock:
             self._antonyms[key] = found
         return list(found)
+
+    def same_meaning(self, word: str, new: str, pos: str | None = None) -> str | None:
+        """Why `new` in place of `word` keeps the meaning ("synonym", "spelling variant",
+        "inflection"), or None when it changes it; see `synonymy.same_meaning` (cached)."""
+        key = (word.lower(), new.lower(), pos)
+        with self._lock:
+            if key in self._same_meaning:
+                return self._same_meaning[key]
+        found = _same_meaning(self.wordnet, word, new, pos)
+        with self._lock:
+            self._same_meaning[key] = found
+        return found
 
     # GloVe
 

@@ -111,6 +111,16 @@ def third_person(verb: str) -> str:
     return IRREGULAR_PRESENT.get(verb.lower()) or inflection_candidates(verb, "VBZ")[0]
 
 
+def is_base_verb(word: str, wordnet) -> bool:
+    """Whether WordNet has the word as a verb in its base form (end, register: yes; in,
+    victory, donated: no), so that rules inflect nothing the lexicon does not call a verb."""
+    lower = word.lower()
+    if not lower.isalpha():
+        return False
+    bases = wordnet._morphy(lower, "v") if hasattr(wordnet, "_morphy") else [wordnet.morphy(lower, "v")]
+    return lower in bases
+
+
 def irregular_forms(exceptions: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
     """Irregular forms by base (lose: lost; stop: stopped), from an exception list such as
     WordNet's verb.exc that maps each form to its bases."""

@@ -1,0 +1,177 @@
+"""Whether an option or an inserted text keeps the gold answer the one right answer: the checks
+that the distractor attacks apply before they choose and that `advrace audit` applies after.
+
+Pure text logic (no model, no lexicon): the callers pass stopwords and, for paraphrase, a cosine
+from an encoder of the model floor.
+"""
+
+from __future__ import annotations
+
+import re
+from statistics import median
+from typing import Iterable, Sequence
+
+from advrace.core.text import words
+
+# A question that asks what the passage states or lets one infer: every sentence the passage
+# states answers it, so such a sentence cannot be a distractor.
+STATES_RE = re.compile(
+    # "... is true (about/of/according ...)", not "the right way" or "turned right"
+    r"\b(?:which|what)\b[^?]*(?:\b(?:is|are|was|were|be)|['\u2019]s)\s+(?:\w+\s+){0,2}(?:true|correct|right)\b"
+    r"(?!\s+(?!about|of|in|according|to|for|from)\w)"
+    r"|\bwe\s+(?:can|could|may|might)\s+(?:learn|know|infer|conclude|tell|see|find|understand)\b"
+    r"|\b(?:can|could|may|might)\s+(?:be\s+)?(?:learn(?:ed|t)?|inferr?ed|infer|conclud(?:ed|e)|known|seen|"
+    r"told|found)\b"
+    r"|\bwe\s+(?:learn|know|infer|conclude)\b"
+    r"|\b(?:infer|inferred|imply|implies|implied|suggest|suggests|suggested|conclude|concluded)\b"
+    r"|\b(?:mentioned|stated|described|told|said)\s+in\s+the\s+(?:passage|text|article|story)\b"
+    r"|\baccording\s+to\s+the\s+(?:passage|text|article|story)\s*,?\s*which\b"
+    r"|\bwhat\s+does\s+the\s+(?:passage|text|article|story|writer|author)\s+(?:tell|show|say)\b",
+    re.IGNORECASE)
+# ... unless it asks for the one that is not so: then a stated sentence is the right distractor.
+NEGATED_RE = re.compile(r"\b(?:not|except|false|untrue|incorrect|wrong)\b|n't\b|n’t\b", re.IGNORECASE)
+
+MIN_STATED_WORDS = 4
+STATED_SHARE = 0.8
+
+
+def _tokens(text: str) -> list[str]:
+    return [w.lower() for w in words(text)]
+
+
+def normalise(text: str) -> str:
+    """Case-, space- and end-punctuation-insensitive form: 'Tom.' and 'tom' are one option."""
+    return re.sub(r"[\s.?!,;:]+$", "", " ".join(text.lower().split()))
+
+
+def asks_what_passage_states(question: str) -> bool:
+    """'What can we learn from the text?', 'Which is TRUE?', 'We can infer that _' (not negated)."""
+    return bool(STATES_RE.search(question)) and not NEGATED_RE.search(question)
+
+
+def _longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
+    """The length of the longest run of words found in both, in order and unbroken."""
+    best, prev = 0, [0] * (len(b) + 1)
+    for x in a:
+        cur = [0] * (len(b) + 1)
+        for j, y in enumerate(b, 1):
+            if x == y:
+                cur[j] = prev[j - 1] + 1
+                best = max(best, cur[j])
+        prev = cur
+    return best
+
+
+def stated_in_passage(text: str, passage: str, *, min_words: int = MIN_STATED_WORDS,
+                      share: float = STATED_SHARE) -> bool:
+    """Whether the passage states the text: at least `min_words` words, of which a run of at least
+    `share` of them (and `min_words`) occurs verbatim in the passage, by lowercase words."""
+    cand = _tokens(text)
+    if len(cand) < min_words:
+        return False
+    run = _longest_common_run(cand, _tokens(passage))
+    return run >= max(min_words, share * len(cand))
+
+
+def answer_equivalence(candidate: str, answer: str, *, max_overlap: float = 0.5) -> str | None:
+    """Why the candidate could be the answer in other words, or None: it equals, contains or is
+    contained in the answer (by whole words), or more than `max_overlap` of the words of the
+    shorter of the two are the other's. A one-character answer ('A', '3') is not searched for."""
+    cand, gold = normalise(candidate), normalise(answer)
+    if not cand or not gold:
+        return None
+    if cand == gold:
+        return "equals the answer"
+    c_words, g_words = _tokens(candidate), _tokens(answer)
+    padded_c, padded_g = f" {' '.join(c_words)} ", f" {' '.join(g_words)} "
+    if len(gold) >= 2 and g_words and padded_g in padded_c:
+        return "contains the answer"
+    if len(cand) >= 2 and c_words and padded_c in padded_g:
+        return "is contained in the answer"
+    if word_overlap(candidate, answer) > max_overlap:
+        return "shares most words with the answer"
+    return None
+
+
+def word_overlap(a: str, b: str) -> float:
+    """Share of the smaller lowercase word set found in the other; 0 when either has no words."""
+    wa, wb = set(_tokens(a)), set(_tokens(b))
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / min(len(wa), len(wb))
+
+
+POSSESSIVE_RE = re.compile(r"['’]s$")
+
+
+def _bare(word: str) -> str:
+    """'tom's' -> 'tom': a possessive is the name's mention."""
+    return POSSESSIVE_RE.sub("", word)
+
+
+def _content_words(text: str, stopwords: Iterable[str]) -> list[str]:
+    """Words and numbers that are not stopwords ('40' and "Tom's" count; "don't" does not)."""
+    stop = stopwords if isinstance(stopwords, (set, frozenset)) else set(stopwords)
+    return [b for b in map(_bare, _tokens(text)) if b.isalnum() and b not in stop]
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[:-len(suffix)]
+    return word
+
+
+def grounded_share(candidate: str, sources: Sequence[str], stopwords: Iterable[str]) -> float:
+    """Share of the candidate's content words that occur (up to a plural or tense ending) in the
+    sources (the passage and question): RACE's own distractors are written from the passage, so
+    one about nothing in it gives itself away. 0 for a candidate without content words."""
+    content = _content_words(candidate, stopwords)
+    if not content:
+        return 0.0
+    known = {_stem(_bare(w)) for text in sources for w in _tokens(text)}
+    return sum(_stem(w) in known for w in content) / len(content)
+
+
+CUT_RE = re.compile(r"['\u2019][a-z]|[,;:!?)\]}]|\.(?!\d)")  # not ".5 kilos"
+
+
+def form_giveaway(candidate: str, others: Sequence[str], *, length_ratio: float = 3.0) -> str | None:
+    """How the candidate stands out from the other options by form alone, or None: it starts
+    inside a word or clause ("'t worry"), it alone starts in lower case or upper case, it alone ends (or does not end) with a full stop, or its
+    length in words is more than `length_ratio` times off the others' median (for options of
+    three words or more, where that can be told)."""
+    others = [o.strip() for o in others if o.strip()]
+    cand = candidate.strip()
+    if not cand or not others:
+        return None
+    if CUT_RE.match(cand):  # "'t worry", ", and then": a span cut inside a word or a clause
+        return "starts with a cut-off word or punctuation"
+    first = [o[0] for o in others if o[0].isalpha()]
+    if cand[0].isalpha() and len(first) == len(others):
+        if cand[0].islower() and all(c.isupper() for c in first):
+            return "starts in lower case, unlike the other options"
+        if cand[0].isupper() and all(c.islower() for c in first):
+            return "starts in upper case, unlike the other options"
+    ends = [o.endswith((".", "!", "?")) for o in others]
+    if all(ends) and not cand.endswith((".", "!", "?")):
+        return "has no final full stop, unlike the other options"
+    if not any(ends) and cand.endswith("."):
+        return "ends with a full stop, unlike the other options"
+    n, typical = len(words(cand)), median(len(words(o)) for o in others)
+    if typical >= 3 and n * length_ratio < typical:
+        return f"{n} words beside options of about {typical:g}"
+    if n >= 3 and n > length_ratio * max(typical, 1):
+        return f"{n} words beside options of about {typical:g}"
+    return None
+
+
+def duplicate_options(options: Sequence[str]) -> list[int]:
+    """Indices of options that repeat an earlier one (case, spaces and end punctuation aside)."""
+    seen, out = set(), []
+    for i, option in enumerate(options):
+        key = normalise(option)
+        if key in seen:
+            out.append(i)
+        seen.add(key)
+    return out

@@ -1,0 +1,380 @@
+"""The audit: does every example of a split keep its gold answer the one right answer?
+
+Run on every split at the end of `advrace build` (counts in stats.json and the card) and on any
+release with `advrace audit`. Two kinds of checks:
+
+- generic, for every attack: replaying the example's provenance edits on its source example must
+  give the example (by characters, whitespace aside: inserting at "you.It" changes nothing), and
+  the gold answer must be the same text;
+- by attack (`CHECKS`, extensible with `register_checks`): an inserted sentence that states a
+  gold answer or only paraphrases the question, a swap that moves a first or last letter or
+  touches a gold span, a new distractor that is the answer in other words, that the passage
+  states for a question asking what the passage states, that repeats another option or gives
+  itself away by form, and SQuAD sentences with word forms no lexicon knows or a wh-word left in.
+
+A check returns `(index, check, detail)` for each flagged example of a split, where `index` is
+the example's position; the cosine of distractor and answer is computed in one batch per split.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from advrace.attacks.addsent import contains_gold
+from advrace.attacks import adversarial_squad
+from advrace.core.errors import ConfigError
+from advrace.core.examples import MCExample
+from advrace.core.text import WORD_RE
+from advrace.core.validity import (answer_equivalence, asks_what_passage_states, duplicate_options,
+                                   form_giveaway, normalise, stated_in_passage)
+from advrace.metrics import normalize_answer
+from advrace.release.records import read_split
+from advrace.release.runner import ORIGINAL
+from advrace.release.verify import load_manifest
+
+# A new distractor whose MiniLM cosine with the answer reaches this is the answer in other words
+# (RACE's own distractors stay below it; see advrace.models.paraphrase).
+ANSWER_COSINE = 0.9
+
+GOLD_CHANGED = "gold answer changed"
+TEXT_CHANGED = "text changed outside the edits"
+GOLD_IN_INSERT = "inserted text contains a gold answer"
+PARAPHRASE = "sentence only paraphrases the question"
+LETTER_MOVED = "first or last letter moved"
+OPTION_CHANGED = "option changed"
+SWAP_IN_GOLD = "swap inside a gold span"
+EQUIVALENT = "distractor is the answer in other words"
+STATED = "distractor stated in the passage"
+DUPLICATE = "duplicate options"
+FORM = "distractor gives itself away by form"
+UNKNOWN_WORD = "word form not in the lexicon"
+WH_LEFT = "wh-word left in a statement"
+
+Flag = tuple[int, str, str]
+Check = Callable[[list, list, object], Iterable[Flag]]
+
+
+def _nows(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _new_records(source, example) -> list[dict]:
+    """The provenance records the attack added on top of its source example."""
+    return list(example.provenance[len(source.provenance):])
+
+
+# --------------------------------------------------------------------------- generic
+
+
+def _replay(source, records: list[dict]) -> dict:
+    """The source's fields after the recorded edits, as far as the records say; a record that
+    does not fit the text it claims to edit is reported as the string under '_problem'."""
+    mc = isinstance(source, MCExample)
+    fields = {"question": source.question, ("passage" if mc else "context"): getattr(source, "passage" if mc else "context")}
+    options = list(source.options) if mc else None
+    for rec in records:
+        op = rec.get("op")
+        name = rec.get("field")
+        if op == "replace" and name in fields:
+            text, out, last = fields[name], [], 0
+            for e in sorted(rec.get("edits", ()), key=lambda e: e["start"]):
+                if text[e["start"]:e["end"]] != e.get("old", text[e["start"]:e["end"]]):
+                    return {"_problem": f"{name}: the edit at {e['start']} does not find {e['old']!r}"}
+                out += [text[last:e["start"]], e["new"]]
+                last = e["end"]
+            fields[name] = "".join(out) + text[last:]
+        elif op == "insert" and name in fields:
+            text, by_at = fields[name], {}
+            for s in rec.get("sentences", ()):
+                by_at.setdefault(s["at"], []).append(s["text"])
+            for at in sorted(by_at, reverse=True):
+                text = text[:at] + " " + " ".join(by_at[at]) + " " + text[at:]
+            fields[name] = text
+        elif op == "remove":
+            for name in rec.get("fields", ()):
+                fields[name] = ""
+        elif op == "replace_options" and mc:
+            options = list(rec["new"])
+    fields["options"] = options
+    return fields
+
+
+def check_edits(sources: list, examples: list, ctx) -> Iterable[Flag]:
+    """Every example is its source with exactly the recorded edits, and the same gold answer."""
+    for i, (src, ex) in enumerate(zip(sources, examples)):
+        mc = isinstance(ex, MCExample)
+        if mc and " ".join(ex.answer.split()) != " ".join(src.answer.split()):
+            yield i, GOLD_CHANGED, f"{src.answer!r} became {ex.answer!r}"
+        if not mc:
+            if sorted(a.text for a in ex.answers) != sorted(a.text for a in src.answers):
+                yield i, GOLD_CHANGED, "the answer texts differ from the source's"
+            bad = [a.text for a in ex.answers if ex.context[a.start:a.end] != a.text]
+            if bad:
+                yield i, GOLD_CHANGED, f"the context no longer holds {bad[0]!r} at its offset"
+        replayed = _replay(src, _new_records(src, ex))
+        if "_problem" in replayed:
+            yield i, TEXT_CHANGED, replayed["_problem"]
+            continue
+        for name, text in replayed.items():
+            if name == "options":
+                if mc and list(ex.options) != text:
+                    yield i, TEXT_CHANGED, "options differ from the recorded ones"
+            elif _nows(getattr(ex, name)) != _nows(text):
+                yield i, TEXT_CHANGED, f"{name} differs from the source with the recorded edits"
+
+
+# --------------------------------------------------------------------------- inserted sentences
+
+
+def _inserted(source, example) -> list[str]:
+    return [s["text"] for rec in _new_records(source, example) if rec.get("op") == "insert"
+            for s in rec.get("sentences", ())]
+
+
+def _gold_texts(example) -> list[str]:
+    return [example.answer] if isinstance(example, MCExample) else [a.text for a in example.answers]
+
+
+def _squad_contains(sentence: str, gold: str) -> bool:
+    """Jia and Liang's test: the normalised answer as whole words of the normalised sentence."""
+    g = normalize_answer(gold)
+    return bool(g) and f" {g} " in f" {normalize_answer(sentence)} "
+
+
+def check_gold_in_insert(sources: list, examples: list, ctx) -> Iterable[Flag]:
+    for i, (src, ex) in enumerate(zip(sources, examples)):
+        for sentence in _inserted(src, ex):
+            for gold in _gold_texts(src):
+                found = contains_gold(sentence, gold) if isinstance(ex, MCExample) else _squad_contains(sentence, gold)
+                if found:
+                    yield i, GOLD_IN_INSERT, f"{sentence!r} contains {gold!r}"
+                    break
+
+
+MEANING_KINDS = frozenset({"antonym", "number", "negation"})
+SENSE_POS = frozenset({"NOUN", "VERB", "ADJ", "ADV"})  # WordNet's; a record's pos narrows the senses
+
+
+def _only_paraphrases(replacements: list[dict], resources) -> str | None:
+    """The replaced pairs when every replacement keeps the word's meaning, else None."""
+    pairs = []
+    for rep in replacements:
+        old, new = rep.get("word", rep.get("old", "")), rep.get("new", "")
+        if rep.get("kind") in MEANING_KINDS or not old or not new:
+            return None
+        reason = resources.same_meaning(old, new, rep.get("pos") if rep.get("pos") in SENSE_POS else None)
+        if reason is None:
+            return None
+        pairs.append(f"{old}->{new} ({reason})")
+    return ", ".join(pairs) or None
+
+
+def check_paraphrase(sources: list, examples: list, ctx) -> Iterable[Flag]:
+    """A sentence made from the question with only synonyms swapped states a wrong answer to the
+    question itself."""
+    for i, (src, ex) in enumerate(zip(sources, examples)):
+        for rec in _new_records(src, ex):
+            entries = rec.get("sentences") if isinstance(rec.get("sentences"), list) and "attack" in rec else \
+                ([rec] if "attack" in rec and "replacements" in rec else [])
+            for entry in entries:
+                if entry.get("fallback_not") or not entry.get("replacements"):
+                    continue
+                pairs = _only_paraphrases(entry["replacements"], ctx.resources)
+                if pairs:
+                    yield i, PARAPHRASE, f"{entry.get('sentence', '')!r}: {pairs}"
+                    break
+
+
+def check_lexicon(sources: list, examples: list, ctx) -> Iterable[Flag]:
+    """Generated SQuAD sentences: every word form known, no wh-word left asking."""
+    for i, (src, ex) in enumerate(zip(sources, examples)):
+        if isinstance(ex, MCExample):
+            continue
+        known = {w.lower() for text in (src.context, src.question) for w in WORD_RE.findall(text)}
+        for sentence in _inserted(src, ex):
+            unknown = adversarial_squad.unknown_word_forms(sentence, known, ctx.resources)
+            if unknown:
+                yield i, UNKNOWN_WORD, f"{', '.join(unknown)} in {sentence!r}"
+            wh = adversarial_squad.leftover_wh_words(sentence, ctx.resources)
+            if wh:
+                yield i, WH_LEFT, f"{wh[0]!r} in {sentence!r}"
+
+
+# --------------------------------------------------------------------------- swaps
+
+
+def _swap_problem(old: str, new: str) -> bool:
+    return len(old) != len(new) or old[:1] != new[:1] or old[-1:] != new[-1:] or sorted(old) != sorted(new)
+
+
+def check_swaps(sources: list, examples: list, ctx) -> Iterable[Flag]:
+    for i, (src, ex) in enumerate(zip(sources, examples)):
+        if isinstance(ex, MCExample) and list(ex.options) != list(src.options):
+            yield i, OPTION_CHANGED, "the options differ from the source's"
+        spans = [] if isinstance(ex, MCExample) else [(a.start, a.end) for a in src.answers]
+        for rec in _new_records(src, ex):
+            if rec.get("op") != "replace":
+                continue
+            for e in rec.get("edits", ()):
+                if _swap_problem(e["old"], e["new"]):
+                    yield i, LETTER_MOVED, f"{e['old']!r} -> {e['new']!r}"
+                if rec.get("field") == "context" and any(e["start"] < end and start < e["end"] for start, end in spans):
+                    yield i, SWAP_IN_GOLD, f"{e['old']!r} -> {e['new']!r} at {e['start']}"
+
+
+# --------------------------------------------------------------------------- new distractors
+
+
+def _new_options(source, example) -> list[str]:
+    old = {normalise(o) for o in source.options}
+    return [o for i, o in enumerate(example.options) if i != example.label and normalise(o) not in old]
+
+
+def check_distractors(sources: list, examples: list, ctx) -> Iterable[Flag]:
+    """New distractors: not the answer in other words, not stated by the passage for a question
+    about what it states, no duplicates, no giveaway by form."""
+    pairs: list[tuple[int, str, str]] = []
+    for i, (src, ex) in enumerate(zip(sources, examples)):
+        if not isinstance(ex, MCExample):
+            continue
+        new = _new_options(src, ex)
+        if not new:
+            continue
+        if duplicate_options(ex.options):
+            yield i, DUPLICATE, f"{[ex.options[k] for k in duplicate_options(ex.options)]}"
+        states = asks_what_passage_states(ex.question)
+        for d in new:
+            reason = answer_equivalence(d, ex.answer, max_overlap=ctx.max_answer_overlap)
+            if reason:
+                yield i, EQUIVALENT, f"{d!r} {reason} {ex.answer!r}"
+            if states and stated_in_passage(d, ex.passage):
+                yield i, STATED, f"{d!r} for {ex.question!r}"
+            form = form_giveaway(d, list(src.options))
+            if form:
+                yield i, FORM, f"{d!r} {form}"
+            pairs.append((i, d, ex.answer))
+    if pairs and ctx.answer_cosine is not None:
+        for (i, d, answer), cos in zip(pairs, ctx.cosines([(d, a) for _, d, a in pairs])):
+            if cos >= ctx.answer_cosine:
+                yield i, EQUIVALENT, f"{d!r} has cosine {cos:.2f} with the answer {answer!r}"
+
+
+# --------------------------------------------------------------------------- the registry
+
+CHECKS: dict[str, list[Check]] = {}
+
+
+def register_checks(attack: str, *checks: Check) -> None:
+    """Audit a (third-party) attack's splits with these checks besides the generic one."""
+    CHECKS.setdefault(attack, [])
+    CHECKS[attack] += [c for c in checks if c not in CHECKS[attack]]
+
+
+register_checks("addsent", check_gold_in_insert, check_paraphrase)
+register_checks("charswap", check_swaps)
+register_checks("distractor_extraction", check_distractors)
+register_checks("distractor_generation", check_distractors)
+for _name in ("addonesent", "addsentmod", "addsent"):
+    register_checks(_name, check_gold_in_insert, check_paraphrase, check_lexicon)
+for _name in ("addany", "addcommon"):
+    register_checks(_name, check_gold_in_insert)
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class AuditContext:
+    """What checks share: resources (WordNet), the cosine model, thresholds."""
+
+    resources: object = None
+    answer_cosine: float | None = ANSWER_COSINE
+    max_answer_overlap: float = 0.5
+    _cosines: Callable | None = None
+
+    def cosines(self, pairs):
+        if self._cosines is None:
+            from advrace.models.paraphrase import paraphrase_cosines  # deferred: start-up time (torch)
+
+            self._cosines = paraphrase_cosines
+        return self._cosines(pairs)
+
+    def __post_init__(self):
+        if self.resources is None:
+            from advrace.resources import get_resources  # deferred: start-up time (spaCy, WordNet)
+
+            self.resources = get_resources()
+
+
+@dataclass
+class SplitAudit:
+    attack: str
+    checked: int = 0
+    flags: list = field(default_factory=list)  # (index, id, check, detail)
+
+    @property
+    def flagged_indices(self) -> dict[int, str]:
+        """The first check that flagged each flagged example, by position."""
+        out: dict[int, str] = {}
+        for index, _, check, _ in self.flags:
+            out.setdefault(index, check)
+        return out
+
+    def counts(self) -> dict:
+        by_check = Counter()
+        for check in {(index, check) for index, _, check, _ in self.flags}:
+            by_check[check[1]] += 1
+        return {"checked": self.checked, "flagged": len(self.flagged_indices),
+                "by_check": dict(sorted(by_check.items()))}
+
+
+def audit_split(attack: str, sources: list, examples: list, ctx: AuditContext) -> SplitAudit:
+    """Every check that applies to the attack's examples; `sources[i]` is what `examples[i]` was
+    made from (the same source id)."""
+    if len(sources) != len(examples):
+        raise ConfigError(f"audit of {attack!r}: {len(examples)} examples but {len(sources)} sources")
+    for src, ex in zip(sources, examples):
+        if src.source_id != ex.source_id:
+            raise ConfigError(f"audit of {attack!r}: {ex.id} was not made from {src.id}")
+    result = SplitAudit(attack, checked=len(examples))
+    for check in [check_edits, *CHECKS.get(attack, ())]:
+        for index, name, detail in check(sources, examples, ctx):
+            result.flags.append((index, examples[index].id, name, detail))
+    result.flags.sort(key=lambda f: (f[0], f[2]))
+    return result
+
+
+def audit_release(release_dir: str | Path, splits: list[str] | None = None,
+                  ctx: AuditContext | None = None) -> dict[str, SplitAudit]:
+    """The audit of every attacked split (or those named) of a release folder."""
+    manifest = load_manifest(release_dir)
+    known = [s for s in manifest["splits"] if s != ORIGINAL]
+    for s in splits or ():
+        if s not in manifest["splits"]:
+            raise ConfigError(f"{release_dir}: no split {s!r}; it has {', '.join(manifest['splits'])}")
+    ctx = ctx or AuditContext()
+    cache: dict[str, dict] = {}
+
+    def by_source_id(split: str) -> dict:
+        if split not in cache:
+            cache[split] = {ex.source_id: ex for ex in read_split(release_dir, split)}
+        return cache[split]
+
+    out = {}
+    for split in splits or known:
+        info = manifest["splits"][split]
+        attack = info.get("attack", "none")
+        if split == ORIGINAL or attack == "none":
+            continue
+        examples = read_split(release_dir, split)
+        origin = by_source_id(info.get("source") or ORIGINAL)
+        missing = [ex.id for ex in examples if ex.source_id not in origin]
+        if missing:
+            raise ConfigError(f"{release_dir}: {missing[0]} has no source question in split "
+                              f"{info.get('source') or ORIGINAL!r}")
+        out[split] = audit_split(attack, [origin[ex.source_id] for ex in examples], examples, ctx)
+    return out

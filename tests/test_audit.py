@@ -1,0 +1,247 @@
+"""The audit: each kind of violation, planted with the examples' own edit methods, is flagged; the
+real attacks' sample splits pass; a build records the counts, and --drop-flagged leaves flagged
+questions as they were."""
+
+import dataclasses
+import json
+
+import pytest
+
+from advrace.cli import main
+from advrace.core.config import config_from_dict
+from advrace.core.examples import Answer, MCExample, SpanExample
+from advrace.release import audit as A
+from advrace.release import build_release, read_split
+
+PASSAGE = ("Tom lives in a small village near the mountains. Every morning he walks to school with his "
+           "sister Mary. Homework can put you in a bad mood, and that might be a good thing.")
+
+
+def mc(question="Where does Tom live?", options=("In a big city.", "In a small village.", "By the sea.",
+                                                 "In the desert."), label=1):
+    return MCExample(id="q1", passage=PASSAGE, question=question, options=options, label=label)
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return A.AuditContext(answer_cosine=None)
+
+
+def checks(attack, src, ex, ctx):
+    return [name for _, _, name, _ in A.audit_split(attack, [src], [ex], ctx).flags]
+
+
+def addsent_record(sentence, replacements, fallback=False):
+    return {"attack": "addsent", "sentences": [{"sentence": sentence, "replacements": replacements,
+                                                "fallback_not": fallback}]}
+
+
+# --------------------------------------------------------------------------- AddSent
+
+
+def test_inserted_gold_answer_is_flagged(ctx):
+    src = mc()
+    sentence = "Where does Jim live in a small village."
+    ex = src.insert_sentence(sentence, 0).with_provenance(**addsent_record(sentence, []))
+    assert checks("addsent", src, ex, ctx) == [A.GOLD_IN_INSERT]
+    clean = "Where does Jim live by the sea."
+    ex = src.insert_sentence(clean, 0).with_provenance(**addsent_record(clean, []))
+    assert checks("addsent", src, ex, ctx) == []
+
+
+def test_a_sentence_of_synonyms_only_is_flagged_and_a_real_change_is_not(ctx):
+    src = mc(question="What is the main purpose of the story?")
+    para = "What is the main intent of the tale by the sea."
+    reps = [{"word": "purpose", "new": "intent", "kind": "glove", "position": 17},
+            {"word": "story", "new": "tale", "kind": "glove", "position": 32}]
+    ex = src.insert_sentence(para, 0).with_provenance(**addsent_record(para, reps))
+    assert checks("addsent", src, ex, ctx) == [A.PARAPHRASE]
+    for changed in ([reps[0], {"word": "story", "new": "song", "kind": "glove", "position": 32}],
+                    [reps[0], {"word": "main", "new": "minor", "kind": "antonym", "position": 12}]):
+        ex = src.insert_sentence(para, 0).with_provenance(**addsent_record(para, changed))
+        assert checks("addsent", src, ex, ctx) == []
+    ex = src.insert_sentence(para, 0).with_provenance(**addsent_record(para, reps, fallback=True))
+    assert checks("addsent", src, ex, ctx) == []
+
+
+def test_text_changed_besides_the_insertion_is_flagged_but_spacing_is_not(ctx):
+    src = mc()
+    sentence = "Where does Jim live by the sea."
+    ex = src.insert_sentence(sentence, 48).with_provenance(**addsent_record(sentence, []))
+    assert checks("addsent", src, ex, ctx) == []
+    glued = dataclasses.replace(ex, passage=ex.passage.replace("mountains. Where", "mountains.Where"))
+    assert checks("addsent", src, glued, ctx) == []
+    edited = dataclasses.replace(ex, passage=ex.passage.replace("small village", "large village"))
+    assert checks("addsent", src, edited, ctx) == [A.TEXT_CHANGED]
+    relabelled = dataclasses.replace(ex, label=0)
+    assert A.GOLD_CHANGED in checks("addsent", src, relabelled, ctx)
+
+
+# --------------------------------------------------------------------------- CharSwap
+
+
+def test_swaps_that_move_an_end_letter_or_touch_options_or_gold_are_flagged(ctx):
+    src = mc()
+    good = src.replace_spans("passage", [(4, 9, "lvies")]).with_provenance(attack="charswap")
+    assert checks("charswap", src, good, ctx) == []
+    moved = src.replace_spans("passage", [(4, 9, "livse")]).with_provenance(attack="charswap")
+    assert checks("charswap", src, moved, ctx) == [A.LETTER_MOVED]
+    options = good.replace_options(["In a big ctiy.", *good.options[1:]]).with_provenance(attack="charswap")
+    assert A.OPTION_CHANGED in checks("charswap", src, options, ctx)
+
+    context = "The Danube flows into the Black Sea."
+    squad = SpanExample(id="s1", title="t", context=context, question="Which sea?",
+                        answers=(Answer("Black Sea", context.index("Black Sea")),))
+    start = context.index("Black")
+    swapped = dataclasses.replace(
+        squad, context=context.replace("Black", "Balck"), answers=(Answer("Balck Sea", start),),
+        provenance=({"op": "replace", "field": "context",
+                     "edits": [{"start": start, "end": start + 5, "old": "Black", "new": "Balck"}]},))
+    found = checks("charswap", squad, swapped, ctx)
+    assert A.SWAP_IN_GOLD in found and A.GOLD_CHANGED in found
+
+
+# --------------------------------------------------------------------------- DE and DG
+
+
+def replaced(src, new):
+    options = list(src.options)
+    for slot, text in zip([i for i in range(len(options)) if i != src.label], new):
+        options[slot] = text
+    return src.replace_options(options).with_provenance(attack="distractor_generation", new_distractors=list(new))
+
+
+def test_new_distractors_that_give_the_answer_away_or_repeat_it_are_flagged(ctx):
+    src = mc()
+    fine = replaced(src, ["In the mountains.", "At his sister's school.", "Near a big lake."])
+    assert checks("distractor_generation", src, fine, ctx) == []
+    found = checks("distractor_generation", src, replaced(src, ["In a very small village.", "By the sea.", "Tom."]), ctx)
+    assert A.EQUIVALENT in found  # the answer with one word more
+    assert A.FORM in found  # one word beside sentences
+    dup = checks("distractor_generation", src, replaced(src, ["In the mountains.", "in the mountains", "Far away."]), ctx)
+    assert A.DUPLICATE in dup
+
+
+def test_a_stated_sentence_is_flagged_for_what_is_true_questions_only(ctx):
+    stated = "Homework can put you in a bad mood."
+    for question, flagged in [("Which of the following is TRUE according to the passage?", True),
+                              ("What can we learn from the text?", True),
+                              ("Which of the following is NOT true?", False),
+                              ("Where does Tom live?", False)]:
+        src = mc(question=question, options=("Tom lives in a city.", "Tom has a sister.",
+                                             "Mary lives alone.", "Tom hates school."))
+        ex = replaced(src, [stated, "Mary walks to the mountains.", "Tom drives to school."])
+        assert (A.STATED in checks("distractor_extraction", src, ex, ctx)) is flagged, question
+
+
+def test_the_cosine_of_a_paraphrased_answer_is_checked_on_the_real_encoder():
+    src = mc(options=("He was sad.", "The physician.", "A teacher.", "A farmer."), label=1,
+             question="Who helped Tom?")
+    ex = replaced(src, ["The doctor.", "A singer.", "A driver."])
+    strict = A.AuditContext(answer_cosine=0.75)
+    flags = A.audit_split("distractor_generation", [src], [ex], strict).flags
+    assert [(name, "doctor" in detail) for _, _, name, detail in flags] == [(A.EQUIVALENT, True)]
+
+
+# --------------------------------------------------------------------------- SQuAD sentences
+
+
+def test_squad_sentences_with_gold_unknown_forms_or_wh_words_are_flagged(ctx):
+    context = "The Texans won the game against Stark Industries."
+    src = SpanExample(id="s1", title="t", context=context, question="Who won the game?",
+                      answers=(Answer("The Texans", 0),))
+    for sentence, want in [("The Bears won the cup.", []),
+                           ("The Bears inned the cup.", [A.UNKNOWN_WORD]),
+                           ("The Bears won the what cup.", [A.WH_LEFT]),
+                           ("the texans won the cup.", [A.GOLD_IN_INSERT])]:
+        ex = src.insert_sentence(sentence, len(context)).with_provenance(
+            attack="addonesent", sentence=sentence, replacements=[])
+        assert checks("addonesent", src, ex, ctx) == want, sentence
+
+
+# --------------------------------------------------------------------------- releases
+
+LEAKY = '''
+from advrace.attacks.base import Attack, register
+from advrace.release.audit import check_gold_in_insert, register_checks
+
+@register
+class Leaky(Attack):
+    """Inserts the gold answer into every other passage: what the audit must catch."""
+    name = "leaky_test"
+    tasks = ("multiple_choice",)
+
+    def perturb(self, example, rng):
+        text = example.answer if len(example.question) % 2 else "Nobody knows where"
+        return example.insert_sentence(text, 0).with_provenance(attack=self.name)
+
+register_checks("leaky_test", check_gold_in_insert)
+'''
+
+
+@pytest.fixture
+def leaky(install_plugin):
+    install_plugin("leaky_plugin", LEAKY, "advrace.attacks", "leaky_test")
+    yield
+    from advrace.attacks import base
+
+    base.REGISTRY.pop("leaky_test", None)
+    A.CHECKS.pop("leaky_test", None)
+
+
+def _config(**extra):
+    return config_from_dict({"name": "audit-test", "data": {"path": "@sample/race", "format": "race-dir",
+                                                            "limit": 12},
+                             "splits": ["leaky_test", "charswap"], "workers": 1, **extra})
+
+
+def test_a_build_records_the_audit_and_the_card_warns(leaky, tmp_path, capsys):
+    out = tmp_path / "rel"
+    build_release(_config(), out)
+    stats = json.loads((out / "stats.json").read_text())
+    leak = stats["audit"]["leaky_test"]
+    assert leak["flagged"] > 0 and leak["by_check"] == {A.GOLD_IN_INSERT: leak["flagged"]}
+    assert stats["audit"]["charswap"]["flagged"] == 0
+    card = (out / "README.md").read_text()
+    assert "## Audit" in card and f"`leaky_test`: the audit flagged {leak['flagged']} of" in card
+
+    assert main(["audit", str(out), "--details"]) == 1
+    printed = capsys.readouterr().out
+    flagged_ids = [line.split(":")[0].strip() for line in printed.splitlines() if A.GOLD_IN_INSERT in line
+                   and line.startswith("    ")]
+    assert len(flagged_ids) == leak["flagged"] and all(i.startswith("leaky_test/") for i in flagged_ids)
+    assert main(["audit", str(out), "--split", "charswap"]) == 0
+
+
+def test_drop_flagged_keeps_every_question_and_leaves_flagged_ones_unchanged(leaky, tmp_path):
+    out = tmp_path / "rel"
+    build_release(_config(drop_flagged=True), out)
+    stats = json.loads((out / "stats.json").read_text())
+    flagged = stats["audit"]["leaky_test"]
+    assert flagged["dropped"] == flagged["flagged"] > 0
+    original = {ex.source_id: ex for ex in read_split(out, "original")}
+    split = read_split(out, "leaky_test")
+    assert len(split) == len(original)
+    kept = [ex for ex in split if ex.passage == original[ex.source_id].passage]
+    assert len(kept) == flagged["dropped"]
+    reasons = stats["splits"]["leaky_test"]["unperturbed_reasons"]
+    assert reasons == {f"audit: {A.GOLD_IN_INSERT}": flagged["dropped"]}
+    assert main(["audit", str(out)]) == 0
+
+
+def test_the_rule_based_sample_splits_pass_the_audit(tmp_path):
+    out = tmp_path / "rel"
+    cfg = config_from_dict({"name": "s", "data": {"path": "@sample/race", "format": "race-dir"},
+                            "splits": ["addsent", "charswap", "diagnosis", "option_only"]})
+    build_release(cfg, out)
+    stats = json.loads((out / "stats.json").read_text())
+    assert {split: a["flagged"] for split, a in stats["audit"].items()} == \
+        {"addsent": 0, "charswap": 0, "diagnosis": 0, "option_only": 0}
+    assert all(a["checked"] == stats["splits"]["original"]["count"] for a in stats["audit"].values())
+
+
+def test_audit_refuses_an_unknown_split(tmp_path):
+    out = tmp_path / "rel"
+    build_release(config_from_dict({"name": "s", "data": {"path": "@sample/race", "limit": 4},
+                                    "splits": ["charswap"]}), out)
+    assert main(["audit", str(out), "--split", "addsent"]) == 2

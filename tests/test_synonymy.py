@@ -1,0 +1,82 @@
+"""Whether a replacement word keeps the meaning, with the real WordNet: the check that keeps
+AddSent from inserting a sentence that only restates the question."""
+
+from __future__ import annotations
+
+import pytest
+
+from advrace.resources import get_resources
+from advrace.resources.inflection import is_base_verb
+from advrace.resources.synonymy import american_spelling, same_meaning
+
+
+@pytest.fixture(scope="module")
+def res():
+    return get_resources()
+
+
+# pairs seen as AddSent replacements on real RACE questions, each a paraphrase
+@pytest.mark.parametrize("word, new", [
+    ("purpose", "intent"), ("statements", "assertions"), ("story", "tale"), ("example", "instance"),
+    ("problem", "trouble"), ("tv", "television"), ("film", "movie"), ("doctor", "physician"),
+    ("doctors", "physicians"), ("students", "pupils"), ("mistakes", "errors"),
+    # first senses one hypernym link apart
+    ("idea", "notion"), ("scientists", "researchers"), ("diseases", "illnesses"),
+])
+def test_synonyms(res, word, new):
+    assert same_meaning(res.wordnet, word, new, "NOUN") == "synonym"
+    assert same_meaning(res.wordnet, new, word, "NOUN") == "synonym"
+
+
+@pytest.mark.parametrize("word, new", [
+    ("behavior", "behaviour"), ("programs", "programmes"), ("colour", "color"), ("centre", "center"),
+    ("travelled", "traveled"), ("organised", "organized"), ("defence", "defense"), ("analyse", "analyze"),
+    ("favourite", "favorite"), ("centred", "centered"), ("e-mail", "email"), ("TV", "tv"),
+    ("catalogue", "catalog"), ("grey", "gray"),
+])
+def test_spelling_variants(res, word, new):
+    assert same_meaning(res.wordnet, word, new) == "spelling variant"
+
+
+@pytest.mark.parametrize("word, new", [("children", "child"), ("went", "go"), ("mice", "mouse")])
+def test_inflections(res, word, new):
+    assert same_meaning(res.wordnet, word, new) == "inflection"
+
+
+@pytest.mark.parametrize("word, new, pos", [
+    ("teacher", "student", "NOUN"), ("school", "college", "NOUN"), ("mother", "father", "NOUN"),
+    ("man", "boy", "NOUN"),  # a hyponym through a rare sense of boy only
+    ("people", "families", "NOUN"),  # a hypernym through family's fourth sense only
+    # the spelling rules do not join different words
+    ("four", "for", None), ("filled", "filed", None), ("shoe", "she", None), ("hour", "hor", None),
+])
+def test_changes_of_meaning(res, word, new, pos):
+    assert same_meaning(res.wordnet, word, new, pos) is None
+
+
+def test_the_pos_restricts_the_senses(res):
+    # mother and father share only a verb sense (beget)
+    assert same_meaning(res.wordnet, "mother", "father") == "synonym"
+    assert same_meaning(res.wordnet, "mother", "father", "NOUN") is None
+    assert same_meaning(res.wordnet, "mother", "father", "n") is None
+    # a name is compared on every POS: WordNet files countries as nouns
+    assert same_meaning(res.wordnet, "America", "USA", "PROPN") == "synonym"
+
+
+def test_american_spelling():
+    assert american_spelling("Programmes") == "programs"
+    assert american_spelling("neighbour-hood") == "neighborhood"
+    assert american_spelling("four") == "four"
+
+
+def test_the_facade_gives_the_same_answers(res):
+    assert res.same_meaning("Story", "tale", "NOUN") == "synonym"
+    assert res.same_meaning("story", "novel", "NOUN") is None
+    assert res.same_meaning("behavior", "behaviour") == "spelling variant"
+
+
+@pytest.mark.parametrize("word, verb", [("end", True), ("register", True), ("in", False),
+                                        ("victory", False), ("donated", False), ("with", False),
+                                        ("beginning", False)])
+def test_is_base_verb(res, word, verb):
+    assert is_base_verb(word, res.wordnet) is verb
