@@ -29,7 +29,7 @@ from advrace.core.examples import MCExample
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words, words
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states, form_giveaway,
-                                   grounded_share, normalise, stated_in_passage)
+                                   grounded_share, normalise, refers_to_options, stated_in_passage)
 from advrace.models.loading import MINILM, checkpoint_name
 from advrace.models.mc_scoring import load_checkpoint
 from advrace.models.paraphrase import paraphrase_cosines
@@ -136,6 +136,7 @@ class CheckpointAttack(Attack):
 # answer-equivalence reasons are validity.answer_equivalence's own.
 NO_WORDS = "has no words"
 REPEATS = "repeats an original distractor"
+REFERS = "refers to the other options"
 PARAPHRASE = "a paraphrase of the answer"
 STATED = "stated in the passage"
 UNGROUNDED = "not grounded in the passage"
@@ -291,6 +292,8 @@ class DistractorAttack(CheckpointAttack):
                 text, example.answer, max_overlap=cfg.max_overlap_answer)
             if why is None and normalise(text) in originals:
                 why = REPEATS
+            if why is None and refers_to_options(text):
+                why = REFERS
             if why is None and states and stated_in_passage(text, example.passage):
                 why = STATED
             if why is None and cfg.min_grounded_share > 0 and grounded_share(
@@ -327,6 +330,8 @@ class DistractorAttack(CheckpointAttack):
             v["gold_score"] = round(float(row[0]), 4)
 
     def _replace(self, example, vetted: dict) -> Outcome:
+        if refers_to_options(example.answer):  # "both A and B" would name the new distractors
+            return Outcome(example, False, "the answer refers to the other options")
         chosen = self.select(vetted["passed"], example)
         scores = [vetted.get("scores", {}).get(c) for c in chosen]
         if self.config.match_answer_format:

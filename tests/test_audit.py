@@ -120,6 +120,9 @@ def test_new_distractors_that_give_the_answer_away_or_repeat_it_are_flagged(ctx)
     assert A.FORM in found  # one word beside sentences
     dup = checks("distractor_generation", src, replaced(src, ["In the mountains.", "in the mountains", "Far away."]), ctx)
     assert A.DUPLICATE in dup
+    both = mc(options=("In a city.", "Near a lake.", "Both A and B.", "By the sea."), label=2)
+    assert A.GOLD_REFERS in checks("distractor_generation", both, replaced(both, ["In the mountains.",
+                                                                                 "Near his school.", "Far away."]), ctx)
 
 
 def test_a_stated_sentence_is_flagged_for_what_is_true_questions_only(ctx):

@@ -347,3 +347,15 @@ def test_filter_config_errors(setup):
         make(select_with=" ")
     with pytest.raises(ConfigError, match="select_with_pool"):
         make(select_with_pool=0)
+
+
+def test_an_answer_naming_other_options_keeps_its_question_and_no_candidate_names_them(setup):
+    both = MCExample(id="both", passage=STORY, question="Why was Tom late?",
+                     options=("He missed the bus.", "It rained.", "Both A and B.", "He was ill."), label=2)
+    attack = get_attack("distractor_extraction")({"model": setup["de"]["final"]})
+    attack.candidates = lambda shard, progress=False: [["Because Mrs. Green said so.", "A and C."]
+                                                       for _ in shard]
+    kept, changed = attack.apply_batch([both, WHY])
+    assert not kept.perturbed and kept.example == both
+    assert kept.reason == "the answer refers to the other options"
+    assert changed.example.provenance[-1]["rejected"].get("refers to the other options") == 1

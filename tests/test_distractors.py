@@ -245,3 +245,22 @@ def test_duplicate_options_and_normalise():
     assert normalise("  Tom  went.  ") == "tom went"
     assert duplicate_options(["Tom.", "Mary", "tom", "Mary!"]) == [2, 3]
     assert duplicate_options(["a", "b"]) == []
+
+
+@pytest.mark.parametrize("text, refers", [("both A and C (both ...and )", True), ("All the aboves.", True),
+                                          ("A & B", True), ("Both of the above", True), ("B", True),
+                                          ("Bill and Tom", False), ("Plan A and plan B", False)])
+def test_refers_to_options(text, refers):
+    from advrace.core.validity import refers_to_options
+
+    assert refers_to_options(text) is refers
+
+
+@pytest.mark.parametrize("text, runs", [("Hide under a desk, or stand in a corner. Cover", True),
+                                        ("Tom came. He left.", True), ("Mrs. Green likes apples.", False),
+                                        ("The U.S. Army won.", False), ('He said "Hi."', False)])
+def test_runs_into_next_sentence(text, runs):
+    from advrace.core.validity import form_giveaway, runs_into_next_sentence
+
+    assert runs_into_next_sentence(text) is runs
+    assert (form_giveaway(text, ["One sentence here.", "Another one here."]) == "runs into a second sentence") is runs

@@ -138,7 +138,8 @@ CUT_RE = re.compile(r"['\u2019][a-z]|[,;:!?)\]}]|\.(?!\d)")  # not ".5 kilos"
 
 def form_giveaway(candidate: str, others: Sequence[str], *, length_ratio: float = 3.0) -> str | None:
     """How the candidate stands out from the other options by form alone, or None: it starts
-    inside a word or clause ("'t worry"), it alone starts in lower case or upper case, it alone ends (or does not end) with a full stop, or its
+    inside a word or clause ("'t worry"), it runs on into another sentence ("Hide under a desk.
+    Cover"), it alone starts in lower case or upper case, it alone ends (or does not end) with a full stop, or its
     length in words is more than `length_ratio` times off the others' median (for options of
     three words or more, where that can be told)."""
     others = [o.strip() for o in others if o.strip()]
@@ -147,6 +148,8 @@ def form_giveaway(candidate: str, others: Sequence[str], *, length_ratio: float 
         return None
     if CUT_RE.match(cand):  # "'t worry", ", and then": a span cut inside a word or a clause
         return "starts with a cut-off word or punctuation"
+    if runs_into_next_sentence(cand):
+        return "runs into a second sentence"
     first = [o[0] for o in others if o[0].isalpha()]
     if cand[0].isalpha() and len(first) == len(others):
         if cand[0].islower() and all(c.isupper() for c in first):
@@ -164,6 +167,32 @@ def form_giveaway(candidate: str, others: Sequence[str], *, length_ratio: float 
     if n >= 3 and n > length_ratio * max(typical, 1):
         return f"{n} words beside options of about {typical:g}"
     return None
+
+
+# A sentence break inside an option: not after an abbreviation ("Mrs. Green", "U.S. Army").
+_INNER_BREAK_RE = re.compile(r"(\w+)?([.!?])\s+[A-Z\"'“‘]")
+ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "st", "prof", "jr", "sr", "mt", "no", "vs", "etc", "co",
+                           "inc", "ltd", "jan", "feb", "aug", "sept", "oct", "nov", "dec"})
+# An answer that names other options ("both A and B", "All of the above"): replacing the
+# distractors changes what it says.
+OPTION_REFERENCE_RE = re.compile(
+    r"\b(?:all|none|both|neither)\b(?:\s+of)?(?:\s+the)?\s+(?:above|[A-D]\b)"
+    r"|\b[A-D]\s*(?:,|and|or|&)\s*[A-D]\b|^\s*[A-D]\s*[.)]?\s*$", re.IGNORECASE)
+
+
+def runs_into_next_sentence(text: str) -> bool:
+    """Whether a sentence ends inside the text and another begins (a span cut across two)."""
+    for m in _INNER_BREAK_RE.finditer(text.strip()):
+        word = m.group(1) or ""
+        if m.group(2) == "." and (word.lower() in ABBREVIATIONS or len(word) == 1):
+            continue
+        return True
+    return False
+
+
+def refers_to_options(text: str) -> bool:
+    """'both A and B', 'All of the above', 'A, B and C': an option whose meaning is the others'."""
+    return OPTION_REFERENCE_RE.search(text) is not None
 
 
 def duplicate_options(options: Sequence[str]) -> list[int]:

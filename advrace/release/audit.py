@@ -30,7 +30,7 @@ from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.text import WORD_RE
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states, duplicate_options,
-                                   form_giveaway, normalise, stated_in_passage)
+                                   form_giveaway, normalise, refers_to_options, stated_in_passage)
 from advrace.metrics import normalize_answer
 from advrace.release.records import read_split
 from advrace.release.runner import ORIGINAL
@@ -50,6 +50,7 @@ SWAP_IN_GOLD = "swap inside a gold span"
 EQUIVALENT = "distractor is the answer in other words"
 STATED = "distractor stated in the passage"
 DUPLICATE = "duplicate options"
+GOLD_REFERS = "answer refers to replaced options"
 FORM = "distractor gives itself away by form"
 UNKNOWN_WORD = "word form not in the lexicon"
 WH_LEFT = "wh-word left in a statement"
@@ -244,6 +245,8 @@ def check_distractors(sources: list, examples: list, ctx) -> Iterable[Flag]:
         new = _new_options(src, ex)
         if not new:
             continue
+        if refers_to_options(ex.answer):
+            yield i, GOLD_REFERS, f"{ex.answer!r} now names the new distractors"
         if duplicate_options(ex.options):
             yield i, DUPLICATE, f"{[ex.options[k] for k in duplicate_options(ex.options)]}"
         states = asks_what_passage_states(ex.question)

@@ -64,6 +64,26 @@ class Objective:
         raise NotImplementedError
 
 
+def dev_token_scores(loader, accelerator, score_batch) -> dict:
+    """Teacher-forced next-token accuracy and loss per token on dev targets, for the generator
+    objectives: `score_batch(batch)` gives per-row question index, hits, target counts and summed
+    loss, gathered over the processes (each target counted once)."""
+    import torch  # deferred: start-up time (torch)
+
+    right = total = 0
+    loss_sum = 0.0
+    seen = set()
+    with torch.no_grad():
+        for batch in loader:
+            index, hits, counts, nll = accelerator.gather_for_metrics(score_batch(batch))
+            for i, h, c, l in zip(index.tolist(), hits.tolist(), counts.tolist(), nll.tolist()):
+                if i not in seen:
+                    seen.add(i)
+                    right, total, loss_sum = right + h, total + c, loss_sum + l
+    return {"dev_token_accuracy": right / max(total, 1), "dev_loss": loss_sum / max(total, 1),
+            "dev_targets": len(seen)}
+
+
 def setting_keys(settings_class: type) -> tuple[str, ...]:
     """The keys of a settings section, as a config spells them."""
     return tuple(f.metadata.get("key", f.name) for f in dataclasses.fields(settings_class))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from advrace.models.causal_encoding import IGNORE, collate_causal, training_features
 
-from .base import Objective, register_objective
+from .base import Objective, dev_token_scores, register_objective
 
 
 @dataclass(frozen=True)
@@ -123,25 +123,14 @@ class CausalLM(Objective):
         """Teacher-forced next-token accuracy and loss per token on the dev distractors."""
         import torch  # deferred for start-up time
 
-        right = total = 0
-        loss_sum = 0.0
-        seen = set()
-        with torch.no_grad():
-            for batch in loader:
-                index = batch.pop("index")
-                labels = batch.pop("labels")
-                logits = model(**batch).logits[:, :-1].float()
-                gold = labels[:, 1:]
-                scored = gold != IGNORE
-                safe = gold.clamp(min=0)
-                hits = ((logits.argmax(-1) == safe) & scored).sum(-1).float()
-                counts = scored.sum(-1).float()
-                nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), safe, reduction="none")
-                nll = (nll * scored).sum(-1)
-                index, hits, counts, nll = accelerator.gather_for_metrics((index, hits, counts, nll))
-                for i, h, c, l in zip(index.tolist(), hits.tolist(), counts.tolist(), nll.tolist()):
-                    if i not in seen:
-                        seen.add(i)
-                        right, total, loss_sum = right + h, total + c, loss_sum + l
-        return {"dev_token_accuracy": right / max(total, 1), "dev_loss": loss_sum / max(total, 1),
-                "dev_targets": len(seen)}
+        def score(batch):
+            index, labels = batch.pop("index"), batch.pop("labels")
+            logits = model(**batch).logits[:, :-1].float()
+            gold = labels[:, 1:]
+            scored = gold != IGNORE
+            safe = gold.clamp(min=0)
+            hits = ((logits.argmax(-1) == safe) & scored).sum(-1).float()
+            nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), safe, reduction="none")
+            return index, hits, scored.sum(-1).float(), (nll * scored).sum(-1)
+
+        return dev_token_scores(loader, accelerator, score)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from advrace.models.seq2seq_encoding import collate_seq2seq, training_features
 
-from .base import Objective, register_objective
+from .base import Objective, dev_token_scores, register_objective
 
 
 @dataclass(frozen=True)
@@ -39,25 +39,17 @@ class DistractorGeneration(Objective):
         """Teacher-forced next-token accuracy and loss on the dev distractors."""
         import torch  # deferred for start-up time
 
-        right = total = 0
-        loss_sum = 0.0
-        seen = set()
-        with torch.no_grad():
-            for batch in loader:
-                index = batch.pop("index")
-                out = model(**batch)
-                labels = batch["labels"]
-                rows = out.positions.nonzero()[:, 0]  # the question of each scored target token
-                gold = labels[out.positions]
-                zeros = torch.zeros(labels.shape[0], device=labels.device)
-                hits = zeros.index_add(0, rows, (out.logits.argmax(-1) == gold).float())
-                counts = zeros.index_add(0, rows, torch.ones_like(gold, dtype=torch.float))
-                nll = zeros.index_add(0, rows, torch.nn.functional.cross_entropy(
-                    out.logits.float(), gold, reduction="none"))
-                index, hits, counts, nll = accelerator.gather_for_metrics((index, hits, counts, nll))
-                for i, h, c, l in zip(index.tolist(), hits.tolist(), counts.tolist(), nll.tolist()):
-                    if i not in seen:
-                        seen.add(i)
-                        right, total, loss_sum = right + h, total + c, loss_sum + l
-        return {"dev_token_accuracy": right / max(total, 1), "dev_loss": loss_sum / max(total, 1),
-                "dev_targets": len(seen)}
+        def score(batch):
+            index = batch.pop("index")
+            out = model(**batch)
+            labels = batch["labels"]
+            rows = out.positions.nonzero()[:, 0]  # the question of each scored target token
+            gold = labels[out.positions]
+            zeros = torch.zeros(labels.shape[0], device=labels.device)
+            hits = zeros.index_add(0, rows, (out.logits.argmax(-1) == gold).float())
+            counts = zeros.index_add(0, rows, torch.ones_like(gold, dtype=torch.float))
+            nll = zeros.index_add(0, rows, torch.nn.functional.cross_entropy(
+                out.logits.float(), gold, reduction="none"))
+            return index, hits, counts, nll
+
+        return dev_token_scores(loader, accelerator, score)
