@@ -40,7 +40,6 @@ def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
                             if run else "")
                          + _selection(info.get("select_with"))
                          + "; its difficulty for other models is measured, not guaranteed.")
-    lines += audit_lines(stats.get("audit"), cfg.drop_flagged)
     lines += [
         "",
         "Load it with `datasets.load_dataset(\"json\", data_dir=\"<this folder>\")` or "
@@ -53,6 +52,7 @@ def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
     lines += ["", "Attacks follow AdvRACE (Si et al., Findings of ACL 2021) and Adversarial SQuAD "
                   "(Jia and Liang, EMNLP 2017). The source data keeps its own licence (RACE: "
                   "non-commercial research only).", ""]
+    lines += audit_lines(stats.get("audit"), cfg.drop_flagged)
     return "\n".join(lines)
 
 
@@ -70,7 +70,7 @@ def audit_lines(audit: dict | None, dropped: bool) -> list[str]:
     """The audit's counts per split, and a warning for each split it flagged."""
     if not audit:
         return []
-    lines = ["", "## Audit", "",
+    lines = ["## Audit", "",
              "`advrace audit` checks that every question keeps its gold answer the one right answer "
              "(README: Validity); `advrace audit <this folder> --details` lists the flagged questions.", "",
              "| split | checked | flagged | checks that flagged |", "|---|---:|---:|---|"]
@@ -88,4 +88,4 @@ def audit_lines(audit: dict | None, dropped: bool) -> list[str]:
             lines.append(f"- **`{split}`: the audit flagged {a['flagged']} of {a['checked']} questions**; "
                          "their gold answer may not be the one right answer. Rebuild with "
                          "`--drop-flagged` to leave them unchanged.")
-    return lines
+    return lines + [""]
