@@ -13,6 +13,7 @@ distractors and the rejections by reason in the provenance.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -154,6 +155,14 @@ def _minilm_version() -> str:
         return "missing"
 
 
+# Config keys that decide which candidates are kept, not which the model proposes.
+SELECTION_FIELDS = frozenset({"shuffle", "max_overlap_answer", "match_answer_format", "max_answer_cosine",
+                              "reject_stated_in_passage", "min_grounded_share", "reject_form_giveaways",
+                              "select_with", "select_with_pool", "select_with_max_length",
+                              "max_overlap_each_other", "min_jaccard_distance"})
+_CANDIDATES: dict = {}  # see DistractorAttack._cached_candidates
+
+
 class _Place:
     """Puts a reader checkpoint on the device the attack's model uses (CheckpointScorer's
     `accelerator` argument needs only these two members)."""
@@ -250,6 +259,21 @@ class DistractorAttack(CheckpointAttack):
             self._rejected_total.update(v["rejected"])
         return [self._replace(ex, v) for ex, v in zip(examples, vetted)]
 
+    def _cached_candidates(self, examples: list, progress: bool) -> list[list[str]]:
+        """The model's candidates, computed once per process for splits that differ only in how
+        they filter and choose (`SELECTION_FIELDS`): a release with DG with and without
+        `select_with` runs the generator once. The key holds the checkpoint's sha256, every other
+        config value and the proposing method itself, so nothing else can share an entry."""
+        config = {k: v for k, v in dataclasses.asdict(self.config).items() if k not in SELECTION_FIELDS}
+        key = (type(self).__name__, self.checkpoint_sha256, json.dumps(config, sort_keys=True, default=str),
+               getattr(self.candidates, "__func__", self.candidates))
+        keyed = [(key, ex.source_id, ex.passage, ex.question, ex.options) for ex in examples]
+        todo = list({k: ex for k, ex in zip(keyed, examples) if k not in _CANDIDATES}.items())
+        if todo:
+            for (k, _), cands in zip(todo, self.candidates([ex for _, ex in todo], progress)):
+                _CANDIDATES[k] = list(cands)
+        return [_CANDIDATES[k] for k in keyed]
+
     def vet(self, examples: list, progress: bool = False) -> list[dict]:
         """One shard's candidates through the filters (README, "Distractor filters"): per example
         the raw `candidates`, the `passed` ones (formatted) in the order to try, the `rejected`
@@ -258,7 +282,7 @@ class DistractorAttack(CheckpointAttack):
         it, the word-level checks in their order first; the paraphrase cosine, which needs the
         encoder, then runs in one batch over what they left."""
         cfg = self.config
-        ranked = self.candidates(examples, progress) if examples else []
+        ranked = self._cached_candidates(examples, progress)
         stopwords = self.resources.stopwords if cfg.min_grounded_share > 0 else frozenset()
         vetted = []
         for ex, cands in zip(examples, ranked):

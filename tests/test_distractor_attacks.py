@@ -359,3 +359,25 @@ def test_an_answer_naming_other_options_keeps_its_question_and_no_candidate_name
     assert not kept.perturbed and kept.example == both
     assert kept.reason == "the answer refers to the other options"
     assert changed.example.provenance[-1]["rejected"].get("refers to the other options") == 1
+
+
+def test_splits_that_differ_only_in_choosing_share_one_model_pass(setup, tmp_path, monkeypatch):
+    from advrace.attacks.distractor_generation import DistractorGeneration
+
+    calls = []
+    real = DistractorGeneration.candidates
+
+    def counted(self, examples, progress=False):
+        calls.append(len(examples))
+        return real(self, examples, progress)
+
+    monkeypatch.setattr(DistractorGeneration, "candidates", counted)
+    model = setup["dg"]["final"]
+    cfg = config_from_dict({"name": "dg-twice", "data": {"path": str(setup["race"])}, "seed": 3, "splits": [
+        {"attack": "distractor_generation", "config": {"model": model, "beam_size": 4}},
+        {"attack": "distractor_generation", "name": "dg_sw", "config": {"model": model, "beam_size": 4,
+                                                                          "select_with": "sliding-window"}},
+        {"attack": "distractor_generation", "name": "dg_beam3", "config": {"model": model, "beam_size": 3}}]})
+    build_release(cfg, tmp_path / "rel")
+    n = len(read_split(tmp_path / "rel", "original"))
+    assert calls == [n, n]  # the select_with split reused the first pass; another beam size did not
