@@ -94,8 +94,9 @@ def answer_equivalence(candidate: str, answer: str, *, max_overlap: float = 0.5)
 
 
 def word_overlap(a: str, b: str) -> float:
-    """Share of the smaller lowercase word set found in the other; 0 when either has no words."""
-    wa, wb = set(_tokens(a)), set(_tokens(b))
+    """Share of the smaller lowercase word set found in the other, up to a plural or tense ending
+    ("doctors" is "doctor"); 0 when either has no words."""
+    wa, wb = {_stem(w) for w in _tokens(a)}, {_stem(w) for w in _tokens(b)}
     if not wa or not wb:
         return 0.0
     return len(wa & wb) / min(len(wa), len(wb))
