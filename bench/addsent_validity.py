@@ -8,7 +8,7 @@ and on ("after"), and prints for each the share of perturbed questions with such
 the share with the gold option in a sentence, and the most frequent paraphrase pairs. Each
 replacement is judged again here with `Resources.same_meaning`, not read from the provenance.
 
-    python bench/addsent_validity.py /work/shared/realdata/race/dev [--format race-dir]
+    python bench/addsent_validity.py RACE/dev [--format race-dir]
         [--limit N] [--seed 0] [--examples 12 --examples-out FILE]
 
 Reads real data: a benchmark, never a test.
