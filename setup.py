@@ -36,6 +36,7 @@ setup(
         "torch>=2.1",
         "transformers>=4.46",
         "accelerate>=1.0",
+        "huggingface_hub>=1.0",  # `advrace push` (also a dependency of transformers and datasets)
         "evaluate>=0.4",
         "matplotlib>=3.7",
         "jinja2>=3",  # the web app's autoescaping templates (also a dependency of torch)

@@ -18,6 +18,7 @@ from advrace.evaluation import add_evaluate_parser
 from advrace.formats import format_names
 from advrace.human_eval.cli import add_human_eval_parser
 from advrace.release import audit_release, build_release, check_release, export_advrace
+from advrace.release.push import add_push_parser
 from advrace.training.ablation import add_ablate_parser
 from advrace.training.cli import add_train_parser
 
@@ -104,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("attacks", help="list the available attacks and their default configs")
 
     for name, handler in [("build", _build), ("verify", _verify), ("export", _export), ("audit", _audit),
-                          ("attacks", _attacks),
+                          ("attacks", _attacks), ("push", add_push_parser(sub)),
                           ("evaluate", add_evaluate_parser(sub)), ("train", add_train_parser(sub)),
                           ("ablate", add_ablate_parser(sub)), ("human-eval", add_human_eval_parser(sub))]:
         sub.choices[name].set_defaults(handler=handler)

@@ -49,6 +49,9 @@ class Attack(ABC):
     # True for model-based attacks: they take a whole split at once (apply_batch) in the main
     # process(es), rather than one passage at a time in forked workers.
     batched: ClassVar[bool] = False
+    # True for probes (diagnosis, option_only): they ask how a model reads, not how robust it is,
+    # so reports do not average them and human studies leave them out unless asked.
+    probe: ClassVar[bool] = False
 
     def __init__(self, config: dict | None = None, seed: int = 0, resources=None):
         self.config = config_from_dict(self.Config, config or {}, f"attack {self.name!r}")

@@ -16,6 +16,7 @@ from .base import Attack, CannotPerturb, register
 @register
 class Diagnosis(Attack):
     name = "diagnosis"
+    probe = True
     tasks = (MULTIPLE_CHOICE,)
     uses = ("spacy_model",)
 

@@ -14,6 +14,7 @@ from .base import Attack, register
 @register
 class OptionOnly(Attack):
     name = "option_only"
+    probe = True
     tasks = (MULTIPLE_CHOICE,)
 
     def perturb(self, example, rng):

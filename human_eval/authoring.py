@@ -34,7 +34,7 @@ class AuthoringModel:
     its inputs are built by the one multiple-choice encoder (`encode_mc`, `collate_mc`), so the
     page shows the predictions that `advrace evaluate` scores. It runs in fp32, for gradients."""
 
-    def __init__(self, model: str, max_length: int = 512):
+    def __init__(self, model: str, max_length: int | None = None):
         self.name = str(model).rstrip("/").split("/")[-1]
         self.baseline = make_baseline(model) if is_baseline(model) else None
         self.scorer = None

@@ -4,6 +4,8 @@ questions against a model and export them as a release split."""
 from __future__ import annotations
 
 import argparse
+import shlex
+import socket
 import textwrap
 from pathlib import Path
 
@@ -16,22 +18,42 @@ from .study import add_authors, create_study
 
 EPILOG = textwrap.dedent("""\
     examples:
-      advrace human-eval create releases/race-test --per-split 50 --seed 1 --annotators 3 --db study.db
-      advrace human-eval serve study.db --port 8000          # send each annotator their link
+      advrace human-eval create releases/race-test --per-split 50 --seed 1 --annotators 3 --db study.db --port 8765
+      advrace human-eval serve study.db --port 8765          # as create prints it; send each annotator their link
       advrace human-eval report study.db --out reports/human
       advrace human-eval export study.db --out annotations.jsonl
       advrace human-eval author --model runs/race/best --db study.db --name alice
       advrace human-eval export-authored study.db --out releases/authored
 
-    The server binds to 127.0.0.1; pass --host 0.0.0.0 to let others on the network reach it.
+    The server binds to 127.0.0.1; pass --host 0.0.0.0 (to create and serve) to let others on the
+    network reach it. Probe splits (option_only, diagnosis) are left out of a study unless
+    --splits names them.
     Links carry a secret token: anyone with a link can answer as that annotator, so send each
-    link only to its annotator. Exit status: 0 on success, 2 on bad input or a bad release.
+    link only to its annotator. Exit status: 0 on success, 1 when the release does not match its
+    manifest (`advrace verify`), 2 on bad input.
     """)
 
 
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8000
+WILDCARD_HOSTS = ("0.0.0.0", "")
+
+
+def _link_host(host: str) -> str:
+    """The host name a link can carry: a server bound to every interface is reached by this
+    machine's name (127.0.0.1 would work on this machine only)."""
+    return socket.gethostname() if host in WILDCARD_HOSTS else host
+
+
 def _link(host: str, port: int, kind: str, token: str) -> str:
-    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
-    return f"http://{shown}:{port}/{kind}/{token}"
+    return f"http://{_link_host(host)}:{port}/{kind}/{token}"
+
+
+def serve_command(db: str, host: str, port: int) -> str:
+    """The `serve` command line that serves links made with `host` and `port`, ready to paste."""
+    words = ["advrace", "human-eval", "serve", db]
+    if host != DEFAULT_HOST:
+        words += ["--host", host]
+    return shlex.join(words + ["--port", str(port)])
 
 
 def add_human_eval_parser(subparsers):
@@ -48,14 +70,18 @@ def add_human_eval_parser(subparsers):
     c.add_argument("--per-split", type=int, default=50, help="questions sampled per split (default 50)")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--annotators", type=int, default=3, help="annotator accounts (default 3)")
-    c.add_argument("--splits", help="comma-separated splits (default: all)")
-    c.add_argument("--host", default="127.0.0.1", help="serve address used in the printed links")
-    c.add_argument("--port", type=int, default=8000)
+    c.add_argument("--splits", help="comma-separated splits (default: all but the probe splits, such as "
+                                    "option_only, which has no passage or question; name them here to "
+                                    "include them, e.g. --splits original,addsent,option_only)")
+    c.add_argument("--host", default=DEFAULT_HOST,
+                   help="the address `serve` will bind to, used in the printed links and serve command")
+    c.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help="the port `serve` will listen on, used in the printed links and serve command")
 
     s = sub.add_parser("serve", help="run the annotation web app")
     s.add_argument("db")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--host", default=DEFAULT_HOST)
+    s.add_argument("--port", type=int, default=DEFAULT_PORT)
     s.add_argument("--model", help="also serve the authoring page with this model (checkpoint or built-in)")
 
     r = sub.add_parser("report", help="valid/correct rates with 95%% intervals, kappa, disagreements")
@@ -70,8 +96,8 @@ def add_human_eval_parser(subparsers):
     a.add_argument("--model", required=True, help="multiple-choice checkpoint, or sliding-window / similarity")
     a.add_argument("--db", required=True, help="a study database (created if missing)")
     a.add_argument("--name", default="author1", help="the author's account name")
-    a.add_argument("--host", default="127.0.0.1")
-    a.add_argument("--port", type=int, default=8000)
+    a.add_argument("--host", default=DEFAULT_HOST)
+    a.add_argument("--port", type=int, default=DEFAULT_PORT)
 
     ea = sub.add_parser("export-authored", help="submitted questions as a human_authored release split")
     ea.add_argument("db")
@@ -92,10 +118,16 @@ def _run(args) -> int:
         splits = [s for s in args.splits.split(",") if s] if args.splits else None
         out = create_study(args.release, args.db, per_split=args.per_split, seed=args.seed,
                            annotators=args.annotators, splits=splits)
-        print(f"created {args.db}: {out['items']} items, {len(out['annotators'])} annotators")
+        print(f"created {args.db}: {out['items']} items from {', '.join(out['splits'])}, "
+              f"{len(out['annotators'])} annotators")
+        if out["left_out"]:
+            print(f"left out the probe splits {', '.join(out['left_out'])} (name them in --splits to include them)")
         for name, token in out["annotators"].items():
             print(f"  {name}: {_link(args.host, args.port, 'a', token)}")
-        print("Start the app with: advrace human-eval serve " + args.db)
+        if args.host in WILDCARD_HOSTS:
+            print(f"The links name this machine {_link_host(args.host)!r}; if annotators reach it by another "
+                  "name or address, use that instead.")
+        print("Start the app with: " + serve_command(args.db, args.host, args.port))
         return 0
     if cmd in ("serve", "author"):
         db = args.db

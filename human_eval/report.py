@@ -2,7 +2,9 @@
 how many were right (correct rate), with 95% Wilson intervals (AdvRACE Table 3, right-hand side);
 human F1 for SQuAD; the unanswerable reasons; Fleiss' kappa between annotators; and the items on
 which they disagree. Rates are over annotations (an item answered by three annotators counts
-three times); an "unanswerable" answer counts as valid = no and correct = no.
+three times); an "unanswerable" answer counts as valid = no and correct = no. A split that nobody
+annotated has no rates: null in report.json, "n/a" in report.md, no bar in report.png, never a
+measured-looking 0.
 """
 
 from __future__ import annotations
@@ -20,19 +22,21 @@ from . import store
 Z95 = 1.959963984540054
 
 
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion (better than the normal one near 0 and 1)."""
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """The Wilson score interval of a proportion (better than the normal one near 0 and 1); None
+    for no observations."""
     if n == 0:
-        return (0.0, 0.0)
+        return None
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def mean_interval(values: list[float], z: float = Z95) -> tuple[float, float, float]:
+def mean_interval(values: list[float], z: float = Z95) -> tuple[float, float, float] | None:
+    """(mean, low, high) with a normal 95% interval; None for no values."""
     if not values:
-        return (0.0, 0.0, 0.0)
+        return None
     m = sum(values) / len(values)
     if len(values) < 2:
         return (m, m, m)
@@ -101,12 +105,12 @@ def compute(db_path) -> dict:
         valid = sum(1 for a in mine if not a["unanswerable"])
         correct = sum(1 for a in mine if _correct(a))
         entry = {"items": total_items.get(split, 0), "annotations": n,
-                 "valid_rate": valid / n if n else 0.0, "valid_ci": wilson(valid, n),
-                 "correct_rate": correct / n if n else 0.0, "correct_ci": wilson(correct, n),
+                 "valid_rate": valid / n if n else None, "valid_ci": wilson(valid, n),
+                 "correct_rate": correct / n if n else None, "correct_ci": wilson(correct, n),
                  "unanswerable_reasons": dict(Counter(a["reason"] for a in mine if a["unanswerable"]))}
         if info.get("task") == EXTRACTIVE_QA:
-            m, lo, hi = mean_interval([_f1(a) for a in mine])
-            entry.update(human_f1=m, human_f1_ci=(lo, hi))
+            f1 = mean_interval([_f1(a) for a in mine])
+            entry.update(human_f1=f1[0] if f1 else None, human_f1_ci=f1[1:] if f1 else None)
         by_item: dict[int, list] = {}
         for a in mine:
             by_item.setdefault(a["item_id"], []).append(a)
@@ -130,6 +134,11 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
+def _rate(rate: float | None, ci) -> str:
+    """A rate with its interval, or n/a when nobody annotated the split."""
+    return "n/a" if rate is None else f"{_pct(rate)} [{_pct(ci[0])}, {_pct(ci[1])}]"
+
+
 def write(db_path, out_dir) -> dict:
     """report.json, report.md and report.png in `out_dir`."""
     result = compute(db_path)
@@ -142,16 +151,19 @@ def write(db_path, out_dir) -> dict:
              "| split | items | annotations | valid % | correct % |" + (" human F1 |" if squad else "") + " kappa |",
              "|---|---:|---:|---:|---:|" + ("---:|" if squad else "") + "---:|"]
     for split, e in result["splits"].items():
-        row = (f"| {split} | {e['items']} | {e['annotations']} | {_pct(e['valid_rate'])} "
-               f"[{_pct(e['valid_ci'][0])}, {_pct(e['valid_ci'][1])}] | {_pct(e['correct_rate'])} "
-               f"[{_pct(e['correct_ci'][0])}, {_pct(e['correct_ci'][1])}] |")
+        row = (f"| {split} | {e['items']} | {e['annotations']} | {_rate(e['valid_rate'], e['valid_ci'])} | "
+               f"{_rate(e['correct_rate'], e['correct_ci'])} |")
         if squad:
-            row += f" {_pct(e['human_f1'])} [{_pct(e['human_f1_ci'][0])}, {_pct(e['human_f1_ci'][1])}] |"
+            row += f" {_rate(e['human_f1'], e['human_f1_ci'])} |"
         kappa = e["fleiss_kappa"]
         lines.append(row + (f" {kappa:.3f} |" if kappa is not None else " n/a |"))
+    unannotated = [split for split, e in result["splits"].items() if not e["annotations"]]
+    if unannotated:
+        lines += ["", f"No annotations yet, so no rates (n/a): {', '.join(unannotated)}."]
     lines += ["", "## Unanswerable reasons", ""]
     for split, e in result["splits"].items():
-        reasons = ", ".join(f"{r}: {c}" for r, c in sorted(e["unanswerable_reasons"].items())) or "none"
+        reasons = ", ".join(f"{r}: {c}" for r, c in sorted(e["unanswerable_reasons"].items())) or (
+            "none" if e["annotations"] else "n/a")
         lines.append(f"- {split}: {reasons}")
     lines += ["", f"## Disagreements ({len(result['disagreements'])})", ""]
     for d in result["disagreements"]:
@@ -168,18 +180,22 @@ def _chart(result: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     splits = list(result["splits"])
+    measured = [i for i, s in enumerate(splits) if result["splits"][s]["annotations"]]
     fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(splits) + 2), 3.5))
     width = 0.38
-    for k, (key, label) in enumerate((("valid", "valid"), ("correct", "correct"))):
-        values = [100 * result["splits"][s][f"{key}_rate"] for s in splits]
-        lo = [v - 100 * result["splits"][s][f"{key}_ci"][0] for v, s in zip(values, splits)]
-        hi = [100 * result["splits"][s][f"{key}_ci"][1] - v for v, s in zip(values, splits)]
-        ax.bar([i + (k - 0.5) * width for i in range(len(splits))], values, width, yerr=[lo, hi],
-               capsize=3, label=label)
+    for k, key in enumerate(("valid", "correct")):
+        entries = [result["splits"][splits[i]] for i in measured]
+        values = [100 * e[f"{key}_rate"] for e in entries]
+        lo = [v - 100 * e[f"{key}_ci"][0] for v, e in zip(values, entries)]
+        hi = [100 * e[f"{key}_ci"][1] - v for v, e in zip(values, entries)]
+        ax.bar([i + (k - 0.5) * width for i in measured], values, width, yerr=[lo, hi], capsize=3, label=key)
+    for i in sorted(set(range(len(splits))) - set(measured)):
+        ax.text(i, 2, "n/a", ha="center", va="bottom", color="grey")
     ax.set_xticks(range(len(splits)), splits, rotation=20)
+    ax.set_xlim(-0.6, len(splits) - 0.4)
     ax.set_ylim(0, 105)
     ax.set_ylabel("% of annotations")
-    ax.legend(loc="lower right")
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

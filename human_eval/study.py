@@ -11,6 +11,7 @@ from pathlib import Path
 from advrace.core.errors import ConfigError
 from advrace.core.seeding import seeded_rng
 from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.evaluation.report import split_kinds
 from advrace.release import check_release, read_split
 
 from . import store
@@ -48,19 +49,32 @@ def sample_split(examples: list, n: int, seed: int, split: str) -> list:
     return sorted(chosen, key=lambda e: e.source_id)
 
 
+def default_splits(manifest: dict) -> tuple[list[str], list[str]]:
+    """(splits a study takes by default, probe splits it leaves out). A probe tests how a model
+    reads (option_only: no passage or question; diagnosis: the answer written into the passage)
+    and poses no question for a person to validate. Probes are known by their attack in the
+    manifest, as in the evaluation report, so a probe split under another name is known too."""
+    probes = split_kinds(manifest, list(manifest["splits"]))[1]
+    return [s for s in manifest["splits"] if s not in probes], probes
+
+
 def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, annotators: int = 3,
                  splits=None, names=None) -> dict:
-    """Write a new study database; returns {"annotators": {name: token}, "items": n}."""
+    """Write a new study database of `splits` (default: every split but the probes); returns
+    {"annotators": {name: token}, "items": n, "splits": [...], "left_out": [probe splits]}."""
     db_path = Path(db_path)
     if db_path.exists():
         raise ConfigError(f"{db_path} already exists; a study database is created once (choose another --db)")
     if per_split < 1 or annotators < 1:
         raise ConfigError("--per-split and --annotators must be at least 1")
     manifest = check_release(release_dir)
-    chosen_splits = list(splits or manifest["splits"])
+    chosen_splits, left_out = (list(splits), []) if splits else default_splits(manifest)
     unknown = [s for s in chosen_splits if s not in manifest["splits"]]
     if unknown:
         raise ConfigError(f"{release_dir}: no split(s) {', '.join(unknown)}")
+    if not chosen_splits:
+        raise ConfigError(f"{release_dir}: only probe splits ({', '.join(left_out)}); name them with --splits "
+                          "to study them anyway")
     names = list(names or [f"annotator{i + 1}" for i in range(annotators)])
     conn = store.connect(db_path)
     try:
@@ -84,7 +98,7 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
         db_path.unlink(missing_ok=True)
         raise
     conn.close()
-    return {"annotators": tokens, "items": len(item_ids)}
+    return {"annotators": tokens, "items": len(item_ids), "splits": chosen_splits, "left_out": left_out}
 
 
 def add_authors(db_path, names) -> dict:

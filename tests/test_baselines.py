@@ -96,3 +96,184 @@ def test_evaluate_takes_built_in_readers_by_name(tmp_path):
     assert results["results"]["sliding-window"]["source"]["kind"] == "built-in"
     again = evaluate_command(tmp_path / "rel", ["sliding-window"], [], tmp_path / "report2", progress=False)
     assert again["results"]["sliding-window"] == summary["results"]["sliding-window"]
+
+
+# --------------------------------------------------------------------------- speed without change
+
+
+def plain_window_score(passage, target, counts):
+    """Richardson et al.'s window, every window summed (the formula the reader first used)."""
+    size = len(target)
+    if not passage or not size:
+        return 0.0
+    weight = {w: math.log(1 + 1 / counts[w]) for w in target if counts[w]}
+    best = 0.0
+    for start in range(max(1, len(passage) - size + 1)):
+        best = max(best, sum(weight.get(w, 0.0) for w in passage[start:start + size]))
+    return best
+
+
+def plain_distance(passage, question, option):
+    q_pos = [i for i, w in enumerate(passage) if w in question]
+    a_pos = [i for i, w in enumerate(passage) if w in option]
+    if not q_pos or not a_pos or len(passage) < 2:
+        return 1.0
+    return min(abs(i - j) for i in q_pos for j in a_pos) / (len(passage) - 1)
+
+
+def test_sliding_window_equals_the_plain_formula_on_random_texts():
+    import random
+    from collections import Counter
+
+    rng = random.Random(15)
+    vocab = [f"w{i}" for i in range(30)]
+    for _ in range(3000):
+        passage = [rng.choice(vocab[:rng.randint(1, 30)]) for _ in range(rng.randint(0, 50))]
+        target = set(rng.sample(vocab, rng.randint(0, 20)))
+        counts = Counter(passage)
+        assert SlidingWindow.window_score(passage, target, counts) == plain_window_score(passage, target, counts)
+        question = set(rng.sample(vocab, rng.randint(0, 4)))
+        option = set(rng.sample(vocab, rng.randint(0, 4))) - question
+        assert SlidingWindow.distance_term(passage, question, option) == plain_distance(passage, question, option)
+    for distance in (False, True):
+        sw = SlidingWindow(distance=distance)
+        examples = [ex(" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 80))),
+                       " ".join(rng.sample(vocab, 5)) + " _ ?", [" ".join(rng.sample(vocab, 3)) for _ in range(4)],
+                       i=str(k)) for k in range(200)]
+        for e, got in zip(examples, sw.predict_mc(examples)):
+            p = tokens(e.passage)
+            q = set(tokens(e.question.replace("_", " ")))
+            want = []
+            for o in e.options:
+                a = set(tokens(o))
+                score = plain_window_score(p, q | a, Counter(p))
+                want.append(score - plain_distance(p, q - a, a - q) if distance else score)
+            assert got == want
+
+
+def test_sliding_window_draws_a_progress_bar_only_when_asked(capsys):
+    SlidingWindow().predict_mc(EXAMPLES, desc="charswap", progress=True)
+    err = capsys.readouterr().err
+    assert "charswap" in err and "question" in err
+    SlidingWindow().predict_mc(EXAMPLES, desc="charswap", progress=False)
+    SlidingWindow().predict_mc(EXAMPLES)
+    assert capsys.readouterr() == ("", "")
+
+
+def reference_similarity(reader, examples) -> list[list[float]]:
+    """Each sentence and query encoded alone, no batching, no padding, no cache."""
+    import torch
+
+    from advrace.models.mc_encoding import question_with_option
+    from advrace.models.readers import passage_sentences
+
+    def embed(text):
+        with torch.no_grad():
+            enc = reader.tokenizer(text, truncation=True, max_length=reader.max_length, return_tensors="pt")
+            hidden = reader.model(**enc).last_hidden_state[0]
+            return torch.nn.functional.normalize(hidden.mean(0), dim=-1)
+
+    out = []
+    for e in examples:
+        sentences = torch.stack([embed(s) for s in passage_sentences(e.passage) or [e.passage]])
+        out.append([float((sentences @ embed(question_with_option(e.question, o))).max()) for o in e.options])
+    return out
+
+
+def release_like_splits() -> dict:
+    """Splits sharing most of their text, as a release's do: a sentence inserted (AddSent),
+    letters swapped (CharSwap), options replaced (distractor extraction)."""
+    def insert(e, sentence):
+        return ex(e.passage.replace(". ", f". {sentence} ", 1), e.question, e.options, e.label, e.id)
+
+    def swap(e):
+        return ex(e.passage.replace("Tickets", "Tickest").replace("medicine", "mediicne"),
+                  e.question.replace("cost", "csot"), e.options, e.label, e.id)
+
+    def replace_options(e):
+        return ex(e.passage, e.question, [e.options[e.label], "A farm.", "Ten people.", "The city."][:len(e.options)],
+                  0, e.id)
+
+    return {"original": EXAMPLES,
+            "addsent": [insert(e, f"The {e.id} tickets cost five dollars.") for e in EXAMPLES],
+            "charswap": [swap(e) for e in EXAMPLES],
+            "distractor_extraction": [replace_options(e) for e in EXAMPLES]}
+
+
+@pytest.mark.slow
+def test_similarity_across_splits_equals_a_plain_reference_and_caches(reader):
+    splits = release_like_splits()
+    reader._cache.clear()
+    encoded = []
+    encode = reader.encode
+
+    def counting(texts, **kw):
+        encoded.append(list(texts))
+        return encode(texts, **kw)
+
+    reader.encode = counting
+    try:
+        seen = set()
+        for name, examples in splits.items():
+            before = len(encoded)
+            got = reader.predict_mc(examples)
+            want = reference_similarity(reader, examples)
+            for g, w in zip(got, want):
+                assert g == pytest.approx(w, abs=1e-5)
+                assert max(range(len(g)), key=g.__getitem__) == max(range(len(w)), key=w.__getitem__)
+            new = [t for call in encoded[before:] for t in call]
+            texts = set(new)
+            assert texts and len(new) == len(texts), "a text encoded twice in one call"
+            assert not texts & seen, f"{name}: texts encoded again"
+            if name == "distractor_extraction":  # same passages as original: only the new options
+                assert all(t.startswith(("How much", "Which is", "Who can")) for t in texts)
+            seen |= texts
+        calls = len(encoded)
+        assert reader.predict_mc(splits["addsent"]) == reader.predict_mc(splits["addsent"])
+        assert len(encoded) == calls
+        reader._cache.clear()
+        reader.cache_size = 5
+        small = reader.predict_mc(splits["charswap"])
+        assert len(reader._cache) <= 5
+        for g, w in zip(small, reference_similarity(reader, splits["charswap"])):
+            assert g == pytest.approx(w, abs=1e-5)
+    finally:
+        reader.encode = encode
+        reader.cache_size = 200_000
+        reader._cache.clear()
+
+
+@pytest.mark.slow
+def test_similarity_draws_a_progress_bar_only_when_asked(reader, capsys):
+    reader._cache.clear()
+    reader.predict_mc(EXAMPLES, desc="addsent", progress=True)
+    assert "addsent" in capsys.readouterr().err
+    reader._cache.clear()
+    reader.predict_mc(EXAMPLES, desc="addsent", progress=False)
+    assert capsys.readouterr() == ("", "")
+
+
+class PlainReader:
+    """A user's scorer: `predict_mc(examples)` and nothing more."""
+
+    name = "plain"
+
+    def predict_mc(self, examples):
+        return [[float(len(o)) for o in e.options] for e in examples]
+
+
+def test_evaluate_shows_reader_progress_and_quiet_shows_nothing(tmp_path, capsys):
+    from advrace.core.config import config_from_dict
+    from advrace.evaluation import evaluate_command
+    from advrace.release import build_release
+    from conftest import make_race_dir
+
+    cfg = config_from_dict({"data": {"path": str(make_race_dir(tmp_path))}, "splits": ["charswap"], "workers": 1})
+    build_release(cfg, tmp_path / "rel")
+    capsys.readouterr()
+    evaluate_command(tmp_path / "rel", ["sliding-window", PlainReader()], [], tmp_path / "report", progress=True)
+    captured = capsys.readouterr()
+    assert "scoring sliding-window on 2 split(s)" in captured.out
+    assert "original" in captured.err and "charswap" in captured.err and "question" in captured.err
+    evaluate_command(tmp_path / "rel", ["sliding-window", PlainReader()], [], tmp_path / "quiet", progress=False)
+    assert capsys.readouterr() == ("", "")

@@ -156,7 +156,7 @@ def test_bad_predictions_files(mc_release, tmp_path):
         score_predictions(mc_release, write_json(tmp_path / "bare.json", bare))
     preds = mc_predictions(mc_release)
     preds["original/high1.txt-0"] = 4
-    with pytest.raises(PredictionsError, match=r"original/high1.txt-0 must be an option index 0..3"):
+    with pytest.raises(PredictionsError, match=r"prediction 4 for original/high1.txt-0 is not an option .* 0-3"):
         score_predictions(mc_release, write_json(tmp_path / "range.json", preds))
     (tmp_path / "broken.json").write_text("{", encoding="utf-8")
     with pytest.raises(PredictionsError, match="not valid JSON"):
@@ -333,4 +333,91 @@ def test_cli_parser_and_handler(mc_release, tiny_checkpoint, tmp_path, capsys):
     assert summary["columns"] == ["original", "charswap"]
     assert summary["results"]["gold"]["splits"]["charswap"] == {"accuracy": 100.0, "accuracy_drop": 0.0, "n": 7}
     assert summary["results"]["tiny-bert"]["source"]["bf16"] is False
-    assert "| gold | 100.00 | 100.00 (0.00%) | 100.00 (0.00%) |" in capsys.readouterr().out
+    assert "| gold | 100.00 | 100.00 (drop 0.00%) | 100.00 (drop 0.00%) |" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- predictions: JSON lines and values
+# (the format `advrace evaluate` writes to predictions/, read back with --predictions)
+
+
+def write_lines(path: Path, lines: list) -> Path:
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines),
+                    encoding="utf-8")
+    return path
+
+
+def test_a_reports_predictions_score_the_same_when_fed_back(mc_release, tmp_path):
+    """predictions/<model>.jsonl of one report, given to --predictions, gives the same scores."""
+    first = evaluate_command(mc_release, ["sliding-window"], [], tmp_path / "first", progress=False)
+    written = tmp_path / "first" / "predictions" / "sliding-window.jsonl"
+    assert written.read_text(encoding="utf-8").count("\n") == 21
+    parser = argparse.ArgumentParser(prog="advrace")
+    handler = add_evaluate_parser(parser.add_subparsers(dest="command"))
+    assert handler(parser.parse_args(["evaluate", str(mc_release), "--predictions", str(written),
+                                      "--out", str(tmp_path / "again"), "--quiet"])) == 0
+    again = json.loads((tmp_path / "again" / "results.json").read_text(encoding="utf-8"))
+    assert again["models"] == ["sliding-window"]
+    assert again["results"]["sliding-window"]["splits"] == first["results"]["sliding-window"]["splits"]
+    assert again["results"]["sliding-window"]["average"] == first["results"]["sliding-window"]["average"]
+    fed_back = [json.loads(line) for line in open(tmp_path / "again" / "predictions" / "sliding-window.jsonl")]
+    originally = [json.loads(line) for line in open(written)]
+    assert [(r["id"], r["prediction"], r["correct"]) for r in fed_back] == \
+        [(r["id"], r["prediction"], r["correct"]) for r in originally]
+
+
+def test_json_lines_with_nulls_round_trip_under_allow_missing(mc_release, tmp_path):
+    preds = mc_predictions(mc_release, wrong_in_charswap=0)
+    preds["charswap/high1.txt-0"] = None  # what the tool writes for a question without a prediction
+    path = write_lines(tmp_path / "p.jsonl", [{"id": rid, "prediction": p} for rid, p in preds.items()])
+    with pytest.raises(PredictionsError, match=r"1 of 21 questions have no prediction \(charswap/high1.txt-0\)"):
+        score_predictions(mc_release, path)
+    res = score_predictions(mc_release, path, allow_missing=True)
+    assert res["charswap"]["accuracy"] == pytest.approx(600 / 7)
+    assert res["charswap"]["records"][0]["prediction"] is None
+    named_json = tmp_path / "p-lines.json"  # JSON lines under a .json name read the same
+    named_json.write_bytes(path.read_bytes())
+    assert score_predictions(mc_release, named_json, allow_missing=True) == res
+    one = write_lines(tmp_path / "one.json", [{"id": "original/high1.txt-0", "prediction": "B"}])
+    res = score_predictions(mc_release, one, splits=["original"], allow_missing=True)  # one line, named .json
+    assert res["original"]["records"][0]["prediction"] == 1
+
+
+@pytest.mark.parametrize("line, words", [
+    ("{not json", r"line 3: not valid JSON \(Expecting property name"),
+    ("[1, 2]", r"line 3: expected a JSON object with \"id\" and \"prediction\", got list"),
+    ({"id": "original/middle2.txt-0"}, r"line 3: no \"prediction\" field"),
+    ({"prediction": 1}, r"line 3: no \"id\" field"),
+    ({"id": 7, "prediction": 1}, r"line 3: \"id\" must be a release record id <split>/<source_id>, got 7"),
+    ({"id": "original/high1.txt-0", "prediction": 2},
+     r"line 3: id original/high1.txt-0 was already given on line 1"),
+])
+def test_bad_json_lines_name_the_file_and_line(mc_release, tmp_path, line, words):
+    """Line numbers count blank lines, as an editor does."""
+    path = write_lines(tmp_path / "bad.jsonl", [{"id": "original/high1.txt-0", "prediction": 1}, "", line])
+    with pytest.raises(PredictionsError, match=re.escape(str(path)) + ", " + words):
+        score_predictions(mc_release, path)
+
+
+@pytest.mark.parametrize("value", ["E", 4, -1, "AB", 1.0, True])
+def test_an_out_of_range_prediction_is_quoted_as_given(mc_release, tmp_path, value):
+    preds = mc_predictions(mc_release)
+    preds["original/high1.txt-0"] = value
+    with pytest.raises(PredictionsError) as err:
+        score_predictions(mc_release, write_json(tmp_path / "p.json", preds))
+    message = str(err.value)
+    assert f"prediction {value!r} for original/high1.txt-0 is not an option of this 4-option question" in message
+    assert "A-D" in message and "0-3" in message
+    lines = write_lines(tmp_path / "p.jsonl", [{"id": rid, "prediction": p} for rid, p in preds.items()])
+    quoted = re.escape(f"prediction {value!r} for original/high1.txt-0 (line 1)")
+    with pytest.raises(PredictionsError, match=quoted):
+        score_predictions(mc_release, lines)
+
+
+def test_squad_predictions_as_json_lines(qa_release, tmp_path):
+    rows = [{"id": ex.id, "prediction": ex.answers[0].text}
+            for split in ("original", "charswap") for ex in read_split(qa_release, split)]
+    res = score_predictions(qa_release, write_lines(tmp_path / "squad.jsonl", rows))
+    assert res["original"]["exact_match"] == pytest.approx(100.0) and res["charswap"]["f1"] == pytest.approx(100.0)
+    rows[2]["prediction"] = 3
+    with pytest.raises(PredictionsError, match=r"for \S+ \(line 3\) must be an answer text, got 3"):
+        score_predictions(qa_release, write_lines(tmp_path / "bad.jsonl", rows))

@@ -3,6 +3,8 @@
 import json
 import math
 import re
+import shlex
+import socket
 import sqlite3
 import threading
 import urllib.error
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from advrace.cli import _parser as advrace_parser, main as advrace_main
 from advrace.core.config import config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
@@ -354,3 +357,87 @@ def test_authoring_model_sees_what_evaluation_scores(tokenizer_dir, race_dir, tm
         assert [passage[s:e] for s, e, _ in words] == passage.split()
         if max_length == 32:
             assert words[-1][2] == 0 and any(v != 0 for _, _, v in words)
+
+
+def created_links_and_command(capsys, release, db, *flags):
+    """The links and the serve command that `human-eval create` prints."""
+    assert advrace_main(["human-eval", "create", str(release), "--db", str(db), "--per-split", "1",
+                         "--annotators", "2", *flags]) == 0
+    out = capsys.readouterr().out
+    links = re.findall(r"^  annotator\d+: (\S+)$", out, re.M)
+    command = re.search(r"^Start the app with: (.+)$", out, re.M).group(1)
+    return [urllib.parse.urlsplit(link) for link in links], shlex.split(command)
+
+
+@pytest.mark.parametrize("flags", [["--port", "8765"], ["--host", "10.1.2.3", "--port", "9001"], []])
+def test_create_prints_the_serve_command_that_serves_its_links(mc_release, tmp_path, capsys, flags):
+    """Followed literally, the printed command serves the printed links (it used to leave out
+    --port, so a study created with --port 8765 was served on 8000 and every link was dead)."""
+    db = tmp_path / "my studies" / "study.db"  # a path that needs quoting
+    db.parent.mkdir()
+    links, words = created_links_and_command(capsys, mc_release, db, *flags)
+    assert words[0] == "advrace" and len(links) == 2
+    args = advrace_parser().parse_args(words[1:])
+    assert (args.command, args.human_command, args.db) == ("human-eval", "serve", str(db))
+    assert {(link.hostname, link.port) for link in links} == {(args.host, args.port)}
+    assert args.port == (int(flags[flags.index("--port") + 1]) if flags else 8000)
+
+
+def test_create_on_every_interface_links_to_this_machine(mc_release, tmp_path, capsys):
+    links, words = created_links_and_command(capsys, mc_release, tmp_path / "s.db", "--host", "0.0.0.0",
+                                             "--port", "8766")
+    args = advrace_parser().parse_args(words[1:])
+    assert (args.host, args.port) == ("0.0.0.0", 8766)  # binds every interface, the links' host included
+    assert {(link.hostname, link.port) for link in links} == {(socket.gethostname().lower(), 8766)}
+
+
+@pytest.fixture(scope="module")
+def probe_release(tmp_path_factory):
+    root = tmp_path_factory.mktemp("probes")
+    cfg = config_from_dict({"data": {"path": str(make_race_dir(root))}, "workers": 1, "splits": [
+        "charswap", "option_only", {"attack": "option_only", "name": "pq_charswap", "from": "charswap"}]})
+    build_release(cfg, root / "rel")
+    return root / "rel"
+
+
+def test_probe_splits_are_left_out_unless_named(probe_release, tmp_path, capsys):
+    """option_only has no passage and no question: nobody can validate it. A probe is known by its
+    attack in the manifest, so one under another name (pq_charswap) is left out too."""
+    out = create_study(probe_release, tmp_path / "d.db", per_split=2, annotators=1)
+    assert out["splits"] == ["original", "charswap"] and out["left_out"] == ["option_only", "pq_charswap"]
+    conn = sqlite3.connect(tmp_path / "d.db")
+    assert {r[0] for r in conn.execute("SELECT DISTINCT split FROM items")} == {"original", "charswap"}
+    assert advrace_main(["human-eval", "create", str(probe_release), "--db", str(tmp_path / "o.db"),
+                         "--per-split", "2", "--annotators", "1", "--splits", "option_only"]) == 0
+    assert "left out" not in capsys.readouterr().out
+    conn = sqlite3.connect(tmp_path / "o.db")
+    assert [r[0] for r in conn.execute("SELECT DISTINCT split FROM items")] == ["option_only"]
+    out = create_study(probe_release, tmp_path / "n.db", per_split=1, annotators=1,
+                       splits=["charswap", "pq_charswap"])
+    assert out["splits"] == ["charswap", "pq_charswap"] and out["left_out"] == []
+
+
+def test_splits_nobody_annotated_report_na_not_zero(mc_release, tmp_path):
+    create_study(mc_release, tmp_path / "r.db", per_split=2, seed=0, annotators=2)
+    conn = store.connect(tmp_path / "r.db")
+    items = conn.execute("SELECT id, split, payload FROM items WHERE split = 'charswap'").fetchall()
+    for r in items:
+        store.save_annotation(conn, 1, r["id"], choice=json.loads(r["payload"])["label"])
+    result = report.write(tmp_path / "r.db", tmp_path / "out")
+    saved = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert result["splits"]["charswap"]["correct_rate"] == 1.0
+    for entry in (result["splits"]["original"], saved["splits"]["original"]):
+        assert entry["annotations"] == 0
+        assert [entry[k] for k in ("valid_rate", "valid_ci", "correct_rate", "correct_ci", "fleiss_kappa")] == [None] * 5
+    md = (tmp_path / "out" / "report.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| original |"))
+    assert row == "| original | 2 | 0 | n/a | n/a | n/a |" and "0.0 [0.0, 0.0]" not in md
+    assert (tmp_path / "out" / "report.png").stat().st_size > 0
+    # SQuAD: human F1 is n/a too, and a study nobody answered still reports
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(squad_doc()), encoding="utf-8")
+    build_release(config_from_dict({"data": {"path": str(path)}, "splits": [], "workers": 1}), tmp_path / "sq")
+    create_study(tmp_path / "sq", tmp_path / "q.db", per_split=2, annotators=1)
+    entry = report.write(tmp_path / "q.db", tmp_path / "qout")["splits"]["original"]
+    assert entry["human_f1"] is None and entry["human_f1_ci"] is None
+    assert "| original | 2 | 0 | n/a | n/a | n/a | n/a |" in (tmp_path / "qout" / "report.md").read_text()

@@ -659,3 +659,41 @@ def test_an_entry_point_format_is_imported_when_first_asked_for(install_plugin):
         assert format_names() == FORMATS + ("lines-plugin-test",)
     finally:
         unregister_format("lines-plugin-test")
+
+
+# ---------------------------------------------------------------- what was read: split, passages, levels
+
+
+def test_readers_report_the_split_their_folders_and_files_name(tmp_path):
+    root = race_tree(tmp_path / "one")
+    assert loaders.load_race_dir(str(root / "dev" / "middle")).split == "dev"
+    assert loaders.load_race_dir(str(root / "test")).split == "test"
+    assert loaders.load_race_dir(str(root)).split == "dev+test"  # RACE/ holds both
+    plain = tmp_path / "test_like_pytest0" / "mine"  # only exact folder names count
+    write(plain / "1.txt", passage("high1.txt"))
+    assert loaders.load_race_dir(str(plain)).split is None
+    squad = write(tmp_path / "data" / "dev-v1.1.json", squad_doc([qa("q1")]))
+    assert loaders.load_squad(str(squad)).split == "dev"
+    assert loaders.load_squad(str(write(tmp_path / "xquad.en.json", squad_doc([qa("q1")])))).split is None
+    rows = write_jsonl(tmp_path / "train.jsonl.gz", [hub_row("high1.txt")], gz=True)
+    assert loaders.load_race_jsonl(str(rows)).split == "train"
+    adv = write(tmp_path / "sets" / "test" / "dis.json", {"high1.txt-0": adv_rec()})
+    assert loaders.load_advrace_json(str(adv)).split == "test"
+    copy = tmp_path / "elsewhere" / "deeper" / "dev"
+    shutil.copytree(root / "dev", copy)
+    assert loaders.load_race_dir(str(copy)).split == "dev"
+
+
+def test_readers_count_passages_and_race_levels(tmp_path):
+    write(tmp_path / "RACE" / "dev" / "high" / "1.txt", passage("high1.txt", n=2))
+    write(tmp_path / "RACE" / "dev" / "middle" / "3.txt", passage("middle3.txt", n=2, article="Other text."))
+    res = loaders.load_race_dir(str(tmp_path / "RACE" / "dev"))
+    assert (res.kept, res.passages, res.levels) == (4, 2, ["high", "middle"])
+    squad = loaders.load_squad(str(write(tmp_path / "s.json", squad_doc([qa("q1"), qa("q2")]))))
+    assert (squad.kept, squad.passages, squad.levels) == (2, 1, [])
+
+
+def test_hub_reports_the_split_it_asked_for(fake_hub):
+    fake_hub([hub_row("middle1.txt")])
+    res = loaders.load_hub("ehovy/race:middle", split="validation")
+    assert res.split == "validation" and res.levels == ["middle"]

@@ -78,6 +78,21 @@ def test_verify_catches_extra_files(race_dir, tmp_path):
     assert verify_release(out) == ["data/sneaky-00000-of-00001.jsonl: not listed in the manifest"]
 
 
+def test_a_copy_from_the_hub_verifies(race_dir, tmp_path):
+    """A Hub repo adds .gitattributes, and a download to a local_dir keeps a cache folder: neither
+    is the release's, so both pass; anything else unlisted still fails."""
+    out = tmp_path / "rel"
+    build_release(cfg_for(race_dir), out)
+    (out / ".gitattributes").write_text("*.jsonl filter=lfs\n")
+    (out / ".cache" / "huggingface" / "download").mkdir(parents=True)
+    (out / ".cache" / "huggingface" / "download" / "README.md.metadata").write_text("x\n")
+    assert verify_release(out) == []
+    (out / ".cache" / "other").write_text("x\n")
+    (out / "data" / ".gitattributes").write_text("x\n")
+    assert verify_release(out) == [".cache/other: not listed in the manifest",
+                                   "data/.gitattributes: not listed in the manifest"]
+
+
 def test_interrupted_build_leaves_previous_release(race_dir, tmp_path, monkeypatch):
     out = tmp_path / "rel"
     build_release(cfg_for(race_dir), out)
@@ -205,3 +220,81 @@ def test_sample_release_loads_with_datasets(tmp_path):
     assert row["id"].startswith("charswap/") and len(row["options"]) == 4
     by_card = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf2"))
     assert set(by_card) == set(manifest["splits"])
+
+
+# ---------------------------------------------------------------- the card says what was read
+
+
+def race_dev_middle(root: Path) -> Path:
+    """A tiny RACE dev set in the original layout: RACE/dev/middle/*.txt."""
+    from conftest import race_passage
+
+    for n, k in [(1, 2), (2, 3)]:
+        path = root / "RACE" / "dev" / "middle" / f"{n}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(race_passage(f"middle{n}.txt", k)), encoding="utf-8")
+    return root / "RACE" / "dev"
+
+
+def test_a_test_recipe_on_dev_data_writes_a_dev_card(tmp_path):
+    """race-test.yaml reused with --data RACE/dev: the card and manifest say dev, from the data."""
+    from advrace.core.config import with_overrides
+
+    data = race_dev_middle(tmp_path)
+    cfg = with_overrides(load_config(str(REPO / "configs" / "release" / "race-test.yaml")), data=str(data),
+                         workers=1)
+    assert [s.attack for s in cfg.splits] == ["addsent", "charswap", "diagnosis", "option_only"]
+    manifest = build_release(cfg, tmp_path / "rel")
+    src = manifest["source"]
+    assert (src["split"], src["levels"], src["kept"], src["passages"]) == ("dev", ["middle"], 5, 2)
+    assert "split" not in manifest["config"]["data"]  # race-dir reads no `split`; the source says which
+    card = (tmp_path / "rel" / "README.md").read_text(encoding="utf-8")
+    assert "Source: `dev` (race-dir), the **dev** split, RACE middle school; 5 questions on 2 passages" in card
+    assert "the **test** split" not in card and "test set" not in card
+    assert ("The recipe's name (`advrace-race-test`) names the test split, but the data read is the "
+            "**dev** split") in card
+
+    dev = load_config(str(REPO / "configs" / "release" / "race-dev.yaml"))
+    assert dev.data.path == "RACE/dev" and [s.attack for s in dev.splits] == [s.attack for s in cfg.splits]
+    build_release(with_overrides(dev, data=str(data), attacks=["charswap"], workers=1), tmp_path / "dev")
+    card = (tmp_path / "dev" / "README.md").read_text(encoding="utf-8")
+    assert "# advrace-race-dev" in card and "the **dev** split" in card and "The recipe's" not in card
+    assert dev.description.strip() in card
+
+
+def test_a_description_that_names_another_split_is_left_out(race_dir, tmp_path):
+    cfg = cfg_for(race_dir, name="my-release", description="Adversarial splits of the RACE dev set.")
+    manifest = build_release(cfg, tmp_path / "rel")
+    assert manifest["source"]["split"] == "test"  # conftest's race_dir is RACE/test
+    card = (tmp_path / "rel" / "README.md").read_text(encoding="utf-8")
+    assert "RACE dev set" not in card and "the **test** split" in card
+    assert "The recipe's description names the dev split" in card
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for f in race_dir.rglob("*.txt"):
+        (plain / f.name).write_bytes(f.read_bytes())
+    manifest = build_release(cfg_for(plain, description="Adversarial splits of the RACE dev set."),
+                             tmp_path / "plain-rel")
+    card = (tmp_path / "plain-rel" / "README.md").read_text(encoding="utf-8")
+    assert manifest["source"]["split"] is None and "RACE dev set" in card  # nothing to contradict
+    assert "a split its folder and file names do not name" in card
+
+
+def test_stats_and_card_count_removed_words(race_dir, tmp_path):
+    """option_only removes the passage and the question and changes no word: 0% changed, 100%
+    removed, in stats.json and in the card."""
+    from advrace.core.text import word_edits
+
+    build_release(cfg_for(race_dir, splits=["charswap", "option_only"]), tmp_path / "rel")
+    stats = json.loads((tmp_path / "rel" / "stats.json").read_text(encoding="utf-8"))["splits"]
+    only = stats["option_only"]
+    assert only["words_changed"] == 0.0 and only["words_removed"] == 1.0
+    assert only["words_removed_by_field"] == {"question": 1.0, "passage": 1.0}
+    assert stats["charswap"]["words_removed"] == 0.0 and stats["charswap"]["words_changed"] > 0
+    assert stats["original"]["words_removed"] == 0.0
+    card = (tmp_path / "rel" / "README.md").read_text(encoding="utf-8")
+    assert "| split | attack | questions | perturbed | words changed | words removed | sha256 |" in card
+    assert "| option_only | option_only | 7 | 7 | 0.0% | 100.0% |" in card
+    cases = [("a b c d", "a x c d"), ("a b c d", "a b new words c d"), ("a b c d", ""), ("a b c d", "a c"),
+             ("a b c d e", "a x y e"), ("one two", "one two three four five")]
+    assert [word_edits(*c) for c in cases] == [(1, 0), (2, 0), (0, 4), (0, 2), (2, 1), (3, 0)]

@@ -8,7 +8,8 @@ from advrace.core.config import config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.release import build_release, read_split
-from advrace.evaluation.report import MINUS, relative_drop, render_markdown, summarize, write_report
+from advrace.evaluation.report import (DROP_DEFINITION, MINUS, drop_text, relative_drop, render_markdown,
+                                       summarize, write_report)
 from conftest import race_passage, squad_doc
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -59,7 +60,8 @@ def test_summary_drops_and_averages_by_hand():
     assert avg["splits"]["charswap"] == {"accuracy": 52.5, "accuracy_drop": 17.5}
     assert avg["average"] == {"accuracy": 42.5, "accuracy_drop": 33.75}
     md = render_markdown(s)
-    assert "| a | 80.00 | 60.00 (−25.00%) | 40.00 (−50.00%) | 90.00 (+12.50%) | 50.00 (−37.50%) |" in md
+    assert ("| a | 80.00 | 60.00 (drop 25.00%) | 40.00 (drop 50.00%) | 90.00 (drop −12.50%) | "
+            "50.00 (drop 37.50%) |") in md
     assert "| diagnosis (probe) |" in md
     assert relative_drop(0.0, 10.0) is None and relative_drop(None, 1.0) is None
 
@@ -72,7 +74,7 @@ def test_rounding_is_to_two_decimals():
 
 
 def parse_tables(md: str) -> dict:
-    """{metric title: {row name: {column: (score, change or None)}}} from results.md."""
+    """{metric title: {row name: {column: (score, drop or None)}}} from results.md."""
     tables, title, header = {}, None, None
     for line in md.splitlines():
         if line.startswith("## "):
@@ -85,10 +87,10 @@ def parse_tables(md: str) -> dict:
                 continue
             row = {}
             for col, text in zip(header, parts[1:]):
-                m = re.fullmatch(r"(\d+\.\d\d)(?: \(([+−]?)(\d+\.\d\d)%\))?", text)
+                m = re.fullmatch(r"(\d+\.\d\d)(?: \(drop (−?)(\d+\.\d\d)%\))?", text)
                 assert m, text
-                change = None if m.group(3) is None else float(m.group(3)) * (-1 if m.group(2) == MINUS else 1)
-                row[col] = (float(m.group(1)), change)
+                drop = None if m.group(3) is None else float(m.group(3)) * (-1 if m.group(2) == MINUS else 1)
+                row[col] = (float(m.group(1)), drop)
             tables[title][parts[0]] = row
     return tables
 
@@ -104,13 +106,13 @@ def check_md_agrees_with_json(out: Path) -> None:
         for name, row in table.items():
             source = summary["model_average"] if name == "average" else summary["results"][name]
             assert list(row) == summary["columns"] + ["average"]
-            for col, (score, change) in row.items():
+            for col, (score, shown) in row.items():
                 want = source["average"] if col == "average" else source["splits"][col]
                 assert score == want[metric]
                 drop = want.get(f"{metric}_drop")
-                assert (change is None) == (drop is None)
+                assert (shown is None) == (drop is None)
                 if drop is not None:
-                    assert change == pytest.approx(-drop, abs=1e-9)
+                    assert shown == pytest.approx(drop, abs=1e-9)  # the same sign as results.json
 
 
 class Scorer:
@@ -224,3 +226,38 @@ def test_squad_report_has_em_and_f1_tables(tmp_path):
     assert cs["f1"] == pytest.approx(round(100 * (1 + 2 / 3 + 6 / 7) / 3, 2))
     check_md_agrees_with_json(tmp_path / "report")
     assert "## Exact match" in (tmp_path / "report" / "results.md").read_text(encoding="utf-8")
+
+
+def test_drop_has_one_convention_said_once():
+    """results.json, results.md and the chart all give the relative drop, positive when a split
+    is harder; results.md defines it once, in its header."""
+    manifest = manifest_of(("original", "none"), ("charswap", "charswap"), ("diagnosis", "diagnosis"))
+    s = summarize(manifest, {"m": {"original": cell(80.0), "charswap": cell(20.0), "diagnosis": cell(88.0)}})
+    assert s["drop"] == DROP_DEFINITION and "positive when the split scores lower" in DROP_DEFINITION
+    assert s["results"]["m"]["splits"]["charswap"]["accuracy_drop"] == 75.0
+    assert s["results"]["m"]["splits"]["diagnosis"]["accuracy_drop"] == -10.0
+    md = render_markdown(s)
+    assert md.count(DROP_DEFINITION) == 1
+    assert md.index(DROP_DEFINITION) < md.index("## Accuracy")
+    assert "| m | 80.00 | 20.00 (drop 75.00%) | 88.00 (drop −10.00%) | 20.00 (drop 75.00%) |" in md
+    assert "+" not in md.split("## Accuracy")[1]  # no signed change anywhere in the tables
+    assert drop_text(75.0) == "drop 75.00%" and drop_text(-10.0, 1) == "drop −10.0%"
+    assert drop_text(-0.001) == "drop 0.00%"  # no minus on a rounded zero
+
+
+def test_chart_legend_gives_the_average_drop(tmp_path, monkeypatch):
+    import matplotlib.axes
+
+    from advrace.evaluation import report
+
+    labels, bar = [], matplotlib.axes.Axes.bar
+
+    def recording_bar(self, *args, **kwargs):
+        labels.append(kwargs.get("label"))
+        return bar(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "bar", recording_bar)
+    manifest = manifest_of(("original", "none"), ("charswap", "charswap"))
+    s = summarize(manifest, {"m": {"original": cell(80.0), "charswap": cell(20.0)}})
+    report.plot(s, tmp_path / "results.png")
+    assert labels == ["m (average drop 75.0%)"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -210,6 +211,24 @@ def test_versions_after_loading_wordnet(wordnet_res):
     fresh = Resources(wordnet_res.config).versions()
     assert wordnet_res.versions() == fresh
     assert fresh["wordnet"].startswith("WordNet 3.")
+
+
+def test_versions_of_the_named_resources_only(tmp_path):
+    res = Resources(ResourceConfig(cache_dir=str(tmp_path)))
+    some = res.versions({"stopwords", "stemmer"})
+    assert some == {k: v for k, v in Resources(res.config).versions().items() if k in some}
+    assert set(some) == {"stopwords", "stemmer"}
+    assert not {"nlp", "glove", "wordnet"} & set(res.__dict__)
+
+
+def test_stopwords_read_from_spacys_file_are_its_list(monkeypatch):
+    pytest.importorskip("spacy", reason="spaCy is not installed")
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    from advrace.resources import wordlists
+
+    monkeypatch.delitem(sys.modules, wordlists.SPACY_STOP_WORDS)
+    assert wordlists.load_stopwords() == frozenset(w.lower() for w in STOP_WORDS)
 
 
 def test_config_from_dict(tmp_path, monkeypatch):

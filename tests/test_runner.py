@@ -4,7 +4,7 @@ import pytest
 
 from advrace.core.config import config_from_dict
 from advrace.core.errors import ConfigError
-from advrace.release import build_release, read_split
+from advrace.release import build_release, read_split, runner
 from advrace.release.runner import passage_groups
 
 
@@ -20,7 +20,8 @@ SPLITS = ["addsent", "charswap", "diagnosis", {"attack": "option_only"},
           {"attack": "option_only", "name": "option_only_charswap", "from": "charswap"}]
 
 
-def test_results_do_not_depend_on_workers(race_dir, tmp_path):
+def test_results_do_not_depend_on_workers(race_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "CHUNK_PASSAGES", 1)  # three chunks, so that workers fork
     build_release(cfg(race_dir, SPLITS, workers=1), tmp_path / "one")
     build_release(cfg(race_dir, SPLITS, workers=2), tmp_path / "two")
     build_release(cfg(race_dir, SPLITS, workers=3), tmp_path / "three")
@@ -54,9 +55,29 @@ def test_a_failing_worker_leaves_no_release(race_dir, tmp_path, monkeypatch):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(CharSwap, "perturb", broken)
+    monkeypatch.setattr(runner, "CHUNK_PASSAGES", 1)
     with pytest.raises(RuntimeError, match="boom"):
         build_release(cfg(race_dir, ["charswap"], workers=2), tmp_path / "rel")
     assert list(tmp_path.glob("*rel*")) == []
+
+
+def test_workers_preload_only_what_the_attacks_use(race_dir, tmp_path, monkeypatch):
+    from advrace.resources import Resources
+
+    preloaded = []
+    monkeypatch.setattr(Resources, "preload", lambda self, keys: preloaded.append(set(keys)))
+    monkeypatch.setattr(runner, "CHUNK_PASSAGES", 1)
+    build_release(cfg(race_dir, ["charswap", "option_only"], workers=2), tmp_path / "rel")
+    assert preloaded == [{"stopwords", "stemmer"}]  # once, the union: no spaCy, GloVe or WordNet
+
+
+def test_a_build_of_one_chunk_forks_no_workers(race_dir, tmp_path, monkeypatch):
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a worker pool for a single chunk")
+
+    monkeypatch.setattr(runner, "ProcessPoolExecutor", no_pool)
+    manifest = build_release(cfg(race_dir, ["charswap"], workers=4), tmp_path / "rel")
+    assert manifest["splits"]["charswap"]["count"] == 7
 
 
 def test_passage_groups_keep_first_appearance_order():

@@ -559,3 +559,131 @@ def test_an_entry_point_objective_is_loaded_only_when_named(plugin):
     assert "no_question_test" in objective_names()
     with pytest.raises(ConfigError, match=r"no_question_test.keep_question must be true or false, got 'yes'"):
         config_from_dict({"train": "x", "objective": "no_question_test", "no_question_test": {"keep_question": "yes"}})
+
+
+# ---------------------------------------------------------------- learning-rate schedule (issue 15)
+
+
+def scheduled_lrs(warmup: int, total: int, processes: int) -> list[float]:
+    """The lr of each optimiser step, then the lr left after the last, stepping the scheduler
+    once per process for each step as Accelerate does."""
+    from advrace.training.loop import warmup_then_decay
+
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.5)
+    scheduler = warmup_then_decay(optimizer, warmup, total, processes)
+    lrs = []
+    for _ in range(total):
+        lrs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        for _ in range(processes):
+            scheduler.step()
+    return lrs + [optimizer.param_groups[0]["lr"]]
+
+
+@pytest.mark.parametrize("processes", [1, 2, 3])
+def test_warmup_starts_above_zero_peaks_once_and_ends_at_zero(processes):
+    lrs = scheduled_lrs(4, 10, processes)
+    assert lrs == scheduled_lrs(4, 10, 1)
+    assert lrs[0] == pytest.approx(0.5 / 4) and lrs[3] == 0.5 and lrs.count(0.5) == 1
+    assert lrs[:4] == sorted(lrs[:4]) and lrs[3:] == sorted(lrs[3:], reverse=True)
+    steps = [b - a for a, b in zip(lrs, lrs[1:])]
+    assert steps[:3] == pytest.approx([0.5 / 4] * 3) and steps[3:] == pytest.approx([-0.5 / 7] * 7)
+    assert lrs[-2] == pytest.approx(0.5 / 7) and lrs[-1] == 0.0
+    # without warm-up the first step runs at the peak, as transformers' schedule has it
+    assert scheduled_lrs(0, 5, processes) == pytest.approx([0.5, 0.4, 0.3, 0.2, 0.1, 0.0])
+
+
+def test_first_optimiser_step_runs_at_a_learning_rate_above_zero(tokenizer_dir, race_dir, tmp_path):
+    # 7 questions, batch 1 x accumulation 2: 4 steps an epoch, 8 in all, the first 4 warming up;
+    # the log's lr is the one each optimiser step applied
+    base = dict(batch_size=1, gradient_accumulation_steps=2, epochs=2, warmup_ratio=0.5, lr=1e-3,
+                log_every_steps=1, save_every_steps=1)
+    whole = train(tiny(tokenizer_dir, race_dir, tmp_path, output_dir=str(tmp_path / "whole"), **base),
+                  progress=False)
+    lrs = [r["lr"] for r in log_records(tmp_path / "whole", "train")]
+    assert lrs == pytest.approx([1e-3 * f for f in (1 / 4, 2 / 4, 3 / 4, 1, 4 / 5, 3 / 5, 2 / 5, 1 / 5)])
+    assert max(lrs) == 1e-3
+    cut = tiny(tokenizer_dir, race_dir, tmp_path, output_dir=str(tmp_path / "cut"), **base)
+    train({**cut, "max_steps": 3}, progress=False)  # stopped inside the warm-up
+    resumed = train(cut, resume=True, progress=False)
+    a, b = weights(Path(whole["final"])), weights(Path(resumed["final"]))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert log_records(tmp_path / "whole") == log_records(tmp_path / "cut")
+
+
+# ---------------------------------------------------------------- the new head's one line (issue 15)
+
+
+@pytest.fixture
+def encoder_dir(tmp_path):
+    """A tiny BERT encoder saved without any task head, as a pretrained checkpoint is."""
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128)
+    BertModel(config).save_pretrained(tmp_path / "encoder")
+    return tmp_path / "encoder"
+
+
+@pytest.fixture
+def transformers_warnings():
+    """transformers' warnings shown, as by default, whatever an earlier test left set."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_warning()
+    yield
+    hf_logging.set_verbosity(level)
+
+
+def head_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("new multiple-choice head")]
+
+
+def test_a_new_head_is_one_line_not_a_missing_banner(encoder_dir, transformers_warnings, capfd):
+    from transformers import AutoModelForMultipleChoice
+
+    from advrace.models.loading import from_pretrained
+
+    capfd.readouterr()
+    model = from_pretrained(AutoModelForMultipleChoice, str(encoder_dir))
+    out, err = capfd.readouterr()
+    text = out + err
+    assert "MISSING" not in text and "LOAD REPORT" not in text and "warning" not in text
+    assert head_lines(text) == ["new multiple-choice head: classifier.bias, classifier.weight initialised "
+                                "randomly (expected when fine-tuning from an encoder)"]
+    assert type(model).__name__ == "BertForMultipleChoice"
+    from_pretrained(AutoModelForMultipleChoice, str(encoder_dir), quiet=True)
+    assert not head_lines("".join(capfd.readouterr()))
+
+
+def test_an_encoder_weight_missing_is_still_a_warning(encoder_dir, transformers_warnings, capfd):
+    from safetensors.torch import load_file, save_file
+    from transformers import AutoModelForMultipleChoice
+
+    from advrace.models.loading import from_pretrained
+
+    path = encoder_dir / "model.safetensors"
+    tensors = load_file(str(path))
+    del tensors["encoder.layer.1.output.dense.weight"]
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    capfd.readouterr()
+    from_pretrained(AutoModelForMultipleChoice, str(encoder_dir), quiet=True)
+    err = "".join(capfd.readouterr())
+    warning = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "bert.encoder.layer.1.output.dense.weight" in warning[0]
+    assert "classifier" not in warning[0]
+
+
+def test_training_from_an_encoder_says_one_line_about_its_head(encoder_dir, tokenizer_dir, race_dir,
+                                                               tmp_path, transformers_warnings, capfd):
+    cfg = tiny(tokenizer_dir, race_dir, tmp_path, model=str(encoder_dir), model_config=None,
+               epochs=1, max_steps=1)
+    capfd.readouterr()
+    train(cfg, progress=True)
+    text = "".join(capfd.readouterr())
+    assert "MISSING" not in text and "LOAD REPORT" not in text
+    assert len(head_lines(text)) == 1
+    # --quiet: not even that line
+    train({**cfg, "output_dir": str(tmp_path / "quiet")}, progress=False)
+    assert not head_lines("".join(capfd.readouterr()))

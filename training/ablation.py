@@ -54,7 +54,7 @@ class Grid:
     overrides: dict[str, Any] = field(default_factory=dict, metadata={"key": "set"})
     description: str = ""
     batch_size: int = 16
-    max_length: int = 512
+    max_length: int | None = None  # None: each run scored at the length it was trained with
     bf16: bool | None = None
     baselines: tuple[str, ...] = ()  # built-in readers scored beside the runs (advrace.baselines)
 
@@ -181,7 +181,7 @@ def add_ablate_parser(subparsers):
                               description="Adversarial-training ablations in one command (AdvRACE "
                                           "Tables 6-8).",
                               formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
-    p.add_argument("config", help="ablation grid (YAML), e.g. configs/ablation/sample.yaml")
+    p.add_argument("config", help="ablation grid (YAML), e.g. configs/ablation/sample-cpu.yaml")
     p.add_argument("--output-dir", help="where runs and the report go (default: the config's output_dir)")
     p.add_argument("--resume", action="store_true", help="continue interrupted runs from their checkpoints")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

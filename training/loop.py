@@ -24,7 +24,7 @@ import yaml
 
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
-from advrace.models.loading import SMOLLM2, resolve_model, smollm2_gguf
+from advrace.models.loading import SMOLLM2, from_pretrained, resolve_model, smollm2_gguf
 from advrace.models.precision import fp32_load_kwargs
 
 from . import checkpoints
@@ -92,6 +92,26 @@ def no_decay_names(model: torch.nn.Module) -> set[str]:
             if is_norm or p_name == "bias":
                 names.add(full)
     return names
+
+
+def warmup_then_decay(optimizer, warmup: int, total: int, processes: int = 1):
+    """Linear warm-up to the configured lr, then linear decay, over `total` optimiser steps.
+
+    Step n (counting from 1) runs at n / w of the peak for n <= w = max(warmup, 1), so the peak
+    comes at the last warm-up step, then falls by 1 / (total - w + 1) of it a step, to 0 after
+    the last. transformers' get_linear_schedule_with_warmup runs its first step at lr 0, a step
+    wasted. Accelerate steps a prepared scheduler once per process for each optimiser step,
+    hence `processes`.
+    """
+    peak = max(warmup, 1)
+
+    def factor(count: int) -> float:
+        done = count // processes
+        if done < peak:
+            return (done + 1) / peak
+        return max(0.0, (total - done) / max(1, total - peak + 1))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
 def _flat(d: dict, prefix: str = "") -> dict:
@@ -188,7 +208,9 @@ class _Run:
         if cfg.model_config is not None:
             return cls.from_config(config) if hasattr(cls, "from_config") else cls._from_config(config)
         # fp32 master weights, whatever the checkpoint was saved in; autocast picks the compute precision
-        return cls.from_pretrained(model_path, config=config, **self.gguf, **fp32_load_kwargs())
+        return from_pretrained(cls, model_path, config=config,
+                               quiet=not (self.progress and self.accelerator.is_main_process),
+                               **self.gguf, **fp32_load_kwargs())
 
     def _train_examples(self, examples: list) -> tuple[list, dict]:
         """The recipe's training set; adversarial copies are made once (by the main process) and
@@ -283,7 +305,6 @@ class _Run:
 
     def _setup(self) -> None:
         from accelerate.utils import set_seed
-        from transformers import get_linear_schedule_with_warmup
 
         cfg = self.cfg
         self.accelerator = acc = self._accelerator()
@@ -326,10 +347,8 @@ class _Run:
         self.steps_per_epoch = math.ceil(batches / cfg.gradient_accumulation_steps)
         self.total = cfg.epochs * self.steps_per_epoch
         self.limit = min(self.total, cfg.max_steps or self.total)
-        warmup = math.ceil(cfg.warmup_ratio * self.total)
-        # accelerate steps a prepared scheduler once per process for each optimizer step
-        scheduler = get_linear_schedule_with_warmup(optimizer, warmup * acc.num_processes,
-                                                    self.total * acc.num_processes)
+        scheduler = warmup_then_decay(optimizer, math.ceil(cfg.warmup_ratio * self.total), self.total,
+                                      acc.num_processes)
         parts = [model, optimizer, train_dl, scheduler]
         if dev_features:
             parts.append(eval_loader(dev_features, cfg.eval_batch_size or cfg.batch_size, pad,

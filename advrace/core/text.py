@@ -36,13 +36,21 @@ def alpha_tokens(text: str) -> list[re.Match]:
     return list(ALPHA_TOKEN_RE.finditer(text))
 
 
-def changed_words(before: str, after: str) -> int:
-    """Words of `after` that are not an unchanged word of `before` (substituted or inserted)."""
+def word_edits(before: str, after: str) -> tuple[int, int]:
+    """(words of `after` substituted or inserted, words of `before` deleted without a substitute).
+
+    Two counts, because a split that removes text (option_only empties the passage and the
+    question) changes no word, and a share of changed words alone would call it untouched.
+    """
     old, new = words(before), words(after)
     if len(old) == len(new):
-        return sum(a != b for a, b in zip(old, new))
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    return len(new) - sum(block.size for block in matcher.get_matching_blocks())
+        return sum(a != b for a, b in zip(old, new)), 0
+    changed = removed = 0
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if op != "equal":
+            changed += j2 - j1
+            removed += max(0, (i2 - i1) - (j2 - j1))
+    return changed, removed
 
 
 def sentence_breaks(text: str, *, line_breaks: bool = False) -> list[re.Match]:

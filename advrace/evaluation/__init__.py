@@ -7,8 +7,9 @@
 
 A model is a local Transformers checkpoint folder, a Hub name (online only), a built-in reader,
 or any object with `predict_mc(examples) -> list[list[float]]` (per-option scores). A predictions
-file is a JSON object keyed by release record id (`<split>/<source_id>`): an option index for
-RACE, an answer text for SQuAD.
+file is a JSON object keyed by release record id (`<split>/<source_id>`), or JSON lines of
+`{"id": ..., "prediction": ...}` as the report's predictions/ holds: an option index or letter
+for RACE, an answer text for SQuAD.
 """
 
 from advrace.evaluation.command import add_evaluate_parser, evaluate_command, unique_names

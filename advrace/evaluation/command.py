@@ -36,9 +36,12 @@ def unique_names(names: list[str]) -> list[str]:
 
 
 def evaluate_command(release, models=(), predictions=(), out=None, *, splits=None, batch_size: int = 16,
-                     max_length: int = 512, bf16: bool | None = None, allow_missing: bool = False,
+                     max_length: int | None = None, bf16: bool | None = None, allow_missing: bool = False,
                      progress: bool = True, accelerator=None) -> dict:
     """Score every model and predictions file on every split; write the report to `out`.
+
+    `max_length`: None scores each checkpoint at the length `advrace train` recorded for it
+    (512 when none is recorded); the length used goes into the report's sources.
 
     Returns the report summary (what results.json holds). With several processes every process
     scores its shard and only the main process writes.
@@ -75,6 +78,8 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
         inference = getattr(scorer, "inference", None)
         if isinstance(inference, dict):  # the readers that run a network say how it computed
             sources[label].update(bf16=inference.get("precision") == "bf16", inference=inference)
+        if sources[label]["kind"] == "model":
+            sources[label]["max_length"] = scorer.max_length
         if isinstance(scorer, CheckpointScorer):
             del scorer
             if accelerator is not None:
@@ -98,13 +103,18 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     similarity, similarity:ENCODER_FOLDER), or a folder written by save_pretrained (AutoModelForMultipleChoice and its tokenizer
     for RACE releases, AutoModelForQuestionAnswering for SQuAD ones: `advrace train` with
     objective span_extraction), or a Hugging Face Hub name when online. SQuAD models read long
-    contexts in windows of --max-length tokens that overlap by a quarter of them. --predictions: a JSON object keyed by release record
-    id (<split>/<source_id>): an option index (or letter) for RACE, an answer text for SQuAD.
+    contexts in windows of --max-length tokens that overlap by a quarter of them.
 
-    The report folder gets results.json (per model and split: score, n, relative drop from
-    `original` in percent; averages over the adversarial splits and over models; per model, the
-    precision, device type and torch version it was scored with), results.md (the same as a
-    table), results.png (a bar chart) and predictions/<model>.jsonl.
+    --predictions: a JSON object keyed by release record id (<split>/<source_id>), or JSON lines
+    {"id": "<split>/<source_id>", "prediction": ...}, such as the predictions/<model>.jsonl of an
+    earlier report; a prediction is an option index 0-3 or letter A-D for RACE, an answer text
+    for SQuAD.
+
+    The report folder gets results.json (per model and split: score, n and drop, all in percent;
+    averages over the adversarial splits and over models; per model, the precision, device type
+    and torch version it was scored with), results.md (the same as a table), results.png (a bar
+    chart) and predictions/<model>.jsonl. Drop: the relative drop from `original`,
+    100 * (original - split) / original, positive when the split is harder.
     Probe splits (diagnosis, option_only) are reported but not averaged.
     Exit status: 0 on success, 1 if the release fails verification, 2 on bad input,
     3 if a model cannot be loaded.
@@ -123,12 +133,15 @@ def add_evaluate_parser(subparsers):
     p.add_argument("--model", action="append", default=[], metavar="CKPT",
                    help="checkpoint folder or Hub name; repeat for several models")
     p.add_argument("--predictions", action="append", default=[], metavar="FILE",
-                   help="predictions JSON keyed by record id; repeat for several files")
+                   help="predictions file: a JSON object keyed by record id, or JSON lines of "
+                        "{\"id\", \"prediction\"} as in a report's predictions/; repeat for several files")
     p.add_argument("--out", required=True, metavar="REPORT_DIR", help="report folder to write")
     p.add_argument("--splits", type=comma_list, help="comma-separated splits to score (default: all)")
     p.add_argument("--batch-size", type=int, default=16, help="questions per batch (default: 16)")
-    p.add_argument("--max-length", type=int, default=512,
-                   help="tokens per option sequence; longer passages are truncated (default: 512)")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="tokens per option sequence (per window for SQuAD models); longer passages "
+                        "are truncated (default: the length the checkpoint was trained with, when "
+                        "`advrace train` recorded it, else 512)")
     p.add_argument("--no-bf16", dest="bf16", action="store_const", const=False, default=None,
                    help="score in fp32 (default: bf16 autocast where the GPU or CPU has native bf16)")
     p.add_argument("--allow-missing", action="store_true",

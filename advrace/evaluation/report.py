@@ -1,11 +1,15 @@
 """The evaluation report: results.json, results.md, results.png and per-example predictions.
 
 The layout is AdvRACE's Table 3: models as rows, splits as columns, each cell a score with its
-relative drop from the `original` split, an average column over the adversarial splits and an
+drop from the `original` split, an average column over the adversarial splits and an
 average row over models; below it, the precision and device each model was scored with. Probe
 splits (diagnosis, option_only) say how a model reads rather than how robust it is, so they are
 shown but not averaged. Every number is rounded once, in the summary, and the Markdown is
 rendered from that summary, so the two files always agree.
+
+One convention for the drop everywhere (results.json's `<metric>_drop`, results.md, the chart,
+the README): the relative drop, DROP_DEFINITION, so a harder split has a positive drop and an
+easier one (a probe such as diagnosis) a negative one.
 """
 
 from __future__ import annotations
@@ -14,14 +18,16 @@ import json
 import math
 from pathlib import Path
 
+from advrace.attacks import attack_classes
 from advrace.core.atomic import atomic_dir
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 
 ORIGINAL = "original"
-PROBE_ATTACKS = frozenset({"diagnosis", "option_only"})
 TASK_METRICS = {MULTIPLE_CHOICE: ("accuracy",), EXTRACTIVE_QA: ("exact_match", "f1")}
 METRIC_TITLES = {"accuracy": "Accuracy", "exact_match": "Exact match", "f1": "F1"}
 MINUS = "\u2212"
+DROP_DEFINITION = (f"100 × ({ORIGINAL} − split) / {ORIGINAL}: positive when the split scores lower "
+                   f"than {ORIGINAL} (harder), negative when it scores higher")
 
 
 def relative_drop(original: float | None, score: float | None) -> float | None:
@@ -46,13 +52,18 @@ def _rounded(obj, digits: int = 2):
     return obj
 
 
+def probe_attacks() -> set[str]:
+    """The attacks that declare themselves probes, plugins included."""
+    return {cls.name for cls in attack_classes() if cls.probe}
+
+
 def split_kinds(manifest: dict, splits: list[str]) -> tuple[list[str], list[str]]:
     """(adversarial, probe) splits among `splits`: everything but `original` is one or the other."""
-    adversarial, probes = [], []
+    adversarial, probes, probing = [], [], probe_attacks()
     for s in splits:
         if s == ORIGINAL:
             continue
-        (probes if manifest["splits"][s].get("attack") in PROBE_ATTACKS else adversarial).append(s)
+        (probes if manifest["splits"][s].get("attack") in probing else adversarial).append(s)
     return adversarial, probes
 
 
@@ -90,6 +101,7 @@ def summarize(manifest: dict, scores: dict, sources: dict | None = None) -> dict
         over_models["average"][key] = _mean(results[m]["average"][key] for m in models)
     src = manifest.get("source", {})
     summary = {
+        "drop": DROP_DEFINITION,
         "release": {"name": manifest.get("name"), "task": task,
                     "advrace_version": manifest.get("advrace_version"),
                     "source": src.get("name"), "fingerprint": src.get("fingerprint")},
@@ -110,14 +122,10 @@ def summarize(manifest: dict, scores: dict, sources: dict | None = None) -> dict
 # --------------------------------------------------------------------------- rendering
 
 
-def _signed_drop(drop: float) -> str:
-    """A drop shown as the change it is: 20 -> "−20.00%", -5 -> "+5.00%"."""
-    change = -drop
-    if change > 0:
-        return f"+{change:.2f}%"
-    if change < 0:
-        return f"{MINUS}{-change:.2f}%"
-    return "0.00%"
+def drop_text(drop: float, digits: int = 2) -> str:
+    """A drop as it reads everywhere: 20 -> "drop 20.00%", -5 -> "drop −5.00%" (a gain)."""
+    text = f"{abs(drop):.{digits}f}"
+    return f"drop {MINUS if drop < 0 and float(text) else ''}{text}%"
 
 
 def format_cell(cell: dict | None, metric: str) -> str:
@@ -125,7 +133,7 @@ def format_cell(cell: dict | None, metric: str) -> str:
         return "–"
     text = f"{cell[metric]:.2f}"
     drop = cell.get(f"{metric}_drop")
-    return text if drop is None else f"{text} ({_signed_drop(drop)})"
+    return text if drop is None else f"{text} ({drop_text(drop)})"
 
 
 def render_markdown(summary: dict) -> str:
@@ -136,7 +144,9 @@ def render_markdown(summary: dict) -> str:
     lines = [f"# Evaluation: {rel['name']}", "",
              f"Release `{rel['name']}` ({rel['task']}), built with advrace {rel['advrace_version']} from "
              f"`{rel['source']}` (fingerprint `{(rel['fingerprint'] or '')[:16]}`); questions per split: "
-             + ", ".join(f"{s} {summary['split_info'][s]['n']}" for s in columns) + ".", ""]
+             + ", ".join(f"{s} {summary['split_info'][s]['n']}" for s in columns) + ".", "",
+             f"Each cell: the score and its drop from `{ORIGINAL}`, both in percent; drop = {DROP_DEFINITION}.",
+             ""]
     rows = [(m, summary["results"][m]) for m in summary["models"]] + [("average", summary["model_average"])]
     for metric in summary["metrics"]:
         lines += [f"## {METRIC_TITLES[metric]}", "",
@@ -147,9 +157,7 @@ def render_markdown(summary: dict) -> str:
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {format_cell(row['average'], metric)} |")
         lines.append("")
     adv = ", ".join(summary["adversarial_splits"]) or "none"
-    note = (f"Each cell: score in percent (change relative to `{ORIGINAL}`: "
-            f"100 × (split − {ORIGINAL}) / {ORIGINAL}). **average** column: mean over the adversarial "
-            f"splits ({adv})")
+    note = f"**average** column: mean over the adversarial splits ({adv}), of scores and of drops"
     if probes:
         note += f"; probe splits ({', '.join(s for s in columns if s in probes)}) are not averaged"
     lines += [note + ". **average** row: mean over models.", ""]
@@ -164,7 +172,8 @@ def render_markdown(summary: dict) -> str:
 
 
 def plot(summary: dict, path: Path) -> None:
-    """Grouped bars: one group per split, one bar per model (accuracy, or F1 for SQuAD)."""
+    """Grouped bars: one group per split, one bar per model (accuracy, or F1 for SQuAD); the
+    legend gives each model's average drop over the adversarial splits."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -178,7 +187,8 @@ def plot(summary: dict, path: Path) -> None:
         cells = summary["results"][m]["splits"]
         heights = [(cells.get(s) or {}).get(metric) or 0.0 for s in columns]
         xs = [i - 0.4 + width * (k + 0.5) for i in range(len(columns))]
-        bars = ax.bar(xs, heights, width, label=m)
+        drop = summary["results"][m]["average"].get(f"{metric}_drop")
+        bars = ax.bar(xs, heights, width, label=m if drop is None else f"{m} (average {drop_text(drop, 1)})")
         if len(models) * len(columns) <= 24:
             ax.bar_label(bars, fmt="%.1f", fontsize="x-small", padding=1)
     probes = set(summary["probe_splits"])

@@ -8,11 +8,13 @@ advrace.models.span_scoring, one shard of the examples per Accelerate process.
 
 from __future__ import annotations
 
+import inspect
+
 from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.metrics import load_metric, squad_em_f1
 from advrace.models.loading import model_name
-from advrace.models.mc_scoring import CheckpointScorer, load_checkpoint
+from advrace.models.mc_scoring import load_checkpoint
 from advrace.models.readers import is_baseline, make_baseline
 from advrace.models.sharding import map_sharded
 from advrace.models.span_scoring import load_span_model
@@ -30,12 +32,26 @@ def select_splits(manifest: dict, splits=None) -> list[str]:
     return [s for s in available if s in set(splits)]
 
 
+def _takes_progress(method) -> bool:
+    """Whether `method` accepts `desc=` and `progress=` (the scorers and built-in readers do; a
+    user's `predict_mc(examples)` need not)."""
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return True
+    named = {p.name for p in params if p.kind in (inspect.Parameter.KEYWORD_ONLY,
+                                                  inspect.Parameter.POSITIONAL_OR_KEYWORD)}
+    return {"desc", "progress"} <= named
+
+
 def _predict_sharded(scorer, examples, accelerator, *, desc, progress) -> list[list[float]]:
     """Each process scores its shard; every process gets all scores back, in input order."""
+    keywords = {"desc": desc, "progress": progress} if _takes_progress(scorer.predict_mc) else {}
+
     def predict(shard):
-        if isinstance(scorer, CheckpointScorer):
-            return scorer.predict_mc(shard, desc=desc, progress=progress)
-        return scorer.predict_mc(shard)
+        return scorer.predict_mc(shard, **keywords)
 
     scores = map_sharded(predict, examples, accelerator)
     if len(scores) != len(examples):
@@ -144,12 +160,14 @@ def make_accelerator():
     return Accelerator()
 
 
-def score_release(release_dir, model, *, splits=None, batch_size: int = 16, max_length: int = 512,
+def score_release(release_dir, model, *, splits=None, batch_size: int = 16, max_length: int | None = None,
                   bf16: bool | None = None, accelerator=None, progress: bool = True) -> dict:
     """Score a model on each split of a multiple-choice release.
 
-    `model`: a checkpoint folder, a Hub name, or an object with `predict_mc`. `bf16`: None uses
-    bf16 autocast where the device computes in bf16 natively, True always, False never.
+    `model`: a checkpoint folder, a Hub name, or an object with `predict_mc`. `max_length`: None
+    takes the length the checkpoint was trained with when `advrace train` recorded it, else 512.
+    `bf16`: None uses bf16 autocast where the device computes in bf16 natively, True always,
+    False never.
     Returns `{split: {"accuracy": percent, "n": int, "records": [{id, source_id, prediction,
     label, correct, scores}]}}` on every process.
     """

@@ -13,6 +13,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -32,10 +33,22 @@ class LoadResult:
     read: int
     skipped: list[dict] = field(default_factory=list)
     _digest: str = field(default="", repr=False, compare=False)
+    split: str | None = None  # the source's own split as read (see split_named); None: not named
 
     @property
     def kept(self) -> int:
         return len(self.examples)
+
+    @property
+    def passages(self) -> int:
+        """Distinct passages (RACE) or contexts (SQuAD) among the examples."""
+        return len({getattr(ex, "passage", None) or getattr(ex, "context", "") for ex in self.examples})
+
+    @property
+    def levels(self) -> list[str]:
+        """RACE's school levels among the examples, read from their RACE ids (`high1.txt-0`);
+        empty for data without them."""
+        return sorted({m.group(1) for ex in self.examples if (m := RACE_LEVEL.match(ex.id))})
 
     def fingerprint(self) -> str:
         """sha256 of the inputs, independent of where they live; computed while loading.
@@ -49,6 +62,33 @@ class LoadResult:
             h.update(json.dumps(ex.to_record(), sort_keys=True, ensure_ascii=False).encode("utf-8"))
             h.update(b"\n")
         return h.hexdigest()
+
+
+SPLIT_NAMES = ("train", "dev", "validation", "test")
+RACE_LEVEL = re.compile(r"(high|middle)\d")
+
+
+def split_named(path: str, files=()) -> str | None:
+    """The data set's own split as its folder and file names say: `dev` for RACE/dev/middle or
+    dev-v1.1.json, `dev+test` for a folder holding RACE's dev/ and test/. Only the data's own
+    names and those of its two nearest folders count (exactly, not as parts of a longer name),
+    so where a copy sits does not change what a release says about it."""
+    below = {part.lower() for rel in files for part in rel.split("/")[:-1]}
+    found = [s for s in SPLIT_NAMES if s in below]
+    if found:
+        return "+".join(found)
+    path = os.path.abspath(path)
+    if os.path.isfile(path):
+        words = set(re.findall(r"[a-z]+", os.path.basename(path).lower()))
+        found = [s for s in SPLIT_NAMES if s in words]
+        if len(found) == 1:
+            return found[0]
+        path = os.path.dirname(path)
+    for _ in range(3):
+        if os.path.basename(path).lower() in SPLIT_NAMES:
+            return os.path.basename(path).lower()
+        path = os.path.dirname(path)
+    return None
 
 
 class Probe:
@@ -176,9 +216,12 @@ class Collector:
             raise err
         self.skipped.append(err.as_dict())
 
-    def result(self, source: str, fmt: str, files: list[str], digest: str) -> LoadResult:
+    def result(self, source: str, fmt: str, files: list[str], digest: str, split: str | None = None
+               ) -> LoadResult:
+        """The result; `split` defaults to what the source's folder and file names say."""
         return LoadResult(examples=self.examples, source=source, format=fmt, files=sorted(files),
-                          read=self.read, skipped=self.skipped, _digest=digest)
+                          read=self.read, skipped=self.skipped, _digest=digest,
+                          split=split if split is not None else split_named(source, files))
 
 
 class Hasher:

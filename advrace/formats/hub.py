@@ -107,7 +107,7 @@ def load_hub(name, split: str = "test", *, lenient: bool = False, limit: int | N
             seen[eid] = k + 1
         out.add(file, record, lambda row=row, k=k: race_row(row, k, n_options))
     digest = hashlib.sha256(f"hub\0{canonical}\0{split}".encode("utf-8")).hexdigest()
-    return out.result(canonical, NAME, [], digest)
+    return out.result(canonical, NAME, [], digest, split=split)
 
 
 @register_format

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import re
+import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -116,6 +119,106 @@ def check_head(cls, path: Path, what: str, train_hint: str) -> None:
                           f"model needed here; give a folder written by {train_hint}")
 
 
+# --------------------------------------------------------------------------- the load report
+
+TRAINING_HEAD = "expected when fine-tuning from an encoder"
+_SHOWN_KEYS = 6
+
+
+class _HeldReport(logging.Filter):
+    """Holds back the LOAD REPORT banner that transformers logs as a warning after loading."""
+
+    def __init__(self):
+        super().__init__()
+        self.held: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "LOAD REPORT" in record.getMessage():
+            self.held.append(record)
+            return False
+        return True
+
+
+def _keys(keys) -> str:
+    keys = sorted(keys)
+    more = f" and {len(keys) - _SHOWN_KEYS} more" if len(keys) > _SHOWN_KEYS else ""
+    return ", ".join(keys[:_SHOWN_KEYS]) + more
+
+
+def _head_kind(model) -> str:
+    """`multiple-choice ` for BertForMultipleChoice; empty for a class not named `...For...`."""
+    task = type(model).__name__.partition("For")[2]
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", "-", task).lower() + " " if task else ""
+
+
+def report_loading(model, info: dict, source: str, new_head: str = TRAINING_HEAD,
+                   quiet: bool = False) -> None:
+    """Say what `from_pretrained(..., output_loading_info=True)` found, in place of transformers'
+    banner. Weights outside the encoder (the task head, and the encoder's pooler, which feeds only
+    the head) are one line, none when `quiet`: a checkpoint of a bare encoder lacks them by
+    design. Encoder weights missing, unused or of another shape point to the wrong checkpoint and
+    are always a warning."""
+    prefix = getattr(model, "base_model_prefix", "")
+    base = getattr(model, "base_model", model)
+    encoder = {key.split(".", 1)[0] for key in base.state_dict()} - {"pooler"}
+
+    def in_encoder(key: str) -> bool:
+        if prefix and base is not model:
+            if not key.startswith(prefix + "."):
+                return False
+            key = key[len(prefix) + 1:]
+        return key.split(".", 1)[0] in encoder
+
+    missing = set(info.get("missing_keys") or ())
+    unused = set(info.get("unexpected_keys") or ())
+    # the checkpoint of a bare encoder names its weights without the prefix
+    unused_encoder = {k for k in unused if in_encoder(k) or in_encoder(f"{prefix}.{k}")}
+    missing_encoder = {k for k in missing if in_encoder(k)}
+    reshaped = {k[0] for k in info.get("mismatched_keys") or ()}
+    problems = []
+    if missing_encoder:
+        problems.append(f"{len(missing_encoder)} encoder weight(s) missing from the checkpoint, "
+                        f"initialised randomly: {_keys(missing_encoder)}")
+    if unused_encoder:
+        problems.append(f"{len(unused_encoder)} weight(s) of the checkpoint that the model does not "
+                        f"have, left unused: {_keys(unused_encoder)}")
+    if reshaped:
+        problems.append(f"{len(reshaped)} weight(s) of another shape, initialised randomly: "
+                        f"{_keys(reshaped)}")
+    if problems:
+        print(f"warning: {type(model).__name__} from {source}: " + "; ".join(problems)
+              + "; is this the checkpoint meant?", file=sys.stderr, flush=True)
+    head = missing - missing_encoder
+    if head and not quiet:
+        spare = Counter(key.split(".", 1)[0] for key in unused - unused_encoder)
+        tail = "; unused from the checkpoint: " + ", ".join(
+            f"{top}.* ({n})" for top, n in sorted(spare.items())) if spare else ""
+        print(f"new {_head_kind(model)}head: {_keys(head)} initialised randomly ({new_head}){tail}",
+              file=sys.stderr, flush=True)
+
+
+def from_pretrained(cls, source: str, *, new_head: str = TRAINING_HEAD, quiet: bool = False,
+                    **kwargs):
+    """`cls.from_pretrained(source, **kwargs)` with transformers' load report replaced by
+    `report_loading`'s. The banner is shown after all should loading fail, since the error may
+    point to it. A `cls` that is not a class (a loader object of its own) is called as it is."""
+    if not isinstance(cls, type):
+        return cls.from_pretrained(source, **kwargs)
+    logger = logging.getLogger("transformers.modeling_utils")
+    report = _HeldReport()
+    logger.addFilter(report)
+    try:
+        model, info = cls.from_pretrained(source, output_loading_info=True, **kwargs)
+    except BaseException:
+        logger.removeFilter(report)
+        for record in report.held:
+            logger.handle(record)
+        raise
+    logger.removeFilter(report)
+    report_loading(model, info, source, new_head, quiet)
+    return model
+
+
 # --------------------------------------------------------------------------- the loader
 
 
@@ -158,7 +261,7 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     it is not `name` itself (a resolved built-in name). `place`: move the model to this
     process's device (its GPU under `accelerate launch`); False leaves it on the CPU, for a
     caller that places it itself. `check_heads`: refuse a folder saved with another head.
-    `quiet`: no Transformers progress bars while loading.
+    `quiet`: no Transformers progress bars while loading, and no line about a new head.
 
     Raises `wording.missing_error` for a folder that does not exist, ConfigError for a folder
     with another head, ModelLoadError (exit status 3) for one that would not load.
@@ -186,7 +289,9 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
         tokenizer = AutoTokenizer.from_pretrained(str(path) if local else source, **extra)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
-            model = cls.from_pretrained(str(path) if local else source, **extra, **fp32_load_kwargs())
+            model = from_pretrained(cls, str(path) if local else source, quiet=quiet,
+                                    new_head="the checkpoint is an encoder without one: untrained, "
+                                             "drawn from seed 0", **extra, **fp32_load_kwargs())
     except (OSError, ValueError, KeyError, ImportError) as exc:
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         template = wording.failed_online if wording.failed_online and not local else wording.failed

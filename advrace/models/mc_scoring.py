@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from advrace.core.errors import ConfigError
+from advrace.models.checkpoint_info import scoring_max_length
 from advrace.models.loading import ModelLoadError, Wording, load_model, model_name
 from advrace.models.mc_encoding import collate_mc, encode_mc, length_sorted_batches
 from advrace.models.precision import attention_backends, precision_info, use_bf16
@@ -75,11 +76,13 @@ class CheckpointScorer:
         return scores
 
 
-def load_checkpoint(model: str | os.PathLike, **kwargs) -> CheckpointScorer:
+def load_checkpoint(model: str | os.PathLike, *, max_length: int | None = None, **kwargs) -> CheckpointScorer:
     """A CheckpointScorer for a local folder or a Hub name; ModelLoadError when it cannot load.
 
-    `kwargs` go to CheckpointScorer (batch_size, max_length, bf16, accelerator, name). The model
-    stays on the CPU until the scorer places it (on the accelerator's device, when one is given).
+    `max_length`: None scores at the length `advrace train` recorded for the checkpoint (512
+    when none is recorded). `kwargs` go to CheckpointScorer (batch_size, bf16, accelerator,
+    name). The model stays on the CPU until the scorer places it (on the accelerator's device,
+    when one is given).
     Weights the checkpoint lacks (a fresh classifier head) are initialised from a fixed seed, so
     scoring the same checkpoint twice gives the same numbers.
     """
@@ -90,4 +93,5 @@ def load_checkpoint(model: str | os.PathLike, **kwargs) -> CheckpointScorer:
     loaded = load_model(AutoModelForMultipleChoice, name, kwargs.get("bf16"), name, "save_pretrained",
                         place=False, check_heads=False, wording=WORDING)
     kwargs.setdefault("name", model_name(name))
-    return CheckpointScorer(loaded.model, loaded.tokenizer, **kwargs)
+    return CheckpointScorer(loaded.model, loaded.tokenizer, max_length=scoring_max_length(name, max_length),
+                            **kwargs)

@@ -14,8 +14,11 @@ a minute on a laptop whether a release is harder than its source.
   length (1 when either is absent).
 - `similarity[:ENCODER]`: mean-pooled sentence embeddings (the offline MiniLM by default, any
   local encoder folder by path) of the question with the option (filling a blank) against each
-  passage sentence; an option's score is its best cosine similarity. Each passage sentence is
-  encoded once however many questions share the passage.
+  passage sentence; an option's score is its best cosine similarity. Each distinct sentence and
+  query is encoded once per reader, however many questions and splits share it.
+
+Both take `desc=` and `progress=` in `predict_mc`, as the checkpoint scorer does, and draw a
+progress bar over their work when asked.
 """
 
 from __future__ import annotations
@@ -68,27 +71,61 @@ class SlidingWindow:
 
     @staticmethod
     def window_score(passage: list[str], target: set[str], counts: Counter) -> float:
+        """The best window's sum, without summing every window (O(passage x window)).
+
+        A window's sum is its target words' weights added left to right (the other words add
+        0.0, which changes no float), and a window holding more of them sums higher; so only the
+        windows that start at a target word (or the last window, for those near the end) are
+        summed, and each gives exactly the float the plain scan of every window would.
+        """
         size = len(target)
         if not passage or not size:
             return 0.0
         weight = {w: math.log(1 + 1 / counts[w]) for w in target if counts[w]}
-        best = 0.0
-        for start in range(max(1, len(passage) - size + 1)):
-            best = max(best, sum(weight.get(w, 0.0) for w in passage[start:start + size]))
+        hits = [(i, weight[w]) for i, w in enumerate(passage) if w in weight]
+        last = max(0, len(passage) - size)
+        best, j, previous = 0.0, 0, None
+        for i, _ in hits:
+            start = min(i, last)
+            if start == previous:
+                continue
+            previous = start
+            while hits[j][0] < start:
+                j += 1
+            total, m = 0, j
+            while m < len(hits) and hits[m][0] < start + size:
+                total += hits[m][1]
+                m += 1
+            best = max(best, total)
         return best
 
     @staticmethod
     def distance_term(passage: list[str], question: set[str], option: set[str]) -> float:
         """Smallest distance between a question word and an option word, over the passage length."""
-        q_pos = [i for i, w in enumerate(passage) if w in question]
-        a_pos = [i for i, w in enumerate(passage) if w in option]
-        if not q_pos or not a_pos or len(passage) < 2:
+        if len(passage) < 2:
             return 1.0
-        return min(abs(i - j) for i in q_pos for j in a_pos) / (len(passage) - 1)
+        last_q = last_a = None
+        best = None
+        for i, w in enumerate(passage):
+            if w in question:
+                last_q = i
+                if last_a is not None:
+                    best = i - last_a if best is None else min(best, i - last_a)
+            if w in option:
+                last_a = i
+                if last_q is not None:
+                    best = i - last_q if best is None else min(best, i - last_q)
+        return 1.0 if best is None else best / (len(passage) - 1)
 
     def scores(self, passage: str, question: str, options) -> list[float]:
+        return self._scores(*self._tokens(passage), question, options)
+
+    @staticmethod
+    def _tokens(passage: str) -> tuple[list[str], Counter]:
         p = tokens(passage)
-        counts = Counter(p)
+        return p, Counter(p)
+
+    def _scores(self, p: list[str], counts: Counter, question: str, options) -> list[float]:
         q = set(tokens(question.replace("_", " ")))
         out = []
         for option in options:
@@ -99,8 +136,17 @@ class SlidingWindow:
             out.append(score)
         return out
 
-    def predict_mc(self, examples, **_) -> list[list[float]]:
-        return [self.scores(ex.passage, ex.question, ex.options) for ex in examples]
+    def predict_mc(self, examples, *, desc: str | None = None, progress: bool = False) -> list[list[float]]:
+        """Per-option scores; each distinct passage is tokenized once."""
+        from tqdm.auto import tqdm
+
+        passages: dict[str, tuple] = {}
+        out = []
+        for ex in tqdm(examples, desc=desc, unit="question", disable=not progress, leave=False):
+            if ex.passage not in passages:
+                passages[ex.passage] = self._tokens(ex.passage)
+            out.append(self._scores(*passages[ex.passage], ex.question, ex.options))
+        return out
 
 
 def passage_sentences(passage: str) -> list[str]:
@@ -110,9 +156,16 @@ def passage_sentences(passage: str) -> list[str]:
 
 
 class SimilarityReader:
-    """Best cosine similarity between question-with-option and a passage sentence."""
+    """Best cosine similarity between question-with-option and a passage sentence.
 
-    def __init__(self, encoder: str = MINILM, batch_size: int = 64, max_length: int = 128):
+    Embeddings are kept by text for the reader's life (up to `cache_size` texts, about 1.5 kB
+    each for MiniLM): the splits of a release share most passage sentences and queries, while
+    within a split an attacked passage is seldom shared, so caching across `predict_mc` calls
+    encodes about a third of the texts that encoding each split afresh would.
+    """
+
+    def __init__(self, encoder: str = MINILM, batch_size: int = 64, max_length: int = 128,
+                 cache_size: int = 200_000):
         from transformers import AutoModel
 
         # On the CPU, where it stays; quiet: a progress bar per load would clutter every report.
@@ -122,21 +175,29 @@ class SimilarityReader:
         self.name = SIMILARITY if encoder == MINILM else f"{SIMILARITY}:{encoder}"
         self.batch_size = batch_size
         self.max_length = max_length
+        self.cache_size = cache_size
+        self._cache: dict = {}
 
     @property
     def inference(self) -> dict:
         """Always fp32 on the CPU: the encoder is small, and the same everywhere."""
         return precision_info(self.model.device, False)
 
-    def encode(self, texts: list[str]):
-        """Unit-length mean-pooled embeddings, in length-sorted batches (results in input order)."""
+    def encode(self, texts: list[str], *, desc: str | None = None, progress: bool = False):
+        """Unit-length mean-pooled embeddings, in batches sorted by token count (sorted by
+        characters, padding added a third or more to the tokens run), results in input order."""
         import torch
+        from tqdm.auto import tqdm
 
-        order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))
+        if not texts:
+            return torch.zeros((0, self.model.config.hidden_size))
+        lengths = [len(ids) for ids in self.tokenizer(list(texts), truncation=True,
+                                                      max_length=self.max_length)["input_ids"]]
+        order = sorted(range(len(texts)), key=lambda i: (-lengths[i], i))
+        batches = [order[k:k + self.batch_size] for k in range(0, len(order), self.batch_size)]
         out = [None] * len(texts)
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                idx = order[start:start + self.batch_size]
+            for idx in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
                 enc = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
                                      max_length=self.max_length, return_tensors="pt")
                 hidden = self.model(**enc).last_hidden_state
@@ -145,24 +206,34 @@ class SimilarityReader:
                 pooled = torch.nn.functional.normalize(pooled, dim=-1)
                 for row, i in enumerate(idx):
                     out[i] = pooled[row]
-        return torch.stack(out) if out else torch.zeros((0, self.model.config.hidden_size))
+        return torch.stack(out)
 
-    def predict_mc(self, examples, **_) -> list[list[float]]:
-        """Sentences of each distinct passage and every question-with-option, each encoded once."""
+    def embed(self, texts: list[str], *, desc: str | None = None, progress: bool = False):
+        """`encode` of distinct texts, each encoded once per reader (rows in input order)."""
+        import torch
+
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            self._cache.update(zip(missing, self.encode(missing, desc=desc, progress=progress)))
+        if not texts:
+            return torch.zeros((0, self.model.config.hidden_size))
+        vectors = torch.stack([self._cache[t] for t in texts])
+        for old in list(self._cache)[:max(0, len(self._cache) - self.cache_size)]:
+            del self._cache[old]
+        return vectors
+
+    def predict_mc(self, examples, *, desc: str | None = None, progress: bool = False) -> list[list[float]]:
+        """Every distinct passage sentence and question-with-option, embedded once."""
         passages = list(dict.fromkeys(ex.passage for ex in examples))
         sentences = {p: passage_sentences(p) or [p] for p in passages}
-        flat = [s for p in passages for s in sentences[p]]
-        queries = [question_with_option(ex.question, o) for ex in examples for o in ex.options]
-        vectors = self.encode(flat + queries)
-        sent_vecs, query_vecs = vectors[:len(flat)], vectors[len(flat):]
-        spans, k = {}, 0
-        for p in passages:
-            spans[p] = (k, k + len(sentences[p]))
-            k += len(sentences[p])
-        out, q = [], 0
-        for ex in examples:
-            lo, hi = spans[ex.passage]
-            sims = query_vecs[q:q + len(ex.options)] @ sent_vecs[lo:hi].T
+        queries = [[question_with_option(ex.question, o) for o in ex.options] for ex in examples]
+        texts = list(dict.fromkeys([s for p in passages for s in sentences[p]]
+                                   + [q for qs in queries for q in qs]))
+        row = {t: i for i, t in enumerate(texts)}
+        vectors = self.embed(texts, desc=desc, progress=progress)
+        sent_vecs = {p: vectors[[row[s] for s in sentences[p]]] for p in passages}
+        out = []
+        for ex, qs in zip(examples, queries):
+            sims = vectors[[row[q] for q in qs]] @ sent_vecs[ex.passage].T
             out.append([float(x) for x in sims.max(dim=1).values])
-            q += len(ex.options)
         return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from advrace.models.checkpoint_info import scoring_max_length
 from advrace.models.loading import load_model, model_name
 from advrace.models.mc_encoding import length_sorted_batches
 from advrace.models.precision import attention_backends, precision_info, use_bf16
@@ -89,16 +90,19 @@ def answer_distribution(spans: list[Span]) -> list[tuple[str, float]]:
 
 
 def load_span_model(name: str, *, what: str = "span model", hint: str = SPAN_TRAIN_HINT,
-                    **kwargs) -> SpanScorer:
+                    max_length: int | None = None, **kwargs) -> SpanScorer:
     """A SpanScorer for a checkpoint folder (or a Hub name online), on this process's device.
 
-    `what` and `hint` word the loading errors (who loads it; how to make a span checkpoint);
-    `kwargs` go to SpanScorer (batch_size, max_length, doc_stride, max_answer_tokens, bf16, name).
+    `what` and `hint` word the loading errors (who loads it; how to make a span checkpoint).
+    `max_length`: the window length; None takes the one `advrace train` recorded for the
+    checkpoint (512 when none is recorded). `kwargs` go to SpanScorer (batch_size, doc_stride
+    (default: a quarter of the window), max_answer_tokens, bf16, name).
     """
     from transformers import AutoModelForQuestionAnswering
 
     model, tokenizer, device, _ = load_model(AutoModelForQuestionAnswering, name, kwargs.get("bf16"),
                                              what, hint)
+    max_length = scoring_max_length(name, max_length)
     kwargs.setdefault("name", model_name(name))
-    kwargs.setdefault("doc_stride", kwargs.get("max_length", 384) // 4)
-    return SpanScorer(model, tokenizer, device=device, **kwargs)
+    kwargs.setdefault("doc_stride", max_length // 4)
+    return SpanScorer(model, tokenizer, device=device, max_length=max_length, **kwargs)

@@ -16,7 +16,7 @@ from advrace.core.atomic import atomic_dir, check_replaceable
 from advrace.core.config import SAMPLE_DIR, SAMPLE_PREFIX, ReleaseConfig
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA
-from advrace.formats import LoadResult, load
+from advrace.formats import LoadResult, get_format, load
 from advrace.models.sharding import process_state
 from advrace.release.audit import AuditContext, audit_split
 from advrace.release.card import dataset_card
@@ -44,6 +44,8 @@ def _portable_config(cfg: ReleaseConfig, loaded: LoadResult) -> dict:
     manifest."""
     config = cfg.to_dict()
     config["data"].pop("path")
+    if get_format(loaded.format).local:  # only the hub reads `split`; the source section says which was read
+        config["data"].pop("split")
     config["data"]["format"] = loaded.format
     config["resources"] = {k: (Path(v).name if k.endswith(("_path", "_dir")) and isinstance(v, str) else v)
                            for k, v in config["resources"].items()}
@@ -188,7 +190,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
         if summary:
             stats["splits"][split]["attack_stats"] = summary
 
-    versions = resources.versions()
+    versions = resources.versions({key for attack in attacks for key in attack.uses})
     manifest = {
         "name": cfg.name,
         "advrace_version": __version__,
@@ -204,9 +206,11 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
             "read": loaded.read,
             "kept": loaded.kept,
             "skipped": loaded.skipped,
+            "split": loaded.split,
+            "passages": loaded.passages,
+            **({"levels": loaded.levels} if loaded.levels else {}),
         },
-        "resources": {k: v for k, v in sorted(versions.items())
-                      if any(k in attack.uses for attack in attacks)},
+        "resources": dict(sorted(versions.items())),
         "splits": {},
         "files": {},
     }

@@ -3,31 +3,85 @@ model-dependent ones were made."""
 
 from __future__ import annotations
 
+import re
+
 from advrace.core.config import ReleaseConfig
 from advrace.core.tasks import MULTIPLE_CHOICE
+
+# A data set's split as a recipe's name or description may name it; dev and validation are one.
+SPLIT_WORDS = {"train": "train", "dev": "dev", "validation": "dev", "test": "test"}
+
+
+def named_splits(text: str) -> set[str]:
+    """The splits a recipe's free text names (`advrace-race-test`, "the RACE test set")."""
+    return {SPLIT_WORDS[w] for w in re.findall(r"[a-z]+", text.lower()) if w in SPLIT_WORDS}
+
+
+def _read_splits(split: str) -> set[str]:
+    return {SPLIT_WORDS.get(s, s) for s in split.split("+")}
+
+
+def contradicts(text: str, split: str | None) -> bool:
+    """Whether `text` names a split other than the one read (never when the read one is unknown)."""
+    return bool(split) and bool(named_splits(text) - _read_splits(split))
+
+
+def source_line(src: dict, task: str) -> str:
+    """What was read, from the data rather than the recipe: its split (from its folder and file
+    names), RACE levels (from its ids), and how many questions on how many passages."""
+    parts = [f"`{src['name']}` ({src['format']})"]
+    if "split" in src:
+        parts.append(f"the **{src['split']}** split" if src["split"]
+                     else "a split its folder and file names do not name")
+    if src.get("levels"):
+        parts.append("RACE " + " and ".join(src["levels"]) + " school")
+    count = f"{src['kept']} questions"
+    if src.get("passages") is not None:
+        count += f" on {src['passages']} {'passages' if task == MULTIPLE_CHOICE else 'paragraphs'}"
+    return f"Source: {', '.join(parts)}; {count}; source fingerprint `{src['fingerprint'][:16]}`."
+
+
+def _recipe_note(cfg: ReleaseConfig, split: str | None) -> list[str]:
+    """A recipe reused on other data (race-test.yaml with --data RACE/dev) keeps its name, so
+    the card says that the name is wrong and leaves a wrong description out."""
+    clash = [(what, text) for what, text in (("name", cfg.name), ("description", cfg.description))
+             if contradicts(text, split)]
+    if not clash:
+        return []
+    others = sorted(set().union(*(named_splits(text) for _, text in clash)) - _read_splits(split))
+    subject = " and ".join(f"name (`{cfg.name}`)" if what == "name" else "description" for what, _ in clash)
+    return [f"The recipe's {subject} {'name' if len(clash) > 1 else 'names'} the {' and '.join(others)} "
+            f"split, but the data read is the **{split}** split: this card describes what was read"
+            + (", without that description" if clash[-1][0] == "description" else "") + ".", ""]
 
 
 def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
     task = manifest["task"]
+    src = manifest["source"]
     lines = ["---", f"pretty_name: {cfg.name}", "configs:", "- config_name: default", "  data_files:"]
     for split, info in manifest["splits"].items():
         lines += [f"  - split: {split}", f"    path: {info['file']}"]
     lines += ["---", "", f"# {cfg.name}", ""]
-    if cfg.description:
+    if cfg.description and not contradicts(cfg.description, src.get("split")):
         lines += [cfg.description.strip(), ""]
     lines += [
         f"A frozen adversarial benchmark release for {'multiple-choice' if task == MULTIPLE_CHOICE else 'extractive'}"
-        f" reading comprehension, built with advrace {manifest['advrace_version']} from "
-        f"`{manifest['source']['name']}` ({manifest['source']['format']}, {manifest['source']['kept']} questions, "
-        f"source fingerprint `{manifest['source']['fingerprint'][:16]}`).",
+        f" reading comprehension, built with advrace {manifest['advrace_version']}.",
         "",
-        "| split | attack | questions | perturbed | words changed | sha256 |",
-        "|---|---|---:|---:|---:|---|",
+        source_line(src, task),
+        "",
+        *_recipe_note(cfg, src.get("split")),
+        "| split | attack | questions | perturbed | words changed | words removed | sha256 |",
+        "|---|---|---:|---:|---:|---:|---|",
     ]
     for split, info in manifest["splits"].items():
         s = stats["splits"][split]
         lines.append(f"| {split} | {info['attack']} | {info['count']} | {info['perturbed']} | "
-                     f"{100 * s['words_changed']:.1f}% | `{info['sha256'][:16]}` |")
+                     f"{100 * s['words_changed']:.1f}% | {100 * s.get('words_removed', 0.0):.1f}% | "
+                     f"`{info['sha256'][:16]}` |")
+    lines += ["", "Words changed: words substituted or inserted; words removed: words deleted (option_only "
+                  "removes the passage and the question); both as a share of the source's passage (SQuAD: "
+                  "context) and question words."]
     dependent = [(split, info) for split, info in manifest["splits"].items() if "checkpoint_sha256" in info]
     if dependent:
         lines += [""]

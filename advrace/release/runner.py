@@ -151,10 +151,11 @@ def _run_rule_based(specs: list, attacks: list, examples: list, resources, worke
                     ) -> dict[str, SplitResult]:
     runner = Runner(tuple(specs), attacks)
     groups = passage_groups(examples)
-    workers = max(1, min(workers or default_workers(), len(groups)))
     results: list[dict | None] = [None] * len(groups)
     # A fixed chunk size, so that spaCy sees the same batches whatever the number of workers.
     chunks = [list(range(s, min(s + CHUNK_PASSAGES, len(groups)))) for s in range(0, len(groups), CHUNK_PASSAGES)]
+    # No more workers than chunks: a build of one chunk runs in this process, with no fork.
+    workers = max(1, min(workers or default_workers(), len(chunks)))
     payload = [[[examples[i] for i in groups[gi]] for gi in chunk] for chunk in chunks]
     bar = _bar(len(examples), progress and bool(specs))
 
@@ -167,8 +168,7 @@ def _run_rule_based(specs: list, attacks: list, examples: list, resources, worke
         for chunk, part in zip(chunks, payload):
             collect(chunk, runner.run_groups(part))
     elif specs:
-        for attack in attacks:
-            resources.preload(attack.uses)
+        resources.preload({key for attack in attacks for key in attack.uses})
         # fork: workers inherit the loaded resources and the attacks instead of unpickling them;
         # an executor (unlike multiprocessing.Pool) raises when a worker dies instead of hanging.
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),

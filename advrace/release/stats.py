@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from advrace.core.examples import MCExample
-from advrace.core.text import changed_words, count_words
+from advrace.core.text import count_words, word_edits
 
 
 def _mean(values: list[float]) -> float:
@@ -29,6 +29,7 @@ def split_stats(examples: list, originals: dict, perturbed: list[bool], reasons:
     else:
         stats["avg_answer_words"] = _mean([count_words(a.text) for e in examples for a in e.answers])
     changed = {"question": 0, body: 0}
+    removed = {"question": 0, body: 0}
     total = {"question": 0, body: 0}
     options_changed = 0
     for ex in examples:
@@ -37,13 +38,18 @@ def split_stats(examples: list, originals: dict, perturbed: list[bool], reasons:
             before, after = getattr(orig, name), getattr(ex, name)
             total[name] += count_words(before)
             if before != after:
-                changed[name] += changed_words(before, after)
+                n_changed, n_removed = word_edits(before, after)
+                changed[name] += n_changed
+                removed[name] += n_removed
         if mc and ex.options != orig.options:
             options_changed += 1
     all_total = sum(total.values())
     stats["words_changed"] = round(sum(changed.values()) / all_total, 4) if all_total else 0.0
     stats["words_changed_by_field"] = {k: round(changed[k] / total[k], 4) if total[k] else 0.0
                                        for k in changed}
+    stats["words_removed"] = round(sum(removed.values()) / all_total, 4) if all_total else 0.0
+    stats["words_removed_by_field"] = {k: round(removed[k] / total[k], 4) if total[k] else 0.0
+                                       for k in removed}
     if mc:
         stats["examples_with_options_changed"] = options_changed
     return stats

@@ -11,6 +11,12 @@ from advrace.core.errors import ConfigError, VerifyError
 from advrace.release.records import sha256_file
 
 
+# What a copy of a release on the Hub carries besides the release: git's attributes file, and the
+# download cache that huggingface_hub keeps in a local_dir. Neither can change what a split holds.
+HUB_BOOKKEEPING = (".gitattributes",)
+HUB_FOLDERS = (".git/", ".cache/huggingface/")
+
+
 def load_manifest(release_dir: str | Path) -> dict:
     root = Path(release_dir)
     if not root.is_dir():
@@ -48,6 +54,8 @@ def _verify(root: Path) -> tuple[dict, list[str]]:
             problems += records
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
+        if rel in HUB_BOOKKEEPING or rel.startswith(HUB_FOLDERS):
+            continue
         if path.is_file() and rel != "manifest.json" and rel not in expected:
             problems.append(f"{rel}: not listed in the manifest")
     return manifest, problems

@@ -128,13 +128,15 @@ class Resources:
         reopen_files(self.__dict__.get("wordnet"))
 
     def preload(self, keys) -> None:
-        """Load the named resources now, so that forked workers share them instead of each
-        loading its own copy."""
+        """Load the named resources (keys of `versions`) now, so that forked workers share them
+        instead of each loading its own copy; resources not named stay unloaded."""
         loaders = {"spacy_model": ("nlp", "sentencizer", "tagger"), "glove": ("glove",),
                    "wordnet": ("wordnet",), "stopwords": ("stopwords",)}
         for key in keys:
             for attr in loaders.get(key, ()):
                 getattr(self, attr)
+            if key == "stemmer":
+                self.stem("preload")
 
     # word tags
 
@@ -227,19 +229,24 @@ class Resources:
 
     # manifest
 
-    def versions(self) -> dict[str, str]:
-        """Versions of every configured resource, read from metadata rather than by loading them."""
-        spacy_v = package_version("spacy")
-        out = {"spacy": spacy_v or "missing"}
-        meta = self.nlp.meta if "nlp" in self.__dict__ else self._spacy_model_meta()
-        out["spacy_model"] = model_version(meta, self._spacy_model_name())
-        loaded = (self.wordnet, self._wordnet_where) if "wordnet" in self.__dict__ else None
-        out["wordnet"] = wordnet_version(self.config.wordnet_dir, loaded)
-        out["glove"] = glove_version(self.config.glove_path, self.config.glove_vocab)
-        out["stopwords"] = stopwords_version(lambda: self.stopwords)
-        out["common_words"] = common_words_version()
-        out["stemmer"] = stemmer_version()
-        return out
+    def versions(self, keys=None) -> dict[str, str]:
+        """Versions of the named resources (default: all), read from metadata rather than by
+        loading them; naming only what the attacks use keeps nltk and the rest unimported."""
+        lines = {
+            "spacy": lambda: package_version("spacy") or "missing",
+            "spacy_model": lambda: model_version(
+                self.nlp.meta if "nlp" in self.__dict__ else self._spacy_model_meta(),
+                self._spacy_model_name()),
+            "wordnet": lambda: wordnet_version(
+                self.config.wordnet_dir,
+                (self.wordnet, self._wordnet_where) if "wordnet" in self.__dict__ else None),
+            "glove": lambda: glove_version(self.config.glove_path, self.config.glove_vocab),
+            "stopwords": lambda: stopwords_version(lambda: self.stopwords),
+            "common_words": common_words_version,
+            "stemmer": stemmer_version,
+        }
+        wanted = lines if keys is None else [k for k in lines if k in set(keys)]
+        return {k: lines[k]() for k in wanted}
 
 
 _CACHE: dict[ResourceConfig, Resources] = {}

@@ -5,21 +5,43 @@ stemmer for comparing words across inflections."""
 from __future__ import annotations
 
 import functools
+import importlib.util
+import sys
 from collections.abc import Callable
 
 from advrace.core.errors import ResourceMissing
 
-from .packages import package_version
+from .packages import module_dir, package_version
+
+SPACY_STOP_WORDS = "spacy.lang.en.stop_words"
 
 
 def load_stopwords() -> frozenset[str]:
-    """spaCy's English stopword list, lowercased; importing it needs no model."""
+    """spaCy's English stopword list, lowercased, read without importing spaCy: `import spacy`
+    pulls in thinc and torch (seconds), while the list is one self-contained file."""
+    return frozenset(w.lower() for w in _spacy_stop_words())
+
+
+def _spacy_stop_words() -> set[str]:
+    loaded = sys.modules.get(SPACY_STOP_WORDS)
+    if loaded is not None:
+        return loaded.STOP_WORDS
+    root = module_dir("spacy")
+    path = root / "lang" / "en" / "stop_words.py" if root is not None else None
+    if path is not None and path.is_file():
+        spec = importlib.util.spec_from_file_location("_advrace_spacy_stop_words", path)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+            return module.STOP_WORDS
+        except (ImportError, AttributeError):  # a future spaCy whose file is not standalone
+            pass
     try:
         # deferred for start-up time: importing spaCy takes seconds
         from spacy.lang.en.stop_words import STOP_WORDS
     except ImportError:
         raise ResourceMissing("spaCy is not installed; `pip install spacy`") from None
-    return frozenset(w.lower() for w in STOP_WORDS)
+    return STOP_WORDS
 
 
 def stopwords_version(stopwords: Callable[[], frozenset[str]]) -> str:

@@ -113,10 +113,11 @@ def _sample_words() -> list[str]:
     return sorted(words)
 
 
-def make_models(folder: Path) -> dict[str, str]:
+def make_models(folder: Path, positions: int = 256) -> dict[str, str]:
     """A WordPiece tokenizer over the sample's words and three random checkpoints using it: a span
     extractor (DE and the SQuAD adversaries), a UniLM generator and a causal LM (DG's backends).
-    Each is drawn under torch seed 0, so every build gives the same files."""
+    Each is drawn under torch seed 0, so every build gives the same files; `positions` is the
+    longest input the BERT ones read."""
     import torch
     from transformers import BertConfig, BertForQuestionAnswering, BertTokenizerFast, LlamaConfig, LlamaForCausalLM
 
@@ -127,7 +128,7 @@ def make_models(folder: Path) -> dict[str, str]:
     vocab.write_text("\n".join(SPECIAL + list("0123456789.,?!_'\"-") + _sample_words()) + "\n", encoding="utf-8")
     tok = BertTokenizerFast(str(vocab))
     bert = dict(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                intermediate_size=64, max_position_embeddings=256, initializer_range=0.2)
+                intermediate_size=64, max_position_embeddings=positions, initializer_range=0.2)
     llama = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
                         bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
