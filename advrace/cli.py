@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -164,6 +165,35 @@ def _attacks(args) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def library_bars_silenced(silence: bool):
+    """`--quiet` also for the bars that Transformers and the Hub draw while loading a model. The
+    variable reaches a Transformers imported later (and worker processes); one already imported
+    is told directly. Both are put back afterwards, for callers of `main` in a longer process
+    that had imported Transformers already."""
+    if not silence:
+        yield
+        return
+    before = os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS")
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    hf_logging = sys.modules.get("transformers.utils.logging")
+    # A Transformers first imported meanwhile read the variable and keeps its bars off: turning
+    # them on again would only warn that the Hub's copy of the variable has priority.
+    restore = hf_logging is not None and hf_logging.is_progress_bar_enabled()
+    if hf_logging is not None:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
+        else:
+            os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = before
+        hf_logging = sys.modules.get("transformers.utils.logging")
+        if hf_logging is not None and restore:
+            hf_logging.enable_progress_bar()
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = _parser()  # asks the registries, which load third-party plugins
@@ -172,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     args = parser.parse_args(argv)
     try:
-        return args.handler(args)
+        with library_bars_silenced(getattr(args, "quiet", False)):
+            return args.handler(args)
     except AdvraceError as exc:
         print(f"advrace {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code

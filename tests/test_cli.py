@@ -1,6 +1,8 @@
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 from advrace.cli import main
 from advrace.release import split_file
@@ -56,3 +58,36 @@ def test_unknown_attack_and_missing_data(race_dir, tmp_path, capsys):
 def test_console_entry_point_help():
     res = subprocess.run([sys.executable, "-m", "advrace", "build", "--help"], capture_output=True, text=True)
     assert res.returncode == 0 and "--lenient" in res.stdout and "examples:" in res.stdout
+
+
+def test_quiet_build_draws_no_bar_of_any_library(tmp_path):
+    """--quiet silences Transformers' "Loading weights" bar too, not only advrace's own bars."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from golden.golden_build import make_models
+
+    model = make_models(tmp_path / "models")["qa"]
+    config = tmp_path / "de.yaml"
+    config.write_text(json.dumps({"name": "quiet", "data": {"path": "@sample/race", "limit": 4},
+                                  "splits": [{"attack": "distractor_extraction",
+                                              "config": {"model": model, "max_length": 96, "doc_stride": 32}}]}))
+    runs = {}
+    for flag in ([], ["--quiet"]):
+        run = subprocess.run([sys.executable, "-m", "advrace", "build", str(config), "--out",
+                              str(tmp_path / f"rel{len(flag)}"), *flag], capture_output=True, text=True,
+                             env={**os.environ, "ACCELERATE_USE_CPU": "true"})
+        assert run.returncode == 0, run.stderr
+        runs[bool(flag)] = run.stderr
+    assert "Loading weights" in runs[False] and "distractor_extraction" in runs[False]
+    assert runs[True] == ""
+
+
+def test_quiet_puts_the_library_bars_back(race_dir, tmp_path):
+    """An in-process caller of main() gets Transformers' bars and the environment as they were."""
+    from transformers.utils import logging as hf_logging
+
+    assert hf_logging.is_progress_bar_enabled()
+    before = os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS")
+    assert main(["build", "--data", str(race_dir), "--attacks", "charswap", "--out", str(tmp_path / "r"),
+                 "--quiet"]) == 0
+    assert hf_logging.is_progress_bar_enabled()
+    assert os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == before
