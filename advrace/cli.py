@@ -119,7 +119,8 @@ def _build(args) -> int:
                          lenient=args.lenient, workers=args.workers, drop_flagged=args.drop_flagged)
     manifest = build_release(cfg, args.out, progress=not args.quiet)
     src = manifest["source"]
-    print(f"wrote {args.out}: {src['kept']} questions from {src['name']} "
+    split = f", the {src['split']} split" if src.get("split") else ""
+    print(f"wrote {args.out}: {src['kept']} questions from {src['name']}{split} "
           f"({src['read']} read, {len(src['skipped'])} skipped)")
     for split, info in manifest["splits"].items():
         print(f"  {split:<24} {info['count']:>6} records  {info['perturbed']:>6} perturbed  "

@@ -178,6 +178,7 @@ def _chart(result: dict, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     splits = list(result["splits"])
     measured = [i for i, s in enumerate(splits) if result["splits"][s]["annotations"]]
@@ -188,14 +189,17 @@ def _chart(result: dict, path: Path) -> None:
         values = [100 * e[f"{key}_rate"] for e in entries]
         lo = [v - 100 * e[f"{key}_ci"][0] for v, e in zip(values, entries)]
         hi = [100 * e[f"{key}_ci"][1] - v for v, e in zip(values, entries)]
-        ax.bar([i + (k - 0.5) * width for i in measured], values, width, yerr=[lo, hi], capsize=3, label=key)
+        ax.bar([i + (k - 0.5) * width for i in measured], values, width, yerr=[lo, hi], capsize=3,
+               color=f"C{k}")
     for i in sorted(set(range(len(splits))) - set(measured)):
         ax.text(i, 2, "n/a", ha="center", va="bottom", color="grey")
     ax.set_xticks(range(len(splits)), splits, rotation=20)
     ax.set_xlim(-0.6, len(splits) - 0.4)
     ax.set_ylim(0, 105)
     ax.set_ylabel("% of annotations")
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
+    # drawn from patches, since bars with no split measured would give the legend no colour
+    ax.legend(handles=[Patch(color=f"C{k}", label=key) for k, key in enumerate(("valid", "correct"))],
+              loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
