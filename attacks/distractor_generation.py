@@ -23,11 +23,12 @@ from pathlib import Path
 from advrace.core.distractors import select_distractors
 from advrace.core.errors import ConfigError
 from advrace.models.causal_encoding import PROMPT, CausalDecoder, end_id, prompt_ids
+from advrace.models.checkpoint_info import checkpoint_objective, training_info
 from advrace.models.loading import SMOLLM2, load_model
 from advrace.models.seq2seq_encoding import encode_sources
 
 from .base import register
-from .model_based import DistractorAttack, DistractorAttackConfig, checkpoint_objective, training_info
+from .model_based import DistractorAttack, DistractorAttackConfig
 
 BACKENDS = ("unilm", "causal_lm")
 # the training objective whose checkpoints each backend reads

@@ -28,6 +28,7 @@ from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words, words
+from advrace.models.checkpoint_info import checkpoint_objective
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states, form_giveaway,
                                    grounded_share, normalise, refers_to_options, stated_in_passage)
 from advrace.models.loading import MINILM, checkpoint_name
@@ -79,22 +80,6 @@ def checkpoint_sha256(path: str | Path) -> str | None:
                 h.update(chunk)
         h.update(b"\0")
     return h.hexdigest()
-
-
-def training_info(path: str | Path) -> dict:
-    """What `advrace train` recorded about a checkpoint folder ({} when it recorded nothing)."""
-    info = Path(path) / "training_info.json"
-    if not info.is_file():
-        return {}
-    try:
-        return json.loads(info.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, OSError):
-        return {}
-
-
-def checkpoint_objective(path: str | Path) -> str | None:
-    """The training objective recorded by `advrace train`, when the folder has one."""
-    return training_info(path).get("objective")
 
 
 class CheckpointAttack(Attack):

@@ -14,6 +14,8 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from advrace.models.checkpoint_info import TRAINING_INFO
+
 STATE_FILE = "trainer_state.json"
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
@@ -92,7 +94,7 @@ def save_model(accelerator, model, tokenizer, path: Path, info: dict) -> None:
         accelerator.unwrap_model(model).save_pretrained(tmp, state_dict=state_dict,
                                                         save_function=accelerator.save)
         tokenizer.save_pretrained(tmp)
-        (tmp / "training_info.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n",
+        (tmp / TRAINING_INFO).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n",
                                                 encoding="utf-8")
         shutil.rmtree(path, ignore_errors=True)
         tmp.rename(path)

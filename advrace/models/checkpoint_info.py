@@ -24,6 +24,11 @@ def training_info(model) -> dict:
     return info if isinstance(info, dict) else {}
 
 
+def checkpoint_objective(model) -> str | None:
+    """The training objective recorded by `advrace train`, when the folder has one."""
+    return training_info(model).get("objective")
+
+
 def trained_max_length(model) -> int | None:
     config = training_info(model).get("config")
     length = config.get("max_length") if isinstance(config, dict) else None
