@@ -22,6 +22,8 @@ from advrace.core.errors import ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import BLANK_OR_PARENS_RE as BLANK_RE
 from advrace.core.text import WORD_RE, count_words
+from advrace.core.validity import END_PUNCT_RE
+from advrace.core.validity import normalise as option_key  # "Tom." and "tom" are one choice
 from advrace.resources.inflection import (indefinite_article, inflect_verb, irregular_forms,
                                           match_case)
 from advrace.resources.wordnet import verb_exceptions
@@ -30,7 +32,6 @@ from .base import Attack, CannotPerturb, register
 
 TRAILING_DOTS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 LEADING_JUNK_RE = re.compile(r"^[\s.]+")
-END_PUNCT_RE = re.compile(r"[\s.?!,;:]+$")
 SPACE_BEFORE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 NUMBER_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 NUMERIC_RE = re.compile(r"[\d.,:/]*\d[\d.,:/]*")
@@ -91,11 +92,6 @@ def clean_question(question: str) -> str:
 def normalise(text: str) -> str:
     """Case- and space-insensitive form used to compare option and sentence text."""
     return " ".join(text.split()).lower()
-
-
-def option_key(text: str) -> str:
-    """Comparison key of an option: 'Tom.' and 'tom' are the same choice."""
-    return END_PUNCT_RE.sub("", normalise(text))
 
 
 def _keeps_capital(text: str, resources) -> bool:

@@ -7,6 +7,7 @@ from an encoder of the model floor.
 
 from __future__ import annotations
 
+import functools
 import re
 from statistics import median
 from typing import Iterable, Sequence
@@ -39,9 +40,19 @@ def _tokens(text: str) -> list[str]:
     return [w.lower() for w in words(text)]
 
 
+@functools.lru_cache(maxsize=64)
+def _passage_tokens(passage: str) -> tuple[str, ...]:
+    """A passage's tokens, kept for the next candidate: the distractor attacks test up to 20
+    candidates against the same passage."""
+    return tuple(_tokens(passage))
+
+
+END_PUNCT_RE = re.compile(r"[\s.?!,;:]+$")
+
+
 def normalise(text: str) -> str:
     """Case-, space- and end-punctuation-insensitive form: 'Tom.' and 'tom' are one option."""
-    return re.sub(r"[\s.?!,;:]+$", "", " ".join(text.lower().split()))
+    return END_PUNCT_RE.sub("", " ".join(text.lower().split()))
 
 
 def asks_what_passage_states(question: str) -> bool:
@@ -69,7 +80,7 @@ def stated_in_passage(text: str, passage: str, *, min_words: int = MIN_STATED_WO
     cand = _tokens(text)
     if len(cand) < min_words:
         return False
-    run = _longest_common_run(cand, _tokens(passage))
+    run = _longest_common_run(cand, _passage_tokens(passage))
     return run >= max(min_words, share * len(cand))
 
 
@@ -130,8 +141,14 @@ def grounded_share(candidate: str, sources: Sequence[str], stopwords: Iterable[s
     content = _content_words(candidate, stopwords)
     if not content:
         return 0.0
-    known = {_stem(_bare(w)) for text in sources for w in _tokens(text)}
+    known = set().union(*map(_stems, sources))
     return sum(_stem(w) in known for w in content) / len(content)
+
+
+@functools.lru_cache(maxsize=64)
+def _stems(text: str) -> frozenset[str]:
+    """A source's word stems, kept for the next candidate of the same question."""
+    return frozenset(_stem(_bare(w)) for w in _tokens(text))
 
 
 CUT_RE = re.compile(r"['\u2019][a-z]|[,;:!?)\]}]|\.(?!\d)")  # not ".5 kilos"
