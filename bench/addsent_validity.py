@@ -6,7 +6,8 @@ passage then answers it with a distractor. This runs AddSent twice on the same q
 seed, with the synonym filter off ("before": the GloVe neighbours chosen as before the filter)
 and on ("after"), and prints for each the share of perturbed questions with such a sentence,
 the share with the gold option in a sentence, and the most frequent paraphrase pairs. Each
-replacement is judged again here with `Resources.same_meaning`, not read from the provenance.
+replacement is judged again here as the audit judges it (`audit.paraphrase_pairs`, by
+`Resources.same_meaning`), not read from the provenance.
 
     python bench/addsent_validity.py RACE/dev [--format race-dir]
         [--limit N] [--seed 0] [--examples 12 --examples-out FILE]
@@ -26,27 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advrace.attacks.addsent import META_WORDS, AddSent, contains_gold  # noqa: E402
 from advrace.formats import load  # noqa: E402
+from advrace.release.audit import paraphrase_pairs  # noqa: E402
 from advrace.resources import get_resources  # noqa: E402
 
-MEANING_KINDS = ("antonym", "number", "negation")
 # the framing words kept before the fix; "before" runs with them, as the attack then did
 PRE_FIX_KEEP_WORDS = ("passage", "article", "text", "paragraph", "writer", "author", "title", "lot",
                       "kind", "sort")
-
-
-def paraphrase_only(sentence: dict, resources) -> list[tuple[str, str, str]] | None:
-    """The (word, new, reason) of every replacement when all keep the meaning, else None."""
-    reps = sentence.get("replacements", [])
-    if not reps or any(r["kind"] in MEANING_KINDS for r in reps):
-        return None
-    found = []
-    for r in reps:
-        reason = resources.same_meaning(r["word"], r["new"], r.get("pos") if r.get("pos") in
-                                        ("NOUN", "VERB", "ADJ", "ADV") else None)
-        if reason is None:
-            return None
-        found.append((r["word"].lower(), r["new"].lower(), reason))
-    return found
 
 
 def run(examples, resources, seed: int, filtered: bool):
@@ -65,9 +51,9 @@ def run(examples, resources, seed: int, filtered: bool):
             continue
         perturbed += 1
         sentences = out.example.provenance[-1]["sentences"]
-        hits = [p for s in sentences if (p := paraphrase_only(s, resources))]
+        hits = [p for s in sentences if (p := paraphrase_pairs(s.get("replacements", []), resources))]
         paraphrased += bool(hits)
-        pairs.update(f"{w}->{n} ({why})" for hit in hits for w, n, why in hit)
+        pairs.update(f"{w.lower()}->{n.lower()} ({why})" for hit in hits for w, n, why in hit)
         glove.update(f"{r['word'].lower()}->{r['new'].lower()}" for s in sentences
                      for r in s["replacements"] if r["kind"] == "glove")
         gold += any(contains_gold(s["sentence"], ex.answer) for s in sentences)

@@ -248,3 +248,24 @@ def test_audit_refuses_an_unknown_split(tmp_path):
     build_release(config_from_dict({"name": "s", "data": {"path": "@sample/race", "limit": 4},
                                     "splits": ["charswap"]}), out)
     assert main(["audit", str(out), "--split", "addsent"]) == 2
+
+
+def test_drop_flagged_puts_back_a_chained_split_made_from_a_flagged_question(leaky, tmp_path):
+    """Splits are all attacked before any is audited: a split built from one whose flagged
+    questions were put back must not ship the flagged text."""
+    out = tmp_path / "rel"
+    build_release(_config(drop_flagged=True, splits=[
+        "leaky_test", {"attack": "charswap", "name": "cs_on_leaky", "from": "leaky_test"}]), out)
+    stats = json.loads((out / "stats.json").read_text())
+    dropped = stats["audit"]["leaky_test"]["dropped"]
+    assert dropped > 0
+    original = {ex.source_id: ex for ex in read_split(out, "original")}
+    leaky = {ex.source_id: ex for ex in read_split(out, "leaky_test")}
+    kept = {sid for sid, ex in leaky.items() if ex.passage == original[sid].passage}
+    assert len(kept) == dropped
+    chained = {ex.source_id: ex for ex in read_split(out, "cs_on_leaky")}
+    for sid in kept:
+        assert (chained[sid].passage, chained[sid].question, chained[sid].options) == \
+            (leaky[sid].passage, leaky[sid].question, leaky[sid].options)
+    assert stats["splits"]["cs_on_leaky"]["unperturbed_reasons"].get("audit: source split flagged") == dropped
+    assert main(["audit", str(out)]) == 0

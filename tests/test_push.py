@@ -185,3 +185,14 @@ def test_no_login_is_caught_before_any_call(release, fake_hub, capsys):
     err = capsys.readouterr().err
     assert "not logged in" in err and "hf auth login" in err and "HF_TOKEN" in err
     assert [name for name, _ in FakeApi.calls] == []
+
+
+def test_the_plan_names_the_manifest_by_its_size_and_sha256(release):
+    import hashlib
+
+    from advrace.release.push import upload_plan
+
+    plan = upload_plan(release, REPO)
+    data = (release / "manifest.json").read_bytes()
+    assert ("manifest.json", len(data)) in plan["files"]
+    assert f"manifest sha256 {hashlib.sha256(data).hexdigest()[:16]}" in plan["message"]

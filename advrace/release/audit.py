@@ -24,14 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from advrace.attacks.addsent import contains_gold
-from advrace.attacks import adversarial_squad
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.text import WORD_RE
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states, duplicate_options,
                                    form_giveaway, normalise, refers_to_options, stated_in_passage)
-from advrace.release.records import read_split
+from advrace.release.records import NO_ATTACK, read_split
 from advrace.release.runner import ORIGINAL
 from advrace.release.verify import load_manifest
 
@@ -140,10 +138,13 @@ def _gold_texts(example) -> list[str]:
 
 
 def check_gold_in_insert(sources: list, examples: list, ctx) -> Iterable[Flag]:
+    from advrace.attacks.addsent import contains_gold  # deferred for start-up time: importing the attacks loads every attack module
+    from advrace.attacks.adversarial_squad import contains_answer
+
     for i, (src, ex) in enumerate(zip(sources, examples)):
         for sentence in _inserted(src, ex):
             for gold in _gold_texts(src):
-                found = contains_gold(sentence, gold) if isinstance(ex, MCExample) else adversarial_squad.contains_answer(sentence, gold)
+                found = contains_gold(sentence, gold) if isinstance(ex, MCExample) else contains_answer(sentence, gold)
                 if found:
                     yield i, GOLD_IN_INSERT, f"{sentence!r} contains {gold!r}"
                     break
@@ -153,18 +154,27 @@ MEANING_KINDS = frozenset({"antonym", "number", "negation"})
 SENSE_POS = frozenset({"NOUN", "VERB", "ADJ", "ADV"})  # WordNet's; a record's pos narrows the senses
 
 
-def _only_paraphrases(replacements: list[dict], resources) -> str | None:
-    """The replaced pairs when every replacement keeps the word's meaning, else None."""
+def paraphrase_pairs(replacements: list[dict], resources) -> list[tuple[str, str, str]] | None:
+    """(old, new, reason) for each replacement when every one keeps the word's meaning, else None:
+    such a sentence restates the question. Shared with bench/addsent_validity.py, so that the
+    benchmark counts what the audit flags."""
+    words = [(rep.get("word", rep.get("old", "")), rep.get("new", "")) for rep in replacements]
+    if not replacements or any(rep.get("kind") in MEANING_KINDS for rep in replacements) \
+            or not all(old and new for old, new in words):
+        return None
     pairs = []
-    for rep in replacements:
-        old, new = rep.get("word", rep.get("old", "")), rep.get("new", "")
-        if rep.get("kind") in MEANING_KINDS or not old or not new:
-            return None
+    for rep, (old, new) in zip(replacements, words):
         reason = resources.same_meaning(old, new, rep.get("pos") if rep.get("pos") in SENSE_POS else None)
         if reason is None:
             return None
-        pairs.append(f"{old}->{new} ({reason})")
-    return ", ".join(pairs) or None
+        pairs.append((old, new, reason))
+    return pairs
+
+
+def _only_paraphrases(replacements: list[dict], resources) -> str | None:
+    """The replaced pairs, as the audit reports them, when every replacement keeps the meaning."""
+    pairs = paraphrase_pairs(replacements, resources)
+    return ", ".join(f"{old}->{new} ({reason})" for old, new, reason in pairs) if pairs else None
 
 
 def check_paraphrase(sources: list, examples: list, ctx) -> Iterable[Flag]:
@@ -185,6 +195,8 @@ def check_paraphrase(sources: list, examples: list, ctx) -> Iterable[Flag]:
 
 def check_lexicon(sources: list, examples: list, ctx) -> Iterable[Flag]:
     """Generated SQuAD sentences: every word form known, no wh-word left asking."""
+    from advrace.attacks import adversarial_squad  # deferred for start-up time: importing the attacks loads every attack module
+
     for i, (src, ex) in enumerate(zip(sources, examples)):
         if isinstance(ex, MCExample):
             continue
@@ -271,7 +283,6 @@ def register_checks(attack: str, *checks: Check) -> None:
     CHECKS[attack] += [c for c in checks if c not in CHECKS[attack]]
 
 
-register_checks("addsent", check_gold_in_insert, check_paraphrase)
 register_checks("charswap", check_swaps)
 register_checks("distractor_extraction", check_distractors)
 register_checks("distractor_generation", check_distractors)
@@ -354,21 +365,28 @@ def audit_release(release_dir: str | Path, splits: list[str] | None = None,
         if s not in manifest["splits"]:
             raise ConfigError(f"{release_dir}: no split {s!r}; it has {', '.join(manifest['splits'])}")
     ctx = ctx or AuditContext()
-    cache: dict[str, dict] = {}
+    todo = [s for s in splits or known
+            if s != ORIGINAL and manifest["splits"][s].get("attack", NO_ATTACK) != NO_ATTACK]
+    sources = {manifest["splits"][s].get("source") or ORIGINAL for s in todo}
+    cache: dict[str, tuple[list, dict]] = {}
 
-    def by_source_id(split: str) -> dict:
-        if split not in cache:
-            cache[split] = {ex.source_id: ex for ex in read_split(release_dir, split)}
-        return cache[split]
+    def read(split: str) -> tuple[list, dict]:
+        """A split's examples and the same by source id, read once; only source splits are kept,
+        so that a release's audited splits are not all held in memory at once."""
+        if split in cache:
+            return cache[split]
+        examples = read_split(release_dir, split)
+        found = examples, {ex.source_id: ex for ex in examples}
+        if split in sources:
+            cache[split] = found
+        return found
 
     out = {}
-    for split in splits or known:
+    for split in todo:
         info = manifest["splits"][split]
-        attack = info.get("attack", "none")
-        if split == ORIGINAL or attack == "none":
-            continue
-        examples = read_split(release_dir, split)
-        origin = by_source_id(info.get("source") or ORIGINAL)
+        attack = info["attack"]
+        examples = read(split)[0]
+        origin = read(info.get("source") or ORIGINAL)[1]
         missing = [ex.id for ex in examples if ex.source_id not in origin]
         if missing:
             raise ConfigError(f"{release_dir}: {missing[0]} has no source question in split "

@@ -11,7 +11,6 @@ from collections import Counter
 from pathlib import Path
 
 from advrace import __version__
-from advrace.attacks import get_attack
 from advrace.core.atomic import atomic_dir, check_replaceable
 from advrace.core.config import SAMPLE_DIR, SAMPLE_PREFIX, ReleaseConfig
 from advrace.core.errors import ConfigError
@@ -120,25 +119,45 @@ def write_release(split_examples: dict[str, list], out_dir: str | Path, *, name:
     return manifest
 
 
-def _audited(attack: str, sources: list, res: SplitResult, ctx: AuditContext, drop: bool
-             ) -> tuple[SplitResult, dict]:
+SOURCE_DROPPED = "source split flagged"
+
+
+def _put_back(sources: list, res: SplitResult, why: dict[int, str]) -> SplitResult:
+    """The split with the examples at `why`'s positions put back as their source, unperturbed,
+    the audit's reason given."""
+    return SplitResult(
+        [sources[i] if i in why else ex for i, ex in enumerate(res.examples)],
+        [False if i in why else p for i, p in enumerate(res.perturbed)],
+        [f"audit: {why[i]}" if i in why else r for i, r in enumerate(res.reasons)])
+
+
+def _audited(attack: str, sources: list, res: SplitResult, ctx: AuditContext, drop: bool,
+             source_put_back: frozenset[int] = frozenset()) -> tuple[SplitResult, dict, frozenset[int]]:
     """The split's audit counts and, with `drop`, the split with each flagged example put back
-    as its source (unperturbed, the audit's reason given), so every split keeps its questions."""
+    as its source (unperturbed, the audit's reason given), so every split keeps its questions;
+    and the positions put back here or in a split this one was built from.
+
+    Every split is attacked before any is audited, so where its source split put a question back
+    (`source_put_back`), this split was made from the flagged question: it is put back too, to the
+    kept question, else the release would ship the flagged text in a question that is no edit of
+    its source's.
+    """
+    if source_put_back:
+        res = _put_back(sources, res, dict.fromkeys(source_put_back, SOURCE_DROPPED))
     audit = audit_split(attack, sources, res.examples, ctx)
     counts = audit.counts()
     if not drop or not counts["flagged"]:
-        return res, counts
+        return res, counts, source_put_back
     flagged = audit.flagged_indices
-    kept = SplitResult(
-        [sources[i] if i in flagged else ex for i, ex in enumerate(res.examples)],
-        [False if i in flagged else p for i, p in enumerate(res.perturbed)],
-        [f"audit: {flagged[i]}" if i in flagged else r for i, r in enumerate(res.reasons)])
-    return kept, {**counts, "dropped": len(flagged)}
+    return (_put_back(sources, res, flagged), {**counts, "dropped": len(flagged)},
+            source_put_back | frozenset(flagged))
 
 
 def _process_state(cfg: ReleaseConfig, task: str):
     """Accelerate's process state when a model-based attack will run (its inference is sharded
     over the processes of `accelerate launch`), else None."""
+    from advrace.attacks import get_attack  # deferred for start-up time: importing the attacks loads every attack module
+
     if not any(get_attack(spec.attack, task).batched for spec in cfg.splits):
         return None
     return process_state()
@@ -175,11 +194,14 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
                                   state=state)
     main = state is None or state.is_main_process
     ctx = AuditContext(resources) if cfg.audit and main else None
+    put_back: dict[str, frozenset[int]] = {ORIGINAL: frozenset()}
     for spec, attack in zip(cfg.splits, attacks):
         split, res = spec.split, results[spec.split]
         sources = examples if spec.source == ORIGINAL else results[spec.source].examples
         if ctx is not None:
-            res, stats.setdefault("audit", {})[split] = _audited(attack.name, sources, res, ctx, cfg.drop_flagged)
+            res, stats.setdefault("audit", {})[split], put_back[split] = _audited(
+                attack.name, sources, res, ctx, cfg.drop_flagged, put_back[spec.source])
+            results[split] = res
         split_examples[split] = [in_split(ex, split) for ex in res.examples]
         splits[split] = [to_record(ex, split, attack.name, flag)
                          for ex, flag in zip(split_examples[split], res.perturbed)]
@@ -191,6 +213,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
             stats["splits"][split]["attack_stats"] = summary
 
     versions = resources.versions({key for attack in attacks for key in attack.uses})
+    levels = loaded.levels
     manifest = {
         "name": cfg.name,
         "advrace_version": __version__,
@@ -208,7 +231,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
             "skipped": loaded.skipped,
             "split": loaded.split,
             "passages": loaded.passages,
-            **({"levels": loaded.levels} if loaded.levels else {}),
+            **({"levels": levels} if levels else {}),
         },
         "resources": dict(sorted(versions.items())),
         "splits": {},

@@ -68,8 +68,9 @@ def upload_plan(release_dir, repo_id: str, *, branch: str | None = None, message
     root = Path(release_dir)
     files = [(info["file"], info["bytes"]) for info in manifest["splits"].values()]
     files += [(rel, info["bytes"]) for rel, info in manifest["files"].items()]
-    files.append(("manifest.json", (root / "manifest.json").stat().st_size))
-    digest = hashlib.sha256((root / "manifest.json").read_bytes()).hexdigest()
+    manifest_bytes = (root / "manifest.json").read_bytes()  # one read: its size and hash agree
+    files.append(("manifest.json", len(manifest_bytes)))
+    digest = hashlib.sha256(manifest_bytes).hexdigest()
     return {"release": str(release_dir), "name": manifest["name"], "repo_id": repo_id, "repo_type": REPO_TYPE,
             "branch": branch, "files": files, "bytes": sum(size for _, size in files),
             "message": message or f"Upload {manifest['name']} ({len(manifest['splits'])} splits, "
