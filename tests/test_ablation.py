@@ -74,3 +74,49 @@ def test_grid_errors(tokenizer_dir, race_dir, tmp_path):
         grid_from_dict({**values, "release": {}})
     with pytest.raises(ConfigError, match="unknown baseline"):
         grid_from_dict({**values, "baselines": ["bm25"]})
+
+
+class PreferFirst:
+    name = "prefer-first"
+
+    def predict_mc(self, examples):
+        return [[1.0] + [0.0] * (len(ex.options) - 1) for ex in examples]
+
+
+def test_ablate_checks_and_reads_the_release_once(tokenizer_dir, race_dir, tmp_path, monkeypatch):
+    """R runs and B baselines hash the release once and read each split once, and score as
+    score_release does on its own (training is replaced by a scorer object)."""
+    import advrace.evaluation.scoring as scoring
+    import advrace.training.ablation as ablation
+    import advrace.training.loop as loop
+    from advrace.core.config import config_from_dict
+    from advrace.evaluation import score_release
+    from advrace.release import build_release, check_release, read_split
+
+    release = tmp_path / "release"
+    build_release(config_from_dict({"data": {"path": str(race_dir)}, "seed": 1, "workers": 1,
+                                    "splits": ["charswap", "option_only"]}), release)
+    alone = {"run": score_release(release, PreferFirst(), progress=False),
+             "sliding-window": score_release(release, "sliding-window", progress=False)}
+    checks, reads = [], []
+
+    def counted_check(path):
+        checks.append(path)
+        return check_release(path)
+
+    def counted_read(path, split):
+        reads.append(split)
+        return read_split(path, split)
+
+    for module in (ablation, scoring):
+        monkeypatch.setattr(module, "check_release", counted_check)
+        monkeypatch.setattr(module, "read_split", counted_read)
+    monkeypatch.setattr(loop, "train", lambda *a, **k: {"best": PreferFirst(), "final": None, "metrics": {}})
+    g = grid_from_dict(grid(tokenizer_dir, race_dir, tmp_path, release={"path": str(release)},
+                            baselines=["sliding-window"]))
+    summary = ablate(g, progress=False)
+    assert len(checks) == 1 and sorted(reads) == ["charswap", "option_only", "original"]
+    assert set(summary["results"]["option-only"]["splits"]) == {"option_only"}
+    for name, scored in [("original", "run"), ("+charswap", "run"), ("sliding-window", "sliding-window")]:
+        for split, cell in summary["results"][name]["splits"].items():
+            assert cell["accuracy"] == pytest.approx(alone[scored][split]["accuracy"], abs=0.005)

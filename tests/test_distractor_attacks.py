@@ -381,3 +381,75 @@ def test_splits_that_differ_only_in_choosing_share_one_model_pass(setup, tmp_pat
     build_release(cfg, tmp_path / "rel")
     n = len(read_split(tmp_path / "rel", "original"))
     assert calls == [n, n]  # the select_with split reused the first pass; another beam size did not
+
+
+def test_one_factory_makes_every_multiple_choice_scorer(setup, monkeypatch):
+    """Evaluation, `select_with` and authoring share make_mc_scorer, each with its own batches."""
+    from advrace.evaluation.scoring import make_scorer
+    from advrace.models import mc_scoring
+    from advrace.models.mc_scoring import CheckpointScorer
+    from advrace.models.precision import inference_device
+
+    folder = setup["de"]["final"]
+    attack = get_attack("distractor_extraction")({"model": folder, "select_with": folder, "batch_size": 3,
+                                                  "select_with_max_length": 64})
+    reader = attack._reader()
+    assert isinstance(reader, CheckpointScorer) and attack._reader() is reader
+    assert reader.batch_size == 3 and reader.max_length <= 64
+    assert reader.device.type == next(reader.model.parameters()).device.type == inference_device().type
+    monkeypatch.setattr(mc_scoring, "make_baseline", lambda name, **kwargs: (name, kwargs))
+    assert make_scorer("similarity", batch_size=16, max_length=None, bf16=None, accelerator=None) == \
+           ("similarity", {"batch_size": 32})
+    sw = get_attack("distractor_extraction")({"model": folder, "select_with": "similarity", "batch_size": 5})
+    assert sw._reader() == ("similarity", {"batch_size": 5})
+    assert mc_scoring.make_mc_scorer("similarity", batch_size=1, max_length=None, bf16=False) == ("similarity", {})
+
+
+def test_checkpoint_digest_is_memoised_until_a_file_changes(tmp_path, monkeypatch):
+    import hashlib
+    import os
+
+    from advrace.attacks import model_based
+
+    folder = tmp_path / "ckpt"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.bin").write_bytes(b"x" * 10)
+    (folder / "sub" / "b.txt").write_text("hi")
+
+    def plain():
+        h = hashlib.sha256()
+        for name in ("a.bin", "sub/b.txt"):
+            h.update(name.encode() + b"\0" + (folder / name).read_bytes() + b"\0")
+        return h.hexdigest()
+
+    first = checkpoint_sha256(folder)
+    assert first == plain()
+    opened = []
+    monkeypatch.setattr(model_based, "open", lambda *a, **k: opened.append(a) or open(*a, **k), raising=False)
+    assert checkpoint_sha256(str(folder)) == checkpoint_sha256(folder / "sub" / "..") == first
+    assert not opened
+    (folder / "a.bin").write_bytes(b"y" * 10)
+    stat = (folder / "a.bin").stat()
+    os.utime(folder / "a.bin", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert checkpoint_sha256(folder) == plain() != first and opened
+    assert checkpoint_sha256(tmp_path / "absent") is None
+
+
+def test_training_info_is_read_once_and_generators_take_either_objective(setup, monkeypatch):
+    from advrace.attacks import model_based
+    from advrace.models import checkpoint_info
+
+    with pytest.raises(ConfigError, match="not 'distractor_generation' or 'causal_lm'"):
+        get_attack("distractor_generation")({"model": setup["de"]["final"]})
+    reads = []
+    real = checkpoint_info.training_info
+
+    def counted(model):
+        reads.append(model)
+        return real(model)
+
+    monkeypatch.setattr(checkpoint_info, "training_info", counted)
+    monkeypatch.setattr(model_based, "training_info", counted)
+    attack = get_attack("distractor_generation")({"model": setup["dg"]["final"]})
+    assert attack.config.backend == "unilm" and attack._source_length() > 0
+    assert len(reads) == 1

@@ -421,3 +421,57 @@ def test_squad_predictions_as_json_lines(qa_release, tmp_path):
     rows[2]["prediction"] = 3
     with pytest.raises(PredictionsError, match=r"for \S+ \(line 3\) must be an answer text, got 3"):
         score_predictions(qa_release, write_lines(tmp_path / "bad.jsonl", rows))
+
+
+class FirstAnswer:
+    """A user's SQuAD scorer with the documented `predict_qa(examples)`: no progress keywords."""
+
+    name = "first-answer"
+
+    def predict_qa(self, examples):
+        return [ex.answers[0].text for ex in examples]
+
+
+def test_a_plain_predict_qa_object_scores_a_squad_release(qa_release, tmp_path):
+    summary = evaluate_command(qa_release, [FirstAnswer()], [], tmp_path / "report", progress=False)
+    splits = summary["results"]["first-answer"]["splits"]
+    assert set(splits) == {"original", "charswap"}
+    for split in splits:
+        assert splits[split]["exact_match"] == pytest.approx(100.0) and splits[split]["f1"] == pytest.approx(100.0)
+    assert summary["results"]["first-answer"]["source"]["kind"] == "scorer"
+
+
+def test_a_predict_qa_that_drops_answers_is_an_error(qa_release, tmp_path):
+    from advrace.core.errors import AdvraceError
+
+    class DropsOne(FirstAnswer):
+        def predict_qa(self, examples):
+            return super().predict_qa(examples)[1:]
+
+    with pytest.raises(AdvraceError, match=r"first-answer: predict_qa returned \d+ answers for \d+ examples"):
+        evaluate_command(qa_release, [DropsOne()], [], tmp_path / "report", progress=False)
+
+
+def test_evaluate_reads_each_split_once_for_models_and_predictions_files(mc_release, tmp_path, monkeypatch):
+    """Predictions files reuse the splits the command read: k files do not read the release k more
+    times; the scores equal those of score_predictions on its own."""
+    import advrace.evaluation.command as command
+    import advrace.evaluation.predictions as predictions
+
+    files = [write_json(tmp_path / f"p{k}.json", mc_predictions(mc_release, wrong_in_charswap=k)) for k in (1, 2)]
+    alone = [score_predictions(mc_release, f, splits=["original", "charswap"]) for f in files]
+    reads = []
+
+    def counted(release, split):
+        reads.append(split)
+        return read_split(release, split)
+
+    monkeypatch.setattr(command, "read_split", counted)
+    monkeypatch.setattr(predictions, "read_split", counted)
+    summary = evaluate_command(mc_release, [PreferFirst()], files, tmp_path / "report",
+                               splits=["original", "charswap"], progress=False)
+    assert sorted(reads) == ["charswap", "option_only", "original"]
+    for f, res in zip(files, alone):
+        for split in ("original", "charswap"):
+            reported = summary["results"][f.stem]["splits"][split]["accuracy"]  # rounded to 2 places
+            assert reported == pytest.approx(res[split]["accuracy"], abs=0.005)

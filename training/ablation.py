@@ -23,7 +23,7 @@ from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.evaluation import score_release
 from advrace.evaluation.report import write_report
 from advrace.models.readers import BASELINES, is_baseline
-from advrace.release import build_release, check_release, load_manifest
+from advrace.release import build_release, check_release, read_split
 
 from .config import config_from_dict, set_values
 
@@ -118,14 +118,15 @@ def run_config(grid: Grid, run: Run) -> dict:
     return values
 
 
-def _release_dir(grid: Grid, out: Path, progress: bool) -> Path:
+def _release_dir(grid: Grid, out: Path, progress: bool) -> tuple[Path, dict]:
+    """The release folder (built first when the grid gives a recipe) and its checked manifest, kept
+    so that scoring each run does not hash the release again."""
     if grid.release.path:
         path = Path(grid.release.path)
     else:
         path = out / "release"
         build_release(load_release_config(grid.release.config), path, progress=progress)
-    check_release(path)
-    return path
+    return path, check_release(path)
 
 
 def ablate(grid: Grid, output_dir: str | Path | None = None, *, resume: bool = False,
@@ -135,10 +136,11 @@ def ablate(grid: Grid, output_dir: str | Path | None = None, *, resume: bool = F
 
     out = Path(output_dir or grid.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    release = _release_dir(grid, out, progress)
-    manifest = load_manifest(release)
+    release, manifest = _release_dir(grid, out, progress)
     if manifest["task"] != MULTIPLE_CHOICE:
         raise ConfigError(f"{release}: ablations train multiple-choice models; this release is {manifest['task']}")
+    checked = {"manifest": manifest,
+               "split_examples": {s: read_split(release, s) for s in manifest["splits"]}}
     scores, sources, runs = {}, {}, {}
     for run in grid.runs:
         unknown = [s for s in run.evaluate_on or () if s not in manifest["splits"]]
@@ -151,11 +153,12 @@ def ablate(grid: Grid, output_dir: str | Path | None = None, *, resume: bool = F
         model = result["best"] or result["final"]
         splits = list(run.evaluate_on) if run.evaluate_on else None
         scores[run.name] = score_release(release, model, splits=splits, batch_size=grid.batch_size,
-                                         max_length=grid.max_length, bf16=grid.bf16, progress=progress)
+                                         max_length=grid.max_length, bf16=grid.bf16, progress=progress,
+                                         **checked)
         sources[run.name] = {"path": str(model), "recipe": run.recipe}
         runs[run.name] = {"model": str(model), "metrics": result["metrics"]}
     for name in grid.baselines:
-        scores[name] = score_release(release, name, batch_size=grid.batch_size, progress=progress)
+        scores[name] = score_release(release, name, batch_size=grid.batch_size, progress=progress, **checked)
         sources[name] = {"kind": "built-in", "path": name}
     summary = write_report(out / "report", manifest, scores, sources=sources)
     (out / "runs.json").write_text(json.dumps(runs, indent=2, sort_keys=True, default=str) + "\n",

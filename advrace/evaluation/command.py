@@ -16,7 +16,6 @@ from advrace.evaluation.predictions import PredictionsError, score_predictions
 from advrace.evaluation.report import write_report
 from advrace.evaluation.scoring import make_accelerator, make_scorer, score_splits, select_splits
 from advrace.models.loading import model_name
-from advrace.models.mc_scoring import CheckpointScorer
 from advrace.models.readers import is_baseline
 from advrace.release import check_release, read_split
 
@@ -64,7 +63,9 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
                                                     or is_baseline(m) for m in models)):
         accelerator = make_accelerator()
     main = accelerator is None or accelerator.is_main_process
-    split_examples = {split: read_split(release, split) for split in names} if models else {}
+    # Scoring a predictions file needs every split (an id may name any); models only those scored.
+    read = {split: read_split(release, split) for split in (manifest["splits"] if predictions else names)}
+    split_examples = {split: read[split] for split in names}
     scores, sources = {}, {}
     for label, model in zip(labels, models):
         scorer = make_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
@@ -78,15 +79,14 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
         inference = getattr(scorer, "inference", None)
         if isinstance(inference, dict):  # the readers that run a network say how it computed
             sources[label].update(bf16=inference.get("precision") == "bf16", inference=inference)
-        if sources[label]["kind"] == "model":
+        if sources[label]["kind"] == "model":  # loaded by make_scorer: freed before the next one loads
             sources[label]["max_length"] = scorer.max_length
-        if isinstance(scorer, CheckpointScorer):
             del scorer
             if accelerator is not None:
                 accelerator.free_memory()
     for label, pred in zip(labels[len(models):], predictions):
         scores[label] = score_predictions(release, pred, splits=names, allow_missing=allow_missing,
-                                          manifest=manifest)
+                                          manifest=manifest, split_examples=read)
         sources[label] = {"kind": "predictions", "path": str(pred)}
     if not main:
         return {}

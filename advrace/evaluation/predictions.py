@@ -110,20 +110,23 @@ def _few(ids: list[str], k: int = 5) -> str:
 
 
 def score_predictions(release_dir, predictions_file, *, splits=None, allow_missing: bool = False,
-                      manifest: dict | None = None) -> dict:
+                      manifest: dict | None = None, split_examples: dict | None = None) -> dict:
     """Score a predictions file on each split: accuracy for RACE, EM and F1 for SQuAD.
 
     The file (either format of `read_predictions`) gives each release record id an option index
     (RACE; a letter also works) or an answer text (SQuAD). Questions without a prediction are an
     error unless `allow_missing`, which counts them wrong. `manifest`: the release's, already
-    checked (read and checked when None).
+    checked (read and checked when None). `split_examples`: `{split: examples}` already read from
+    the release, so a caller scoring several files reads each split once; a split it lacks is
+    read here (every split is needed: an id may name any split of the release).
     Returns the same layout as `score_release` (SQuAD: exact_match and f1).
     """
     manifest = manifest or check_release(release_dir)
     names = select_splits(manifest, splits)
     data = read_predictions(predictions_file)
     path = str(predictions_file)
-    split_examples = {split: read_split(release_dir, split) for split in manifest["splits"]}
+    given = split_examples or {}
+    split_examples = {s: given[s] if s in given else read_split(release_dir, s) for s in manifest["splits"]}
     known = {ex.id for exs in split_examples.values() for ex in exs}
     unknown = [rid for rid in data.given if rid not in known]
     if unknown:

@@ -14,8 +14,8 @@ from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.metrics import load_metric, squad_em_f1
 from advrace.models.loading import model_name
-from advrace.models.mc_scoring import load_checkpoint
-from advrace.models.readers import is_baseline, make_baseline
+from advrace.models.mc_scoring import make_mc_scorer
+from advrace.models.readers import is_baseline
 from advrace.models.sharding import map_sharded
 from advrace.models.span_scoring import load_span_model
 from advrace.release import check_release, read_split
@@ -46,18 +46,18 @@ def _takes_progress(method) -> bool:
     return {"desc", "progress"} <= named
 
 
-def _predict_sharded(scorer, examples, accelerator, *, desc, progress) -> list[list[float]]:
-    """Each process scores its shard; every process gets all scores back, in input order."""
-    keywords = {"desc": desc, "progress": progress} if _takes_progress(scorer.predict_mc) else {}
-
-    def predict(shard):
-        return scorer.predict_mc(shard, **keywords)
-
-    scores = map_sharded(predict, examples, accelerator)
-    if len(scores) != len(examples):
-        raise AdvraceError(f"{model_name(scorer)}: predict_mc returned {len(scores)} score lists "
-                           f"for {len(examples)} examples")
-    return scores
+def _predict_sharded(predict, examples, accelerator, *, desc, progress) -> list:
+    """`predict` (a scorer's bound predict_mc or predict_qa) on each process's shard; every process
+    gets all results back, in input order. Progress keywords go only to a method that takes them,
+    and the count is checked because a user's method may drop or add results."""
+    keywords = {"desc": desc, "progress": progress} if _takes_progress(predict) else {}
+    results = map_sharded(lambda shard: predict(shard, **keywords), examples, accelerator)
+    if len(results) != len(examples):
+        method = getattr(predict, "__name__", "predict")
+        what = "score lists" if method == "predict_mc" else "answers"
+        raise AdvraceError(f"{model_name(getattr(predict, '__self__', predict))}: {method} returned "
+                           f"{len(results)} {what} for {len(examples)} examples")
+    return results
 
 
 def _argmax(values) -> int:
@@ -104,7 +104,7 @@ def qa_split_result(examples, predictions: list[str | None]) -> dict:
 def _score_mc(split_examples: dict, scorer, accelerator, progress) -> dict:
     results = {}
     for split, examples in split_examples.items():
-        scores = _predict_sharded(scorer, examples, accelerator, desc=split, progress=progress)
+        scores = _predict_sharded(scorer.predict_mc, examples, accelerator, desc=split, progress=progress)
         for ex, s in zip(examples, scores):
             if len(s) != len(ex.options):
                 raise AdvraceError(f"{model_name(scorer)}: {len(s)} scores for {ex.id}, which has "
@@ -117,8 +117,7 @@ def _score_qa(split_examples: dict, scorer, accelerator, progress) -> dict:
     """EM and F1 of a span model's best answer on each split of a SQuAD release."""
     results = {}
     for split, examples in split_examples.items():
-        answers = map_sharded(lambda shard: scorer.predict_qa(shard, progress=progress, desc=split),
-                              examples, accelerator)
+        answers = _predict_sharded(scorer.predict_qa, examples, accelerator, desc=split, progress=progress)
         results[split] = qa_split_result(examples, answers)
     return results
 
@@ -143,14 +142,12 @@ def make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MULTIP
     the object itself, a built-in reader, or a loaded checkpoint."""
     if hasattr(model, "predict_mc" if task == MULTIPLE_CHOICE else "predict_qa"):
         return model
-    if is_baseline(model):
-        if task != MULTIPLE_CHOICE:
-            raise ConfigError(f"{model}: the built-in readers answer multiple-choice questions only")
-        return make_baseline(model, batch_size=max(batch_size, 32))
     if task != MULTIPLE_CHOICE:
+        if is_baseline(model):
+            raise ConfigError(f"{model}: the built-in readers answer multiple-choice questions only")
         return load_span_model(str(model), batch_size=batch_size, max_length=max_length, bf16=bf16)
-    return load_checkpoint(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
-                           accelerator=accelerator)
+    return make_mc_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
+                          accelerator=accelerator, reader_batch_size=max(batch_size, 32))
 
 
 def make_accelerator():
@@ -161,17 +158,21 @@ def make_accelerator():
 
 
 def score_release(release_dir, model, *, splits=None, batch_size: int = 16, max_length: int | None = None,
-                  bf16: bool | None = None, accelerator=None, progress: bool = True) -> dict:
+                  bf16: bool | None = None, accelerator=None, progress: bool = True,
+                  manifest: dict | None = None, split_examples: dict | None = None) -> dict:
     """Score a model on each split of a multiple-choice release.
 
     `model`: a checkpoint folder, a Hub name, or an object with `predict_mc`. `max_length`: None
     takes the length the checkpoint was trained with when `advrace train` recorded it, else 512.
     `bf16`: None uses bf16 autocast where the device computes in bf16 natively, True always,
     False never.
+    `manifest` (the release's, already checked) and `split_examples` (`{split: examples}` already
+    read from it) let a caller scoring several models check and read the release once; when
+    None, the release is checked and the splits read here (so is a split the dict lacks).
     Returns `{split: {"accuracy": percent, "n": int, "records": [{id, source_id, prediction,
     label, correct, scores}]}}` on every process.
     """
-    manifest = check_release(release_dir)
+    manifest = manifest or check_release(release_dir)
     _require_mc(release_dir, manifest)
     names = select_splits(manifest, splits)
     if accelerator is None and not hasattr(model, "predict_mc"):
@@ -179,4 +180,6 @@ def score_release(release_dir, model, *, splits=None, batch_size: int = 16, max_
     scorer = make_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
                          accelerator=accelerator)
     show = progress and (accelerator is None or accelerator.is_main_process)
-    return score_splits({s: read_split(release_dir, s) for s in names}, scorer, accelerator, show)
+    given = split_examples or {}
+    examples = {s: given[s] if s in given else read_split(release_dir, s) for s in names}
+    return score_splits(examples, scorer, accelerator, show)

@@ -14,6 +14,7 @@ from advrace.models.checkpoint_info import scoring_max_length
 from advrace.models.loading import ModelLoadError, Wording, load_model, model_name
 from advrace.models.mc_encoding import collate_mc, encode_mc, length_sorted_batches
 from advrace.models.precision import attention_backends, precision_info, use_bf16
+from advrace.models.readers import is_baseline, make_baseline
 
 WORDING = Wording(
     missing="{name}: no such model folder (give a folder written by save_pretrained, or a Hugging "
@@ -76,13 +77,15 @@ class CheckpointScorer:
         return scores
 
 
-def load_checkpoint(model: str | os.PathLike, *, max_length: int | None = None, **kwargs) -> CheckpointScorer:
+def load_checkpoint(model: str | os.PathLike, *, max_length: int | None = None, place: bool = False,
+                    **kwargs) -> CheckpointScorer:
     """A CheckpointScorer for a local folder or a Hub name; ModelLoadError when it cannot load.
 
     `max_length`: None scores at the length `advrace train` recorded for the checkpoint (512
-    when none is recorded). `kwargs` go to CheckpointScorer (batch_size, bf16, accelerator,
-    name). The model stays on the CPU until the scorer places it (on the accelerator's device,
-    when one is given).
+    when none is recorded). `place`: move the model to this process's device on loading (a
+    caller without an accelerator that still wants the GPU); otherwise it stays on the CPU
+    until the scorer places it (on the accelerator's device, when one is given). `kwargs` go to
+    CheckpointScorer (batch_size, bf16, accelerator, name).
     Weights the checkpoint lacks (a fresh classifier head) are initialised from a fixed seed, so
     scoring the same checkpoint twice gives the same numbers.
     """
@@ -91,7 +94,23 @@ def load_checkpoint(model: str | os.PathLike, *, max_length: int | None = None, 
     name = str(model)
     # No head check: a folder with another head (or none) gets a seeded multiple-choice head.
     loaded = load_model(AutoModelForMultipleChoice, name, kwargs.get("bf16"), name, "save_pretrained",
-                        place=False, check_heads=False, wording=WORDING)
+                        place=place, check_heads=False, wording=WORDING)
     kwargs.setdefault("name", model_name(name))
     return CheckpointScorer(loaded.model, loaded.tokenizer, max_length=scoring_max_length(name, max_length),
                             **kwargs)
+
+
+def make_mc_scorer(model: str | os.PathLike, *, batch_size: int, max_length: int | None, bf16: bool | None,
+                   accelerator=None, place: bool = False, reader_batch_size: int | None = None):
+    """A built-in reader or a loaded checkpoint, by name: the one place evaluation, the attacks'
+    `select_with` and authoring turn a model name into `predict_mc`.
+
+    `batch_size`, `max_length`, `bf16`, `accelerator`, `place`: the checkpoint's (see
+    `load_checkpoint`). `reader_batch_size`: the built-in reader's, None for its own default;
+    apart from the checkpoint's because the batch changes a reader's padding, hence its floats,
+    and each caller keeps the batches it has always used.
+    """
+    if is_baseline(model):
+        return make_baseline(model, **({} if reader_batch_size is None else {"batch_size": reader_batch_size}))
+    return load_checkpoint(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
+                           accelerator=accelerator, place=place)
