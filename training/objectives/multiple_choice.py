@@ -6,7 +6,7 @@ from __future__ import annotations
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.models.mc_encoding import collate_mc, encode_mc
 
-from .base import Objective, register_objective
+from .base import Objective, dev_rows, register_objective
 
 
 @register_objective
@@ -29,16 +29,10 @@ class MultipleChoice(Objective):
         return collate_mc(features, pad_token_id)
 
     def evaluate(self, model, loader, accelerator, features, examples):
-        import torch  # deferred for start-up time
+        def predict(batch):
+            index = batch.pop("index")
+            return index, model(**batch).logits.argmax(dim=-1), batch["labels"]
 
-        right, seen = 0, set()
-        with torch.no_grad():
-            for batch in loader:
-                index = batch.pop("index")
-                preds = model(**batch).logits.argmax(dim=-1)
-                index, preds, labels = accelerator.gather_for_metrics((index, preds, batch["labels"]))
-                for i, p, y in zip(index.tolist(), preds.tolist(), labels.tolist()):
-                    if i not in seen:
-                        seen.add(i)
-                        right += p == y
-        return {"dev_accuracy": right / len(seen), "dev_questions": len(seen)}
+        rows = list(dev_rows(loader, accelerator, predict))
+        right = sum(p == y for _, p, y in rows)
+        return {"dev_accuracy": right / len(rows), "dev_questions": len(rows)}
