@@ -277,3 +277,92 @@ def test_evaluate_shows_reader_progress_and_quiet_shows_nothing(tmp_path, capsys
     assert "original" in captured.err and "charswap" in captured.err and "question" in captured.err
     evaluate_command(tmp_path / "rel", ["sliding-window", PlainReader()], [], tmp_path / "quiet", progress=False)
     assert capsys.readouterr() == ("", "")
+
+
+# --------------------------------------------------------------------------- encoding once
+
+
+TEXTS = ["Tickets cost ten dollars.", "", "She studied medicine in London and became a doctor.",
+         "Nine o'clock.", "Tickets cost ten dollars.", " ".join(["a long passage"] * 80),
+         "Who can enter for free? Children under five", "The museum is closed.", "Ten dollars."]
+
+
+def two_pass_encode(reader, texts):
+    """`SimilarityReader.encode` as it first was: tokenised once to sort, again per batch."""
+    import torch
+
+    lengths = [len(ids) for ids in reader.tokenizer(list(texts), truncation=True,
+                                                    max_length=reader.max_length)["input_ids"]]
+    order = sorted(range(len(texts)), key=lambda i: (-lengths[i], i))
+    out = [None] * len(texts)
+    with torch.inference_mode():
+        for k in range(0, len(order), reader.batch_size):
+            idx = order[k:k + reader.batch_size]
+            enc = reader.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
+                                   max_length=reader.max_length, return_tensors="pt")
+            hidden = reader.model(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1).clamp(min=1), dim=-1)
+            for row, i in enumerate(idx):
+                out[i] = pooled[row]
+    return torch.stack(out)
+
+
+def model_inputs(reader, run):
+    """What `run()` gives the reader's model, call by call."""
+    calls = []
+    handle = reader.model.register_forward_pre_hook(
+        lambda _, args, kwargs: calls.append({k: v.clone() for k, v in kwargs.items()}), with_kwargs=True)
+    try:
+        result = run()
+    finally:
+        handle.remove()
+    return result, calls
+
+
+@pytest.mark.slow
+def test_similarity_encode_gives_the_model_what_the_two_pass_encode_gave(reader):
+    import torch
+
+    try:
+        for size in (1, 3, 64):
+            reader.batch_size = size
+            got, new_calls = model_inputs(reader, lambda: reader.encode(TEXTS))
+            want, old_calls = model_inputs(reader, lambda: two_pass_encode(reader, TEXTS))
+            assert len(new_calls) == len(old_calls) == -(-len(TEXTS) // size)
+            for new, old in zip(new_calls, old_calls):
+                assert new.keys() == old.keys()
+                assert all(torch.equal(new[k], old[k]) and new[k].dtype == old[k].dtype for k in new)
+            assert torch.equal(got, want)
+    finally:
+        reader.batch_size = 64
+
+
+@pytest.mark.slow
+def test_paraphrase_cosines_do_not_depend_on_what_was_asked_before():
+    """The filter's cosines decide what a release holds, so they are computed afresh for each
+    call: a vector cached from another call's batch could differ in its last bits."""
+    from advrace.models.paraphrase import encoder_for, paraphrase_cosines
+
+    pairs = [("He was ill.", "He was sick."), ("A farm.", "He was sick."), ("He was ill.", "He was ill."),
+             ("Ten people.", "The city.")]
+    texts = list(dict.fromkeys(t for pair in pairs for t in pair))
+    vectors = encoder_for().encode(texts)
+    row = {t: i for i, t in enumerate(texts)}
+    products = vectors[[row[a] for a, _ in pairs]] * vectors[[row[b] for _, b in pairs]]
+    want = [round(float(x), 6) for x in products.sum(dim=-1)]
+    assert paraphrase_cosines(pairs) == want
+    paraphrase_cosines([("A much longer sentence about the farm and the city.", "He was sick.")])
+    assert paraphrase_cosines(pairs) == want
+    assert paraphrase_cosines([]) == []
+
+
+@pytest.mark.slow
+def test_similarity_readers_share_the_encoder_weights_not_their_caches():
+    from advrace.models.paraphrase import encoder_for
+
+    reader = make_baseline("similarity", batch_size=32)
+    shared = encoder_for()
+    assert reader.model is shared.model and reader.tokenizer is shared.tokenizer
+    assert reader is not shared and reader._cache is not shared._cache
+    assert (reader.batch_size, shared.batch_size) == (32, 64)

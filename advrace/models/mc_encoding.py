@@ -8,6 +8,8 @@ identically, so both come here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import Callable, Sequence
 
 from advrace.core.text import BLANK_RE
 
@@ -87,7 +89,9 @@ def collate_mc(features: list[MCFeature], pad_token_id: int = 0) -> dict:
     return batch
 
 
-def length_sorted_batches(features: list[MCFeature], batch_size: int) -> list[list[int]]:
-    """Indices in batches of similar length (longest first), so padding stays small."""
-    order = sorted(range(len(features)), key=lambda i: (-features[i].length, i))
+def length_sorted_batches(items: Sequence, batch_size: int,
+                          length: Callable = attrgetter("length")) -> list[list[int]]:
+    """Indices in batches of similar length (longest first, ties in input order), so padding stays
+    small. `length`: of one item; features and windows carry theirs, token id lists take `len`."""
+    order = sorted(range(len(items)), key=lambda i: (-length(items[i]), i))
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]

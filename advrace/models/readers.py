@@ -30,7 +30,7 @@ from collections import Counter
 from advrace.core.errors import ConfigError
 from advrace.core.text import split_sentences
 from advrace.models.loading import MINILM, Wording, load_model, resolve_model
-from advrace.models.mc_encoding import question_with_option
+from advrace.models.mc_encoding import length_sorted_batches, question_with_option
 from advrace.models.precision import precision_info
 
 TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -155,6 +155,24 @@ def passage_sentences(passage: str) -> list[str]:
     return split_sentences(passage, line_breaks=True)
 
 
+_WEIGHTS: dict[str, tuple] = {}
+
+
+def _encoder_weights(encoder: str = MINILM) -> tuple:
+    """(model, tokenizer) of an encoder, loaded once per process: the paraphrase filter and the
+    `similarity` readers share them, while each reader keeps its own batch size and cache, since
+    a text embedded in other company (other padding) can differ in the last float bits."""
+    if encoder not in _WEIGHTS:
+        from transformers import AutoModel
+
+        # On the CPU, where it stays; quiet: a progress bar per load would clutter every report.
+        model, tokenizer, _, _ = load_model(AutoModel, encoder, False, "similarity reader",
+                                            source=resolve_model(encoder), place=False,
+                                            wording=ENCODER_WORDING, quiet=True)
+        _WEIGHTS[encoder] = model, tokenizer
+    return _WEIGHTS[encoder]
+
+
 class SimilarityReader:
     """Best cosine similarity between question-with-option and a passage sentence.
 
@@ -166,12 +184,7 @@ class SimilarityReader:
 
     def __init__(self, encoder: str = MINILM, batch_size: int = 64, max_length: int = 128,
                  cache_size: int = 200_000):
-        from transformers import AutoModel
-
-        # On the CPU, where it stays; quiet: a progress bar per load would clutter every report.
-        self.model, self.tokenizer, _, _ = load_model(AutoModel, encoder, False, "similarity reader",
-                                                      source=resolve_model(encoder), place=False,
-                                                      wording=ENCODER_WORDING, quiet=True)
+        self.model, self.tokenizer = _encoder_weights(encoder)
         self.name = SIMILARITY if encoder == MINILM else f"{SIMILARITY}:{encoder}"
         self.batch_size = batch_size
         self.max_length = max_length
@@ -185,21 +198,20 @@ class SimilarityReader:
 
     def encode(self, texts: list[str], *, desc: str | None = None, progress: bool = False):
         """Unit-length mean-pooled embeddings, in batches sorted by token count (sorted by
-        characters, padding added a third or more to the tokens run), results in input order."""
+        characters, padding added a third or more to the tokens run), results in input order.
+        Each text is tokenised once; a batch pads the ids already made."""
         import torch
         from tqdm.auto import tqdm
 
         if not texts:
             return torch.zeros((0, self.model.config.hidden_size))
-        lengths = [len(ids) for ids in self.tokenizer(list(texts), truncation=True,
-                                                      max_length=self.max_length)["input_ids"]]
-        order = sorted(range(len(texts)), key=lambda i: (-lengths[i], i))
-        batches = [order[k:k + self.batch_size] for k in range(0, len(order), self.batch_size)]
+        tokenized = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)
+        batches = length_sorted_batches(tokenized["input_ids"], self.batch_size, length=len)
         out = [None] * len(texts)
         with torch.inference_mode():
             for idx in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
-                enc = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
-                                     max_length=self.max_length, return_tensors="pt")
+                enc = self.tokenizer.pad({k: [v[i] for i in idx] for k, v in tokenized.items()},
+                                         return_tensors="pt")
                 hidden = self.model(**enc).last_hidden_state
                 mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
