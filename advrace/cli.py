@@ -11,7 +11,6 @@ import sys
 import textwrap
 
 from advrace import __version__
-from advrace.attacks import attack_classes
 from advrace.core.cli_types import comma_list
 from advrace.core.config import load_config, with_overrides
 from advrace.core.errors import AdvraceError
@@ -158,6 +157,8 @@ def _export(args) -> int:
 
 
 def _attacks(args) -> int:
+    from advrace.attacks import attack_classes  # deferred for start-up time: importing the attacks loads every attack module
+
     for cls in attack_classes():
         doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip().splitlines()[0]
         print(f"{cls.name}: {doc}")

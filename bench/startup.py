@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from advrace.formats import load  # noqa: E402
+from advrace.release.export import advrace_record  # noqa: E402
 
 SAMPLE = ROOT / "advrace" / "sample_data" / "race"
 ORIGINAL = ROOT / "bench" / "original_charswap.py"
@@ -50,8 +51,7 @@ def median_times(cmds: dict[str, list[str]], env: dict, repeat: int) -> dict[str
 
 
 def write_advrace_json(examples: list, path: Path) -> None:
-    data = {ex.source_id: {"context": ex.passage, "question": ex.question,
-                           "options": list(ex.options), "label": ex.label} for ex in examples}
+    data = {ex.source_id: advrace_record(ex) for ex in examples}
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
 
 

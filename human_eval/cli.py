@@ -11,11 +11,6 @@ from pathlib import Path
 
 from advrace.core.errors import ConfigError
 
-from .authoring import AuthoringModel, export_authored
-from .report import export_jsonl, write as write_report
-from .server import serve
-from .study import add_authors, create_study
-
 EPILOG = textwrap.dedent("""\
     examples:
       advrace human-eval create releases/race-test --per-split 50 --seed 1 --annotators 3 --db study.db --port 8765
@@ -111,13 +106,17 @@ def add_human_eval_parser(subparsers):
 
 
 def _run(args) -> int:
+    # `advrace` builds this parser for every command; the web app (Jinja2, its templates) and the
+    # model code are ~40 ms of imports that only human-eval needs, deferred here for start-up.
+    from . import authoring, report, server, study
+
     cmd = args.human_command
     if cmd in ("serve", "report", "export", "export-authored") and not Path(args.db).is_file():
         raise ConfigError(f"{args.db}: no such study database; create one with `advrace human-eval create`")
     if cmd == "create":
         splits = [s for s in args.splits.split(",") if s] if args.splits else None
-        out = create_study(args.release, args.db, per_split=args.per_split, seed=args.seed,
-                           annotators=args.annotators, splits=splits)
+        out = study.create_study(args.release, args.db, per_split=args.per_split, seed=args.seed,
+                                 annotators=args.annotators, splits=splits)
         print(f"created {args.db}: {out['items']} items from {', '.join(out['splits'])}, "
               f"{len(out['annotators'])} annotators")
         if out["left_out"]:
@@ -131,29 +130,29 @@ def _run(args) -> int:
         return 0
     if cmd in ("serve", "author"):
         db = args.db
-        model = AuthoringModel(args.model) if args.model else None
+        model = authoring.AuthoringModel(args.model) if args.model else None
         if cmd == "author":
-            token = add_authors(db, [args.name])[args.name]
+            token = study.add_authors(db, [args.name])[args.name]
             print(f"author {args.name}: {_link(args.host, args.port, 'author', token)}")
 
-        def ready(server):
-            print(f"serving {db} on http://{args.host}:{server.server_port} (Ctrl-C to stop)", flush=True)
+        def ready(httpd):
+            print(f"serving {db} on http://{args.host}:{httpd.server_port} (Ctrl-C to stop)", flush=True)
 
         try:
-            serve(db, args.host, args.port, model, ready)
+            server.serve(db, args.host, args.port, model, ready)
         except KeyboardInterrupt:
             pass
         return 0
     if cmd == "report":
-        result = write_report(args.db, args.out)
+        result = report.write(args.db, args.out)
         print((Path(args.out) / "report.md").read_text(encoding="utf-8").rstrip())
         print(f"\nwrote {args.out}: report.json, report.md, report.png ({len(result['splits'])} splits)")
         return 0
     if cmd == "export":
-        print(f"wrote {export_jsonl(args.db, args.out)} annotations to {args.out}")
+        print(f"wrote {report.export_jsonl(args.db, args.out)} annotations to {args.out}")
         return 0
     if cmd == "export-authored":
-        manifest = export_authored(args.db, args.out)
+        manifest = authoring.export_authored(args.db, args.out)
         print(f"wrote {args.out}: {manifest['splits']['human_authored']['count']} questions in split human_authored")
         return 0
     raise ConfigError(f"unknown human-eval command {cmd!r}")

@@ -92,16 +92,13 @@ def meta(conn) -> dict:
 # --------------------------------------------------------------------------- people
 
 
-def add_person(conn, name: str, role: str) -> str:
-    """Create an annotator or author; returns their secret token (shown once, stored hashed)."""
+def add_person(conn, name: str, role: str) -> tuple[int, str]:
+    """Create an annotator or author; returns their id and their secret token (shown once,
+    stored hashed)."""
     token = secrets.token_urlsafe(24)
-    conn.execute("INSERT INTO people(name, role, token_sha256, csrf) VALUES (?, ?, ?, ?)",
-                 (name, role, token_hash(token), secrets.token_urlsafe(24)))
-    return token
-
-
-def person_id_by_name(conn, name: str) -> int:
-    return conn.execute("SELECT id FROM people WHERE name = ?", (name,)).fetchone()["id"]
+    cur = conn.execute("INSERT INTO people(name, role, token_sha256, csrf) VALUES (?, ?, ?, ?)",
+                       (name, role, token_hash(token), secrets.token_urlsafe(24)))
+    return cur.lastrowid, token
 
 
 def person_by_token(conn, token: str | None, role: str | None = None):

@@ -89,10 +89,10 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
                         for ex in sample_split(read_split(release_dir, split), per_split, seed, split)]
             tokens = {}
             for name in names:
-                tokens[name] = store.add_person(conn, name, store.ANNOTATOR)
+                person_id, tokens[name] = store.add_person(conn, name, store.ANNOTATOR)
                 order = list(item_ids)
                 seeded_rng("advrace-queue", seed, name).shuffle(order)
-                store.set_queue(conn, store.person_id_by_name(conn, name), order)
+                store.set_queue(conn, person_id, order)
     except BaseException:
         conn.close()
         db_path.unlink(missing_ok=True)
@@ -106,7 +106,7 @@ def add_authors(db_path, names) -> dict:
     conn = store.connect(db_path)
     store.init(conn)
     try:
-        return {name: store.add_person(conn, name, store.AUTHOR) for name in names}
+        return {name: store.add_person(conn, name, store.AUTHOR)[1] for name in names}
     except sqlite3.IntegrityError:
         raise ConfigError(f"{db_path}: an account named {names} exists already; choose another --name") from None
     finally:

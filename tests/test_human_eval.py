@@ -441,3 +441,15 @@ def test_splits_nobody_annotated_report_na_not_zero(mc_release, tmp_path):
     entry = report.write(tmp_path / "q.db", tmp_path / "qout")["splits"]["original"]
     assert entry["human_f1"] is None and entry["human_f1_ci"] is None
     assert "| original | 2 | 0 | n/a | n/a | n/a | n/a |" in (tmp_path / "qout" / "report.md").read_text()
+
+
+def test_add_person_returns_the_new_row_id_with_the_token(tmp_path):
+    conn = store.connect(tmp_path / "p.db")
+    try:
+        store.init(conn)
+        ids = [store.add_person(conn, name, store.ANNOTATOR) for name in ("ann", "bob")]
+        rows = {r["name"]: r["id"] for r in conn.execute("SELECT id, name FROM people")}
+        assert [pid for pid, _ in ids] == [rows["ann"], rows["bob"]]
+        assert store.person_by_token(conn, ids[1][1])["name"] == "bob"
+    finally:
+        conn.close()

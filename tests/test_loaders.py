@@ -697,3 +697,21 @@ def test_hub_reports_the_split_it_asked_for(fake_hub):
     fake_hub([hub_row("middle1.txt")])
     res = loaders.load_hub("ehovy/race:middle", split="validation")
     assert res.split == "validation" and res.levels == ["middle"]
+
+
+def test_split_words_are_whole_words_and_validation_is_dev():
+    from advrace.formats.base import canonical_split, split_words
+    assert split_words("dev-v1.1.json") == ["dev"]
+    assert split_words("The RACE Validation and test sets") == ["validation", "test"]
+    assert split_words("devtools contest") == []
+    assert [canonical_split(s) for s in ("train", "dev", "validation", "test", "dev+test")] == [
+        "train", "dev", "dev", "test", "dev+test"]
+
+
+def test_squad_checks_n_options_though_it_has_none(tmp_path):
+    squad = write(tmp_path / "s.json", squad_doc([qa("q1")]))
+    with pytest.raises(ConfigError, match="n_options"):
+        load(str(squad), "squad", n_options=1)
+    with pytest.raises(ConfigError, match="limit"):  # limit is checked first, as before
+        load(str(squad), "squad", limit=-1, n_options=1)
+    assert loaders.load_squad(str(squad), n_options=None).kept == 1

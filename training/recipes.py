@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-from advrace.attacks import get_attack
 from advrace.core.config import config_from_dict as release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.core.seeding import seeded_rng
@@ -26,6 +25,8 @@ from .config import RecipeConfig
 
 def check_attacks(recipe: RecipeConfig) -> None:
     """Fail before any model is loaded if an attack is unknown or its config is wrong."""
+    from advrace.attacks import get_attack  # deferred for start-up time: importing the attacks loads every attack module
+
     for spec in recipe.attacks:
         get_attack(spec.attack, MULTIPLE_CHOICE)(spec.config, seed=0)
 

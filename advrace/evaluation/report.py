@@ -18,7 +18,6 @@ import json
 import math
 from pathlib import Path
 
-from advrace.attacks import attack_classes
 from advrace.core.atomic import atomic_dir
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 
@@ -54,6 +53,8 @@ def _rounded(obj, digits: int = 2):
 
 def probe_attacks() -> set[str]:
     """The attacks that declare themselves probes, plugins included."""
+    from advrace.attacks import attack_classes  # deferred for start-up time: importing the attacks loads every attack module
+
     return {cls.name for cls in attack_classes() if cls.probe}
 
 

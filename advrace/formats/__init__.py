@@ -1,8 +1,8 @@
 """Readers that turn RACE and SQuAD inputs into validated, immutable examples.
 
-Each format is one module that registers a `Format` (base.py); `load`, `detect_format` and
-`sniff_format` ask the registry (registry.py), so a new format is one new module here, or one
-class in another package listed in the `advrace.formats` entry-point group.
+Each format is one module that registers a `Format` (base.py); `load` and `detect_format` ask
+the registry (registry.py), so a new format is one new module here, or one class in another
+package listed in the `advrace.formats` entry-point group.
 """
 
 from __future__ import annotations
@@ -44,20 +44,10 @@ def detect_format(path: str) -> str:
                       f"(one of {', '.join(format_names())})")
 
 
-def _sniff(path: str) -> Format | None:
-    probe = Probe(path)
-    return next((fmt for fmt in detection_order() if fmt.local and fmt.sniff(probe)), None)
-
-
-def sniff_format(path: str) -> str | None:
-    """The format a file's contents look like (None when they fit none), to explain a mismatch."""
-    found = _sniff(os.fspath(path))
-    return None if found is None else found.name
-
-
 def _mismatch(path: str, fmt: str, exc: str | None) -> DataError | None:
     """A clearer error when the data is fine but in another format than the one asked for."""
-    found = _sniff(path)
+    probe = Probe(path)
+    found = next((f for f in detection_order() if f.local and f.sniff(probe)), None)
     if found is None or found.name == fmt:
         return None
     return DataError(path, None, f"looks like {found.description}, not {fmt}"
@@ -94,4 +84,4 @@ def load(path: str, format: str | None = None, *, lenient: bool = False, limit: 
 
 __all__ = ["FORMATS", "PLUGIN_GROUP", "REGISTRY", "Format", "LoadResult", "Probe", "detect_format",
            "format_names", "get_format", "load", "load_advrace_json", "load_hub", "load_race_dir",
-           "load_race_jsonl", "load_squad", "register_format", "sniff_format", "unregister_format"]
+           "load_race_jsonl", "load_squad", "register_format", "unregister_format"]

@@ -65,7 +65,21 @@ class LoadResult:
 
 
 SPLIT_NAMES = ("train", "dev", "validation", "test")
+SPLIT_ALIASES = {"validation": "dev"}  # names of one split: a card compares splits by these
 RACE_LEVEL = re.compile(r"(high|middle)\d")
+
+
+def split_words(text: str) -> list[str]:
+    """The split names among `text`'s words, as written and in SPLIT_NAMES order; a whole word
+    only, so `devtools` or `contest` names none. File names, recipe names and descriptions are
+    read alike, so a card's check agrees with what a manifest records."""
+    words = set(re.findall(r"[a-z]+", text.lower()))
+    return [s for s in SPLIT_NAMES if s in words]
+
+
+def canonical_split(name: str) -> str:
+    """One name per split (`validation` is `dev`), for comparing splits named differently."""
+    return SPLIT_ALIASES.get(name, name)
 
 
 def split_named(path: str, files=()) -> str | None:
@@ -79,8 +93,7 @@ def split_named(path: str, files=()) -> str | None:
         return "+".join(found)
     path = os.path.abspath(path)
     if os.path.isfile(path):
-        words = set(re.findall(r"[a-z]+", os.path.basename(path).lower()))
-        found = [s for s in SPLIT_NAMES if s in words]
+        found = split_words(os.path.basename(path))
         if len(found) == 1:
             return found[0]
         path = os.path.dirname(path)
@@ -92,7 +105,7 @@ def split_named(path: str, files=()) -> str | None:
 
 
 class Probe:
-    """A path as the formats see it while `detect_format` or `sniff_format` asks each in turn:
+    """A path as the formats see it while `detect_format` or a mismatch check asks each in turn:
     every check and every read happens once, however many formats ask."""
 
     def __init__(self, path: str):

@@ -32,9 +32,13 @@ def _squad_qa(qa: dict, title: str, context: str) -> SpanExample:
     return span_example(qid, title, context, qa["question"], answer_set(pairs))
 
 
-def load_squad(path, *, lenient: bool = False, limit: int | None = None) -> LoadResult:
-    """SQuAD v1.1 JSON: one SpanExample per qa, answers deduplicated by (text, start)."""
-    check_args(limit, None)
+def load_squad(path, *, lenient: bool = False, limit: int | None = None,
+               n_options: int | None = None) -> LoadResult:
+    """SQuAD v1.1 JSON: one SpanExample per qa, answers deduplicated by (text, start).
+
+    SQuAD has no options: `n_options` is only checked, so that `load` refuses a bad value for
+    every format alike."""
+    check_args(limit, n_options)
     path = os.fspath(path)
     need_file(path)
     raw, data = read_json_file(path)
@@ -85,8 +89,7 @@ class Squad(Format):
     priority = 1  # named top-level keys: asked before the looser RACE and AdvRACE shapes
 
     def load(self, path, *, lenient=False, limit=None, n_options=4, split="test") -> LoadResult:
-        check_args(limit, n_options)
-        return load_squad(path, lenient=lenient, limit=limit)
+        return load_squad(path, lenient=lenient, limit=limit, n_options=n_options)
 
     def detect(self, probe: Probe) -> bool:
         if not probe.suffix(".json"):

@@ -3,22 +3,18 @@ model-dependent ones were made."""
 
 from __future__ import annotations
 
-import re
-
 from advrace.core.config import ReleaseConfig
 from advrace.core.tasks import MULTIPLE_CHOICE
-
-# A data set's split as a recipe's name or description may name it; dev and validation are one.
-SPLIT_WORDS = {"train": "train", "dev": "dev", "validation": "dev", "test": "test"}
+from advrace.formats.base import canonical_split, split_words
 
 
 def named_splits(text: str) -> set[str]:
     """The splits a recipe's free text names (`advrace-race-test`, "the RACE test set")."""
-    return {SPLIT_WORDS[w] for w in re.findall(r"[a-z]+", text.lower()) if w in SPLIT_WORDS}
+    return {canonical_split(w) for w in split_words(text)}
 
 
 def _read_splits(split: str) -> set[str]:
-    return {SPLIT_WORDS.get(s, s) for s in split.split("+")}
+    return {canonical_split(s) for s in split.split("+")}
 
 
 def contradicts(text: str, split: str | None) -> bool:

@@ -12,6 +12,11 @@ from advrace.release.records import read_split
 from advrace.release.verify import check_release
 
 
+def advrace_record(ex) -> dict:
+    """One question as the AdvRACE release files hold it, keyed there by its RACE id."""
+    return {"context": ex.passage, "question": ex.question, "options": list(ex.options), "label": ex.label}
+
+
 def _check_export_target(out: Path, names: list[str]) -> None:
     """Refuse, before writing anything, an --out that cannot take what was asked for."""
     several = len(names) > 1
@@ -49,9 +54,7 @@ def export_advrace(release_dir: str | Path, out: str | Path, splits: list[str] |
     targets = [out] if len(names) == 1 else [out / f"{s}.json" for s in names]
     _check_export_target(out, names)
     for split, target in zip(names, targets):
-        data = {ex.source_id: {"context": ex.passage, "question": ex.question,
-                               "options": list(ex.options), "label": ex.label}
-                for ex in read_split(release_dir, split)}
+        data = {ex.source_id: advrace_record(ex) for ex in read_split(release_dir, split)}
         tmp = target.with_name(f".{target.name}.tmp")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,6 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-from advrace.attacks import attacks_named, get_attack
 from advrace.core.config import ReleaseConfig, SplitSpec
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
@@ -51,6 +50,8 @@ def _checked_specs(cfg: ReleaseConfig):
 def check_splits(cfg: ReleaseConfig) -> None:
     """What can be checked before any data is read (attack names, their configs, split order), so
     that a typo in the config is not hidden behind a data error or an hour of loading."""
+    from advrace.attacks import attacks_named  # deferred for start-up time: importing the attacks loads every attack module
+
     for spec, seed in _checked_specs(cfg):
         errors = []
         for cls in attacks_named(spec.attack):  # one class per task: the config must suit one of them
@@ -64,6 +65,8 @@ def check_splits(cfg: ReleaseConfig) -> None:
 
 
 def make_attacks(cfg: ReleaseConfig, resources, task: str | None = None) -> list:
+    from advrace.attacks import get_attack  # deferred for start-up time: importing the attacks loads every attack module
+
     return [get_attack(spec.attack, task)(spec.config, seed=seed, resources=resources)
             for spec, seed in _checked_specs(cfg)]
 
