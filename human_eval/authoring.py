@@ -1,29 +1,34 @@
-"""Adversarial authoring (Wallace et al., TACL 2019): an author edits a passage, question and
-options while the model's option probabilities and each word's importance update as they type.
+"""Adversarial authoring (Wallace et al., TACL 2019): an author writes a question while the
+model's answer and each word's importance (importance.py) update as they type.
 
-A word's importance is the gradient of the predicted option's score with respect to the input
-embeddings, times the embeddings, summed over the hidden dimensions and over the word's
-sub-tokens (Wallace et al., eq. 1), normalised by the largest magnitude in the text. Every call
-is kept as an edit with its model output; a submission keeps the example, whether it fooled the
-model, and its edit history, and `export_authored` writes the submissions as a release split.
+Two kinds of model serve the page: a multiple-choice one (`AuthoringModel`: the author edits a
+passage, question and options and sees each option's probability) and a span one
+(`span_authoring.SpanAuthoringModel`: the author writes a question about a paragraph, marks its
+answer and sees the model's best spans). Both take a draft (the JSON the page posts), check it,
+analyse it and judge a submission; every call is kept as an edit with its model output, a
+submission keeps the example, whether it fooled the model, and its edit history, and
+`export_authored` writes the submissions as a release split.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from pathlib import Path
 
 from advrace.core.errors import ConfigError
-from advrace.core.examples import MCExample
-from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.core.examples import Answer, MCExample, SpanExample
+from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import BLANK_RE
+from advrace.models.checkpoint_info import checkpoint_objective
 from advrace.models.mc_encoding import (MCFeature, collate_mc, encode_mc, encode_with_offsets,
                                          question_with_option)
 from advrace.models.mc_scoring import CheckpointScorer, make_mc_scorer
+from advrace.models.readers import is_baseline
 from advrace.release import write_release
 
 from . import store
+from .importance import argmax, gradient_x_embedding, softmax, word_scores
+
+MAX_PASSAGE = 20000  # characters of a draft's passage or paragraph
 
 
 class AuthoringModel:
@@ -32,6 +37,9 @@ class AuthoringModel:
     A checkpoint is loaded as evaluation loads it (`make_mc_scorer`, with its length limit), and
     its inputs are built by the one multiple-choice encoder (`encode_mc`, `collate_mc`), so the
     page shows the predictions that `advrace evaluate` scores. It runs in fp32, for gradients."""
+
+    task = MULTIPLE_CHOICE
+    template = "author.html"
 
     def __init__(self, model: str, max_length: int | None = None):
         self.name = str(model).rstrip("/").split("/")[-1]
@@ -48,8 +56,48 @@ class AuthoringModel:
         example = MCExample("draft", passage, question, tuple(options), 0)
         if self.baseline is not None:
             scores = self.baseline.predict_mc([example])[0]
-            return {"probabilities": _softmax(scores), "prediction": _argmax(scores), "importance": None}
+            return {"probabilities": softmax(scores), "prediction": argmax(scores), "importance": None}
         return self._gradients(example)
+
+    def analyse_draft(self, draft: dict) -> dict:
+        return self.analyse(draft["passage"], draft["question"], draft["options"])
+
+    @staticmethod
+    def check(draft, final: bool) -> str | None:
+        """What is wrong with a posted draft (None: nothing); `final` for a submission."""
+        if not isinstance(draft, dict):
+            return "expected a JSON object"
+        if not isinstance(draft.get("passage"), str) or not isinstance(draft.get("question"), str):
+            return "passage and question must be text"
+        options = draft.get("options")
+        if not isinstance(options, list) or not 2 <= len(options) <= 8 or not all(isinstance(o, str) for o in options):
+            return "give 2 to 8 options"
+        if len(draft["passage"]) > MAX_PASSAGE:
+            return f"the passage is too long ({MAX_PASSAGE:,} characters at most)"
+        if final:
+            label = draft.get("label")
+            if not isinstance(label, int) or isinstance(label, bool) or not 0 <= label < len(options):
+                return "mark the correct option"
+            if not draft["question"].strip() or not all(o.strip() for o in options):
+                return "fill in the question and every option"
+        return None
+
+    @staticmethod
+    def judge(draft: dict, output: dict) -> tuple[dict, bool]:
+        """The submitted example, and whether the model missed its marked option."""
+        example = {k: draft[k] for k in ("passage", "question", "options", "label")}
+        return {**example, "source": draft.get("source")}, output["prediction"] != draft["label"]
+
+    @staticmethod
+    def starting_point(db, source: str | None) -> dict:
+        """An empty draft, or a study item (by record id) to start from."""
+        blank = {"passage": "", "question": "", "options": ["", "", "", ""], "label": 0, "source": None}
+        item = store.item_by_record_id(db, source) if source else None
+        if item is None or item["task"] != MULTIPLE_CHOICE:
+            return blank
+        p = item["payload"]
+        return {"passage": p["passage"], "question": p["question"], "options": p["options"],
+                "label": p["label"], "source": source}
 
     def encode(self, example: MCExample) -> MCFeature:
         """The model's input ids for a draft: exactly what evaluation and training feed it."""
@@ -60,109 +108,112 @@ class AuthoringModel:
         batch = collate_mc([feature], self.scorer.pad_id)
         batch.pop("labels")
         batch = {k: v.to(self.scorer.device) for k, v in batch.items()}
-        embeddings = self.model.get_input_embeddings()
-        captured = {}
+        chosen = {}
 
-        def keep(_module, _inputs, output):
-            output.retain_grad()
-            captured["emb"] = output
+        def predicted_option(output):
+            logits = output.logits[0]
+            chosen["pred"] = int(logits.argmax())
+            return logits[chosen["pred"]]
 
-        handle = embeddings.register_forward_hook(keep)
-        try:
-            self.model.zero_grad(set_to_none=True)
-            logits = self.model(**batch).logits[0]
-            pred = int(logits.argmax())
-            logits[pred].backward()
-        finally:
-            handle.remove()
-        emb = captured["emb"]  # [options, tokens, hidden] (the batch is one question)
-        scores = (emb.grad * emb).sum(-1).view(len(example.options), -1)[pred].detach().float().tolist()
+        output, token_scores = gradient_x_embedding(self.model, batch, predicted_option)
+        pred = chosen["pred"]
+        # token_scores: [options, tokens] (the batch is one question)
+        scores = token_scores.view(len(example.options), -1)[pred].tolist()
         passage, question = example.passage, example.question
         second = question_with_option(question, example.options[pred])
-        out = {"probabilities": _softmax(logits.detach().float().tolist()), "prediction": pred, "importance": None}
+        out = {"probabilities": softmax(output.logits[0].detach().float().tolist()), "prediction": pred,
+               "importance": None}
         spans = encode_with_offsets(self.tokenizer, passage, second, self.max_length)
         if spans is None or spans[0] != feature.input_ids[pred]:  # no offsets: probabilities only
             return out
         _, offsets, seq_ids = spans
-        passage_words = _word_scores(passage, passage, offsets, seq_ids, scores, 0)
+        passage_words = word_scores(passage, passage, offsets, seq_ids, scores, 0)
         # the second sequence is the question with the option appended or in its blank: the
         # question's words before the blank come first, in order, whatever the spacing
         blank = BLANK_RE.search(question)
-        question_words = _word_scores(question, second, offsets, seq_ids, scores, 1,
+        question_words = word_scores(question, second, offsets, seq_ids, scores, 1,
                                       upto=blank.start() if blank else len(question))
         return {**out, "importance": {"passage": passage_words, "question": question_words}}
 
 
-def _word_scores(text, seq_text, offsets, seq_ids, scores, which, upto=None) -> list[list]:
-    """[start, end, score] per word of `text`, from the scores of the tokens of sequence `which`
-    (whose characters are `seq_text`): sub-token scores summed, scaled to [-1, 1]. Words from
-    `upto` on score 0 (they are not in the sequence as written)."""
-    words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
-    placed, cursor = [], 0
-    for s, e in words:
-        at = seq_text.find(text[s:e], cursor) if upto is None or s < upto else -1
-        placed.append((at, at + e - s) if at >= 0 else None)
-        if at >= 0:
-            cursor = at + e - s
-    total = [0.0] * len(words)
-    for (s, e), sid, score in zip(offsets, seq_ids, scores):
-        if sid != which or e <= s:
-            continue
-        for k, span in enumerate(placed):
-            if span is not None and span[0] < e and s < span[1]:
-                total[k] += score
-                break
-    top = max((abs(t) for t in total), default=0.0) or 1.0
-    return [[s, e, round(t / top, 4)] for (s, e), t in zip(words, total)]
+def load_authoring_model(model: str, *, task: str | None = None, max_length: int | None = None,
+                         fooled_below: float = 0.5):
+    """The authoring model for a checkpoint, a hub name or a built-in reader. Its task is `task`
+    when given, else what the checkpoint says it was trained for (`model_task`)."""
+    task = task or model_task(model)
+    if task == EXTRACTIVE_QA:
+        from .span_authoring import SpanAuthoringModel  # start-up: the span page's code, when it serves
+
+        return SpanAuthoringModel(model, max_length=max_length, fooled_below=fooled_below)
+    return AuthoringModel(model, max_length=max_length)
 
 
-def _softmax(xs) -> list[float]:
-    m = max(xs)
-    ex = [math.exp(x - m) for x in xs]
-    return [v / sum(ex) for v in ex]
+def model_task(model: str) -> str:
+    """extractive_qa for a span checkpoint (trained by `advrace train` with objective
+    span_extraction, or any model whose config names a *ForQuestionAnswering architecture),
+    multiple_choice for anything else, built-in readers included."""
+    if is_baseline(model):
+        return MULTIPLE_CHOICE
+    objective = checkpoint_objective(model)
+    if objective is not None:
+        return EXTRACTIVE_QA if objective == "span_extraction" else MULTIPLE_CHOICE
+    return EXTRACTIVE_QA if any(a.endswith("ForQuestionAnswering") for a in _architectures(model)) else MULTIPLE_CHOICE
 
 
-def _argmax(xs) -> int:
-    return max(range(len(xs)), key=lambda i: (xs[i], -i))
+def _architectures(model: str) -> list[str]:
+    """The architectures a model's config.json names (a folder's, or a hub model's online)."""
+    from transformers import AutoConfig
+
+    try:
+        return list(AutoConfig.from_pretrained(str(model)).architectures or [])
+    except (OSError, ValueError):
+        return []  # not a model transformers can read: loading it reports the problem
 
 
-def submit(db, person_id: int, draft: dict, output: dict, model_name: str) -> tuple[int, bool]:
-    """Store a submission; the edits since the author's last submission become its history."""
-    fooled = output["prediction"] != draft["label"]
-    example = {k: draft[k] for k in ("passage", "question", "options", "label")}
-    example["source"] = draft.get("source")
-    return store.add_submission(db, person_id, example, fooled, output, model_name, draft), fooled
+def submit(db, person_id: int, draft: dict, output: dict, model) -> tuple[int, bool]:
+    """Store a submission, judged by `model` (did it fool it?); the edits since the author's last
+    submission become its history."""
+    example, fooled = model.judge(draft, output)
+    return store.add_submission(db, person_id, example, fooled, output, model.name, draft), fooled
 
 
-def starting_point(db, source: str | None) -> dict:
-    """An empty draft, or a study item (by record id) to start from."""
-    blank = {"passage": "", "question": "", "options": ["", "", "", ""], "label": 0, "source": None}
-    if not source:
-        return blank
-    item = store.item_by_record_id(db, source)
-    if item is None or item["task"] != MULTIPLE_CHOICE:
-        return blank
-    p = item["payload"]
-    return {"passage": p["passage"], "question": p["question"], "options": p["options"],
-            "label": p["label"], "source": source}
-
-
-def export_authored(db_path, out_dir, name: str = "human-authored") -> dict:
+def export_authored(db_path, out_dir, name: str = "human-authored", task: str | None = None) -> dict:
     """The submissions as a release with one split, `human_authored` (each record keeps its
-    author, whether it fooled the model, and its edit history in provenance)."""
+    author, the model, whether it fooled the model, and its edit history in provenance). A
+    release holds one task: span questions become a SQuAD release, multiple-choice ones a RACE
+    one; a database with both needs `task`."""
     conn = store.connect(db_path)
     try:
         rows = store.submissions(conn)
     finally:
         conn.close()
-    examples = [MCExample(id=f"authored-{r['id']}", passage=r["example"]["passage"],
-                          question=r["example"]["question"], options=tuple(r["example"]["options"]),
-                          label=r["example"]["label"],
-                          provenance=({"op": "authored", "author": r["author"], "model": r["model"],
-                                       "fooled": r["fooled"], "source": r["example"].get("source"),
-                                       "history": r["history"]},))
-                for r in rows]
-    if not examples:
+    if not rows:
         raise ConfigError(f"{db_path}: no submissions to export yet")
+    by_task: dict[str, list] = {}
+    for r in rows:
+        by_task.setdefault(EXTRACTIVE_QA if "context" in r["example"] else MULTIPLE_CHOICE, []).append(r)
+    if task is None and len(by_task) > 1:
+        raise ConfigError(f"{db_path}: the submissions are of two tasks ({', '.join(sorted(by_task))}: "
+                          f"{', '.join(f'{len(v)} {k}' for k, v in sorted(by_task.items()))}); a release holds one, "
+                          "so choose one with --task")
+    task = task or next(iter(by_task))
+    if task not in by_task:
+        raise ConfigError(f"{db_path}: no {task} submissions to export (there are {', '.join(sorted(by_task))})")
+    examples = [_authored_example(r) for r in by_task[task]]
     return write_release({"human_authored": examples}, Path(out_dir), name=name,
                          source={"name": Path(str(db_path)).name, "format": "human-eval study"})
+
+
+def _authored_example(row: dict):
+    ex = row["example"]
+    record = {"op": "authored", "author": row["author"], "model": row["model"], "fooled": row["fooled"],
+              "source": ex.get("source"), "history": row["history"]}
+    if "context" in ex:
+        record["model_answer"] = (row["output"].get("prediction") or {}).get("text")
+        record["model_f1"] = row["output"].get("model_f1")
+        return SpanExample(id=f"authored-{row['id']}", title=ex.get("title") or "authored", context=ex["context"],
+                           question=ex["question"], answers=tuple(Answer(a["text"], a["answer_start"])
+                                                                  for a in ex["answers"]),
+                           provenance=(record,))
+    return MCExample(id=f"authored-{row['id']}", passage=ex["passage"], question=ex["question"],
+                     options=tuple(ex["options"]), label=ex["label"], provenance=(record,))

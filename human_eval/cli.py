@@ -10,6 +10,9 @@ import textwrap
 from pathlib import Path
 
 from advrace.core.errors import ConfigError
+from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
+
+TASKS = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
 
 EPILOG = textwrap.dedent("""\
     examples:
@@ -19,6 +22,14 @@ EPILOG = textwrap.dedent("""\
       advrace human-eval export study.db --out annotations.jsonl
       advrace human-eval author --model runs/race/best --db study.db --name alice
       advrace human-eval export-authored study.db --out releases/authored
+      advrace human-eval create releases/sample-squad --per-split 5 --annotators 1 --db squad.db
+      advrace human-eval author --model runs/squad-cpu/final --db squad.db --name bob   # span questions
+      advrace human-eval export-authored squad.db --out releases/squad-authored
+
+    A span checkpoint (`advrace train` with objective span_extraction, or a hub model whose
+    config names a *ForQuestionAnswering architecture) serves the span page: the author writes a
+    question about a paragraph (pasted, or picked from the study's SQuAD items), marks its answer,
+    and fools the model when its answer's F1 is below --fooled-below (default 0.5).
 
     The server binds to 127.0.0.1; pass --host 0.0.0.0 (to create and serve) to let others on the
     network reach it. Probe splits (option_only, diagnosis) are left out of a study unless
@@ -51,6 +62,22 @@ def serve_command(db: str, host: str, port: int) -> str:
     return shlex.join(words + ["--port", str(port)])
 
 
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text}")
+    return value
+
+
+def _authoring_arguments(p) -> None:
+    p.add_argument("--task", choices=TASKS,
+                   help="the model's task (default: what `advrace train` recorded for the checkpoint, or "
+                        "its config's architecture; multiple_choice when neither says)")
+    p.add_argument("--fooled-below", type=_fraction, default=0.5, metavar="F1",
+                   help="span questions: a submission fools the model when the model's answer has SQuAD F1 "
+                        "below this against the marked answer (default 0.5)")
+
+
 def add_human_eval_parser(subparsers):
     p = subparsers.add_parser(
         "human-eval", help="validate splits with annotators, and author adversarial questions",
@@ -78,6 +105,7 @@ def add_human_eval_parser(subparsers):
     s.add_argument("--host", default=DEFAULT_HOST)
     s.add_argument("--port", type=int, default=DEFAULT_PORT)
     s.add_argument("--model", help="also serve the authoring page with this model (checkpoint or built-in)")
+    _authoring_arguments(s)
 
     r = sub.add_parser("report", help="valid/correct rates with 95%% intervals, kappa, disagreements")
     r.add_argument("db")
@@ -88,7 +116,10 @@ def add_human_eval_parser(subparsers):
     x.add_argument("--out", required=True)
 
     a = sub.add_parser("author", help="create an author account and serve the authoring page")
-    a.add_argument("--model", required=True, help="multiple-choice checkpoint, or sliding-window / similarity")
+    a.add_argument("--model", required=True,
+                   help="a multiple-choice checkpoint, sliding-window / similarity, or a span checkpoint "
+                        "(SQuAD questions)")
+    _authoring_arguments(a)
     a.add_argument("--db", required=True, help="a study database (created if missing)")
     a.add_argument("--name", default="author1", help="the author's account name")
     a.add_argument("--host", default=DEFAULT_HOST)
@@ -97,6 +128,8 @@ def add_human_eval_parser(subparsers):
     ea = sub.add_parser("export-authored", help="submitted questions as a human_authored release split")
     ea.add_argument("db")
     ea.add_argument("--out", required=True, help="release folder to write")
+    ea.add_argument("--task", choices=TASKS,
+                    help="which submissions, when the database holds both multiple-choice and span ones")
 
     def handler(args) -> int:
         return _run(args)
@@ -130,7 +163,8 @@ def _run(args) -> int:
         return 0
     if cmd in ("serve", "author"):
         db = args.db
-        model = authoring.AuthoringModel(args.model) if args.model else None
+        model = authoring.load_authoring_model(args.model, task=args.task, fooled_below=args.fooled_below) \
+            if args.model else None
         if cmd == "author":
             token = study.add_authors(db, [args.name])[args.name]
             print(f"author {args.name}: {_link(args.host, args.port, 'author', token)}")
@@ -152,7 +186,8 @@ def _run(args) -> int:
         print(f"wrote {report.export_jsonl(args.db, args.out)} annotations to {args.out}")
         return 0
     if cmd == "export-authored":
-        manifest = authoring.export_authored(args.db, args.out)
-        print(f"wrote {args.out}: {manifest['splits']['human_authored']['count']} questions in split human_authored")
+        manifest = authoring.export_authored(args.db, args.out, task=args.task)
+        print(f"wrote {args.out}: {manifest['splits']['human_authored']['count']} {manifest['task']} questions "
+              "in split human_authored")
         return 0
     raise ConfigError(f"unknown human-eval command {cmd!r}")

@@ -29,7 +29,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from advrace.core.tasks import MULTIPLE_CHOICE
 
 from . import store
-from .authoring import starting_point, submit
+from .authoring import AuthoringModel, submit
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -216,14 +216,18 @@ def save(db, person, item, form) -> str | None:
 
 
 def author_page(req, person, token):
+    """The multiple-choice page, or the span page for a span model (with the study's SQuAD
+    paragraphs to pick from)."""
     model = req.server.author_model
-    req.page(HTTPStatus.OK, "author.html", title="Write an adversarial question", person=person,
+    kind = model or AuthoringModel
+    req.page(HTTPStatus.OK, kind.template, title="Write an adversarial question", person=person,
              base=author_base(token), model_name=model.name if model else "none",
-             start=starting_point(req.db, (req.query.get("from") or [None])[0]))
+             start=kind.starting_point(req.db, (req.query.get("from") or [None])[0]),
+             paragraphs=store.paragraphs(req.db), threshold=getattr(model, "fooled_below", None))
 
 
 def predict(req, person, token):
-    analysed = analyse_draft(req, person, need_label=False)
+    analysed = analyse_draft(req, person, final=False)
     if analysed:
         draft, out = analysed
         store.add_edit(req.db, person["id"], draft, out)
@@ -231,10 +235,10 @@ def predict(req, person, token):
 
 
 def submit_draft(req, person, token):
-    analysed = analyse_draft(req, person, need_label=True)
+    analysed = analyse_draft(req, person, final=True)
     if analysed:
         draft, out = analysed
-        sid, fooled = submit(req.db, person["id"], draft, out, req.server.author_model.name)
+        sid, fooled = submit(req.db, person["id"], draft, out, req.server.author_model)
         req.send_json(HTTPStatus.OK, {"id": sid, "fooled": fooled, **out})
 
 
@@ -242,7 +246,7 @@ def no_such_page(req, person=None, token=None, rest=""):
     req.deny(HTTPStatus.NOT_FOUND, "no such page")
 
 
-def analyse_draft(req, person, need_label: bool) -> tuple[dict, dict] | None:
+def analyse_draft(req, person, final: bool) -> tuple[dict, dict] | None:
     """The draft in the request body and the model's output on it; None once an error is sent."""
     if not csrf_ok(person, req.headers.get("X-CSRF-Token")):
         return req.send_json(HTTPStatus.FORBIDDEN, {"error": "missing or wrong CSRF token"})
@@ -251,30 +255,11 @@ def analyse_draft(req, person, need_label: bool) -> tuple[dict, dict] | None:
         return req.send_json(HTTPStatus.SERVICE_UNAVAILABLE,
                              {"error": "no model: start the server with `advrace human-eval author --model`"})
     draft = json.loads(req.body().decode("utf-8"))
-    problem = check_draft(draft, need_label)
+    problem = model.check(draft, final)
     if problem:
         return req.send_json(HTTPStatus.UNPROCESSABLE_ENTITY, {"error": problem})
     with req.server.model_lock:
-        return draft, model.analyse(draft["passage"], draft["question"], draft["options"])
-
-
-def check_draft(draft, need_label: bool) -> str | None:
-    if not isinstance(draft, dict):
-        return "expected a JSON object"
-    if not isinstance(draft.get("passage"), str) or not isinstance(draft.get("question"), str):
-        return "passage and question must be text"
-    options = draft.get("options")
-    if not isinstance(options, list) or not 2 <= len(options) <= 8 or not all(isinstance(o, str) for o in options):
-        return "give 2 to 8 options"
-    if len(draft["passage"]) > 20000:
-        return "the passage is too long (20,000 characters at most)"
-    if need_label:
-        label = draft.get("label")
-        if not isinstance(label, int) or isinstance(label, bool) or not 0 <= label < len(options):
-            return "mark the correct option"
-        if not draft["question"].strip() or not all(o.strip() for o in options):
-            return "fill in the question and every option"
-    return None
+        return draft, model.analyse_draft(draft)
 
 
 def csrf_ok(person, given) -> bool:

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from advrace.core.tasks import EXTRACTIVE_QA
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS items (
@@ -140,6 +142,21 @@ def item_by_record_id(conn, record_id: str) -> dict | None:
     return None if row is None else {**dict(row), "payload": json.loads(row["payload"])}
 
 
+def paragraphs(conn, limit: int = 500) -> list[dict]:
+    """The study's SQuAD paragraphs, each once, in item order, for authors to pick from:
+    {"record_id", "title", "context"} of the first item with that paragraph."""
+    seen, out = set(), []
+    for r in conn.execute("SELECT record_id, payload FROM items WHERE task = ? ORDER BY id", (EXTRACTIVE_QA,)):
+        payload = json.loads(r["payload"])
+        if payload["context"] in seen:
+            continue
+        seen.add(payload["context"])
+        out.append({"record_id": r["record_id"], "title": payload.get("title", ""), "context": payload["context"]})
+        if len(out) == limit:
+            break
+    return out
+
+
 def items_per_split(conn) -> dict[str, int]:
     return dict(conn.execute("SELECT split, COUNT(*) FROM items GROUP BY split").fetchall())
 
@@ -221,6 +238,6 @@ def submissions(conn) -> list[dict]:
     for r in rows:
         history = [{"draft": json.loads(h["draft"]), "output": json.loads(h["output"]), "time": h["created"]}
                    for h in conn.execute("SELECT * FROM edits WHERE submission_id = ? ORDER BY id", (r["id"],))]
-        out.append({**dict(r), "example": json.loads(r["example"]), "fooled": bool(r["fooled"]),
-                    "history": history})
+        out.append({**dict(r), "example": json.loads(r["example"]), "output": json.loads(r["output"]),
+                    "fooled": bool(r["fooled"]), "history": history})
     return out

@@ -24,7 +24,7 @@ def item_payload(example) -> dict:
     if example.task == MULTIPLE_CHOICE:
         return {"passage": example.passage, "question": example.question,
                 "options": list(example.options), "label": example.label}
-    return {"context": example.context, "question": example.question,
+    return {"title": example.title, "context": example.context, "question": example.question,
             "answers": [{"text": a.text, "answer_start": a.start} for a in example.answers]}
 
 

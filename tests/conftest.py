@@ -175,3 +175,18 @@ def tiny(tokenizer_dir: Path, race_dir: Path, tmp_path: Path, **extra) -> dict:
     return cfg
 
 
+
+
+@pytest.fixture(scope="session")
+def span_model(tmp_path_factory):
+    """A tiny span-extraction checkpoint trained by `advrace train` on the SQuAD sample
+    (64-token windows, so a longer paragraph takes several)."""
+    from advrace.training import train
+
+    root = tmp_path_factory.mktemp("span")
+    squad = root / "squad.json"
+    squad.write_text(json.dumps(squad_doc()), encoding="utf-8")
+    run = train(tiny(make_tokenizer(root), make_race_dir(root), root, objective="span_extraction",
+                     max_length=64, doc_stride=16, train={"path": str(squad)}, dev={"path": str(squad)},
+                     epochs=2), progress=False)
+    return run["final"]

@@ -145,20 +145,6 @@ def test_addsent_name_dispatches_on_the_task():
         get_attack("diagnosis", "extractive_qa")
 
 
-@pytest.fixture(scope="module")
-def span_model(tmp_path_factory):
-    from conftest import make_race_dir, make_tokenizer, tiny
-    from advrace.training import train
-
-    root = tmp_path_factory.mktemp("span")
-    squad = root / "squad.json"
-    squad.write_text(json.dumps(squad_doc()), encoding="utf-8")
-    run = train(tiny(make_tokenizer(root), make_race_dir(root), root, objective="span_extraction",
-                     max_length=64, doc_stride=16, train={"path": str(squad)}, dev={"path": str(squad)},
-                     epochs=2), progress=False)
-    return run["final"]
-
-
 def test_model_dependent_adversaries(span_model, tmp_path):
     manifest, out = _squad_release(tmp_path, [
         {"attack": "addsent", "config": {"model": span_model, "max_length": 64}},

@@ -1,6 +1,8 @@
 """The web app's real pages in headless Chromium (Debian's chromium and chromium-driver, which
 the make targets install)."""
 
+import json
+import re
 import shutil
 import sqlite3
 import threading
@@ -10,10 +12,12 @@ import pytest
 
 from advrace.core.config import config_from_dict
 from advrace.core.examples import MCExample
-from advrace.release import build_release, write_release
-from conftest import make_race_dir
-from advrace.human_eval.authoring import AuthoringModel
+from advrace.human_eval import report
+from advrace.human_eval.authoring import AuthoringModel, export_authored
 from advrace.human_eval.server import HumanEvalServer
+from advrace.human_eval.span_authoring import SpanAuthoringModel
+from advrace.release import build_release, check_release, write_release
+from conftest import make_race_dir, squad_doc
 from advrace.human_eval.study import add_authors, create_study
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -176,3 +180,98 @@ def _tiny_release(tmp_path):
     ex = MCExample("t1", "A passage.", "A question?", ("a", "b", "c", "d"), 0)
     write_release({"original": [ex]}, tmp_path / "tiny", name="tiny", source={"name": "t"})
     return tmp_path / "tiny"
+
+
+def _squad_release(tmp_path):
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(squad_doc()), encoding="utf-8")
+    build_release(config_from_dict({"data": {"path": str(path)}, "splits": [], "workers": 1}), tmp_path / "squad")
+    return tmp_path / "squad"
+
+
+def _select(browser, element_id, start, end):
+    """Select characters [start, end) of a text box, as a drag of the mouse would."""
+    browser.execute_script("arguments[0].focus(); arguments[0].setSelectionRange(arguments[1], arguments[2])",
+                           browser.find_element("id", element_id), start, end)
+
+
+def _marked(browser, kind):
+    """The paragraph's characters highlighted as `kind` (a span crossed by another is in pieces)."""
+    return "".join(m.get_attribute("textContent") for m in browser.find_elements("css selector", f"#highlight mark.{kind}"))
+
+
+def test_author_writes_a_span_question_that_fools_the_model(browser, span_model, tmp_path):
+    """Pick a paragraph, write a question, see the model's answer change after an edit of the
+    paragraph, mark an answer the model misses, submit: stored as fooling the model. Then the
+    round trip: export-authored -> create -> an annotator selects the answer -> human F1."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    db = tmp_path / "s.db"
+    create_study(_squad_release(tmp_path), db, per_split=3, annotators=1)
+    token = add_authors(db, ["alice"])["alice"]
+    server, url = serve(db, SpanAuthoringModel(span_model))
+    wait = WebDriverWait(browser, 15)
+    try:
+        browser.get(f"{url}/author/{token}")
+        Select(browser.find_element(By.ID, "paragraph-pick")).select_by_index(1)
+        wait.until(lambda d: "?from=original" in d.current_url)
+        paragraph = browser.find_element(By.ID, "paragraph")
+        context = paragraph.get_attribute("value")
+        assert context.startswith("The Danube is Europe's second-longest river.")
+        question = browser.find_element(By.ID, "question")
+        question.clear()
+        question.send_keys("Which sea does the Danube reach before it ends?")
+        wait.until(lambda d: [w.text for w in d.find_elements(By.CSS_SELECTOR, "#importance-question span")]
+                   == "Which sea does the Danube reach before it ends?".split())
+        first = browser.find_element(By.ID, "prediction").text
+        assert first.startswith("model answers “")
+        predicted = first[len("model answers “"):-1]
+        assert _marked(browser, "predicted") == predicted
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#answers li")) == 5
+        # edit the paragraph where the model found its answer: the answer changes
+        edited = context.replace(predicted, "Atlantis")
+        paragraph.clear()
+        paragraph.send_keys(edited)
+        wait.until(lambda d: d.find_element(By.ID, "prediction").text not in ("", first))
+        now = browser.find_element(By.ID, "prediction").text[len("model answers “"):-1]
+        assert now in edited and now != predicted
+        # mark a word the model's answer does not contain: F1 0, fooled
+        word = next(m for m in re.finditer(r"[A-Za-z]+", edited) if m.group().lower() not in now.lower())
+        _select(browser, "paragraph", word.start(), word.end())
+        browser.find_element(By.ID, "mark").click()
+        assert word.group() in browser.find_element(By.ID, "answer-shown").text
+        wait.until(lambda d: d.find_element(By.ID, "verdict").text == "F1 against your answer 0.00: fooled")
+        assert _marked(browser, "gold") == word.group()
+        browser.find_element(By.ID, "submit").click()
+        wait.until(lambda d: "the model was fooled" in d.find_element(By.ID, "submitted").text)
+    finally:
+        server.shutdown()
+        server.server_close()
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT COUNT(*) FROM submissions WHERE fooled = 1").fetchone()[0] == 1
+    assert conn.execute("SELECT COUNT(*) FROM edits WHERE submission_id = 1").fetchone()[0] >= 3
+    example = json.loads(conn.execute("SELECT example FROM submissions").fetchone()[0])
+    assert example["answers"] == [{"text": word.group(), "answer_start": word.start()}]
+    assert example["context"] == edited and example["title"] == "Danube"
+
+    # the round trip: export, validate in a new study by span selection, report human F1
+    export_authored(db, tmp_path / "authored")
+    assert check_release(tmp_path / "authored")["task"] == "extractive_qa"
+    annotator = list(create_study(tmp_path / "authored", tmp_path / "v.db", per_split=5,
+                                  annotators=1)["annotators"].values())[0]
+    server, url = serve(tmp_path / "v.db")
+    try:
+        browser.get(f"{url}/a/{annotator}/item/0")
+        browser.execute_script(
+            "const box = document.getElementById('context'); const r = document.createRange();"
+            "r.setStart(box.firstChild, arguments[0]); r.setEnd(box.firstChild, arguments[1]);"
+            "const sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(r);"
+            "box.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));", word.start(), word.end())
+        assert browser.find_element(By.ID, "selected").text == word.group()
+        _save(browser, "/progress")
+    finally:
+        server.shutdown()
+        server.server_close()
+    entry = report.compute(tmp_path / "v.db")["splits"]["human_authored"]
+    assert entry["annotations"] == 1 and entry["human_f1"] == 1.0 and entry["correct_rate"] == 1.0

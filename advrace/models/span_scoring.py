@@ -16,7 +16,7 @@ from advrace.models.loading import load_model, model_name
 from advrace.models.mc_encoding import length_sorted_batches
 from advrace.models.precision import attention_backends, precision_info, use_bf16
 from advrace.models.span_decoding import Span, best_spans, merge_windows
-from advrace.models.span_encoding import collate_windows, encode_windows
+from advrace.models.span_encoding import SpanWindow, collate_windows, encode_windows
 
 SPAN_TRAIN_HINT = "`advrace train` with objective span_extraction"
 
@@ -51,8 +51,7 @@ class SpanScorer:
 
         if not questions:
             return []
-        windows = encode_windows(self.tokenizer, questions, contexts, max_length=self.max_length,
-                                 stride=self.doc_stride)
+        windows = self.windows(questions, contexts)
         per_context: list[list] = [[] for _ in questions]
         pad = self.tokenizer.pad_token_id or 0
         batches = length_sorted_batches(windows, self.batch_size)
@@ -64,10 +63,20 @@ class SpanScorer:
                 starts, ends = out.start_logits.float().cpu(), out.end_logits.float().cpu()
                 for row, i in enumerate(idx):
                     w = windows[i]
-                    per_context[w.example].append(best_spans(
-                        starts[row], ends[row], w.offsets, w.sequence_ids, contexts[w.example],
-                        n_best=n_best, max_answer_tokens=self.max_answer_tokens, top_k=max(n_best, 20)))
+                    per_context[w.example].append(
+                        self.window_spans(starts[row], ends[row], w, contexts[w.example], n_best))
         return [merge_windows(spans, n_best) for spans in per_context]
+
+    def windows(self, questions: Sequence[str], contexts: Sequence[str]) -> list[SpanWindow]:
+        """The model's inputs: each context in windows of `max_length` overlapping by `doc_stride`."""
+        return encode_windows(self.tokenizer, questions, contexts, max_length=self.max_length,
+                              stride=self.doc_stride)
+
+    def window_spans(self, start_logits, end_logits, window: SpanWindow, context: str,
+                     n_best: int) -> list[Span]:
+        """One window's n-best spans, decoded as every reader of this model decodes them."""
+        return best_spans(start_logits, end_logits, window.offsets, window.sequence_ids, context,
+                          n_best=n_best, max_answer_tokens=self.max_answer_tokens, top_k=max(n_best, 20))
 
     def answers(self, questions, contexts, **kw) -> list[str]:
         """The best span's text per question ("" when a context has no span)."""

@@ -1,4 +1,4 @@
-// advrace human evaluation: span selection (SQuAD items) and the live authoring page.
+// advrace human evaluation: span selection (SQuAD items) and the live authoring pages.
 // Served as a file so that the Content-Security-Policy can forbid inline scripts; everything
 // shown is set with textContent, never innerHTML.
 "use strict";
@@ -29,12 +29,6 @@ function spanSelection() {
 function authoring() {
   const form = document.getElementById("author-form");
   if (!form) return;
-  const csrf = form.dataset.csrf;
-  const base = form.dataset.base;
-  const status = document.getElementById("status");
-  let timer = null;
-  let seq = 0;
-
   function draft() {
     const options = Array.from(document.querySelectorAll(".option-input")).map((el) => el.value);
     const label = document.querySelector("input[name=label]:checked");
@@ -62,33 +56,51 @@ function authoring() {
       probs.append(row);
     });
     for (const field of ["passage", "question"]) {
-      const box = document.getElementById("importance-" + field);
-      box.replaceChildren();
-      const text = draft()[field];
-      let last = 0;
-      for (const [s, e, score] of (out.importance && out.importance[field]) || []) {
-        if (s > last) box.append(document.createTextNode(text.slice(last, s)));
-        const w = document.createElement("span");
-        const level = Math.min(5, Math.round(Math.abs(score) * 5));
-        w.className = (score >= 0 ? "pos" : "neg") + level;
-        w.textContent = text.slice(s, e);
-        box.append(w);
-        last = e;
-      }
-      if (last < text.length) box.append(document.createTextNode(text.slice(last)));
+      showImportance(document.getElementById("importance-" + field), draft()[field],
+                     out.importance && out.importance[field]);
     }
     document.getElementById("prediction").textContent =
       out.prediction === null ? "" : "model predicts " + "ABCDEFGH"[out.prediction];
   }
 
+  liveModel(form, draft, render);
+}
+
+// Words of `text` coloured by their importance ([start, end, score] each; none: plain text).
+function showImportance(box, text, words) {
+  box.replaceChildren();
+  let last = 0;
+  for (const [s, e, score] of words || []) {
+    if (s > last) box.append(document.createTextNode(text.slice(last, s)));
+    const w = document.createElement("span");
+    const level = Math.min(5, Math.round(Math.abs(score) * 5));
+    w.className = (score >= 0 ? "pos" : "neg") + level;
+    w.textContent = text.slice(s, e);
+    box.append(w);
+    last = e;
+  }
+  if (last < text.length) box.append(document.createTextNode(text.slice(last)));
+}
+
+function postDraft(form, path, body) {
+  return fetch(form.dataset.base + path, {
+    method: "POST",
+    headers: {"Content-Type": "application/json", "X-CSRF-Token": form.dataset.csrf},
+    body: JSON.stringify(body),
+  });
+}
+
+// The authoring loop both pages share: the model's output on the draft 400 ms after the last
+// edit (an answer that arrives after a newer request was sent is dropped), and Submit.
+function liveModel(form, draft, render) {
+  const status = document.getElementById("status");
+  let timer = null;
+  let seq = 0;
+
   async function predict() {
     const mine = ++seq;
     status.textContent = "…";
-    const resp = await fetch(base + "/predict", {
-      method: "POST",
-      headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf},
-      body: JSON.stringify(draft()),
-    });
+    const resp = await postDraft(form, "/predict", draft());
     const out = await resp.json();
     if (mine !== seq) return;
     if (!resp.ok) { status.textContent = out.error || "error"; return; }
@@ -96,17 +108,14 @@ function authoring() {
     render(out);
   }
 
-  form.addEventListener("input", () => {
+  form.predictSoon = () => {
     clearTimeout(timer);
     timer = setTimeout(predict, 400);
-  });
+  };
+  form.addEventListener("input", form.predictSoon);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    const resp = await fetch(base + "/submit", {
-      method: "POST",
-      headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf},
-      body: JSON.stringify(draft()),
-    });
+    const resp = await postDraft(form, "/submit", draft());
     const out = await resp.json();
     document.getElementById("submitted").textContent = resp.ok
       ? "submitted #" + out.id + (out.fooled ? ": the model was fooled" : ": the model got it right")
@@ -115,4 +124,97 @@ function authoring() {
   predict();
 }
 
-document.addEventListener("DOMContentLoaded", () => { spanSelection(); authoring(); });
+// The span authoring page: the author marks the answer by selecting it in the paragraph's text
+// box; an edit of the paragraph that moves or changes the marked words unmarks them.
+function spanAuthoring() {
+  const form = document.getElementById("span-author-form");
+  if (!form) return;
+  const paragraph = document.getElementById("paragraph");
+  const question = document.getElementById("question");
+  const shown = document.getElementById("answer-shown");
+  const d = form.dataset;
+  let answer = d.answerText && d.answerStart !== "" ? {text: d.answerText, start: Number(d.answerStart)} : null;
+
+  function showAnswer(note) {
+    shown.textContent = answer ? "“" + answer.text + "” (character " + answer.start + ")" : (note || "none marked");
+  }
+
+  function draft() {
+    return {
+      context: paragraph.value,
+      question: question.value,
+      title: d.title || "",
+      source: d.source || null,
+      answer_text: answer ? answer.text : null,
+      answer_start: answer ? answer.start : null,
+    };
+  }
+
+  function render(out) {
+    const list = document.getElementById("answers");
+    list.replaceChildren();
+    for (const a of out.answers) {
+      const li = document.createElement("li");
+      li.className = "answer";
+      li.textContent = a.text + " — " + (100 * a.probability).toFixed(1) + "%";
+      list.append(li);
+    }
+    document.getElementById("prediction").textContent =
+      out.prediction ? "model answers “" + out.prediction.text + "”" : "the model finds no answer";
+    document.getElementById("verdict").textContent = out.model_f1 === undefined ? "" :
+      "F1 against your answer " + out.model_f1.toFixed(2) + (out.fooled ? ": fooled" : ": not fooled");
+    const context = draft().context;
+    showMarks(document.getElementById("highlight"), context, [
+      ["predicted", out.prediction],
+      ["gold", answer ? {start: answer.start, end: answer.start + answer.text.length} : null],
+    ]);
+    const imp = out.importance || {};
+    showImportance(document.getElementById("importance-question"), draft().question, imp.question);
+    showImportance(document.getElementById("importance-context"), context, imp.context);
+  }
+
+  document.getElementById("mark").addEventListener("click", () => {
+    let s = paragraph.selectionStart;
+    let e = paragraph.selectionEnd;
+    const text = paragraph.value;
+    while (s < e && /\s/.test(text[s])) s++;
+    while (e > s && /\s/.test(text[e - 1])) e--;
+    if (e <= s) { showAnswer("select the answer in the paragraph first"); return; }
+    answer = {text: text.slice(s, e), start: s};
+    showAnswer();
+    form.predictSoon();
+  });
+  paragraph.addEventListener("input", () => {
+    if (answer && paragraph.value.slice(answer.start, answer.start + answer.text.length) !== answer.text) {
+      answer = null;
+      showAnswer("the paragraph changed under your answer: mark it again");
+    }
+  });
+  const pick = document.getElementById("paragraph-pick");
+  if (pick) {
+    pick.addEventListener("change", () => {
+      if (pick.value) window.location.search = "?from=" + encodeURIComponent(pick.value);
+    });
+  }
+  showAnswer();
+  liveModel(form, draft, render);
+}
+
+// `text` with the characters of each named span ({start, end}) in <mark class=NAME>.
+function showMarks(box, text, spans) {
+  box.replaceChildren();
+  const cuts = new Set([0, text.length]);
+  for (const [, span] of spans) if (span) { cuts.add(span.start); cuts.add(span.end); }
+  const points = Array.from(cuts).sort((a, b) => a - b);
+  for (let i = 0; i + 1 < points.length; i++) {
+    const [s, e] = [points[i], points[i + 1]];
+    const names = spans.filter(([, span]) => span && span.start <= s && e <= span.end).map(([n]) => n);
+    if (!names.length) { box.append(document.createTextNode(text.slice(s, e))); continue; }
+    const m = document.createElement("mark");
+    m.className = names.join(" ");
+    m.textContent = text.slice(s, e);
+    box.append(m);
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => { spanSelection(); authoring(); spanAuthoring(); });
