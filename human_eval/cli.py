@@ -22,9 +22,7 @@ EPILOG = textwrap.dedent("""\
       advrace human-eval export study.db --out annotations.jsonl
       advrace human-eval author --model runs/race/best --db study.db --name alice
       advrace human-eval export-authored study.db --out releases/authored
-      advrace human-eval create releases/sample-squad --per-split 5 --annotators 1 --db squad.db
       advrace human-eval author --model runs/squad-cpu/final --db squad.db --name bob   # span questions
-      advrace human-eval export-authored squad.db --out releases/squad-authored
 
     A span checkpoint (`advrace train` with objective span_extraction, or a hub model whose
     config names a *ForQuestionAnswering architecture) serves the span page: the author writes a

@@ -41,6 +41,9 @@ PARSE_ONLY = {
     "advrace human-eval author": "a server; tests/test_human_eval_browser.py drives it",
     "advrace human-eval export-authored": "needs questions written on the authoring page "
                                           "(tests/test_human_eval_browser.py)",
+    "advrace human-eval create releases/squad-authored": "validates what export-authored wrote from the page "
+                                                         "(tests/test_human_eval_browser.py runs the loop)",
+    "advrace human-eval report squad-check.db": "reports on that study (tests/test_human_eval_browser.py)",
     "advrace build my-release.yaml": "a config the reader writes, shown above it in the README",
     "advrace build de-dev.yaml": "a config the reader writes",
     "advrace push releases/race-test alice/advrace-race-test --private": "online; the dry run runs here",

@@ -209,3 +209,15 @@ def test_a_database_with_both_tasks_exports_one(author_model, tmp_path):
         export_authored(db, tmp_path / "x")
     assert export_authored(db, tmp_path / "qa", task=EXTRACTIVE_QA)["task"] == EXTRACTIVE_QA
     assert export_authored(db, tmp_path / "mc", task=MULTIPLE_CHOICE)["task"] == MULTIPLE_CHOICE
+
+
+def test_the_page_computes_in_fp32_on_a_machine_that_prefers_bf16(span_model, author_model, monkeypatch):
+    """Gradients need fp32: where evaluation would choose bf16 by itself, the page still does not."""
+    from advrace.models import precision
+
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)
+    assert load_span_model(span_model).bf16 is True  # what evaluation would do here
+    model = SpanAuthoringModel(span_model)
+    assert model.scorer.bf16 is False
+    assert all(p.dtype.is_floating_point and p.dtype.itemsize == 4 for p in model.scorer.model.parameters())
+    assert model.analyse(CONTEXT, QUESTION) == author_model.analyse(CONTEXT, QUESTION)
