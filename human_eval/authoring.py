@@ -12,6 +12,7 @@ submission keeps the example, whether it fooled the model, and its edit history,
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from advrace.core.errors import ConfigError
@@ -161,13 +162,21 @@ def model_task(model: str) -> str:
 
 
 def _architectures(model: str) -> list[str]:
-    """The architectures a model's config.json names (a folder's, or a hub model's online)."""
-    from transformers import AutoConfig
+    """The architectures a model's config names: a folder's config.json, or a hub model's
+    (online; offline this costs the hub's retries, which `--task` avoids)."""
+    config = Path(str(model)).expanduser() / "config.json"
+    if config.parent.is_dir():
+        try:
+            names = json.loads(config.read_text(encoding="utf-8")).get("architectures")
+        except (OSError, ValueError, AttributeError):
+            return []  # not a model folder: loading it reports the problem
+        return [str(a) for a in names] if isinstance(names, list) else []
+    from transformers import AutoConfig  # start-up: only for a hub name
 
     try:
         return list(AutoConfig.from_pretrained(str(model)).architectures or [])
     except (OSError, ValueError):
-        return []  # not a model transformers can read: loading it reports the problem
+        return []
 
 
 def submit(db, person_id: int, draft: dict, output: dict, model) -> tuple[int, bool]:

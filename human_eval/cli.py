@@ -11,6 +11,7 @@ from pathlib import Path
 
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
+from advrace.release import read_split
 
 TASKS = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
 
@@ -185,7 +186,8 @@ def _run(args) -> int:
         return 0
     if cmd == "export-authored":
         manifest = authoring.export_authored(args.db, args.out, task=args.task)
+        fooled = sum(1 for ex in read_split(args.out, "human_authored") if ex.provenance[0]["fooled"])
         print(f"wrote {args.out}: {manifest['splits']['human_authored']['count']} {manifest['task']} questions "
-              "in split human_authored")
+              f"in split human_authored, {fooled} of which fooled the model")
         return 0
     raise ConfigError(f"unknown human-eval command {cmd!r}")

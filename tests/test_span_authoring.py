@@ -221,3 +221,22 @@ def test_the_page_computes_in_fp32_on_a_machine_that_prefers_bf16(span_model, au
     assert model.scorer.bf16 is False
     assert all(p.dtype.is_floating_point and p.dtype.itemsize == 4 for p in model.scorer.model.parameters())
     assert model.analyse(CONTEXT, QUESTION) == author_model.analyse(CONTEXT, QUESTION)
+
+
+@pytest.mark.slow
+def test_the_real_minilm_reads_drafts_through_its_own_tokenizer():
+    """The offline MiniLM (a new span head on its pretrained encoder; `--task` says what it is
+    for, since its config does not): its uncased WordPiece tokenizer lowercases and splits
+    punctuation and rare words, and importance still lands on the author's words as written."""
+    from advrace.models.loading import model_source
+
+    model = load_authoring_model(model_source("minilm")[0], task=EXTRACTIVE_QA)  # its head: drawn from seed 0
+    context = ("The Danube—Europe's second-longest river—flows through TEN countries (Austria, Hungary, "
+               "Serbia...) before reaching the Black Sea; Vienna & Budapest were built on its banks.")
+    question = "Which sea does the Danube's water eventually reach?"
+    out = model.analyse(context, question)
+    assert [question[s:e] for s, e, _ in out["importance"]["question"]] == question.split()
+    assert [context[s:e] for s, e, _ in out["importance"]["context"]] == context.split()
+    assert all(v != 0 for *_, v in out["importance"]["question"])  # every word has sub-tokens the model saw
+    assert context[out["prediction"]["start"]:out["prediction"]["end"]] == out["prediction"]["text"]
+    assert 0 < sum(a["probability"] for a in out["answers"]) <= 1 + 1e-9
