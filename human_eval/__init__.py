@@ -2,7 +2,8 @@
 
 `study` samples a release into a study database (`store`, which holds every SQL statement),
 `server` is the web app for annotators and authors (its pages are Jinja2 templates in
-templates/), `report` computes valid and correct rates, human F1 and agreement, and `authoring`
-computes the model's live predictions and word importance. The command line is `advrace
+templates/), `report` computes valid and correct rates, human F1 and agreement, `authoring`
+(multiple choice) and `span_authoring` (SQuAD) compute the model's live predictions, and
+`importance` the word importance both pages show. The command line is `advrace
 human-eval` (`cli`).
 """

@@ -61,7 +61,7 @@ def serve_command(db: str, host: str, port: int) -> str:
     return shlex.join(words + ["--port", str(port)])
 
 
-def _fraction(text: str) -> float:
+def f1_threshold(text: str) -> float:
     value = float(text)
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text}")
@@ -72,7 +72,7 @@ def _authoring_arguments(p) -> None:
     p.add_argument("--task", choices=TASKS,
                    help="the model's task (default: what `advrace train` recorded for the checkpoint, or "
                         "its config's architecture; multiple_choice when neither says)")
-    p.add_argument("--fooled-below", type=_fraction, default=0.5, metavar="F1",
+    p.add_argument("--fooled-below", type=f1_threshold, default=0.5, metavar="F1",
                    help="span questions: a submission fools the model when the model's answer has SQuAD F1 "
                         "below this against the marked answer (default 0.5)")
 

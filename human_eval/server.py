@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 
 from . import store
 from .authoring import AuthoringModel, submit
@@ -223,7 +223,8 @@ def author_page(req, person, token):
     req.page(HTTPStatus.OK, kind.template, title="Write an adversarial question", person=person,
              base=author_base(token), model_name=model.name if model else "none",
              start=kind.starting_point(req.db, (req.query.get("from") or [None])[0]),
-             paragraphs=store.paragraphs(req.db), threshold=getattr(model, "fooled_below", None))
+             paragraphs=store.paragraphs(req.db) if kind.task == EXTRACTIVE_QA else [],
+             threshold=getattr(model, "fooled_below", None))
 
 
 def predict(req, person, token):

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from advrace.cli import main as advrace_main
 from advrace.core.config import config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.core.examples import SpanExample
@@ -114,6 +115,8 @@ def test_drafts_are_checked_analysed_and_stored(author_model, squad_release, tmp
         record_id = re.search(r"<option value='(original/[^']+)'", html).group(1)
         _, picked, _ = request(f"{url}/author/{token}?from={record_id}")
         assert "The Danube is Europe&#39;s second-longest river." in picked
+        status, out = post("predict", {"context": "", "question": ""})  # the page opens blank
+        assert status == 200 and out == {"answers": [], "prediction": None, "importance": None}
         status, out = post("predict", {"context": CONTEXT, "question": QUESTION})
         assert status == 200 and "model_f1" not in out and out["prediction"]["text"]
         predicted = out["prediction"]
@@ -141,12 +144,12 @@ def test_drafts_are_checked_analysed_and_stored(author_model, squad_release, tmp
     rows = store.submissions(conn)
     assert [r["fooled"] for r in rows] == [True, False]
     assert rows[0]["author"] == "alice" and rows[0]["model"] == author_model.name
-    assert len(rows[0]["history"]) == 2  # the one accepted prediction and the submission (refusals are no edits)
+    assert len(rows[0]["history"]) == 3  # two accepted predictions and the submission (refusals are no edits)
     assert rows[0]["history"][-1]["output"]["fooled"] is True
     assert rows[0]["example"]["answers"] == [{"text": gold.group(), "answer_start": gold.start()}]
 
 
-def test_authored_span_questions_go_through_a_study(author_model, squad_release, tmp_path):
+def test_authored_span_questions_go_through_a_study(author_model, squad_release, tmp_path, capsys):
     """write -> export-authored (a SQuAD release that verifies) -> create -> annotate by span
     selection -> the report's human F1 for the authored split."""
     db = tmp_path / "w.db"
@@ -161,8 +164,11 @@ def test_authored_span_questions_go_through_a_study(author_model, squad_release,
     finally:
         server.shutdown()
         server.server_close()
-    manifest = export_authored(db, tmp_path / "authored")
-    assert manifest["task"] == EXTRACTIVE_QA and check_release(tmp_path / "authored")
+    assert advrace_main(["human-eval", "export-authored", str(db), "--out", str(tmp_path / "authored")]) == 0
+    fooled = sum(1 for r in store.submissions(store.connect(db)) if r["fooled"])
+    assert capsys.readouterr().out.strip().endswith(
+        f"2 extractive_qa questions in split human_authored, {fooled} of which fooled the model")
+    assert check_release(tmp_path / "authored")["task"] == EXTRACTIVE_QA
     examples = read_split(tmp_path / "authored", "human_authored")
     assert all(isinstance(ex, SpanExample) for ex in examples)
     assert [ex.answers[0].text for ex in examples] == ["Black Sea", "Vienna"]
@@ -240,3 +246,11 @@ def test_the_real_minilm_reads_drafts_through_its_own_tokenizer():
     assert all(v != 0 for *_, v in out["importance"]["question"])  # every word has sub-tokens the model saw
     assert context[out["prediction"]["start"]:out["prediction"]["end"]] == out["prediction"]["text"]
     assert 0 < sum(a["probability"] for a in out["answers"]) <= 1 + 1e-9
+
+
+def test_the_threshold_is_an_f1(capsys):
+    for bad in ("0", "1.5", "half"):
+        with pytest.raises(SystemExit) as exit_:
+            advrace_main(["human-eval", "author", "--model", "m", "--db", "d.db", "--fooled-below", bad])
+        assert exit_.value.code == 2
+        assert "--fooled-below" in capsys.readouterr().err
