@@ -263,12 +263,18 @@ def test_author_writes_a_span_question_that_fools_the_model(browser, span_model,
     server, url = serve(tmp_path / "v.db")
     try:
         browser.get(f"{url}/a/{annotator}/item/0")
-        browser.execute_script(
-            "const box = document.getElementById('context'); const r = document.createRange();"
-            "r.setStart(box.firstChild, arguments[0]); r.setEnd(box.firstChild, arguments[1]);"
-            "const sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(r);"
-            "box.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));", word.start(), word.end())
-        assert browser.find_element(By.ID, "selected").text == word.group()
+
+        def select_answer(d):
+            """Select the word with the mouse (a selection, then mouseup); again until the page's
+            script, which may start after the page reports loaded, has taken it."""
+            d.execute_script(
+                "const box = document.getElementById('context'); const r = document.createRange();"
+                "r.setStart(box.firstChild, arguments[0]); r.setEnd(box.firstChild, arguments[1]);"
+                "const sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(r);"
+                "box.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));", word.start(), word.end())
+            return d.find_element(By.ID, "selected").text == word.group()
+
+        wait.until(select_answer)
         _save(browser, "/progress")
     finally:
         server.shutdown()
