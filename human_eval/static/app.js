@@ -29,6 +29,7 @@ function spanSelection() {
 function authoring() {
   const form = document.getElementById("author-form");
   if (!form) return;
+
   function draft() {
     const options = Array.from(document.querySelectorAll(".option-input")).map((el) => el.value);
     const label = document.querySelector("input[name=label]:checked");
@@ -41,7 +42,7 @@ function authoring() {
     };
   }
 
-  function render(out) {
+  function render(out, sent) {
     const probs = document.getElementById("probabilities");
     probs.replaceChildren();
     out.probabilities.forEach((p, i) => {
@@ -56,7 +57,7 @@ function authoring() {
       probs.append(row);
     });
     for (const field of ["passage", "question"]) {
-      showImportance(document.getElementById("importance-" + field), draft()[field],
+      showImportance(document.getElementById("importance-" + field), sent[field],
                      out.importance && out.importance[field]);
     }
     document.getElementById("prediction").textContent =
@@ -91,7 +92,8 @@ function postDraft(form, path, body) {
 }
 
 // The authoring loop both pages share: the model's output on the draft 400 ms after the last
-// edit (an answer that arrives after a newer request was sent is dropped), and Submit.
+// edit (an answer that arrives after a newer request was sent is dropped; offsets in an answer
+// refer to the draft it was computed on, so `render` gets that draft), and Submit.
 function liveModel(form, draft, render) {
   const status = document.getElementById("status");
   let timer = null;
@@ -99,13 +101,14 @@ function liveModel(form, draft, render) {
 
   async function predict() {
     const mine = ++seq;
+    const sent = draft();
     status.textContent = "…";
-    const resp = await postDraft(form, "/predict", draft());
+    const resp = await postDraft(form, "/predict", sent);
     const out = await resp.json();
     if (mine !== seq) return;
     if (!resp.ok) { status.textContent = out.error || "error"; return; }
     status.textContent = "";
-    render(out);
+    render(out, sent);
   }
 
   form.predictSoon = () => {
@@ -150,7 +153,7 @@ function spanAuthoring() {
     };
   }
 
-  function render(out) {
+  function render(out, sent) {
     const list = document.getElementById("answers");
     list.replaceChildren();
     for (const a of out.answers) {
@@ -163,14 +166,12 @@ function spanAuthoring() {
       out.prediction ? "model answers “" + out.prediction.text + "”" : "the model finds no answer";
     document.getElementById("verdict").textContent = out.model_f1 === undefined ? "" :
       "F1 against your answer " + out.model_f1.toFixed(2) + (out.fooled ? ": fooled" : ": not fooled");
-    const context = draft().context;
-    showMarks(document.getElementById("highlight"), context, [
-      ["predicted", out.prediction],
-      ["gold", answer ? {start: answer.start, end: answer.start + answer.text.length} : null],
-    ]);
+    const gold = sent.answer_text === null ? null
+      : {start: sent.answer_start, end: sent.answer_start + sent.answer_text.length};
+    showMarks(document.getElementById("highlight"), sent.context, [["predicted", out.prediction], ["gold", gold]]);
     const imp = out.importance || {};
-    showImportance(document.getElementById("importance-question"), draft().question, imp.question);
-    showImportance(document.getElementById("importance-context"), context, imp.context);
+    showImportance(document.getElementById("importance-question"), sent.question, imp.question);
+    showImportance(document.getElementById("importance-context"), sent.context, imp.context);
   }
 
   document.getElementById("mark").addEventListener("click", () => {
