@@ -144,14 +144,16 @@ def item_by_record_id(conn, record_id: str) -> dict | None:
 
 def paragraphs(conn, limit: int = 500) -> list[dict]:
     """The study's SQuAD paragraphs, each once, in item order, for authors to pick from:
-    {"record_id", "title", "context"} of the first item with that paragraph."""
+    {"record_id", "split", "title", "context"} of the first item with that paragraph (a split's
+    attack may have changed it, so the split is shown with it)."""
     seen, out = set(), []
-    for r in conn.execute("SELECT record_id, payload FROM items WHERE task = ? ORDER BY id", (EXTRACTIVE_QA,)):
+    for r in conn.execute("SELECT record_id, split, payload FROM items WHERE task = ? ORDER BY id", (EXTRACTIVE_QA,)):
         payload = json.loads(r["payload"])
         if payload["context"] in seen:
             continue
         seen.add(payload["context"])
-        out.append({"record_id": r["record_id"], "title": payload.get("title", ""), "context": payload["context"]})
+        out.append({"record_id": r["record_id"], "split": r["split"], "title": payload.get("title", ""),
+                    "context": payload["context"]})
         if len(out) == limit:
             break
     return out

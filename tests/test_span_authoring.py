@@ -112,6 +112,7 @@ def test_drafts_are_checked_analysed_and_stored(author_model, squad_release, tmp
     try:
         assert "span-author-form" in html and "Start from a paragraph of the study" in html
         assert html.count("<option value='original/") == 1  # three questions, one paragraph
+        assert "[original] Danube: The Danube is Europe" in html
         record_id = re.search(r"<option value='(original/[^']+)'", html).group(1)
         _, picked, _ = request(f"{url}/author/{token}?from={record_id}")
         assert "The Danube is Europe&#39;s second-longest river." in picked
