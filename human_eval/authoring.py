@@ -12,7 +12,6 @@ submission keeps the example, whether it fooled the model, and its edit history,
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from advrace.core.errors import ConfigError
@@ -20,6 +19,7 @@ from advrace.core.examples import Answer, MCExample, SpanExample
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import BLANK_RE
 from advrace.models.checkpoint_info import checkpoint_objective
+from advrace.models.loading import saved_architectures
 from advrace.models.mc_encoding import (MCFeature, collate_mc, encode_mc, encode_with_offsets,
                                          question_with_option)
 from advrace.models.mc_scoring import CheckpointScorer, make_mc_scorer
@@ -164,13 +164,8 @@ def model_task(model: str) -> str:
 def _architectures(model: str) -> list[str]:
     """The architectures a model's config names: a folder's config.json, or a hub model's
     (online; offline this costs the hub's retries, which `--task` avoids)."""
-    config = Path(str(model)).expanduser() / "config.json"
-    if config.parent.is_dir():
-        try:
-            names = json.loads(config.read_text(encoding="utf-8")).get("architectures")
-        except (OSError, ValueError, AttributeError):
-            return []  # not a model folder: loading it reports the problem
-        return [str(a) for a in names] if isinstance(names, list) else []
+    if Path(str(model)).expanduser().is_dir():
+        return saved_architectures(Path(str(model)).expanduser())
     from transformers import AutoConfig  # start-up: only for a hub name
 
     try:

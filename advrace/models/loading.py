@@ -113,16 +113,20 @@ def _wanted_head(cls) -> tuple[str, ...]:
     return tuple(h for h in HEADS if name.endswith(h))
 
 
+def saved_architectures(path) -> list[str]:
+    """The architectures a model folder's config.json names ([] when it names none, or there is
+    no readable config: loading the folder reports that)."""
+    try:
+        names = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("architectures")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(a) for a in names] if isinstance(names, list) else []
+
+
 def check_head(cls, path: Path, what: str, train_hint: str) -> None:
     """Refuse a checkpoint trained with another head (a reader where a span model is wanted, say):
     loading it would silently put a random head on top. A bare encoder is fine."""
-    config = path / "config.json"
-    if not config.is_file():
-        return
-    try:
-        archs = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
-    except (OSError, json.JSONDecodeError):
-        return
+    archs = saved_architectures(path)
     wanted = _wanted_head(cls)
     heads = [a for a in archs if any(a.endswith(h) for h in HEADS)]
     if wanted and heads and not any(a.endswith(w) for a in heads for w in wanted):
