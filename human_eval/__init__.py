@@ -3,7 +3,7 @@
 `study` samples a release into a study database (`store`, which holds every SQL statement),
 `server` is the web app for annotators and authors (its pages are Jinja2 templates in
 templates/), `report` computes valid and correct rates, human F1 and agreement, `authoring`
-(multiple choice) and `span_authoring` (SQuAD) compute the model's live predictions, and
-`importance` the word importance both pages show. The command line is `advrace
-human-eval` (`cli`).
+(multiple choice) and `span_authoring` (SQuAD) compute the model's live predictions,
+`importance` the word importance both pages show, and `drafts` checks what both accept. The
+command line is `advrace human-eval` (`cli`).
 """

@@ -27,9 +27,9 @@ from advrace.models.readers import is_baseline
 from advrace.release import write_release
 
 from . import store
+from .drafts import text_problem
 from .importance import argmax, gradient_x_embedding, softmax, word_scores
-
-MAX_PASSAGE = 20000  # characters of a draft's passage or paragraph
+from .span_authoring import SpanAuthoringModel
 
 
 class AuthoringModel:
@@ -66,15 +66,12 @@ class AuthoringModel:
     @staticmethod
     def check(draft, final: bool) -> str | None:
         """What is wrong with a posted draft (None: nothing); `final` for a submission."""
-        if not isinstance(draft, dict):
-            return "expected a JSON object"
-        if not isinstance(draft.get("passage"), str) or not isinstance(draft.get("question"), str):
-            return "passage and question must be text"
+        problem = text_problem(draft, "passage", "passage")
+        if problem:
+            return problem
         options = draft.get("options")
         if not isinstance(options, list) or not 2 <= len(options) <= 8 or not all(isinstance(o, str) for o in options):
             return "give 2 to 8 options"
-        if len(draft["passage"]) > MAX_PASSAGE:
-            return f"the passage is too long ({MAX_PASSAGE:,} characters at most)"
         if final:
             label = draft.get("label")
             if not isinstance(label, int) or isinstance(label, bool) or not 0 <= label < len(options):
@@ -143,8 +140,6 @@ def load_authoring_model(model: str, *, task: str | None = None, max_length: int
     when given, else what the checkpoint says it was trained for (`model_task`)."""
     task = task or model_task(model)
     if task == EXTRACTIVE_QA:
-        from .span_authoring import SpanAuthoringModel  # start-up: the span page's code, when it serves
-
         return SpanAuthoringModel(model, max_length=max_length, fooled_below=fooled_below)
     return AuthoringModel(model, max_length=max_length)
 

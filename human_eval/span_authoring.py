@@ -19,7 +19,7 @@ from advrace.models.span_encoding import collate_windows
 from advrace.models.span_scoring import answer_distribution, load_span_model
 
 from . import store
-from .authoring import MAX_PASSAGE
+from .drafts import text_problem
 from .importance import gradient_x_embedding, word_scores
 
 N_BEST = 20  # spans decoded per draft, for the probabilities
@@ -107,12 +107,9 @@ class SpanAuthoringModel:
     def check(draft, final: bool) -> str | None:
         """What is wrong with a posted draft (None: nothing). The marked answer must be the
         paragraph's text at its offset; a submission needs a question and an answer."""
-        if not isinstance(draft, dict):
-            return "expected a JSON object"
-        if not isinstance(draft.get("context"), str) or not isinstance(draft.get("question"), str):
-            return "paragraph and question must be text"
-        if len(draft["context"]) > MAX_PASSAGE:
-            return f"the paragraph is too long ({MAX_PASSAGE:,} characters at most)"
+        problem = text_problem(draft, "context", "paragraph")
+        if problem:
+            return problem
         if not isinstance(draft.get("title") or "", str):
             return "the title must be text"
         text, start = draft.get("answer_text"), draft.get("answer_start")

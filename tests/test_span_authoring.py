@@ -127,6 +127,9 @@ def test_drafts_are_checked_analysed_and_stored(author_model, squad_release, tmp
         assert status == 422 and "not the paragraph's text at character 3" in out["error"]
         status, out = post("submit", {"context": CONTEXT, "question": QUESTION})
         assert status == 422 and out["error"] == "mark the answer in the paragraph"
+        status, out = post("predict", {"context": "x" * 20001, "question": QUESTION})
+        assert status == 422 and out["error"] == "the paragraph is too long (20,000 characters at most)"
+        assert post("predict", {"context": 3, "question": QUESTION})[1]["error"] == "paragraph and question must be text"
         # an answer that shares no word with the model's: fooled
         words = [m for m in re.finditer(r"[A-Za-z]+", CONTEXT)
                  if m.group().lower() not in predicted["text"].lower()]
