@@ -188,7 +188,9 @@ def test_option_only_feeds_options_alone(tokenizer_dir, race_dir, tmp_path, monk
         return features
 
     monkeypatch.setattr(MultipleChoice, "features", spy)
-    cfg = tiny(tokenizer_dir, race_dir, tmp_path, recipe={"task": "option_only"}, max_steps=1)
+    # encoded in memory: the dev set, the same questions here, would be read from the cache
+    cfg = tiny(tokenizer_dir, race_dir, tmp_path, recipe={"task": "option_only"}, max_steps=1,
+               feature_cache=False)
     result = train(cfg, progress=False)
     assert result["data"]["task"] == "option_only"
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)

@@ -36,7 +36,7 @@ DEFAULT_OBJECTIVE = MULTIPLE_CHOICE
 # Keys that change only how a run is stopped, saved or watched; everything else changes the
 # weights, so `--resume` refuses a checkpoint whose run differed in any of them.
 RUN_ONLY_KEYS = ("name", "description", "max_steps", "save_every_steps", "keep_checkpoints",
-                 "log_every_steps", "tensorboard", "output_dir")
+                 "log_every_steps", "tensorboard", "output_dir", "feature_cache", "encode_workers")
 # TrainConfig fields before each objective had its own section (issue 13). A checkpoint written
 # then records them at the top of its plan; a config may still give the chosen objective's there.
 FLAT_OBJECTIVE_KEYS = ("doc_stride", "max_answer_tokens", "max_target_length")
@@ -102,8 +102,17 @@ class TrainConfig:
     log_every_steps: int = field(default=1, metadata={"min": 1})
     tensorboard: bool = True
     output_dir: str | None = None
+    # where encoded features are kept (advrace.models.feature_store): true for $ADVRACE_CACHE or
+    # ~/.cache/advrace, a folder, or false to encode into memory as before (small data only)
+    feature_cache: bool | str = True
+    encode_workers: int | None = field(default=None, metadata={"min": 1})  # None: every core
     source_file: str | None = None
     settings: Any = None  # the objective's Settings, from its section; None: the defaults
+
+    @property
+    def data_seed(self) -> int:
+        """The seed of the data a recipe makes: attack slices, inserted answers, drawn distractors."""
+        return self.seed if self.recipe.seed is None else self.recipe.seed
 
     def objective_settings(self):
         """The objective's settings: its section's, or its defaults where the config has none."""

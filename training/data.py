@@ -16,6 +16,7 @@ import torch
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.formats import load
+from advrace.models.feature_store import feature_lengths, take_features
 from advrace.models.mc_encoding import MCFeature, collate_mc, encode_mc, length_sorted_batches
 from advrace.release import read_split
 
@@ -50,7 +51,10 @@ def encode(tokenizer, examples: list, max_length: int) -> list[MCFeature]:
 
 
 class FeatureDataset(torch.utils.data.Dataset):
-    def __init__(self, features: list, with_index: bool = False):
+    """Features in memory or in a FeatureTable (advrace.models.feature_store), which the loader
+    reads a batch at a time."""
+
+    def __init__(self, features, with_index: bool = False):
         self.features = features
         self.with_index = with_index
 
@@ -59,6 +63,10 @@ class FeatureDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, i: int):
         return (i, self.features[i]) if self.with_index else self.features[i]
+
+    def __getitems__(self, indices: list[int]) -> list:
+        features = take_features(self.features, indices)
+        return list(zip(indices, features)) if self.with_index else features
 
 
 def collate(items: list, collate_fn=collate_mc, pad_token_id: int = 0) -> dict:
@@ -80,8 +88,8 @@ class BucketBatchSampler:
 
     drop_last = False
 
-    def __init__(self, features: list, batch_size: int, seed: int):
-        self.features = features
+    def __init__(self, features, batch_size: int, seed: int):
+        self.lengths = feature_lengths(features)
         self.batch_size = batch_size
         self.seed = seed
         self.epoch = 0
@@ -92,16 +100,16 @@ class BucketBatchSampler:
         self.epoch = epoch
 
     def __len__(self) -> int:
-        return math.ceil(len(self.features) / self.batch_size)
+        return math.ceil(len(self.lengths) / self.batch_size)
 
     def batches(self, epoch: int) -> list[list[int]]:
         g = torch.Generator().manual_seed(self.seed * 100_003 + epoch)
-        order = torch.randperm(len(self.features), generator=g).tolist()
+        order = torch.randperm(len(self.lengths), generator=g).tolist()
         pool = BUCKET_BATCHES * self.batch_size
         full, short = [], []
         for start in range(0, len(order), pool):
             chunk = order[start:start + pool]
-            for b in length_sorted_batches([self.features[i] for i in chunk], self.batch_size):
+            for b in length_sorted_batches([self.lengths[i] for i in chunk], self.batch_size, length=int):
                 (full if len(b) == self.batch_size else short).append([chunk[i] for i in b])
         shuffled = [full[i] for i in torch.randperm(len(full), generator=g).tolist()]
         return shuffled + short
@@ -116,7 +124,7 @@ def _loader_generator() -> torch.Generator:
     return torch.Generator().manual_seed(0)
 
 
-def train_loader(features: list, batch_size: int, seed: int, pad_token_id: int,
+def train_loader(features, batch_size: int, seed: int, pad_token_id: int,
                  num_workers: int = 0, collate_fn=collate_mc) -> tuple[torch.utils.data.DataLoader, BucketBatchSampler]:
     sampler = BucketBatchSampler(features, batch_size, seed)
     loader = torch.utils.data.DataLoader(
@@ -126,11 +134,11 @@ def train_loader(features: list, batch_size: int, seed: int, pad_token_id: int,
     return loader, sampler
 
 
-def eval_loader(features: list, batch_size: int, pad_token_id: int,
+def eval_loader(features, batch_size: int, pad_token_id: int,
                 num_workers: int = 0, collate_fn=collate_mc) -> torch.utils.data.DataLoader:
     """Questions in length order (little padding), each carrying its index so that predictions
     gathered from several processes can be matched to questions."""
-    order = [i for b in length_sorted_batches(features, batch_size) for i in b]
+    order = [i for b in length_sorted_batches(feature_lengths(features), batch_size, length=int) for i in b]
     dataset = torch.utils.data.Subset(FeatureDataset(features, with_index=True), order)
     return torch.utils.data.DataLoader(
         dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers,

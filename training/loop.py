@@ -23,6 +23,7 @@ import yaml
 
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
+from advrace.models.feature_store import FeatureStore, default_cache_dir
 from advrace.models.loading import from_pretrained, model_source, transformers_quiet
 from advrace.models.precision import fp32_load_kwargs
 
@@ -196,7 +197,7 @@ class _Run:
         """The recipe's training set; adversarial copies are made once (by the main process) and
         kept in OUTPUT/data, so other processes and resumed runs read them instead."""
         cfg, acc = self.cfg, self.accelerator
-        seed = cfg.seed if cfg.recipe.seed is None else cfg.recipe.seed
+        seed = cfg.data_seed
         if cfg.recipe.task != "adversarial":
             return build_train_set(cfg.recipe, examples, seed)
         recipe = dataclasses.asdict(cfg.recipe)
@@ -223,6 +224,26 @@ class _Run:
                                       ensure_ascii=False), encoding="utf-8")
             tmp.replace(cache)
             return train, report
+
+    def _features(self, train: list, original: int, dev: list) -> tuple:
+        """Training and dev features, encoded once into the feature cache by the main process
+        (the others wait, then map the same files); the original questions and the copies a
+        recipe adds are cached apart, so another recipe re-encodes only its copies."""
+        cfg, acc, objective = self.cfg, self.accelerator, self.objective
+        if cfg.feature_cache is False:
+            directory = None
+        else:
+            directory = default_cache_dir() if cfg.feature_cache is True else Path(cfg.feature_cache)
+        store = FeatureStore(directory, workers=cfg.encode_workers,
+                             progress=self.progress and acc.is_main_process)
+        parts = [train[:original], train[original:]] if cfg.recipe.task == "adversarial" else [train]
+        with acc.main_process_first():
+            train_features = objective.encoded(store, self.tokenizer, parts, cfg.data_seed,
+                                               what="the training set")
+            dev_features = (objective.encoded(store, self.tokenizer, [dev], cfg.data_seed, dev=True,
+                                              what="the dev set") if dev else [])
+        self.encoded_now = len(store.built)
+        return train_features, dev_features
 
     def _optimizer(self, model):
         skip = no_decay_names(model)
@@ -273,7 +294,8 @@ class _Run:
     # ---------------------------------------------------------------- the run
 
     def run(self) -> dict:
-        started = time.time()
+        self.started = started = time.time()
+        self.first_step_seconds = None
         self._setup()
         self._train()
         result = self._finish()
@@ -303,9 +325,7 @@ class _Run:
             dev_raw = (eval_view(cfg.recipe, load_examples(cfg.dev, "validation", objective.tasks))
                        if cfg.dev else [])
             train_examples, self.data_report = self._train_examples(train_raw)
-            seed = cfg.seed if cfg.recipe.seed is None else cfg.recipe.seed
-            train_features = objective.features(self.tokenizer, train_examples, seed)
-            dev_features = objective.features(self.tokenizer, dev_raw, seed, dev=True) if dev_raw else []
+            train_features, dev_features = self._features(train_examples, len(train_raw), dev_raw)
             self.dev_features, self.dev_examples = dev_features, dev_raw
             if not train_features:
                 raise ConfigError(f"{cfg.train.describe()}: nothing to train on for objective "
@@ -419,6 +439,8 @@ class _Run:
                 if not acc.sync_gradients:
                     continue
                 state.step += 1
+                if self.first_step_seconds is None:
+                    self.first_step_seconds = round(time.time() - self.started, 2)
                 state.pending_losses.append(acc.reduce(step_loss / micro, "mean").item())
                 step_loss.zero_()
                 micro = 0
@@ -473,6 +495,7 @@ class _Run:
                    "train_features": self.train_features,
                    "added_questions": self.data_report["added"], "planned_steps": self.total,
                    "steps_per_epoch": self.steps_per_epoch, "resumed_from": self.resumed_from,
-                   "processes": acc.num_processes}
+                   "processes": acc.num_processes, "first_step_seconds": self.first_step_seconds,
+                   "feature_tables_built": self.encoded_now}
         return {"output_dir": str(self.out), "best": best_path, "final": str(self.out / "final"),
                 "log": str(self.out / LOG_FILE), "metrics": metrics, "data": self.data_report}

@@ -56,6 +56,12 @@ def encode_mc(tokenizer, examples, max_length: int = 512) -> list[MCFeature]:
     return features
 
 
+def encoding_key(max_length: int) -> dict:
+    """What `encode_mc`'s features depend on besides the examples and the tokenizer: the key of
+    cached multiple-choice features (advrace.models.feature_store), shared by training and scoring."""
+    return {"encoder": "encode_mc", "max_length": max_length}
+
+
 def encode_with_offsets(tokenizer, passage: str, second: str, max_length: int = 512):
     """One pair encoded as `encode_mc` encodes it, with each token's character span and sequence
     (0: the passage, 1: the question with the option, None: a special token), so that scores per

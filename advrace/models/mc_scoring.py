@@ -7,12 +7,15 @@ Scoring is fast: batches of similar length padded only to their own longest inpu
 
 from __future__ import annotations
 
+import functools
 import os
 
 from advrace.core.errors import ConfigError
 from advrace.models.checkpoint_info import scoring_max_length
+from advrace.models.feature_store import (FeatureStore, default_cache_dir, feature_lengths, take_features,
+                                          tokenizer_fingerprint)
 from advrace.models.loading import ModelLoadError, Wording, load_model, model_name
-from advrace.models.mc_encoding import collate_mc, encode_mc, length_sorted_batches
+from advrace.models.mc_encoding import MCFeature, collate_mc, encode_mc, encoding_key, length_sorted_batches
 from advrace.models.precision import attention_backends, precision_info, use_bf16
 from advrace.models.readers import is_baseline, make_baseline
 
@@ -25,6 +28,9 @@ WORDING = Wording(
            "the tokenizer files",
     failed_online="{name}: not a local folder, and it could not be loaded from the Hugging Face Hub "
                   "({reason}). Offline, download it elsewhere and pass its local folder instead")
+# Questions from which a split's features go to the feature cache (memory-mapped Arrow) rather
+# than into memory: all of RACE train at 512 tokens would take over 20 GB as Python objects.
+STORE_FROM = 2000
 
 
 class CheckpointScorer:
@@ -47,6 +53,7 @@ class CheckpointScorer:
         self.model = accelerator.prepare(model) if accelerator is not None else model
         self.device = accelerator.device if accelerator is not None else next(model.parameters()).device
         self.bf16 = use_bf16(bf16, self.device)
+        self.store_from = STORE_FROM
 
     @property
     def inference(self) -> dict:
@@ -59,22 +66,30 @@ class CheckpointScorer:
 
         if not examples:
             return []
-        features = encode_mc(self.tokenizer, examples, self.max_length)
+        features = self._features(examples, progress)
         scores: list[list[float] | None] = [None] * len(features)
-        batches = length_sorted_batches(features, self.batch_size)
+        batches = length_sorted_batches(feature_lengths(features), self.batch_size, length=int)
         outputs = []
         with torch.inference_mode(), attention_backends(self.device), \
                 torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             for idx in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
-                batch = collate_mc([features[i] for i in idx], self.pad_id)
+                batch = collate_mc(take_features(features, idx), self.pad_id)
                 batch.pop("labels")
                 batch = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
                 # Kept on the device until the end, so the next batch is prepared while this one runs.
                 outputs.append(self.model(**batch).logits.float())
         for idx, logits in zip(batches, outputs):
             for i, row in zip(idx, logits.cpu().tolist()):
-                scores[i] = row[:len(features[i].input_ids)]
+                scores[i] = row[:len(examples[i].options)]
         return scores
+
+    def _features(self, examples, progress: bool):
+        if len(examples) < self.store_from:
+            return encode_mc(self.tokenizer, examples, self.max_length)
+        store = FeatureStore(default_cache_dir(), progress=progress)
+        key = {**encoding_key(self.max_length), "tokenizer": tokenizer_fingerprint(self.tokenizer)}
+        encode = functools.partial(encode_mc, self.tokenizer, max_length=self.max_length)
+        return store.encode(encode, MCFeature, [examples], key, "the questions")
 
 
 def load_checkpoint(model: str | os.PathLike, *, max_length: int | None = None, place: bool = False,

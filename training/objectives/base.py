@@ -15,6 +15,7 @@ A field's `metadata={"min": N}` is its smallest value (advrace.core.checking). E
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -22,6 +23,7 @@ from advrace.core.checking import build_dataclass
 from advrace.core.errors import ConfigError
 from advrace.core.registry import load_plugins
 from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.models.feature_store import tokenizer_fingerprint
 
 PLUGIN_GROUP = "advrace.objectives"
 REGISTRY: dict[str, type[Objective]] = {}
@@ -41,6 +43,9 @@ class Objective:
     summary: ClassVar[str] = ""  # what it trains, for `advrace train --help`
     tasks: ClassVar[tuple[str, ...]] = (MULTIPLE_CHOICE,)  # the example tasks it reads
     recipes: ClassVar[tuple[str, ...] | None] = ("finetune",)  # recipe tasks it takes; None: all
+    # the frozen dataclass `features` makes, whose objects advrace.models.feature_store keeps on
+    # disk; None: features are kept in memory (what a plugin's objective gets unless it names one)
+    feature_class: ClassVar[type | None] = None
 
     def __init__(self, cfg):
         self.cfg = cfg  # the TrainConfig: shared settings such as max_length
@@ -55,7 +60,24 @@ class Objective:
         raise NotImplementedError
 
     def features(self, tokenizer, examples: list, seed: int, dev: bool = False) -> list:
+        """Features of `examples`, made question by question (see advrace.models.feature_store)."""
         raise NotImplementedError
+
+    def encoding_key(self, seed: int, dev: bool) -> dict:
+        """What `features` depends on besides the examples and the tokenizer."""
+        features = type(self).features
+        return {"objective": self.name, "features": f"{features.__module__}.{features.__qualname__}",
+                "settings": settings_dict(self.settings), "max_length": self.cfg.max_length,
+                "seed": seed, "dev": dev}
+
+    def encoded(self, store, tokenizer, parts: list, seed: int, dev: bool = False,
+                what: str = "features"):
+        """`features` of the concatenated `parts` (lists of examples), kept in `store`."""
+        encode = functools.partial(self.features, tokenizer, seed=seed, dev=dev)
+        if self.feature_class is None:
+            return encode([ex for part in parts for ex in part])
+        key = {**self.encoding_key(seed, dev), "tokenizer": tokenizer_fingerprint(tokenizer)}
+        return store.encode(encode, self.feature_class, parts, key, what)
 
     def collate(self, features: list, pad_token_id: int) -> dict:
         raise NotImplementedError

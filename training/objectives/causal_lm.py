@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from advrace.models.causal_encoding import IGNORE, collate_causal, training_features
+from advrace.models.causal_encoding import IGNORE, CausalFeature, collate_causal, training_features
 
 from .base import Objective, dev_token_scores, register_objective
 
@@ -107,6 +107,7 @@ class CausalLM(Objective):
     metric, label = "dev_token_accuracy", "dev token accuracy"
     architecture = "AutoModelForCausalLM"
     summary = "a decoder-only LM (default SmolLM2) as the distractor generator"
+    feature_class = CausalFeature
 
     def model_class(self):
         return TopLayersCausalLM(self.settings)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from advrace.models.seq2seq_encoding import collate_seq2seq, training_features
+from advrace.models.seq2seq_encoding import Seq2SeqFeature, collate_seq2seq, training_features
 
 from .base import Objective, dev_token_scores, register_objective
 
@@ -23,6 +23,7 @@ class DistractorGeneration(Objective):
     metric, label = "dev_token_accuracy", "dev token accuracy"
     architecture = "UniLMSeq2Seq"
     summary = "the UniLM-style distractor generator"
+    feature_class = Seq2SeqFeature
 
     def model_class(self):
         from advrace.models.unilm import UniLMSeq2Seq  # deferred for start-up time: it imports torch

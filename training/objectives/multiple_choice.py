@@ -4,7 +4,7 @@ classification head over the first token; fine-tuned, adversarially trained or o
 from __future__ import annotations
 
 from advrace.core.tasks import MULTIPLE_CHOICE
-from advrace.models.mc_encoding import collate_mc, encode_mc
+from advrace.models.mc_encoding import MCFeature, collate_mc, encode_mc, encoding_key
 
 from .base import Objective, dev_rows, register_objective
 
@@ -16,6 +16,7 @@ class MultipleChoice(Objective):
     architecture = "AutoModelForMultipleChoice"
     summary = "a RACE reader: fine-tuning, adversarial, option-only"
     recipes = None  # every recipe: fine-tuning, adversarial training, the option-only probe
+    feature_class = MCFeature
 
     def model_class(self):
         from transformers import AutoModelForMultipleChoice  # deferred for start-up time
@@ -24,6 +25,11 @@ class MultipleChoice(Objective):
 
     def features(self, tokenizer, examples, seed, dev=False):
         return encode_mc(tokenizer, examples, max_length=self.cfg.max_length)
+
+    def encoding_key(self, seed, dev):
+        if type(self).features is MultipleChoice.features:
+            return encoding_key(self.cfg.max_length)  # evaluation's too: they share cached features
+        return super().encoding_key(seed, dev)  # a subclass that encodes otherwise
 
     def collate(self, features, pad_token_id):
         return collate_mc(features, pad_token_id)

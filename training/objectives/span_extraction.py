@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.metrics import squad_em_f1
 from advrace.models.span_decoding import best_spans, merge_windows
-from advrace.models.span_encoding import collate_windows, encode_windows, span_training_examples
+from advrace.models.span_encoding import SpanWindow, collate_windows, encode_windows, span_training_examples
 
 from .base import Objective, register_objective
 
@@ -28,6 +28,7 @@ class SpanExtraction(Objective):
     architecture = "AutoModelForQuestionAnswering"
     summary = "the distractor extractor, or a SQuAD reader"
     tasks = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
+    feature_class = SpanWindow
 
     def model_class(self):
         from transformers import AutoModelForQuestionAnswering  # deferred for start-up time
@@ -36,9 +37,6 @@ class SpanExtraction(Objective):
 
     def features(self, tokenizer, examples, seed, dev=False):
         questions, contexts, spans = span_training_examples(examples, seed)
-        if dev:  # kept for `evaluate`
-            self._dev_contexts = contexts
-            self._dev_golds = [c[s:e] for c, (s, e) in zip(contexts, spans)]
         return encode_windows(tokenizer, questions, contexts, spans, max_length=self.cfg.max_length,
                               stride=self.settings.doc_stride)
 
@@ -50,7 +48,8 @@ class SpanExtraction(Objective):
         import torch  # deferred for start-up time
         from accelerate.utils import gather_object
 
-        contexts, golds = self._dev_contexts, self._dev_golds
+        _, contexts, spans = span_training_examples(examples, self.cfg.data_seed)
+        golds = [c[s:e] for c, (s, e) in zip(contexts, spans)]
         local = []
         with torch.no_grad():
             for batch in loader:

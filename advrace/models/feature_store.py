@@ -1,0 +1,280 @@
+"""Encoded features on disk, in Arrow: built once by `datasets`' `map`, then read memory-mapped.
+
+All of RACE train at 512 tokens is 76,303 x 4 token sequences; held as Python tuples that is
+over 20 GB, so training and the evaluation of large releases keep features here instead. A
+feature is a frozen dataclass (MCFeature, SpanWindow, Seq2SeqFeature, CausalFeature, or a
+plugin's); its Arrow columns follow its type hints, and a row becomes the same object again when
+it is read, so collate functions and decoders see exactly what eager encoding gives them.
+
+A cached table is keyed by a fingerprint of everything its rows depend on: the examples, the
+tokenizer's content (not its name), and the caller's key (encoder, max_length, settings, seed).
+A training set is stored in parts (the original questions, the copies a recipe adds), each
+keyed on its own, so a changed recipe re-encodes the copies only. Encoding a list in parts
+must give the same rows as encoding it whole: features are made per question, and a feature's
+`example` field, where it has one, counts questions from the start of the list it was made from
+(the store shifts it).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import types
+import typing
+from pathlib import Path
+from typing import Callable, Sequence
+
+from advrace.core.examples import example_from_record
+from advrace.resources import ResourceConfig
+
+FORMAT = 1  # bumped when the layout of a cached table changes; older tables are rebuilt
+EXAMPLE_FIELD = "example"
+LENGTH_COLUMN = "_length"
+BATCH = 500  # questions per `map` batch: a batch's Python features are what a worker holds
+PARALLEL_FROM = 2000  # fewer questions are encoded in one process: a pool costs more than it saves
+
+
+def default_cache_dir() -> Path:
+    """The resources' cache folder: $ADVRACE_CACHE, else ~/.cache/advrace."""
+    return ResourceConfig().resolved_cache_dir()
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """What the tokenizer does, not what it is called: its vocabulary, rules and special tokens.
+    A fast tokenizer's truncation and padding state is left out: calls change it."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        spec = json.loads(backend.to_str())
+        spec.pop("truncation", None)
+        spec.pop("padding", None)
+    else:
+        spec = sorted(tokenizer.get_vocab().items())
+    extra = {"class": type(tokenizer).__name__, "special": getattr(tokenizer, "special_tokens_map", {}),
+             "lower": getattr(tokenizer, "do_lower_case", None)}
+    return _digest(json.dumps([spec, extra], sort_keys=True, default=str).encode())
+
+
+def examples_fingerprint(examples: Sequence) -> str:
+    h = hashlib.sha256()
+    for ex in examples:
+        h.update(json.dumps(ex.to_record(), sort_keys=True, ensure_ascii=False).encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# ------------------------------------------------------------------ features <-> Arrow rows
+
+def _arrow_type(hint):
+    from datasets import List, Value  # deferred for start-up time: datasets imports pyarrow
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            return _arrow_type(inner[0])  # Arrow values are nullable
+    elif origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return List(_arrow_type(args[0]))
+        if args and all(a == args[0] for a in args):
+            return List(_arrow_type(args[0]), length=len(args))
+    elif hint in (int, str, bool, float):
+        return Value({int: "int32", str: "string", bool: "bool", float: "float64"}[hint])
+    raise TypeError(f"no Arrow column for a field of type {hint!r}")
+
+
+def arrow_features(cls):
+    """The Arrow columns of a feature dataclass, from its type hints, and the length column."""
+    from datasets import Features, Value  # deferred for start-up time
+
+    hints = typing.get_type_hints(cls)
+    columns = {f.name: _arrow_type(hints[f.name]) for f in dataclasses.fields(cls)}
+    return Features({**columns, LENGTH_COLUMN: Value("int32")})
+
+
+def _frozen(value):
+    return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
+
+
+class FeatureTable(Sequence):
+    """Features read from Arrow tables one at a time (or a batch at a time), as the dataclass
+    they were stored from. Parts are concatenated; the `example` field counts across them."""
+
+    def __init__(self, cls, parts: list, example_counts: list[int]):
+        self.cls = cls
+        self.parts = parts
+        self.names = [f.name for f in dataclasses.fields(cls)]
+        self.shift = EXAMPLE_FIELD in self.names
+        self.starts = [0]
+        self.example_starts = [0]
+        for part, n in zip(parts, example_counts):
+            self.starts.append(self.starts[-1] + len(part))
+            self.example_starts.append(self.example_starts[-1] + n)
+        self.lengths = [n for part in parts for n in part[LENGTH_COLUMN]]
+
+    def __len__(self) -> int:
+        return self.starts[-1]
+
+    def _feature(self, row: dict, part: int):
+        values = {name: _frozen(row[name]) for name in self.names}
+        if self.shift:
+            values[EXAMPLE_FIELD] += self.example_starts[part]
+        return self.cls(**values)
+
+    def _locate(self, i: int) -> tuple[int, int]:
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"feature {i} of {len(self)}")
+        i %= len(self)
+        part = bisect.bisect_right(self.starts, i) - 1
+        return part, i - self.starts[part]
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        part, row = self._locate(i)
+        return self._feature(self.parts[part][row], part)
+
+    def take(self, indices: Sequence[int]) -> list:
+        """Features at `indices`, read a part's rows at a time (a batch's worth is one read)."""
+        located = [self._locate(i) for i in indices]
+        out: list = [None] * len(indices)
+        for part in sorted({p for p, _ in located}):
+            mine = [(k, row) for k, (p, row) in enumerate(located) if p == part]
+            columns = self.parts[part][[row for _, row in mine]]
+            for j, (k, _) in enumerate(mine):
+                out[k] = self._feature({name: columns[name][j] for name in self.names}, part)
+        return out
+
+
+def feature_lengths(features: Sequence) -> Sequence[int]:
+    """Each feature's length, without reading the features back from a FeatureTable."""
+    return features.lengths if isinstance(features, FeatureTable) else [f.length for f in features]
+
+
+def take_features(features: Sequence, indices: Sequence[int]) -> list:
+    return features.take(indices) if isinstance(features, FeatureTable) else [features[i] for i in indices]
+
+
+# ------------------------------------------------------------------ building and reading the cache
+
+def _encode_batch(batch: dict, indices: list[int], *, encode, cls):
+    """`map`'s function: the batch's questions (JSON records) to feature rows."""
+    examples = [example_from_record(json.loads(r)) for r in batch["record"]]
+    columns: dict[str, list] = {f.name: [] for f in dataclasses.fields(cls)}
+    columns[LENGTH_COLUMN] = []
+    for feature in encode(examples):
+        for name in columns:
+            if name == LENGTH_COLUMN:
+                columns[name].append(feature.length)
+            elif name == EXAMPLE_FIELD:
+                columns[name].append(indices[feature.example])
+            else:
+                columns[name].append(getattr(feature, name))
+    return columns
+
+
+@dataclasses.dataclass
+class FeatureStore:
+    """Where encoded features live: `directory` (a cache of Arrow tables), or None to encode into
+    Python objects in memory, as before issue 17 (small inputs, and the baseline of
+    bench/train_memory.py). `workers`: `map` processes; None: every core for large inputs."""
+
+    directory: Path | None
+    workers: int | None = None
+    progress: bool = False
+    built: list = dataclasses.field(default_factory=list)  # keys encoded by this store, for reports
+
+    def encode(self, encode: Callable[[list], list], cls, parts: Sequence[Sequence], key: dict,
+               what: str = "features") -> Sequence:
+        """The features `encode` makes of the concatenated `parts` (lists of examples).
+        `encode(examples)` must be picklable (a module function or functools.partial of one)."""
+        if self.directory is None:
+            return encode([ex for part in parts for ex in part])
+        parts = [p for p in parts if len(p)]
+        tables = [self._part(encode, cls, part, key, what) for part in parts]
+        return FeatureTable(cls, tables, [len(p) for p in parts])
+
+    def _part(self, encode, cls, examples: Sequence, key: dict, what: str):
+        from datasets import Dataset, concatenate_datasets  # deferred for start-up time
+
+        fingerprint = _digest(json.dumps({
+            "format": FORMAT, "class": f"{cls.__module__}.{cls.__qualname__}", "key": key,
+            "examples": examples_fingerprint(examples)}, sort_keys=True, default=str).encode())
+        folder = Path(self.directory) / "features" / fingerprint[:2] / fingerprint
+        manifest = _read_manifest(folder, len(examples))
+        if manifest is None:
+            manifest = self._build(encode, cls, examples, key, folder, what)
+        tables = [Dataset.from_file(str(folder / name)) for name in manifest["files"]]
+        table = concatenate_datasets(tables) if len(tables) > 1 else tables[0]
+        if len(table) != manifest["rows"]:
+            raise RuntimeError(f"{folder}: {len(table)} rows where its manifest says "
+                               f"{manifest['rows']}; delete the folder and run again")
+        return table
+
+    def _build(self, encode, cls, examples: Sequence, key: dict, folder: Path, what: str) -> dict:
+        import datasets  # deferred for start-up time
+
+        workers = self.workers or (min(os.cpu_count() or 1, 8) if len(examples) >= PARALLEL_FROM else 1)
+        workers = max(1, min(workers, len(examples) // BATCH or 1))
+        tmp = folder.parent / f".{folder.name}.{os.getpid()}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        source = datasets.Dataset.from_dict(
+            {"record": [json.dumps(ex.to_record(), ensure_ascii=False) for ex in examples]})
+        quiet = not self.progress and not datasets.are_progress_bars_disabled()
+        if quiet:
+            datasets.disable_progress_bars()
+        saved_parallelism = os.environ.get("TOKENIZERS_PARALLELISM")
+        if workers > 1:  # forked workers share the cores; the tokenizer's own threads would fight them
+            os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        try:
+            encoded = source.map(
+                _encode_batch, with_indices=True, batched=True, batch_size=BATCH,
+                remove_columns=["record"], features=arrow_features(cls), num_proc=workers if workers > 1 else None,
+                cache_file_name=str(tmp / "data.arrow"), new_fingerprint=folder.name[:40],
+                fn_kwargs={"encode": encode, "cls": cls}, desc=f"encoding {what}")
+        finally:
+            if quiet:
+                datasets.enable_progress_bars()
+            if workers > 1:
+                if saved_parallelism is None:
+                    os.environ.pop("TOKENIZERS_PARALLELISM", None)
+                else:
+                    os.environ["TOKENIZERS_PARALLELISM"] = saved_parallelism
+        files = [Path(f["filename"]).name for f in encoded.cache_files]
+        manifest = {"format": FORMAT, "examples": len(examples), "rows": len(encoded), "files": files,
+                    "class": f"{cls.__module__}.{cls.__qualname__}", "key": key}
+        del encoded, source
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n",
+                                           encoding="utf-8")
+        try:
+            tmp.rename(folder)
+        except OSError:  # another run built it first: theirs is the same
+            shutil.rmtree(tmp, ignore_errors=True)
+            manifest = _read_manifest(folder, len(examples))
+            if manifest is None:
+                raise RuntimeError(f"{folder}: could not store the encoded {what}") from None
+        self.built.append(folder.name)
+        return manifest
+
+
+def _read_manifest(folder: Path, examples: int) -> dict | None:
+    """A finished table's manifest, or None (then it is built again): a folder appears only
+    when a build has finished, by renaming, so a missing or stale manifest means an old format."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    if manifest.get("format") != FORMAT or manifest.get("examples") != examples or not all(
+            (folder / name).is_file() for name in manifest.get("files", [])):
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    return manifest
