@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from advrace.core.errors import ConfigError
 from advrace.formats import load
 from advrace.models.causal_encoding import CausalFeature
 from advrace.models.causal_encoding import training_features as causal_features
@@ -178,3 +179,12 @@ def test_scoring_a_large_split_through_the_cache_gives_the_same_scores(tokenizer
     cache = Path(os.environ["ADVRACE_CACHE"])  # the session's, from conftest
     manifests = [json.loads(p.read_text()) for p in cache.glob("features/*/*/manifest.json")]
     assert any(m["key"]["max_length"] == 64 and m["key"].get("encoder") == "encode_mc" for m in manifests)
+
+
+def test_a_cache_that_cannot_be_written_says_where_and_what_to_do(tokenizer_dir, race_dir, tmp_path):
+    tok = _tokenizer(tokenizer_dir)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    with pytest.raises(ConfigError, match="feature cache .*a-file.*choose another folder"):
+        FeatureStore(blocked).encode(ENCODERS[MCFeature](tok), MCFeature, [load(str(race_dir)).examples], {})
+    assert blocked.read_text() == "not a folder"

@@ -28,6 +28,7 @@ import typing
 from pathlib import Path
 from typing import Callable, Sequence
 
+from advrace.core.errors import ConfigError
 from advrace.core.examples import example_from_record
 from advrace.resources import ResourceConfig
 
@@ -219,11 +220,34 @@ class FeatureStore:
         return table
 
     def _build(self, encode, cls, examples: Sequence, key: dict, folder: Path, what: str) -> dict:
-        import datasets  # deferred for start-up time
-
+        """Encode into a temporary folder, then rename it into place: a folder under its
+        fingerprint is always a finished table."""
         workers = self.workers or (min(os.cpu_count() or 1, 8) if len(examples) >= PARALLEL_FROM else 1)
         workers = max(1, min(workers, len(examples) // BATCH or 1))
         tmp = folder.parent / f".{folder.name}.{os.getpid()}.tmp"
+        try:
+            manifest = self._write(encode, cls, examples, key, tmp, workers, what)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise ConfigError(f"cannot write the encoded {what} to the feature cache {self.directory} "
+                              f"({exc}); free some space there, or choose another folder "
+                              "(`feature_cache: DIR` in a training config, or $ADVRACE_CACHE)") from None
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        try:
+            tmp.rename(folder)
+        except OSError:  # another run built it first: theirs is the same
+            shutil.rmtree(tmp, ignore_errors=True)
+            manifest = _read_manifest(folder, len(examples))
+            if manifest is None:
+                raise RuntimeError(f"{folder}: could not store the encoded {what}") from None
+        self.built.append(folder.name)
+        return manifest
+
+    def _write(self, encode, cls, examples: Sequence, key: dict, tmp: Path, workers: int, what: str) -> dict:
+        import datasets  # deferred for start-up time
+
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         source = datasets.Dataset.from_dict(
@@ -237,9 +261,10 @@ class FeatureStore:
         try:
             encoded = source.map(
                 _encode_batch, with_indices=True, batched=True, batch_size=BATCH,
-                remove_columns=["record"], features=arrow_features(cls), num_proc=workers if workers > 1 else None,
-                cache_file_name=str(tmp / "data.arrow"), new_fingerprint=folder.name[:40],
-                fn_kwargs={"encode": encode, "cls": cls}, desc=f"encoding {what}")
+                remove_columns=["record"], features=arrow_features(cls),
+                num_proc=workers if workers > 1 else None, cache_file_name=str(tmp / "data.arrow"),
+                new_fingerprint=tmp.name[1:41], fn_kwargs={"encode": encode, "cls": cls},
+                desc=f"encoding {what}")
         finally:
             if quiet:
                 datasets.enable_progress_bars()
@@ -248,20 +273,12 @@ class FeatureStore:
                     os.environ.pop("TOKENIZERS_PARALLELISM", None)
                 else:
                     os.environ["TOKENIZERS_PARALLELISM"] = saved_parallelism
-        files = [Path(f["filename"]).name for f in encoded.cache_files]
-        manifest = {"format": FORMAT, "examples": len(examples), "rows": len(encoded), "files": files,
+        manifest = {"format": FORMAT, "examples": len(examples), "rows": len(encoded),
+                    "files": [Path(f["filename"]).name for f in encoded.cache_files],
                     "class": f"{cls.__module__}.{cls.__qualname__}", "key": key}
         del encoded, source
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n",
                                            encoding="utf-8")
-        try:
-            tmp.rename(folder)
-        except OSError:  # another run built it first: theirs is the same
-            shutil.rmtree(tmp, ignore_errors=True)
-            manifest = _read_manifest(folder, len(examples))
-            if manifest is None:
-                raise RuntimeError(f"{folder}: could not store the encoded {what}") from None
-        self.built.append(folder.name)
         return manifest
 
 
