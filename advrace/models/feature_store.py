@@ -247,11 +247,20 @@ class FeatureStore:
 
     def _write(self, encode, cls, examples: Sequence, key: dict, tmp: Path, workers: int, what: str) -> dict:
         import datasets  # deferred for start-up time
+        from datasets.arrow_writer import ArrowWriter
 
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        source = datasets.Dataset.from_dict(
-            {"record": [json.dumps(ex.to_record(), ensure_ascii=False) for ex in examples]})
+        # The questions go to disk first, so that the workers map them rather than each being
+        # sent a pickled copy, and the main process never holds them twice.
+        records = tmp / "records.arrow"
+        with ArrowWriter(features=datasets.Features({"record": datasets.Value("string")}),
+                         path=str(records)) as writer:
+            for start in range(0, len(examples), BATCH):
+                writer.write_batch({"record": [json.dumps(ex.to_record(), ensure_ascii=False)
+                                               for ex in examples[start:start + BATCH]]})
+            writer.finalize()
+        source = datasets.Dataset.from_file(str(records))
         quiet = not self.progress and not datasets.are_progress_bars_disabled()
         if quiet:
             datasets.disable_progress_bars()
@@ -277,6 +286,7 @@ class FeatureStore:
                     "files": [Path(f["filename"]).name for f in encoded.cache_files],
                     "class": f"{cls.__module__}.{cls.__qualname__}", "key": key}
         del encoded, source
+        records.unlink()
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n",
                                            encoding="utf-8")
         return manifest
