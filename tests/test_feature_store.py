@@ -188,3 +188,22 @@ def test_a_cache_that_cannot_be_written_says_where_and_what_to_do(tokenizer_dir,
     with pytest.raises(ConfigError, match="feature cache .*a-file.*choose another folder"):
         FeatureStore(blocked).encode(ENCODERS[MCFeature](tok), MCFeature, [load(str(race_dir)).examples], {})
     assert blocked.read_text() == "not a folder"
+
+
+def test_a_second_run_of_a_recipe_reads_its_adversarial_copies_from_the_cache(tokenizer_dir, race_dir,
+                                                                             tmp_path, monkeypatch):
+    import advrace.training.loop as loop
+
+    cfg = tiny(tokenizer_dir, race_dir, tmp_path, max_steps=1, feature_cache=str(tmp_path / "cache"),
+               recipe={"task": "adversarial", "attacks": ["charswap"], "workers": 1})
+    first = train(cfg, output_dir=tmp_path / "first", progress=False)
+
+    def attack_again(*args, **kwargs):
+        raise AssertionError("the training set was attacked again")
+
+    monkeypatch.setattr(loop, "build_train_set", attack_again)
+    second = train(cfg, output_dir=tmp_path / "second", progress=False)
+    assert second["data"] == first["data"] and second["metrics"]["feature_tables_built"] == 0
+    copies = [sorted(p.read_text() for p in (tmp_path / run / "data").glob("adversarial-*.json"))
+              for run in ("first", "second")]
+    assert copies[0] == copies[1] and len(copies[0]) == 1

@@ -14,6 +14,7 @@ import hashlib
 import importlib.util
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from advrace import __version__
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.models.feature_store import FeatureStore, default_cache_dir
@@ -53,6 +55,13 @@ def train(config, output_dir: str | Path | None = None, resume: bool = False,
         return _Run(cfg, out, resume, progress).run()
     finally:
         _reset_accelerate()
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 def _reset_accelerate() -> None:
@@ -195,34 +204,39 @@ class _Run:
 
     def _train_examples(self, examples: list) -> tuple[list, dict]:
         """The recipe's training set; adversarial copies are made once (by the main process) and
-        kept in OUTPUT/data, so other processes and resumed runs read them instead."""
+        kept in OUTPUT/data, and in the feature cache, so that other processes, resumed runs and
+        later runs of the same recipe on the same data read them instead."""
         cfg, acc = self.cfg, self.accelerator
         seed = cfg.data_seed
         if cfg.recipe.task != "adversarial":
             return build_train_set(cfg.recipe, examples, seed)
         recipe = dataclasses.asdict(cfg.recipe)
         recipe.pop("workers")
-        h = hashlib.sha256(json.dumps({"recipe": recipe, "seed": seed}, sort_keys=True,
-                                      default=str).encode())
+        h = hashlib.sha256(json.dumps({"recipe": recipe, "seed": seed, "advrace": __version__},
+                                      sort_keys=True, default=str).encode())
         for ex in examples:
             h.update(json.dumps(ex.to_record(), sort_keys=True).encode())
-        cache = self.out / "data" / f"adversarial-{h.hexdigest()[:16]}.json"
+        name = f"adversarial-{h.hexdigest()[:16]}.json"
+        record = self.out / "data" / name
+        shared = self.cache_dir / "adversarial" / name if self.cache_dir else None
         with acc.main_process_first():
-            if cache.is_file():
-                saved = json.loads(cache.read_text(encoding="utf-8"))
-                added = [MCExample.from_record(r) for r in saved["added"]]
-                return list(examples) + added, saved["report"]
+            for found in (record, shared):
+                if found is not None and found.is_file():
+                    saved = json.loads(found.read_text(encoding="utf-8"))
+                    if found is shared and acc.is_main_process:
+                        _write_atomically(record, found.read_text(encoding="utf-8"))
+                    added = [MCExample.from_record(r) for r in saved["added"]]
+                    return list(examples) + added, saved["report"]
             if not acc.is_main_process:
-                raise RuntimeError(f"{cache} was not written by the main process")
+                raise RuntimeError(f"{record} was not written by the main process")
             self.say(f"attacking the training set ({cfg.recipe.mode}: "
                      f"{', '.join(s.split for s in cfg.recipe.attacks)})")
             train, report = build_train_set(cfg.recipe, examples, seed, progress=self.progress)
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"report": report,
-                                       "added": [e.to_record() for e in train[len(examples):]]},
-                                      ensure_ascii=False), encoding="utf-8")
-            tmp.replace(cache)
+            text = json.dumps({"report": report, "added": [e.to_record() for e in train[len(examples):]]},
+                              ensure_ascii=False)
+            for path in (record, shared):
+                if path is not None:
+                    _write_atomically(path, text)
             return train, report
 
     def _features(self, train: list, original: int, dev: list) -> tuple:
@@ -230,11 +244,7 @@ class _Run:
         (the others wait, then map the same files); the original questions and the copies a
         recipe adds are cached apart, so another recipe re-encodes only its copies."""
         cfg, acc, objective = self.cfg, self.accelerator, self.objective
-        if cfg.feature_cache is False:
-            directory = None
-        else:
-            directory = default_cache_dir() if cfg.feature_cache is True else Path(cfg.feature_cache)
-        store = FeatureStore(directory, workers=cfg.encode_workers,
+        store = FeatureStore(self.cache_dir, workers=cfg.encode_workers,
                              progress=self.progress and acc.is_main_process)
         parts = [train[:original], train[original:]] if cfg.recipe.task == "adversarial" else [train]
         with acc.main_process_first():
@@ -318,6 +328,10 @@ class _Run:
             self.out.mkdir(parents=True, exist_ok=True)
         acc.wait_for_everyone()
         set_seed(cfg.seed)
+        if cfg.feature_cache is False:
+            self.cache_dir = None
+        else:
+            self.cache_dir = default_cache_dir() if cfg.feature_cache is True else Path(cfg.feature_cache)
         model_path, self.load_kwargs = model_source(cfg.model) if cfg.model_config is None else ("", {})
         with transformers_quiet(not self.progress, logs=True):
             self.tokenizer = self._tokenizer(model_path)

@@ -28,11 +28,14 @@ import typing
 from pathlib import Path
 from typing import Callable, Sequence
 
+from advrace import __version__
 from advrace.core.errors import ConfigError
 from advrace.core.examples import example_from_record
 from advrace.resources import ResourceConfig
 
-FORMAT = 1  # bumped when the layout of a cached table changes; older tables are rebuilt
+# Part of every key, with advrace's version: bump it when a table's layout or an encoder's output
+# changes, and older tables are not read again.
+FORMAT = 1
 EXAMPLE_FIELD = "example"
 LENGTH_COLUMN = "_length"
 BATCH = 500  # questions per `map` batch: a batch's Python features are what a worker holds
@@ -206,7 +209,7 @@ class FeatureStore:
         from datasets import Dataset, concatenate_datasets  # deferred for start-up time
 
         fingerprint = _digest(json.dumps({
-            "format": FORMAT, "class": f"{cls.__module__}.{cls.__qualname__}", "key": key,
+            "format": FORMAT, "advrace": __version__, "class": f"{cls.__module__}.{cls.__qualname__}", "key": key,
             "examples": examples_fingerprint(examples)}, sort_keys=True, default=str).encode())
         folder = Path(self.directory) / "features" / fingerprint[:2] / fingerprint
         manifest = _read_manifest(folder, len(examples))
