@@ -24,7 +24,7 @@ from advrace.models.span_encoding import SpanWindow, encode_windows, span_traini
 from advrace.training import config_from_dict, train
 from advrace.training.objectives import get_objective
 from advrace.training.objectives.multiple_choice import MultipleChoice
-from conftest import tiny
+from conftest import squad_doc, tiny
 from test_training import log_records, weights
 
 
@@ -207,3 +207,27 @@ def test_a_second_run_of_a_recipe_reads_its_adversarial_copies_from_the_cache(to
     copies = [sorted(p.read_text() for p in (tmp_path / run / "data").glob("adversarial-*.json"))
               for run in ("first", "second")]
     assert copies[0] == copies[1] and len(copies[0]) == 1
+
+
+def test_reading_a_large_squad_split_through_the_cache_gives_the_same_answers(span_model, tmp_path):
+    from advrace.models.span_scoring import load_span_model
+
+    doc = squad_doc()
+    doc["data"][0]["paragraphs"][0]["context"] *= 3  # several windows per question
+    paragraph = doc["data"][0]["paragraphs"][0]
+    for qa in paragraph["qas"]:
+        qa["answers"] = [{"text": a["text"], "answer_start": paragraph["context"].index(a["text"])}
+                         for a in qa["answers"]]
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(doc))
+    examples = load(str(path)).examples
+    scorer = load_span_model(span_model)
+    eager = scorer.n_best([e.question for e in examples], [e.context for e in examples], 5)
+    answers = scorer.predict_qa(examples)
+    scorer.store_from = 1
+    windows = scorer.cached_windows(examples)
+    assert len(windows) > len(examples) and list(windows) == scorer.windows(
+        [e.question for e in examples], [e.context for e in examples])
+    assert scorer.n_best([e.question for e in examples], [e.context for e in examples], 5,
+                         windows=windows) == eager
+    assert scorer.predict_qa(examples) == answers

@@ -39,6 +39,7 @@ FORMAT = 1
 EXAMPLE_FIELD = "example"
 LENGTH_COLUMN = "_length"
 BATCH = 500  # questions per `map` batch: a batch's Python features are what a worker holds
+STORE_FROM = 2000  # questions from which the scorers keep a split's features here, not in memory
 PARALLEL_FROM = 2000  # fewer questions are encoded in one process: a pool costs more than it saves
 
 

@@ -12,8 +12,8 @@ import os
 
 from advrace.core.errors import ConfigError
 from advrace.models.checkpoint_info import scoring_max_length
-from advrace.models.feature_store import (FeatureStore, default_cache_dir, feature_lengths, take_features,
-                                          tokenizer_fingerprint)
+from advrace.models.feature_store import (STORE_FROM, FeatureStore, default_cache_dir, feature_lengths,
+                                          take_features, tokenizer_fingerprint)
 from advrace.models.loading import ModelLoadError, Wording, load_model, model_name
 from advrace.models.mc_encoding import MCFeature, collate_mc, encode_mc, encoding_key, length_sorted_batches
 from advrace.models.precision import attention_backends, precision_info, use_bf16
@@ -28,9 +28,6 @@ WORDING = Wording(
            "the tokenizer files",
     failed_online="{name}: not a local folder, and it could not be loaded from the Hugging Face Hub "
                   "({reason}). Offline, download it elsewhere and pass its local folder instead")
-# Questions from which a split's features go to the feature cache (memory-mapped Arrow) rather
-# than into memory: all of RACE train at 512 tokens would take over 20 GB as Python objects.
-STORE_FROM = 2000
 
 
 class CheckpointScorer:

@@ -8,10 +8,13 @@ similar length, `best_spans` per window and `merge_windows` across them.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
 from advrace.models.checkpoint_info import scoring_max_length
+from advrace.models.feature_store import (STORE_FROM, FeatureStore, default_cache_dir, feature_lengths,
+                                          take_features, tokenizer_fingerprint)
 from advrace.models.loading import load_model, model_name
 from advrace.models.mc_encoding import length_sorted_batches
 from advrace.models.precision import attention_backends, precision_info, use_bf16
@@ -38,31 +41,33 @@ class SpanScorer:
         self.max_answer_tokens = max_answer_tokens
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
         self.bf16 = use_bf16(bf16, self.device)
+        self.store_from = STORE_FROM
 
     @property
     def inference(self) -> dict:
         return precision_info(self.device, self.bf16)
 
     def n_best(self, questions: Sequence[str], contexts: Sequence[str], n_best: int = 20,
-               progress: bool = False, desc: str | None = None) -> list[list[Span]]:
-        """The `n_best` spans of each context, best first (scores: start + end logit)."""
+               progress: bool = False, desc: str | None = None, windows=None) -> list[list[Span]]:
+        """The `n_best` spans of each context, best first (scores: start + end logit).
+        `windows`: the pairs' windows when they are already encoded (`cached_windows`)."""
         import torch
         from tqdm.auto import tqdm
 
         if not questions:
             return []
-        windows = self.windows(questions, contexts)
+        windows = self.windows(questions, contexts) if windows is None else windows
         per_context: list[list] = [[] for _ in questions]
         pad = self.tokenizer.pad_token_id or 0
-        batches = length_sorted_batches(windows, self.batch_size)
+        batches = length_sorted_batches(feature_lengths(windows), self.batch_size, length=int)
         with torch.inference_mode(), attention_backends(self.device), \
                 torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             for idx in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
-                batch = collate_windows([windows[i] for i in idx], pad, labels=False)
+                taken = take_features(windows, idx)
+                batch = collate_windows(taken, pad, labels=False)
                 out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
                 starts, ends = out.start_logits.float().cpu(), out.end_logits.float().cpu()
-                for row, i in enumerate(idx):
-                    w = windows[i]
+                for row, w in enumerate(taken):
                     per_context[w.example].append(
                         self.window_spans(starts[row], ends[row], w, contexts[w.example], n_best))
         return [merge_windows(spans, n_best) for spans in per_context]
@@ -82,10 +87,28 @@ class SpanScorer:
         """The best span's text per question ("" when a context has no span)."""
         return [spans[0].text if spans else "" for spans in self.n_best(questions, contexts, 1, **kw)]
 
+    def cached_windows(self, examples, progress: bool = False):
+        """The windows of a large split, in the feature cache (memory-mapped Arrow) rather than
+        in memory; None below `store_from` questions."""
+        if len(examples) < self.store_from:
+            return None
+        key = {"encoder": "encode_windows", "max_length": self.max_length, "stride": self.doc_stride,
+               "tokenizer": tokenizer_fingerprint(self.tokenizer)}
+        encode = functools.partial(question_windows, self.tokenizer, max_length=self.max_length,
+                                   stride=self.doc_stride)
+        return FeatureStore(default_cache_dir(), progress=progress).encode(
+            encode, SpanWindow, [examples], key, "the questions")
+
     def predict_qa(self, examples, *, progress: bool = False, desc: str | None = None) -> list[str]:
         """The answer text for each SQuAD-style example (the counterpart of `predict_mc`)."""
         return self.answers([ex.question for ex in examples], [ex.context for ex in examples],
-                            progress=progress, desc=desc)
+                            progress=progress, desc=desc, windows=self.cached_windows(examples, progress))
+
+
+def question_windows(tokenizer, examples, *, max_length: int, stride: int) -> list[SpanWindow]:
+    """`SpanScorer.windows` of SQuAD-style examples, for the feature cache."""
+    return encode_windows(tokenizer, [ex.question for ex in examples], [ex.context for ex in examples],
+                          max_length=max_length, stride=stride)
 
 
 def answer_distribution(spans: list[Span]) -> list[tuple[str, float]]:
