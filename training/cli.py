@@ -29,6 +29,9 @@ EPILOG = textwrap.dedent("""\
     --max-steps stops early without changing the learning-rate schedule, so a capped run continued
     with --resume and a larger cap ends exactly where an uncapped run would. Resume with the same
     config and number of processes; the output folder should be on a filesystem all nodes share.
+    Encoded training and dev sets are kept in the feature cache (~/.cache/advrace/features, or
+    $ADVRACE_CACHE; `feature_cache: DIR` or `false` in the config), so the next run on the same
+    data, tokenizer and max_length starts in seconds.
     Exit status: 0 on success, 2 on a bad config or malformed data, 3 if a resource is missing.
     """)
 
