@@ -65,7 +65,8 @@ def main() -> int:
     ap.add_argument("--skip-full", action="store_true", help="only the slice: runs 1 and 2")
     args = ap.parse_args()
 
-    data = [f"train.path={args.path}"] + ([f"train.format={args.format}"] if args.format else [])
+    config = str(Path(args.config).resolve())  # the runs start in the repository, not here
+    data = [f"train.path={Path(args.path).resolve()}"] + ([f"train.format={args.format}"] if args.format else [])
     common = data + ["dev=null", "max_steps=1", "save_every_steps=null", "tensorboard=false"] + args.set
     with tempfile.TemporaryDirectory(prefix="train-memory-") as tmp:
         tmp = Path(tmp)
@@ -77,7 +78,7 @@ def main() -> int:
         results = []
         for i, (name, extra) in enumerate(runs):
             print(f"{name} ...", file=sys.stderr, flush=True)
-            results.append((name, run(args.config, common + extra, tmp / f"run-{i}")))
+            results.append((name, run(config, common + extra, tmp / f"run-{i}")))
 
     base = results[0][1]
     print(f"{args.config} on {args.path} ({' '.join(args.set) or 'as configured'})")
