@@ -164,14 +164,15 @@ def test_a_cached_run_trains_exactly_as_an_eager_one_and_a_second_run_encodes_no
         assert all(torch.equal(cached[k], w[k]) for k in w)
 
 
-def test_scoring_a_large_split_through_the_cache_gives_the_same_scores(tokenizer_dir, race_dir, tmp_path):
+@pytest.mark.parametrize("bf16", [False, True], ids=["fp32", "bf16"])
+def test_scoring_a_large_split_through_the_cache_gives_the_same_scores(bf16, tokenizer_dir, race_dir):
     from transformers import AutoModelForMultipleChoice, BertConfig
 
     torch.manual_seed(0)
     model = AutoModelForMultipleChoice.from_config(BertConfig(
         vocab_size=128, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
         intermediate_size=64, max_position_embeddings=128))
-    scorer = CheckpointScorer(model, _tokenizer(tokenizer_dir), batch_size=3, max_length=64, bf16=False)
+    scorer = CheckpointScorer(model, _tokenizer(tokenizer_dir), batch_size=3, max_length=64, bf16=bf16)
     examples = load(str(race_dir)).examples
     eager = scorer.predict_mc(examples)
     scorer.store_from = 1
