@@ -232,3 +232,15 @@ def test_reading_a_large_squad_split_through_the_cache_gives_the_same_answers(sp
     assert scorer.n_best([e.question for e in examples], [e.context for e in examples], 5,
                          windows=windows) == eager
     assert scorer.predict_qa(examples) == answers
+
+
+def test_a_damaged_table_is_built_again(tokenizer_dir, race_dir, tmp_path):
+    tok = _tokenizer(tokenizer_dir)
+    examples = load(str(race_dir)).examples
+    encode = ENCODERS[SpanWindow](tok)
+    FeatureStore(tmp_path).encode(encode, SpanWindow, [examples], {})
+    (data,) = tmp_path.glob("features/*/*/data*.arrow")
+    data.write_bytes(data.read_bytes()[:len(data.read_bytes()) // 2])
+    store = FeatureStore(tmp_path)
+    assert list(store.encode(encode, SpanWindow, [examples], {})) == encode(examples)
+    assert len(store.built) == 1

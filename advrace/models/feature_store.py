@@ -207,20 +207,18 @@ class FeatureStore:
         return FeatureTable(cls, tables, [len(p) for p in parts])
 
     def _part(self, encode, cls, examples: Sequence, key: dict, what: str):
-        from datasets import Dataset, concatenate_datasets  # deferred for start-up time
-
         fingerprint = _digest(json.dumps({
-            "format": FORMAT, "advrace": __version__, "class": f"{cls.__module__}.{cls.__qualname__}", "key": key,
-            "examples": examples_fingerprint(examples)}, sort_keys=True, default=str).encode())
+            "format": FORMAT, "advrace": __version__, "class": f"{cls.__module__}.{cls.__qualname__}",
+            "key": key, "examples": examples_fingerprint(examples)}, sort_keys=True, default=str).encode())
         folder = Path(self.directory) / "features" / fingerprint[:2] / fingerprint
         manifest = _read_manifest(folder, len(examples))
-        if manifest is None:
-            manifest = self._build(encode, cls, examples, key, folder, what)
-        tables = [Dataset.from_file(str(folder / name)) for name in manifest["files"]]
-        table = concatenate_datasets(tables) if len(tables) > 1 else tables[0]
-        if len(table) != manifest["rows"]:
-            raise RuntimeError(f"{folder}: {len(table)} rows where its manifest says "
-                               f"{manifest['rows']}; delete the folder and run again")
+        table = _open(folder, manifest) if manifest is not None else None
+        if table is None:  # none yet, or a damaged one
+            shutil.rmtree(folder, ignore_errors=True)
+            table = _open(folder, self._build(encode, cls, examples, key, folder, what))
+            if table is None:
+                raise RuntimeError(f"{folder}: the encoded {what} just written cannot be read back; "
+                                   "delete the folder and run again")
         return table
 
     def _build(self, encode, cls, examples: Sequence, key: dict, folder: Path, what: str) -> dict:
@@ -294,6 +292,18 @@ class FeatureStore:
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n",
                                            encoding="utf-8")
         return manifest
+
+
+def _open(folder: Path, manifest: dict):
+    """The table a manifest describes, memory-mapped; None when its files cannot be read whole."""
+    from datasets import Dataset, concatenate_datasets  # deferred for start-up time
+
+    try:
+        tables = [Dataset.from_file(str(folder / name)) for name in manifest["files"]]
+    except (OSError, ValueError):  # pyarrow's errors for a truncated or overwritten file
+        return None
+    table = concatenate_datasets(tables) if len(tables) > 1 else tables[0]
+    return table if len(table) == manifest["rows"] else None
 
 
 def _read_manifest(folder: Path, examples: int) -> dict | None:
