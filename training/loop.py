@@ -24,7 +24,7 @@ import yaml
 
 from advrace import __version__
 from advrace.core.errors import ConfigError
-from advrace.core.examples import MCExample
+from advrace.core.examples import MCExample, examples_sha256
 from advrace.models.feature_store import FeatureStore, default_cache_dir
 from advrace.models.loading import from_pretrained, model_source, transformers_quiet
 from advrace.models.precision import fp32_load_kwargs
@@ -212,10 +212,9 @@ class _Run:
             return build_train_set(cfg.recipe, examples, seed)
         recipe = dataclasses.asdict(cfg.recipe)
         recipe.pop("workers")
-        h = hashlib.sha256(json.dumps({"recipe": recipe, "seed": seed, "advrace": __version__},
+        h = hashlib.sha256(json.dumps({"recipe": recipe, "seed": seed, "advrace": __version__,
+                                       "examples": examples_sha256(examples)},
                                       sort_keys=True, default=str).encode())
-        for ex in examples:
-            h.update(json.dumps(ex.to_record(), sort_keys=True).encode())
         name = f"adversarial-{h.hexdigest()[:16]}.json"
         record = self.out / "data" / name
         shared = self.cache_dir / "adversarial" / name if self.cache_dir else None

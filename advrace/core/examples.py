@@ -9,6 +9,8 @@ record to `provenance`, so a release says exactly what changed and where.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -261,3 +263,12 @@ Example = MCExample | SpanExample
 
 def example_from_record(record: dict) -> Example:
     return SpanExample.from_record(record) if "context" in record else MCExample.from_record(record)
+
+
+def examples_sha256(examples: Iterable) -> str:
+    """sha256 of the examples' records, in order: what they are, not where they were read from."""
+    h = hashlib.sha256()
+    for ex in examples:
+        h.update(json.dumps(ex.to_record(), sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()

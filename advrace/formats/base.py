@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import Any, Callable
 
 from advrace.core.errors import ConfigError, DataError
+from advrace.core.examples import examples_sha256
 
 
 @dataclass
@@ -55,13 +56,7 @@ class LoadResult:
 
         A result built by hand (no inputs read) falls back to hashing its examples.
         """
-        if self._digest:
-            return self._digest
-        h = hashlib.sha256()
-        for ex in self.examples:
-            h.update(json.dumps(ex.to_record(), sort_keys=True, ensure_ascii=False).encode("utf-8"))
-            h.update(b"\n")
-        return h.hexdigest()
+        return self._digest or examples_sha256(self.examples)
 
 
 SPLIT_NAMES = ("train", "dev", "validation", "test")

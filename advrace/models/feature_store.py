@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 
 from advrace import __version__
 from advrace.core.errors import ConfigError
-from advrace.core.examples import example_from_record
+from advrace.core.examples import example_from_record, examples_sha256
 from advrace.resources import ResourceConfig
 
 # Part of every key, with advrace's version: bump it when a table's layout or an encoder's output
@@ -61,14 +61,6 @@ def tokenizer_fingerprint(tokenizer) -> str:
     extra = {"class": type(tokenizer).__name__, "special": getattr(tokenizer, "special_tokens_map", {}),
              "lower": getattr(tokenizer, "do_lower_case", None)}
     return _digest(json.dumps([spec, extra], sort_keys=True, default=str).encode())
-
-
-def examples_fingerprint(examples: Sequence) -> str:
-    h = hashlib.sha256()
-    for ex in examples:
-        h.update(json.dumps(ex.to_record(), sort_keys=True, ensure_ascii=False).encode())
-        h.update(b"\n")
-    return h.hexdigest()
 
 
 def _digest(data: bytes) -> str:
@@ -209,7 +201,7 @@ class FeatureStore:
     def _part(self, encode, cls, examples: Sequence, key: dict, what: str):
         fingerprint = _digest(json.dumps({
             "format": FORMAT, "advrace": __version__, "class": f"{cls.__module__}.{cls.__qualname__}",
-            "key": key, "examples": examples_fingerprint(examples)}, sort_keys=True, default=str).encode())
+            "key": key, "examples": examples_sha256(examples)}, sort_keys=True, default=str).encode())
         folder = Path(self.directory) / "features" / fingerprint[:2] / fingerprint
         manifest = _read_manifest(folder, len(examples))
         table = _open(folder, manifest) if manifest is not None else None
