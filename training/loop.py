@@ -14,7 +14,6 @@ import hashlib
 import importlib.util
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ import torch
 import yaml
 
 from advrace import __version__
+from advrace.core.atomic import write_text_atomically
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample, examples_sha256
 from advrace.models.feature_store import FeatureStore, default_cache_dir
@@ -55,13 +55,6 @@ def train(config, output_dir: str | Path | None = None, resume: bool = False,
         return _Run(cfg, out, resume, progress).run()
     finally:
         _reset_accelerate()
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def _reset_accelerate() -> None:
@@ -223,7 +216,7 @@ class _Run:
                 if found is not None and found.is_file():
                     saved = json.loads(found.read_text(encoding="utf-8"))
                     if found is shared and acc.is_main_process:
-                        _write_atomically(record, found.read_text(encoding="utf-8"))
+                        write_text_atomically(record, found.read_text(encoding="utf-8"))
                     added = [MCExample.from_record(r) for r in saved["added"]]
                     return list(examples) + added, saved["report"]
             if not acc.is_main_process:
@@ -235,7 +228,7 @@ class _Run:
                               ensure_ascii=False)
             for path in (record, shared):
                 if path is not None:
-                    _write_atomically(path, text)
+                    write_text_atomically(path, text)
             return train, report
 
     def _features(self, train: list, original: int, dev: list) -> tuple:

@@ -1,5 +1,5 @@
-"""Folders that appear whole or not at all: releases and reports are written beside their
-destination and renamed into place, so an interrupted run never leaves half of one."""
+"""Folders and files that appear whole or not at all: releases, reports and caches are written
+beside their destination and renamed into place, so an interrupted run never leaves half of one."""
 
 from __future__ import annotations
 
@@ -38,3 +38,10 @@ def atomic_dir(out: str | Path, marker: str, what: str):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from advrace import __version__
+from advrace.core.atomic import atomic_dir
 from advrace.core.errors import ConfigError
 from advrace.core.examples import example_from_record, examples_sha256
 from advrace.resources import ResourceConfig
@@ -214,28 +215,17 @@ class FeatureStore:
         return table
 
     def _build(self, encode, cls, examples: Sequence, key: dict, folder: Path, what: str) -> dict:
-        """Encode into a temporary folder, then rename it into place: a folder under its
-        fingerprint is always a finished table."""
+        """Encode into a folder that appears whole or not at all, so a folder under its
+        fingerprint is always a finished table (another run's, if two raced: the same)."""
         workers = self.workers or (min(os.cpu_count() or 1, 8) if len(examples) >= PARALLEL_FROM else 1)
         workers = max(1, min(workers, len(examples) // BATCH or 1))
-        tmp = folder.parent / f".{folder.name}.{os.getpid()}.tmp"
         try:
-            manifest = self._write(encode, cls, examples, key, tmp, workers, what)
+            with atomic_dir(folder, "manifest.json", "feature table") as tmp:
+                manifest = self._write(encode, cls, examples, key, tmp, workers, what)
         except OSError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
             raise ConfigError(f"cannot write the encoded {what} to the feature cache {self.directory} "
                               f"({exc}); free some space there, or choose another folder "
                               "(`feature_cache: DIR` in a training config, or $ADVRACE_CACHE)") from None
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        try:
-            tmp.rename(folder)
-        except OSError:  # another run built it first: theirs is the same
-            shutil.rmtree(tmp, ignore_errors=True)
-            manifest = _read_manifest(folder, len(examples))
-            if manifest is None:
-                raise RuntimeError(f"{folder}: could not store the encoded {what}") from None
         self.built.append(folder.name)
         return manifest
 
@@ -243,8 +233,6 @@ class FeatureStore:
         import datasets  # deferred for start-up time
         from datasets.arrow_writer import ArrowWriter
 
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
         # The questions go to disk first, so that the workers map them rather than each being
         # sent a pickled copy, and the main process never holds them twice.
         records = tmp / "records.arrow"
