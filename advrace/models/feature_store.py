@@ -18,6 +18,7 @@ must give the same rows as encoding it whole: features are made per question, an
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -243,27 +244,13 @@ class FeatureStore:
                                                for ex in examples[start:start + BATCH]]})
             writer.finalize()
         source = datasets.Dataset.from_file(str(records))
-        quiet = not self.progress and not datasets.are_progress_bars_disabled()
-        if quiet:
-            datasets.disable_progress_bars()
-        saved_parallelism = os.environ.get("TOKENIZERS_PARALLELISM")
-        if workers > 1:  # forked workers share the cores; the tokenizer's own threads would fight them
-            os.environ["TOKENIZERS_PARALLELISM"] = "false"
-        try:
+        with _mapping(self.progress, workers):
             encoded = source.map(
                 _encode_batch, with_indices=True, batched=True, batch_size=BATCH,
                 remove_columns=["record"], features=arrow_features(cls),
                 num_proc=workers if workers > 1 else None, cache_file_name=str(tmp / "data.arrow"),
                 new_fingerprint=tmp.name[1:41], fn_kwargs={"encode": encode, "cls": cls},
                 desc=f"encoding {what}")
-        finally:
-            if quiet:
-                datasets.enable_progress_bars()
-            if workers > 1:
-                if saved_parallelism is None:
-                    os.environ.pop("TOKENIZERS_PARALLELISM", None)
-                else:
-                    os.environ["TOKENIZERS_PARALLELISM"] = saved_parallelism
         manifest = {"format": FORMAT, "examples": len(examples), "rows": len(encoded),
                     "files": [Path(f["filename"]).name for f in encoded.cache_files],
                     "class": f"{cls.__module__}.{cls.__qualname__}", "key": key}
@@ -272,6 +259,29 @@ class FeatureStore:
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n",
                                            encoding="utf-8")
         return manifest
+
+
+@contextlib.contextmanager
+def _mapping(progress: bool, workers: int):
+    """`datasets`' bars off unless `progress`; with several workers, no threads of the tokenizer's
+    own, which would fight the forked workers for the cores. Both put back afterwards."""
+    import datasets  # deferred for start-up time
+
+    quiet = not progress and not datasets.are_progress_bars_disabled()
+    saved = os.environ.get("TOKENIZERS_PARALLELISM")
+    if quiet:
+        datasets.disable_progress_bars()
+    if workers > 1:
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    try:
+        yield
+    finally:
+        if quiet:
+            datasets.enable_progress_bars()
+        if workers > 1 and saved is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM")
+        elif workers > 1:
+            os.environ["TOKENIZERS_PARALLELISM"] = saved
 
 
 def _open(folder: Path, manifest: dict):
