@@ -110,16 +110,26 @@ def test_the_key_holds_the_tokenizers_content_not_its_name(tokenizer_dir, tmp_pa
     assert tokenizer_fingerprint(BertTokenizerFast(str(vocab))) != tokenizer_fingerprint(tok)
 
 
-def test_an_unfinished_table_is_built_again(tokenizer_dir, race_dir, tmp_path):
-    tok = _tokenizer(tokenizer_dir)
+def _remove_manifest(folder):
+    (folder / "manifest.json").unlink()
+
+
+def _cut_data_in_half(folder):
+    (data,) = folder.glob("data*.arrow")
+    data.write_bytes(data.read_bytes()[:data.stat().st_size // 2])
+
+
+@pytest.mark.parametrize("harm", [_remove_manifest, _cut_data_in_half], ids=["unfinished", "damaged"])
+@pytest.mark.parametrize("cls", [MCFeature, SpanWindow], ids=lambda c: c.__name__)
+def test_an_unfinished_or_damaged_table_is_built_again(harm, cls, tokenizer_dir, race_dir, tmp_path):
+    encode = ENCODERS[cls](_tokenizer(tokenizer_dir))
     examples = load(str(race_dir)).examples
-    encode = ENCODERS[MCFeature](tok)
-    FeatureStore(tmp_path).encode(encode, MCFeature, [examples], {})
-    (manifest,) = tmp_path.glob("features/*/*/manifest.json")
-    manifest.unlink()
+    FeatureStore(tmp_path).encode(encode, cls, [examples], {})
+    (folder,) = tmp_path.glob("features/*/*")
+    harm(folder)
     store = FeatureStore(tmp_path)
-    assert list(store.encode(encode, MCFeature, [examples], {})) == encode(examples)
-    assert len(store.built) == 1 and manifest.is_file()
+    assert list(store.encode(encode, cls, [examples], {})) == encode(examples)
+    assert len(store.built) == 1 and (folder / "manifest.json").is_file()
 
 
 def test_several_workers_write_the_same_rows(tokenizer_dir, race_dir, tmp_path):
@@ -232,15 +242,3 @@ def test_reading_a_large_squad_split_through_the_cache_gives_the_same_answers(sp
     assert scorer.n_best([e.question for e in examples], [e.context for e in examples], 5,
                          windows=windows) == eager
     assert scorer.predict_qa(examples) == answers
-
-
-def test_a_damaged_table_is_built_again(tokenizer_dir, race_dir, tmp_path):
-    tok = _tokenizer(tokenizer_dir)
-    examples = load(str(race_dir)).examples
-    encode = ENCODERS[SpanWindow](tok)
-    FeatureStore(tmp_path).encode(encode, SpanWindow, [examples], {})
-    (data,) = tmp_path.glob("features/*/*/data*.arrow")
-    data.write_bytes(data.read_bytes()[:len(data.read_bytes()) // 2])
-    store = FeatureStore(tmp_path)
-    assert list(store.encode(encode, SpanWindow, [examples], {})) == encode(examples)
-    assert len(store.built) == 1
