@@ -134,9 +134,7 @@ class FeatureTable(Sequence):
         part = bisect.bisect_right(self.starts, i) - 1
         return part, i - self.starts[part]
 
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+    def __getitem__(self, i: int):
         part, row = self._locate(i)
         return self._feature(self.parts[part][row], part)
 
@@ -297,15 +295,10 @@ def _open(folder: Path, manifest: dict):
 
 
 def _read_manifest(folder: Path, examples: int) -> dict | None:
-    """A finished table's manifest, or None (then it is built again): a folder appears only
-    when a build has finished, by renaming, so a missing or stale manifest means an old format."""
+    """A finished table's manifest, or None (then it is built again). A folder appears only
+    when a build has finished, so a missing or stale manifest means damage or an old format."""
     try:
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        shutil.rmtree(folder, ignore_errors=True)
         return None
-    if manifest.get("format") != FORMAT or manifest.get("examples") != examples or not all(
-            (folder / name).is_file() for name in manifest.get("files", [])):
-        shutil.rmtree(folder, ignore_errors=True)
-        return None
-    return manifest
+    return manifest if manifest.get("format") == FORMAT and manifest.get("examples") == examples else None
