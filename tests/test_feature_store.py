@@ -220,7 +220,8 @@ def test_a_second_run_of_a_recipe_reads_its_adversarial_copies_from_the_cache(to
     assert copies[0] == copies[1] and len(copies[0]) == 1
 
 
-def test_reading_a_large_squad_split_through_the_cache_gives_the_same_answers(span_model, tmp_path):
+@pytest.mark.parametrize("bf16", [False, True], ids=["fp32", "bf16"])
+def test_reading_a_large_squad_split_through_the_cache_gives_the_same_answers(bf16, span_model, tmp_path):
     from advrace.models.span_scoring import load_span_model
 
     doc = squad_doc()
@@ -232,7 +233,8 @@ def test_reading_a_large_squad_split_through_the_cache_gives_the_same_answers(sp
     path = tmp_path / "squad.json"
     path.write_text(json.dumps(doc))
     examples = load(str(path)).examples
-    scorer = load_span_model(span_model)
+    scorer = load_span_model(span_model, bf16=bf16)
+    assert scorer.bf16 is bf16
     eager = scorer.n_best([e.question for e in examples], [e.context for e in examples], 5)
     answers = scorer.predict_qa(examples)
     scorer.store_from = 1
