@@ -183,6 +183,7 @@ def test_scoring_a_large_split_through_the_cache_gives_the_same_scores(bf16, tok
         vocab_size=128, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
         intermediate_size=64, max_position_embeddings=128))
     scorer = CheckpointScorer(model, _tokenizer(tokenizer_dir), batch_size=3, max_length=64, bf16=bf16)
+    assert scorer.bf16 is bf16
     examples = load(str(race_dir)).examples
     eager = scorer.predict_mc(examples)
     scorer.store_from = 1
