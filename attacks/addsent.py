@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from advrace.core.errors import ConfigError
+from advrace.core.numbers import significant
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import BLANK_OR_PARENS_RE as BLANK_RE
 from advrace.core.text import WORD_RE, count_words
@@ -557,8 +558,8 @@ class AddSent(Attack):
         return {
             "questions": len(examples),
             "perturbed": perturbed,
-            "negation_fallback_share": fallback_sentences / len(words) if words else 0.0,
-            "negation_fallback_questions": fallback_questions / perturbed if perturbed else 0.0,
+            "negation_fallback_share": significant(fallback_sentences / len(words)) if words else 0.0,
+            "negation_fallback_questions": significant(fallback_questions / perturbed) if perturbed else 0.0,
             "replacements_by_kind": dict(sorted(by_kind.items())),
-            "avg_inserted_words": sum(words) / len(words) if words else 0.0,
+            "avg_inserted_words": significant(sum(words) / len(words)) if words else 0.0,
         }

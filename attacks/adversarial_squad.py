@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from advrace.core.errors import ConfigError
+from advrace.core.numbers import significant
 from advrace.metrics import normalize_answer, squad_em_f1
 from advrace.core.tasks import EXTRACTIVE_QA
 from advrace.core.text import WORD_RE
@@ -233,6 +234,7 @@ class ModelAddSentConfig(AddSentConfig):
 
 class _ModelDependent(CheckpointAttack):
     tasks = (EXTRACTIVE_QA,)
+    train_hint = "`advrace train configs/train/squad-cpu.yaml`"
 
     def __init__(self, config=None, seed=0, resources=None):
         super().__init__(config, seed, resources)
@@ -288,8 +290,8 @@ class AddSentAdversary(_ModelDependent):
                 continue
             f1, chosen = min(per[i], key=lambda fc: fc[0])  # the first of equally bad ones
             out.append(Outcome(_place(ex, chosen["sentence"], False).with_provenance(
-                attack=self.name, candidates=len(per[i]), model_f1=round(f1, 4),
-                candidate_f1=[round(f, 4) for f, _ in per[i]], position="end", **chosen), True))
+                attack=self.name, candidates=len(per[i]), model_f1=significant(f1),
+                candidate_f1=[significant(f) for f, _ in per[i]], position="end", **chosen), True))
         return out
 
     summarize = _SentenceAttack.summarize
@@ -348,8 +350,9 @@ class AddAny(_ModelDependent):
         """Coordinate descent over the words of the sentence (Jia and Liang, section 4.2).
 
         `trace` is the expected F1 of the returned sentence from its random start to its last
-        accepted move, and `expected_f1` its last value: both rounded the same way (6 places),
-        so the record never claims a value its trace does not show.
+        accepted move, and `expected_f1` its last value: both as recorded (`significant`, 4
+        significant digits), so the record never claims a value its trace does not show. The
+        moves are chosen on the values as computed; two accepted moves may record the same value.
         """
         cfg = self.config
         common, question = self._words(example)
@@ -357,11 +360,11 @@ class AddAny(_ModelDependent):
             raise CannotPerturb("no words to search over")
         particles = [[rng.choice(common) for _ in range(cfg.length)]]
         scores = [self.expected_f1(example, [" ".join(particles[0]) + "."])[0]]
-        traces = [[round(scores[0][0], 6)]]
+        traces = [[significant(scores[0][0])]]
         queries = 1
 
         def result(k: int, success: bool, epochs: int) -> dict:
-            return {"words": particles[k], "expected_f1": traces[k][-1], "top_f1": scores[k][1],
+            return {"words": particles[k], "expected_f1": traces[k][-1], "top_f1": significant(scores[k][1]),
                     "success": success, "epochs": epochs, "queries": queries, "trace": traces[k]}
 
         for epoch in range(cfg.epochs):
@@ -370,7 +373,7 @@ class AddAny(_ModelDependent):
                 found = self.expected_f1(example, [" ".join(p) + "." for p in fresh])
                 particles += fresh
                 scores += found
-                traces += [[round(f[0], 6)] for f in found]
+                traces += [[significant(f[0])] for f in found]
                 queries += len(fresh)
             for k in range(len(particles)):
                 for pos in rng.sample(range(cfg.length), cfg.length):
@@ -383,7 +386,7 @@ class AddAny(_ModelDependent):
                     best = min(range(len(trials)), key=lambda j: (results[j][0], j))
                     if results[best][0] < scores[k][0]:
                         particles[k], scores[k] = trials[best], results[best]
-                        traces[k].append(round(scores[k][0], 6))
+                        traces[k].append(significant(scores[k][0]))
                     if scores[k][1] == 0.0:
                         return result(k, True, epoch + 1)
         k = min(range(len(particles)), key=lambda j: (scores[j][0], j))
@@ -407,7 +410,7 @@ class AddAny(_ModelDependent):
     def summarize(self, examples):
         runs = [r for ex in examples for r in ex.provenance if r.get("attack") == self.name and "queries" in r]
         return {"searched": len(runs), "succeeded": sum(r["success"] for r in runs),
-                "avg_queries": round(sum(r["queries"] for r in runs) / len(runs), 1) if runs else 0.0}
+                "avg_queries": significant(sum(r["queries"] for r in runs) / len(runs)) if runs else 0.0}
 
 
 @register

@@ -26,6 +26,7 @@ from statistics import mean
 from advrace.core.distractors import jaccard_distance, match_format, replace_distractors, token_overlap
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
+from advrace.core.numbers import significant
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words, words
 from advrace.models.checkpoint_info import training_info
@@ -336,8 +337,8 @@ class DistractorAttack(CheckpointAttack):
             scored = v["passed"][:pool]
             order = sorted(range(len(scored)), key=lambda j: (-row[j + 1], j))
             v["passed"] = [scored[j] for j in order] + v["passed"][pool:]
-            v["scores"] = {scored[j]: round(float(row[j + 1]), 4) for j in order}
-            v["gold_score"] = round(float(row[0]), 4)
+            v["scores"] = {scored[j]: significant(row[j + 1]) for j in order}  # as recorded
+            v["gold_score"] = significant(row[0])
 
     def _replace(self, example, vetted: dict) -> Outcome:
         if refers_to_options(example.answer):  # "both A and B" would name the new distractors
@@ -376,7 +377,7 @@ class DistractorAttack(CheckpointAttack):
         overlap = [token_overlap(d, ex.answer) for ex, r in replaced for d in r["new_distractors"]]
         untouched = [ex for ex in examples if not any(r.get("attack") == self.name and "new_distractors" in r
                                                       for r in ex.provenance)]
-        avg = lambda xs, nd=4: round(mean(xs), nd) if xs else 0.0  # noqa: E731
+        avg = lambda xs: significant(mean(xs)) if xs else 0.0  # noqa: E731
         extra = {}
         if self.config.select_with is not None:
             scored = [(r["gold_reader_score"], s) for _, r in replaced for s in r.get("reader_scores", ())
@@ -387,8 +388,8 @@ class DistractorAttack(CheckpointAttack):
         return {
             "checkpoint_sha256": self.checkpoint_sha256,
             "questions_replaced": len(replaced),
-            "avg_new_distractor_words": avg([count_words(d) for d in new], 2),
-            "avg_answer_words": avg([count_words(ex.answer) for ex in examples], 2),
+            "avg_new_distractor_words": avg([count_words(d) for d in new]),
+            "avg_answer_words": avg([count_words(ex.answer) for ex in examples]),
             "avg_pairwise_jaccard_distance": avg(pairwise),
             "avg_answer_overlap": avg(overlap),
             "questions_keeping_original_distractors":

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from advrace.core.errors import EditError
+from advrace.core.numbers import significant_floats
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 
 Span = tuple[int, int, str]  # (start, end, replacement) in the text before the edit
@@ -128,8 +129,10 @@ class _Editable:
         return self._edited(name, edits, record)
 
     def with_provenance(self, **record):
-        """Append a free-form provenance record (an attack's summary of what it did)."""
-        return self._evolve(dict(record))
+        """Append a free-form provenance record (an attack's summary of what it did). Its floats
+        (scores, traces) are kept to 4 significant digits (`advrace.core.numbers`), so that a
+        library's change of summation order does not change a release's bytes."""
+        return self._evolve(significant_floats(dict(record)))
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections import Counter
 
 from advrace.core.examples import MCExample
+from advrace.core.numbers import significant
 from advrace.core.text import count_words, word_edits
 
 
 def _mean(values: list[float]) -> float:
-    return round(sum(values) / len(values), 2) if values else 0.0
+    return significant(sum(values) / len(values)) if values else 0.0
 
 
 def split_stats(examples: list, originals: dict, perturbed: list[bool], reasons: Counter) -> dict:
@@ -44,11 +45,11 @@ def split_stats(examples: list, originals: dict, perturbed: list[bool], reasons:
         if mc and ex.options != orig.options:
             options_changed += 1
     all_total = sum(total.values())
-    stats["words_changed"] = round(sum(changed.values()) / all_total, 4) if all_total else 0.0
-    stats["words_changed_by_field"] = {k: round(changed[k] / total[k], 4) if total[k] else 0.0
+    stats["words_changed"] = significant(sum(changed.values()) / all_total) if all_total else 0.0
+    stats["words_changed_by_field"] = {k: significant(changed[k] / total[k]) if total[k] else 0.0
                                        for k in changed}
-    stats["words_removed"] = round(sum(removed.values()) / all_total, 4) if all_total else 0.0
-    stats["words_removed_by_field"] = {k: round(removed[k] / total[k], 4) if total[k] else 0.0
+    stats["words_removed"] = significant(sum(removed.values()) / all_total) if all_total else 0.0
+    stats["words_removed_by_field"] = {k: significant(removed[k] / total[k]) if total[k] else 0.0
                                        for k in removed}
     if mc:
         stats["examples_with_options_changed"] = options_changed
