@@ -11,6 +11,12 @@ figures to read are the ratio (goal: 3x or more) and that share (goal: 99% or mo
 
 Make a release to bench on first, for example:
     python -m advrace build --data RACE/dev/middle --attacks charswap --limit 200 --out /tmp/evalbench
+
+With --bf16-vs-fp32 it times the same scorer on the same questions in fp32, then with bf16
+autocast forced on, and prints the ratio: on a CPU without native bf16 (emulated bf16) this is
+what `bf16: true` costs. RELEASE_DIR may then also be any data advrace reads, and --model
+`minilm` the offline MiniLM (a fresh, seeded multiple-choice head: speed does not depend on it):
+    python bench/evaluate_throughput.py advrace/sample_data/race --model minilm --limit 16 --bf16-vs-fp32
 """
 
 from __future__ import annotations
@@ -37,6 +43,48 @@ def bench_examples(release: str, limit: int | None, splits=None) -> list:
     for split in names:
         examples += read_split(release, split)[:per_split]
     return examples[:limit] if limit else examples
+
+
+def load_questions(source: str, limit: int | None, splits=None) -> list:
+    """A release's questions (`bench_examples`), or the first `limit` of any data advrace reads."""
+    if (Path(source) / "manifest.json").is_file():
+        return bench_examples(source, limit, splits)
+    from advrace.formats import load
+
+    return load(source, limit=limit).examples
+
+
+def bf16_vs_fp32(scorer, examples, args) -> int:
+    """The scorer's time on `examples` in fp32, then with bf16 forced, in this run; their ratio."""
+    import torch
+
+    from advrace.models.mc_scoring import CheckpointScorer
+
+    bf16 = CheckpointScorer(scorer.model, scorer.tokenizer, name=scorer.name, batch_size=args.batch_size,
+                            max_length=scorer.max_length, bf16=True)
+    info = bf16.inference
+    kind = "emulated" if info.get("bf16_emulated") else "native"
+    print(f"device {scorer.device} ({torch.get_num_threads()} threads), {len(examples)} questions, "
+          f"batch size {args.batch_size}, max length {scorer.max_length}, torch {torch.__version__}; "
+          f"bf16 here is {kind}")
+    warm = examples[:2]
+    scorer.predict_mc(warm)  # kernels warmed for both
+    bf16.predict_mc(warm)
+    timed = {}
+    for name, s in (("fp32", scorer), ("bf16", bf16)):
+        sync(s.device)
+        t0 = time.perf_counter()
+        scores = s.predict_mc(examples)
+        sync(s.device)
+        timed[name] = (time.perf_counter() - t0, scores)
+        print(f"{name}: {len(examples) / timed[name][0]:8.3f} questions/s ({timed[name][0]:.2f} s)")
+    (fp_s, fp), (bf_s, bf) = timed["fp32"], timed["bf16"]
+    pick = lambda s: max(range(len(s)), key=lambda i: (s[i], -i))  # noqa: E731
+    same = sum(pick(a) == pick(b) for a, b in zip(fp, bf))
+    gap = max(abs(x - y) for a, b in zip(fp, bf) for x, y in zip(a, b))
+    print(f"bf16 / fp32 time: {bf_s / fp_s:.2f}x (bf16 {kind}); identical predictions {same}/{len(examples)}, "
+          f"largest score difference {gap:.3g}")
+    return 0
 
 
 def baseline_predict(model, tokenizer, examples, device, batch_size: int, max_length: int) -> list[int]:
@@ -68,22 +116,30 @@ def sync(device) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("release", help="a multiple-choice release folder")
-    ap.add_argument("--model", required=True, help="checkpoint folder (AutoModelForMultipleChoice)")
+    ap.add_argument("--model", required=True, help="checkpoint folder (AutoModelForMultipleChoice), or minilm")
     ap.add_argument("--limit", type=int, default=100, help="questions to score (default: 100)")
     ap.add_argument("--splits", help="comma-separated splits (default: all)")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--max-length", type=int, default=512)
     ap.add_argument("--no-bf16", dest="bf16", action="store_const", const=False, default=None)
+    ap.add_argument("--bf16-vs-fp32", action="store_true",
+                    help="time fp32, then bf16 forced on, and print the ratio (no baseline)")
     args = ap.parse_args(argv)
 
     import torch
     from accelerate import Accelerator
 
-    examples = bench_examples(args.release, args.limit, args.splits.split(",") if args.splits else None)
+    from advrace.models.loading import resolve_model
+
+    examples = load_questions(args.release, args.limit, args.splits.split(",") if args.splits else None)
+    if args.bf16_vs_fp32:
+        scorer = load_checkpoint(resolve_model(args.model), batch_size=args.batch_size,
+                                 max_length=args.max_length, bf16=False, accelerator=Accelerator())
+        return bf16_vs_fp32(scorer, examples, args)
     if len({len(ex.options) for ex in examples}) > 1:
         sys.exit("the baseline needs the same number of options for every question")
     accelerator = Accelerator()
-    scorer = load_checkpoint(args.model, batch_size=args.batch_size, max_length=args.max_length,
+    scorer = load_checkpoint(resolve_model(args.model), batch_size=args.batch_size, max_length=args.max_length,
                              bf16=args.bf16, accelerator=accelerator)
     model, tokenizer, device = scorer.model, scorer.tokenizer, scorer.device
     print(f"device {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}, "

@@ -23,7 +23,12 @@ PRECISIONS = [pytest.param(False, id="fp32"), pytest.param(True, id="bf16")]
 
 
 def here(bf16: bool) -> dict:
-    return {"precision": "bf16" if bf16 else "fp32", "device_type": "cpu", "torch": torch.__version__}
+    """The record of a model run on this machine's CPU; bf16 without native support says so."""
+    from advrace.models.precision import cpu_has_native_bf16
+
+    emulated = {"bf16_emulated": True} if bf16 and not cpu_has_native_bf16() else {}
+    return {"precision": "bf16" if bf16 else "fp32", "device_type": "cpu", "torch": torch.__version__,
+            **emulated}
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -180,6 +185,71 @@ def test_auto_precision_is_what_the_hardware_gives(setup):
     assert attack.describe()["inference"] == want
 
 
+# --------------------------------------------------------------------------- emulated bf16
+
+
+@pytest.fixture
+def cpu_bf16(monkeypatch):
+    """Set whether the CPU has native bf16 (`cpu_bf16(False)`: emulated), with the once-per-process
+    warning not yet given."""
+    from advrace.models import precision
+
+    monkeypatch.setattr(precision, "_warned_emulated", False)
+    return lambda native: monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: native)
+
+
+def test_forced_bf16_on_a_cpu_without_it_warns_once_and_is_recorded(setup, cpu_bf16, capsys):
+    from advrace.models.mc_scoring import load_checkpoint
+    from advrace.models.precision import precision_info, use_bf16
+
+    cpu_bf16(False)
+    cpu = torch.device("cpu")
+    assert use_bf16(True, cpu) is True  # asked for, it is what runs
+    warning = capsys.readouterr().err
+    assert warning.count("warning:") == 1 and "emulate" in warning and "slower than fp32" in warning
+    assert "bf16: false" in warning
+    assert precision_info(cpu, True) == {"precision": "bf16", "device_type": "cpu", "torch": torch.__version__,
+                                         "bf16_emulated": True}
+    assert "bf16_emulated" not in precision_info(cpu, False)  # fp32 records are as they were
+    # every path says it, but only once per process: a scorer and an attack after it
+    scorer = load_checkpoint(setup["mc"], bf16=True, batch_size=3, max_length=64)
+    assert scorer.bf16 is True and scorer.inference["bf16_emulated"] is True
+    attack = get_attack("distractor_extraction")({"model": setup["qa"], "bf16": True, "max_length": 48,
+                                                  "doc_stride": 16})
+    assert attack.describe()["inference"]["bf16_emulated"] is True
+    attack.candidates(setup["examples"][:1])
+    assert attack.describe()["inference"]["bf16_emulated"] is True
+    assert "warning:" not in capsys.readouterr().err
+
+
+def test_forced_bf16_with_native_support_is_silent(setup, cpu_bf16, capsys):
+    from advrace.models.precision import precision_info, use_bf16
+
+    cpu_bf16(True)
+    cpu = torch.device("cpu")
+    assert use_bf16(True, cpu) is True and precision_info(cpu, True) == {
+        "precision": "bf16", "device_type": "cpu", "torch": torch.__version__}
+    attack = get_attack("distractor_extraction")({"model": setup["qa"], "bf16": True, "max_length": 48,
+                                                  "doc_stride": 16})
+    assert "bf16_emulated" not in attack.describe()["inference"]
+    assert capsys.readouterr().err == ""
+
+
+def test_auto_stays_fp32_without_native_bf16(setup, cpu_bf16, capsys):
+    from advrace.models.mc_scoring import load_checkpoint
+    from advrace.models.precision import use_bf16
+
+    cpu_bf16(False)
+    assert use_bf16(None, torch.device("cpu")) is False and use_bf16(False, torch.device("cpu")) is False
+    assert load_checkpoint(setup["mc"], batch_size=3, max_length=64).inference == here(False)
+    attack = get_attack("distractor_extraction")({"model": setup["qa"], "bf16": None, "max_length": 48,
+                                                  "doc_stride": 16})
+    assert attack.describe()["inference"] == here(False)
+    assert "warning:" not in capsys.readouterr().err
+    cpu_bf16(True)  # where the CPU has it, auto takes it
+    assert use_bf16(None, torch.device("cpu")) is True
+
+
 def _beam_inputs():
     return torch.tensor([[2, 7, 8, 9, 10, 3], [2, 11, 12, 3, 0, 0]]), torch.tensor([6, 4])
 
@@ -291,6 +361,25 @@ def runs(tmp_path_factory):
         return done[objective, precision]
 
     return run
+
+
+def test_training_in_bf16_on_a_cpu_without_it_warns(cpu_bf16, capsys, tmp_path):
+    from advrace.training.loop import _reset_accelerate, _Run
+    from advrace.training.config import as_config
+
+    race, tok = make_race_dir(tmp_path), make_tokenizer(tmp_path)
+    for native, precision in [(True, "bf16"), (False, "no"), (False, "bf16")]:
+        cpu_bf16(native)
+        cfg = as_config(tiny(tok, race, tmp_path, mixed_precision=precision))
+        try:
+            _Run(cfg, tmp_path / "run", False, False)._accelerator()
+        finally:
+            _reset_accelerate()
+        err = capsys.readouterr().err
+        if native or precision == "no":
+            assert "warning:" not in err
+        else:
+            assert "emulate" in err and "mixed_precision: no" in err
 
 
 @pytest.mark.parametrize("bf16", PRECISIONS)

@@ -8,6 +8,7 @@ from advrace.core.config import config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.release import build_release, read_split
+from advrace.models.precision import bf16_emulated
 from advrace.evaluation.report import (DROP_DEFINITION, MINUS, drop_text, relative_drop, render_markdown,
                                        summarize, write_report)
 from conftest import race_passage, squad_doc
@@ -196,14 +197,17 @@ def test_report_says_how_each_model_was_run(mc_release, tmp_path, bf16):
     summary = evaluate_command(mc_release, [str(tmp_path / "tiny"), Scorer("toy")], [], out, bf16=bf16,
                                progress=False)
     precision = "bf16" if bf16 else "fp32"
+    emulated = bf16_emulated("cpu", bf16)  # bf16 on a CPU without native bf16 says so
     source = summary["results"]["tiny"]["source"]
     assert source["bf16"] is bf16
-    assert source["inference"] == {"precision": precision, "device_type": "cpu", "torch": torch.__version__}
+    assert source["inference"] == {"precision": precision, "device_type": "cpu", "torch": torch.__version__,
+                                   **({"bf16_emulated": True} if emulated else {})}
     assert "inference" not in summary["results"]["toy"]["source"]  # a scorer object says nothing
     saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert saved["results"]["tiny"]["source"]["inference"] == source["inference"]
     md = (out / "results.md").read_text(encoding="utf-8")
-    assert f"- `tiny`: {precision} on cpu, torch {torch.__version__}" in md.splitlines()
+    shown = f"{precision} (emulated: no native bf16)" if emulated else precision
+    assert f"- `tiny`: {shown} on cpu, torch {torch.__version__}" in md.splitlines()
     assert "`toy`" not in md
     check_md_agrees_with_json(out)
 

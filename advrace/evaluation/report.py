@@ -166,8 +166,9 @@ def render_markdown(summary: dict) -> str:
     ran = [(m, info) for m, info in ran if info]
     if ran:
         lines += ["How each model was scored (bf16 and fp32 can give different predictions):", ""]
-        lines += [f"- `{m}`: {info.get('precision')} on {info.get('device_type')}, torch {info.get('torch')}"
-                  for m, info in ran]
+        emulated = " (emulated: no native bf16)"
+        lines += [f"- `{m}`: {info.get('precision')}{emulated if info.get('bf16_emulated') else ''}"
+                  f" on {info.get('device_type')}, torch {info.get('torch')}" for m, info in ran]
         lines.append("")
     return "\n".join(lines)
 

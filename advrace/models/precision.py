@@ -3,12 +3,18 @@
 Weights are always read in fp32 (`fp32_load_kwargs`); bf16, when used, is autocast, chosen by
 `use_bf16`. bf16 and fp32 (or two torch versions) can rank candidates differently, so every
 release and report that ran a model says which computed it (`precision_info`).
+
+A CPU without bf16 instructions still runs bf16 autocast, emulated: several times slower than
+fp32 (bench/evaluate_throughput.py --bf16-vs-fp32 measures it). "auto" never picks it there;
+asking for it warns once per process (`warn_if_emulated`, the one place that says so) and the
+record says `bf16_emulated`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from pathlib import Path
 
 from advrace.models.sharding import process_state
@@ -24,14 +30,39 @@ def cpu_has_native_bf16() -> bool:
     return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
 
 
+def bf16_emulated(device, bf16: bool) -> bool:
+    """Whether `bf16` compute on `device` is emulated: bf16 on a CPU without bf16 instructions."""
+    import torch
+
+    return bool(bf16) and torch.device(device).type == "cpu" and not cpu_has_native_bf16()
+
+
+# The advice of the warning, by who asked: a model's `bf16` setting (attacks, evaluation) by default.
+BF16_SETTING = "set bf16: false (or leave it unset/null: auto picks fp32 on this CPU)"
+_warned_emulated = False
+
+
+def warn_if_emulated(device, bf16: bool, advice: str = BF16_SETTING) -> None:
+    """Say once per process, on stderr, that the bf16 asked for is emulated on this CPU. Every
+    path that turns bf16 on by request (`use_bf16`, training's mixed_precision) comes here."""
+    global _warned_emulated
+    if _warned_emulated or not bf16_emulated(device, bf16):
+        return
+    _warned_emulated = True
+    print("warning: bf16 was asked for, but this CPU has no native bf16 (no avx512_bf16 or amx_bf16): "
+          "torch emulates it, typically several times slower than fp32 and less exact; "
+          f"{advice}", file=sys.stderr, flush=True)
+
+
 def use_bf16(requested: bool | None, device) -> bool:
     """True: always; False: never; None: where the device computes in bf16 natively (which
-    makes results depend on the hardware)."""
+    makes results depend on the hardware). True on a CPU that would emulate bf16 warns once."""
     import torch
 
     if device.type not in ("cpu", "cuda"):
         return False
     if requested is not None:
+        warn_if_emulated(device, bool(requested))
         return bool(requested)
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
@@ -45,11 +76,15 @@ def inference_device():
 
 def precision_info(device, bf16: bool) -> dict:
     """What computed a model's outputs: bf16 and fp32 (or two torch versions) can rank candidates
-    differently, so a release or a report says which ran."""
+    differently, so a release or a report says which ran; `bf16_emulated: true` where bf16 ran
+    without native support (the key is absent otherwise, so fp32 records are as they were)."""
     import torch
 
-    return {"precision": "bf16" if bf16 else "fp32", "device_type": torch.device(device).type,
+    info = {"precision": "bf16" if bf16 else "fp32", "device_type": torch.device(device).type,
             "torch": torch.__version__}
+    if bf16_emulated(device, bf16):
+        info["bf16_emulated"] = True
+    return info
 
 
 def fp32_load_kwargs() -> dict:
