@@ -7,13 +7,17 @@ import contextlib
 import dataclasses
 import json
 import os
+import platform
 import sys
 import textwrap
 
 from advrace import __version__
 from advrace.core.cli_types import comma_list
-from advrace.core.config import load_config, with_overrides
+from advrace.core.config import load_config, with_overrides, with_settings
+from advrace.core.environment import (LOCK_NAME, check_lock, default_lock, package_versions, python_version,
+                                      version_differences)
 from advrace.core.errors import AdvraceError
+from advrace.core.text import plural
 from advrace.evaluation import add_evaluate_parser
 from advrace.formats import format_names
 from advrace.human_eval.cli import add_human_eval_parser
@@ -27,6 +31,8 @@ BUILD_EPILOG = textwrap.dedent("""\
       advrace build configs/release/sample.yaml --out releases/sample
       advrace build --data RACE/test --format race-dir --attacks charswap --seed 1 --out releases/race-test
       advrace build --data dev-v1.1.json --attacks charswap --out releases/squad-dev
+      advrace build --data @sample/race --attacks addsent --sample 12 --seed 1 --out releases/sample-12
+      advrace build --data RACE/test --attacks distractor_extraction --set splits.distractor_extraction.model=runs/de-sample/final --out releases/de-test
 
     A release is a folder with data/<split>-00000-of-00001.jsonl per split, manifest.json,
     stats.json and a README.md card; the same data, config and seed give byte-identical files.
@@ -42,6 +48,17 @@ AUDIT_EPILOG = textwrap.dedent("""\
     Exit status: 0 when nothing is flagged, 1 when the audit flags a question, 2 on a bad
     release folder. `advrace build` runs the same audit and writes its counts into stats.json
     and the card; `advrace build --drop-flagged` leaves flagged questions unchanged.
+    """)
+
+
+ENV_EPILOG = textwrap.dedent("""\
+    examples:
+      advrace env
+      advrace env --lock constraints.txt
+
+    `make demo` and `make test` install the lock's exact versions and run `advrace env --check`;
+    `advrace verify` names the packages whose running version differs from a release's manifest.
+    Exit status: 0, or 1 with --check when the environment differs from the lock.
     """)
 
 
@@ -66,7 +83,14 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--attacks", type=comma_list, help="comma-separated attacks, replacing the config's splits "
                                                 "(see 'advrace attacks')")
     b.add_argument("--seed", type=int, help="seed for every random choice (default: the config's, else 0)")
-    b.add_argument("--limit", type=int, help="use only the first N questions (for quick looks)")
+    b.add_argument("--limit", type=int, help="use only the first N questions read (for quick looks)")
+    b.add_argument("--sample", type=int, metavar="N",
+                   help="a random sample of N questions drawn with the seed, whole passages kept "
+                        "together and RACE's levels in their shares (after --limit, if given)")
+    b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a config value (YAML), repeatable: splits.SPLIT.KEY for a split's "
+                        "attack config (splits.distractor_extraction.model=runs/de/final), data.KEY, "
+                        "resources.KEY, seed, ...; paths are relative to the current folder")
     b.add_argument("--lenient", action="store_true",
                    help="skip malformed records, count them and list them in the manifest")
     b.add_argument("--workers", type=int, help="worker processes over passages (default: one per "
@@ -104,8 +128,18 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("attacks", help="list the available attacks and their default configs")
 
+    n = sub.add_parser("env", help="print the versions that decide a release's bytes; compare with the lock",
+                       description="Print advrace's and Python's versions, whether this CPU computes "
+                                   "bf16 natively, and the versions of the packages that can change a "
+                                   "release's bytes; compare the whole environment with a lock file.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=ENV_EPILOG)
+    n.add_argument("--lock", help=f"pip constraints file to compare with (default: the checkout's "
+                                  f"{LOCK_NAME}, when advrace runs from one)")
+    n.add_argument("--check", action="store_true",
+                   help="exit 1 when the environment differs from the lock (what `make test` runs)")
+
     for name, handler in [("build", _build), ("verify", _verify), ("export", _export), ("audit", _audit),
-                          ("attacks", _attacks), ("push", add_push_parser(sub)),
+                          ("attacks", _attacks), ("env", _env), ("push", add_push_parser(sub)),
                           ("evaluate", add_evaluate_parser(sub)), ("train", add_train_parser(sub)),
                           ("ablate", add_ablate_parser(sub)), ("human-eval", add_human_eval_parser(sub))]:
         sub.choices[name].set_defaults(handler=handler)
@@ -114,16 +148,23 @@ def _parser() -> argparse.ArgumentParser:
 
 def _build(args) -> int:
     cfg = with_overrides(load_config(args.config), data=args.data, format=args.format,
-                         attacks=args.attacks, seed=args.seed, limit=args.limit,
+                         attacks=args.attacks, seed=args.seed, limit=args.limit, sample=args.sample,
                          lenient=args.lenient, workers=args.workers, drop_flagged=args.drop_flagged)
+    cfg = with_settings(cfg, args.set)
+    if not cfg.splits:
+        print("advrace build: no attacks named: wrote only `original`; see `advrace attacks` (name them "
+              "with --attacks or a config's splits)", file=sys.stderr)
     manifest = build_release(cfg, args.out, progress=not args.quiet)
     src = manifest["source"]
     split = f", the {src['split']} split" if src.get("split") else ""
-    print(f"wrote {args.out}: {src['kept']} questions from {src['name']}{split} "
-          f"({src['read']} read, {len(src['skipped'])} skipped)")
+    chosen = src.get("selection", {})
+    how = (f"a seeded sample (seed {chosen['seed']}) of {chosen['from']:,}, "
+           if chosen.get("method") == "sample" else "")
+    print(f"wrote {args.out}: {plural(src['kept'], 'question')} from {src['name']}{split} "
+          f"({how}{src['read']:,} read, {len(src['skipped']):,} skipped)")
     for split, info in manifest["splits"].items():
-        print(f"  {split:<24} {info['count']:>6} records  {info['perturbed']:>6} perturbed  "
-              f"sha256 {info['sha256'][:16]}")
+        print(f"  {split:<24} {info['count']:>6} {'record' if info['count'] == 1 else 'records'}  "
+              f"{info['perturbed']:>6} perturbed  sha256 {info['sha256'][:16]}")
     for s in src["skipped"]:
         print(f"  skipped: {s['file']}, record {s['record']}: {s['problem']}", file=sys.stderr)
     return 0
@@ -132,14 +173,49 @@ def _build(args) -> int:
 def _verify(args) -> int:
     manifest = check_release(args.release)
     n = len(manifest["splits"]) + len(manifest["files"])
-    print(f"{args.release}: OK, {n} files match the manifest ({len(manifest['splits'])} splits)")
+    print(f"{args.release}: OK, {plural(n, 'file')} match the manifest "
+          f"({plural(len(manifest['splits']), 'split')})")
+    recorded = manifest.get("environment")
+    if recorded is None:
+        print(f"{args.release}: the manifest records no package versions (built by an earlier advrace); "
+              "a rebuild may differ", file=sys.stderr)
+    elif moved := version_differences(recorded):
+        print(f"{args.release}: built with other versions than this environment's, so a rebuild may "
+              f"give other bytes:\n  " + "\n  ".join(moved), file=sys.stderr)
+    return 0
+
+
+def _env(args) -> int:
+    from advrace.models.precision import cpu_has_native_bf16  # deferred for start-up time: the models floor imports torch helpers
+
+    print(f"advrace {__version__}, Python {python_version()} ({platform.system()} {platform.machine()})")
+    print(f"bf16 on this CPU: {'native' if cpu_has_native_bf16() else 'emulated (bf16: true runs several times slower than fp32)'}")
+    print("packages that decide a release's bytes:")
+    for name, version in package_versions().items():
+        print(f"  {name:<24} {version or 'not installed'}")
+    lock = args.lock or default_lock()
+    if lock is None:
+        print(f"no lock file: advrace is not running from a checkout; pass --lock {LOCK_NAME}")
+        return 1 if args.check else 0
+    result = check_lock(lock)
+    if result.ok:
+        print(f"lock {lock}: the environment matches its {plural(result.pinned, 'pin')}")
+        return 0
+    problems = result.problems()
+    print(f"lock {lock}: the environment differs in {plural(len(problems), 'package')}:")
+    for p in problems:
+        print(f"  {p}")
+    if args.check:
+        print(f"advrace env: the environment is not the lock's; reinstall it with `make clean && make test` "
+              f"(or pip install -c {lock} ...)", file=sys.stderr)
+        return 1
     return 0
 
 
 def _audit(args) -> int:
     audits = audit_release(args.release, args.split)
     flagged = sum(a.counts()["flagged"] for a in audits.values())
-    print(f"{args.release}: audited {len(audits)} splits, {flagged} questions flagged")
+    print(f"{args.release}: audited {plural(len(audits), 'split')}, {plural(flagged, 'question')} flagged")
     for split, audit in audits.items():
         c = audit.counts()
         found = ", ".join(f"{check}: {n}" for check, n in c["by_check"].items()) or "-"

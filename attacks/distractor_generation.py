@@ -22,6 +22,7 @@ from pathlib import Path
 
 from advrace.core.distractors import select_distractors
 from advrace.core.errors import ConfigError
+from advrace.core.paths import looks_like_model_name
 from advrace.models.causal_encoding import PROMPT, CausalDecoder, end_id, prompt_ids
 from advrace.models.loading import SMOLLM2, load_model
 from advrace.models.seq2seq_encoding import encode_sources
@@ -205,5 +206,4 @@ def _backend_of(model: str) -> str:
         except (OSError, json.JSONDecodeError):
             archs = []
         return "causal_lm" if any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs) else "unilm"
-    hub_name = model.count("/") <= 1 and not model.startswith((".", "/", "~"))
-    return "causal_lm" if model == SMOLLM2 or hub_name else "unilm"
+    return "causal_lm" if model == SMOLLM2 or looks_like_model_name(model) else "unilm"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
+from advrace.core.text import plural
 from advrace.release import read_split
 
 TASKS = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
@@ -149,8 +150,8 @@ def _run(args) -> int:
         splits = [s for s in args.splits.split(",") if s] if args.splits else None
         out = study.create_study(args.release, args.db, per_split=args.per_split, seed=args.seed,
                                  annotators=args.annotators, splits=splits)
-        print(f"created {args.db}: {out['items']} items from {', '.join(out['splits'])}, "
-              f"{len(out['annotators'])} annotators")
+        print(f"created {args.db}: {plural(out['items'], 'item')} from {', '.join(out['splits'])}, "
+              f"{plural(len(out['annotators']), 'annotator')}")
         if out["left_out"]:
             print(f"left out the probe splits {', '.join(out['left_out'])} (name them in --splits to include them)")
         for name, token in out["annotators"].items():
@@ -179,15 +180,15 @@ def _run(args) -> int:
     if cmd == "report":
         result = report.write(args.db, args.out)
         print((Path(args.out) / "report.md").read_text(encoding="utf-8").rstrip())
-        print(f"\nwrote {args.out}: report.json, report.md, report.png ({len(result['splits'])} splits)")
+        print(f"\nwrote {args.out}: report.json, report.md, report.png ({plural(len(result['splits']), 'split')})")
         return 0
     if cmd == "export":
-        print(f"wrote {report.export_jsonl(args.db, args.out)} annotations to {args.out}")
+        print(f"wrote {plural(report.export_jsonl(args.db, args.out), 'annotation')} to {args.out}")
         return 0
     if cmd == "export-authored":
         manifest = authoring.export_authored(args.db, args.out, task=args.task)
         fooled = sum(1 for ex in read_split(args.out, "human_authored") if ex.provenance[0]["fooled"])
-        print(f"wrote {args.out}: {manifest['splits']['human_authored']['count']} {manifest['task']} questions "
+        print(f"wrote {args.out}: {plural(manifest['splits']['human_authored']['count'], manifest['task'] + ' question')} "
               f"in split human_authored, {fooled} of which fooled the model")
         return 0
     raise ConfigError(f"unknown human-eval command {cmd!r}")

@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
+from advrace.core.text import plural
 from advrace.metrics import squad_em_f1
 
 from . import store
@@ -147,7 +148,7 @@ def write(db_path, out_dir) -> dict:
     (out / "report.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     squad = result["study"]["task"] == EXTRACTIVE_QA
     lines = [f"# Human evaluation of {result['study']['release_name']}", "",
-             f"{len(result['annotators'])} annotators; rates over annotations with 95% Wilson intervals.", "",
+             f"{plural(len(result['annotators']), 'annotator')}; rates over annotations with 95% Wilson intervals.", "",
              "| split | items | annotations | valid % | correct % |" + (" human F1 |" if squad else "") + " kappa |",
              "|---|---:|---:|---:|---:|" + ("---:|" if squad else "") + "---:|"]
     for split, e in result["splits"].items():

@@ -273,7 +273,7 @@ def test_evaluate_shows_reader_progress_and_quiet_shows_nothing(tmp_path, capsys
     capsys.readouterr()
     evaluate_command(tmp_path / "rel", ["sliding-window", PlainReader()], [], tmp_path / "report", progress=True)
     captured = capsys.readouterr()
-    assert "scoring sliding-window on 2 split(s)" in captured.out
+    assert "scoring sliding-window on 2 splits" in captured.out
     assert "original" in captured.err and "charswap" in captured.err and "question" in captured.err
     evaluate_command(tmp_path / "rel", ["sliding-window", PlainReader()], [], tmp_path / "quiet", progress=False)
     assert capsys.readouterr() == ("", "")

@@ -296,6 +296,7 @@ def sandbox(tmp_path, models):
     root.mkdir()
     (root / "configs").symlink_to(REPO / "configs")
     (root / "bench").symlink_to(REPO / "bench")
+    (root / "constraints.txt").symlink_to(REPO / "constraints.txt")
     race = make_race_dir(root / "tiny")
     for target in ("RACE/test", "RACE/dev", "RACE/train", "home/data/RACE/test", "data/RACE/train",
                    "data/RACE/dev"):
@@ -379,7 +380,7 @@ def test_every_concrete_command_line_runs(source, sandbox, monkeypatch, capsys):
             if argv[0] == "train":
                 argv = _tiny_train(argv, models)
             if argv[0] == "build":
-                argv += ["--quiet", "--limit", "8"]
+                argv += ["--quiet"] + ([] if "--sample" in argv else ["--limit", "8"])
             if argv[:2] == ["human-eval", "create"] and "--db" in argv:
                 (root / argv[argv.index("--db") + 1]).unlink(missing_ok=True)  # each example starts a study
             if argv[0] == "evaluate" and "--predictions" in argv:

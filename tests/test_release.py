@@ -255,7 +255,7 @@ def test_a_test_recipe_on_dev_data_writes_a_dev_card(tmp_path):
             "**dev** split") in card
 
     dev = load_config(str(REPO / "configs" / "release" / "race-dev.yaml"))
-    assert dev.data.path == "RACE/dev" and [s.attack for s in dev.splits] == [s.attack for s in cfg.splits]
+    assert dev.data.path == str(REPO / "RACE" / "dev") and [s.attack for s in dev.splits] == [s.attack for s in cfg.splits]
     build_release(with_overrides(dev, data=str(data), attacks=["charswap"], workers=1), tmp_path / "dev")
     card = (tmp_path / "dev" / "README.md").read_text(encoding="utf-8")
     assert "# advrace-race-dev" in card and "the **dev** split" in card and "The recipe's" not in card

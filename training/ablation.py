@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import textwrap
 from dataclasses import dataclass, field
@@ -19,13 +20,14 @@ from advrace.core.checking import build_dataclass, check_keys
 from advrace.core.config import load_config as load_release_config
 from advrace.core.config import read_yaml
 from advrace.core.errors import ConfigError
+from advrace.core.paths import PATH, WHERE_PATHS_ARE_READ, config_folder, resolve
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.evaluation import score_release
 from advrace.evaluation.report import write_report
 from advrace.models.readers import BASELINES, is_baseline
 from advrace.release import build_release, check_release, read_split
 
-from .config import config_from_dict, set_values
+from .config import check_paths, config_from_dict, resolve_paths, resolve_setting, set_values
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,15 @@ class Grid:
     max_length: int | None = None  # None: each run scored at the length it was trained with
     bf16: bool | None = None
     baselines: tuple[str, ...] = ()  # built-in readers scored beside the runs (advrace.baselines)
+    source_file: str | None = None
 
 
 def load_grid(path: str | Path) -> Grid:
-    return grid_from_dict(read_yaml(path, "configs/ablation/"), str(path))
+    """A grid file; its relative paths (release, train_config, output_dir, `set:` paths, the
+    runs' attack configs) are read from its folder, those in the train_config file from that
+    file's folder."""
+    grid = grid_from_dict(read_yaml(path, "configs/ablation/"), str(path), folder=config_folder(path))
+    return dataclasses.replace(grid, source_file=str(path))
 
 
 def _listed(value):
@@ -68,28 +75,59 @@ def _listed(value):
     return [value] if isinstance(value, str) else value
 
 
-def grid_from_dict(values: dict, where: str = "ablation config") -> Grid:
-    v = check_keys(Grid, values, where)
+def _settings(values: Any, folder: str | None) -> Any:
+    """A `set:` mapping of a grid file, its path values resolved against the grid's folder."""
+    if folder is None or not isinstance(values, dict):
+        return values
+    return {k: resolve_setting(k, val, folder) if isinstance(k, str) else val for k, val in values.items()}
+
+
+def _train_config(value: Any, where: str, folder: str | None) -> Any:
+    """The shared training config: a file (read, its paths from its own folder) or a mapping
+    written in the grid (its paths from the grid's folder)."""
+    if not isinstance(value, str):
+        return resolve_paths(value, folder)
+    path = resolve(value, folder, PATH)
+    if not Path(path).is_file():
+        raise ConfigError(f"{where}: train_config {path}: no such config file (see configs/train/ "
+                          f"for examples){WHERE_PATHS_ARE_READ if folder is not None else ''}")
+    return resolve_paths(read_yaml(path, "configs/train/"), config_folder(path))
+
+
+def _run(values: dict, folder: str | None) -> dict:
+    """A run's mapping with its defaults, and its attack configs' and `set:` paths resolved."""
+    recipe = resolve_paths({"recipe": values.get("recipe") or {"task": "finetune"}}, folder)["recipe"]
+    run = {**values, "recipe": recipe, "evaluate_on": _listed(values.get("evaluate_on")) or None}
+    if "set" in values:
+        run["set"] = _settings(values["set"], folder)
+    return run
+
+
+def grid_from_dict(values: dict, where: str = "ablation config", folder: str | None = None) -> Grid:
+    """A grid from a mapping; `folder`: the folder of the file it was read from, against which
+    its relative paths resolve (None: as given, relative to the current folder)."""
+    v = check_keys(Grid, values, where, skip=("source_file",))
     for key in ("release", "train_config", "runs"):
         if key not in v:
             raise ConfigError(f"{where}: missing '{key}'")
     release = v["release"]
     if isinstance(release, str):
         release = {"path": release}
+    if isinstance(release, dict):
+        release = {k: resolve(val, folder, PATH) if k in ("path", "config") else val for k, val in release.items()}
     release = build_dataclass(ReleaseSource, release, f"{where}.release")
     if not release.path and not release.config:
         raise ConfigError(f"{where}: release needs 'path' (a built release) or 'config' (a recipe to build)")
-    if isinstance(v["train_config"], str):
-        v["train_config"] = read_yaml(v["train_config"], "configs/train/")
+    v["train_config"] = _train_config(v["train_config"], where, folder)
     runs = v["runs"]
     if isinstance(runs, list):
-        runs = [{**r, "recipe": r.get("recipe") or {"task": "finetune"},
-                 "evaluate_on": _listed(r.get("evaluate_on")) or None} if isinstance(r, dict) else r
-                for r in runs]
+        runs = [_run(r, folder) if isinstance(r, dict) else r for r in runs]
+    if "set" in v:
+        v["set"] = _settings(v["set"], folder)
     name = v.setdefault("name", "ablation")
     v.update(release=release, runs=runs, baselines=_listed(v.get("baselines")),
-             output_dir=v.get("output_dir") or f"runs/{name}")
-    grid = build_dataclass(Grid, v, where)
+             output_dir=resolve(v.get("output_dir"), folder, PATH) or f"runs/{name}")
+    grid = build_dataclass(Grid, v, where, skip=("source_file",))
     names = [r.name for r in grid.runs]
     if not names:
         raise ConfigError(f"{where}: 'runs' is empty")
@@ -118,6 +156,21 @@ def run_config(grid: Grid, run: Run) -> dict:
     return values
 
 
+def check_grid_paths(grid: Grid) -> None:
+    """The release (or its recipe) and every file the runs' training configs name exist, before
+    any data is read or model loaded."""
+    where = grid.source_file or "ablation config"
+    if grid.release.path and not Path(grid.release.path).is_dir():
+        raise ConfigError(f"{where}: release.path {grid.release.path}: no such release folder; build "
+                          f"it with `advrace build`, or give release.config (a recipe to build){WHERE_PATHS_ARE_READ}")
+    if grid.release.config and not Path(grid.release.config).is_file():
+        raise ConfigError(f"{where}: release.config {grid.release.config}: no such config file (see "
+                          f"configs/release/ for examples){WHERE_PATHS_ARE_READ}")
+    for run in grid.runs:
+        check_paths(dataclasses.replace(config_from_dict(run_config(grid, run), f"{where}: run {run.name!r}"),
+                                        source_file=f"{where}: run {run.name!r}"))
+
+
 def _release_dir(grid: Grid, out: Path, progress: bool) -> tuple[Path, dict]:
     """The release folder (built first when the grid gives a recipe) and its checked manifest, kept
     so that scoring each run does not hash the release again."""
@@ -134,6 +187,7 @@ def ablate(grid: Grid, output_dir: str | Path | None = None, *, resume: bool = F
     """Train every run, score its best checkpoint on the release, and write one report."""
     from .loop import train  # deferred for start-up time: the loop imports torch
 
+    check_grid_paths(grid)
     out = Path(output_dir or grid.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     release, manifest = _release_dir(grid, out, progress)

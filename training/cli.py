@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 from advrace.core.errors import AdvraceError
+from advrace.core.text import plural
 
 from .config import load_config
 from .objectives import REGISTRY
@@ -77,7 +78,8 @@ def run_train(args) -> int:
         cfg = dataclasses.replace(cfg, max_steps=args.max_steps)
     result = train(cfg, output_dir=args.output_dir, resume=args.resume, progress=not args.quiet)
     m = result["metrics"]
-    line = f"trained {m['step']} steps on {m['train_questions']} questions in {m['seconds']:.0f}s"
+    line = (f"trained {plural(m['step'], 'step')} on {plural(m['train_questions'], 'question')} "
+            f"in {m['seconds']:.0f}s")
     metric = m["metric"]
     if m.get(metric) is not None:
         name = metric.removeprefix("dev_").replace("_", " ")

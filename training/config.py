@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from advrace.core.checking import build_dataclass, check_keys, check_value
-from advrace.core.config import SAMPLE_PREFIX, DataSpec, SplitSpec, read_yaml
+from advrace.core.config import DataSpec, SplitSpec, parse_settings, read_yaml, resolve_release_paths
 from advrace.core.config import config_from_dict as release_config_from_dict
 from advrace.core.errors import ConfigError
+from advrace.core.paths import (DATA, MODEL, PATH, WHERE_PATHS_ARE_READ, config_folder, data_kind, missing_paths,
+                                named_path, resolve, resolve_settings)
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.formats import format_names
 from advrace.models.loading import MINILM
@@ -319,42 +320,96 @@ def set_values(values: dict, settings: dict[str, Any], where: str = "--set") -> 
 
 def apply_overrides(values: dict, assignments: list[str]) -> dict:
     """`key.sub=value` pairs from the command line (value read as YAML) on top of a config."""
-    settings: dict[str, Any] = {}
-    for item in assignments or ():
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. train.limit=300")
-        try:
-            settings[key.strip()] = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"--set {item!r}: invalid value: {exc}") from None
-    return set_values(values, settings)
+    return set_values(values, parse_settings(assignments, "train.limit=300"))
 
 
-def _near_config(path: str | None, base: Path) -> str | None:
-    """A relative path that exists only next to the config file is read from there."""
-    if not path or path.startswith(SAMPLE_PREFIX) or Path(path).is_absolute() or Path(path).exists():
-        return path
-    return str(base / path) if (base / path).exists() else path
+def _data_paths(section: Any, folder: str | None) -> Any:
+    """A `train` or `dev` section (a path, or a mapping with `path` or `release`), resolved."""
+    if isinstance(section, str):
+        return resolve(section, folder, DATA)
+    if not isinstance(section, Mapping):
+        return section
+    section = dict(section)
+    if "path" in section:
+        section["path"] = resolve(section["path"], folder, data_kind(section.get("format")))
+    if "release" in section:
+        section["release"] = resolve(section["release"], folder, PATH)
+    return section
 
 
-def _relocate(cfg: TrainConfig, base: Path) -> TrainConfig:
-    def data(d: DataConfig | None) -> DataConfig | None:
-        if d is None:
-            return None
-        return dataclasses.replace(d, path=_near_config(d.path, base) or "",
-                                   release=_near_config(d.release, base))
+def resolve_paths(values: Any, folder: str | None) -> Any:
+    """A training config mapping read from a file in `folder` (or a part of one), its relative
+    paths made relative to that folder (advrace.core.paths): the data and release paths, `model`
+    and `tokenizer` when folders (not Hub or built-in names), `output_dir`, a `feature_cache`
+    folder, and the recipe's resources and attack configs. `--set` values are applied after, as
+    given: relative to the shell's folder. Values of the wrong shape are left to the checker."""
+    if folder is None or not isinstance(values, Mapping):
+        return values
+    v = dict(values)
+    for section in ("train", "dev"):
+        if section in v:
+            v[section] = _data_paths(v[section], folder)
+    for key in ("model", "tokenizer"):
+        if key in v:
+            v[key] = resolve(v[key], folder, MODEL)
+    for key in ("output_dir", "feature_cache"):
+        if isinstance(v.get(key), str):
+            v[key] = resolve(v[key], folder, PATH)
+    recipe = v.get("recipe")
+    if isinstance(recipe, Mapping):
+        recipe = dict(recipe)
+        if "resources" in recipe:
+            recipe["resources"] = resolve_settings(recipe["resources"], folder)
+        attacks = recipe.get("attacks")
+        if isinstance(attacks, (list, Mapping)):
+            splits = resolve_release_paths({"splits": list(attacks) if isinstance(attacks, list) else [attacks]},
+                                           folder)["splits"]
+            recipe["attacks"] = splits if isinstance(attacks, list) else splits[0]
+        v["recipe"] = recipe
+    return v
 
-    return dataclasses.replace(cfg, train=data(cfg.train), dev=data(cfg.dev),
-                               model=_near_config(cfg.model, base) if cfg.model != MINILM else cfg.model,
-                               tokenizer=_near_config(cfg.tokenizer, base))
+
+def resolve_setting(key: str, value: Any, folder: str | None) -> Any:
+    """One dotted setting (`train.path`, `model`, ...) as written in a config file in `folder`
+    (an ablation grid's `set:`), resolved as `resolve_paths` would resolve it in place."""
+    node = resolve_paths(set_values({}, {key: value}), folder)
+    for part in key.split("."):
+        node = node[part]
+    return node
+
+
+def check_paths(cfg: TrainConfig) -> None:
+    """Every file, folder and local model the config names exists, before any data is read or
+    model loaded (Hub names and built-ins are not checked here)."""
+    where = cfg.source_file or "config"
+    found = []
+    for section in ("train", "dev"):
+        spec = getattr(cfg, section)
+        if spec is not None:
+            found.append((f"{section}.path", named_path(spec.path, data_kind(spec.format)), PATH,
+                          "give your copy of the data"))
+            found.append((f"{section}.release", named_path(spec.release, PATH), PATH,
+                          "build it with `advrace build`"))
+    if cfg.model_config is None:
+        found.append(("model", named_path(cfg.model, MODEL), MODEL,
+                      "give a checkpoint folder, a Hub name, or `minilm`"))
+    found.append(("tokenizer", named_path(cfg.tokenizer, MODEL), MODEL, "give a tokenizer folder or a Hub name"))
+    found += [(f"recipe.resources.{key}", path, kind, "") for key, path, kind in missing_paths(cfg.recipe.resources)
+              if key != "cache_dir"]
+    found += [(f"recipe.attacks {spec.split!r}: {key}", path, kind, "")
+              for spec in cfg.recipe.attacks for key, path, kind in missing_paths(spec.config)]
+    for key, path, kind, hint in found:
+        if path is not None and not (os.path.isdir(path) if kind == MODEL else os.path.exists(path)):
+            raise ConfigError(f"{where}: {key} {path}: no such {'folder' if kind == MODEL else 'file or folder'}"
+                              f"{'; ' + hint if hint else ''}{WHERE_PATHS_ARE_READ}")
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
-    p = Path(path)
-    values = read_yaml(p, "configs/train/")
+    """A training config file, its relative paths read from its folder, then `--set` overrides
+    (`overrides`), whose paths are relative to the shell's folder."""
+    values = resolve_paths(read_yaml(path, "configs/train/"), config_folder(path))
     cfg = config_from_dict(apply_overrides(values, overrides or []), str(path))
-    return dataclasses.replace(_relocate(cfg, p.parent), source_file=str(path))
+    return dataclasses.replace(cfg, source_file=str(path))
 
 
 def as_config(config) -> TrainConfig:

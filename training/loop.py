@@ -25,13 +25,14 @@ from advrace import __version__
 from advrace.core.atomic import write_text_atomically
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample, examples_sha256
+from advrace.core.text import plural
 from advrace.models.feature_store import FeatureStore, default_cache_dir
 from advrace.models.loading import from_pretrained, model_source, transformers_quiet
-from advrace.models.precision import fp32_load_kwargs
+from advrace.models.precision import fp32_load_kwargs, warn_if_emulated
 
 from . import checkpoints
 from .checkpoints import TrainerState
-from .config import TrainConfig, as_config, current_plan
+from .config import TrainConfig, as_config, check_paths, current_plan
 from .data import eval_loader, load_examples, train_loader
 from .objectives import get_objective
 from .recipes import build_train_set, check_attacks, eval_view
@@ -48,6 +49,7 @@ def train(config, output_dir: str | Path | None = None, resume: bool = False,
     `resume=True` continues from the latest checkpoint (or starts afresh when there is none).
     """
     cfg = as_config(config)
+    check_paths(cfg)
     out = Path(output_dir or cfg.output_dir or Path("runs") / cfg.name)
     if cfg.recipe.task == "adversarial":
         check_attacks(cfg.recipe)
@@ -133,11 +135,14 @@ class _Run:
                                      or importlib.util.find_spec("tensorboardX")):
             tracker = "tensorboard"
         try:
-            return Accelerator(gradient_accumulation_steps=self.cfg.gradient_accumulation_steps,
-                               mixed_precision=self.cfg.mixed_precision, log_with=tracker,
-                               project_dir=str(self.out) if tracker else None)
+            accelerator = Accelerator(gradient_accumulation_steps=self.cfg.gradient_accumulation_steps,
+                                      mixed_precision=self.cfg.mixed_precision, log_with=tracker,
+                                      project_dir=str(self.out) if tracker else None)
         except ValueError as exc:
             raise ConfigError(f"mixed_precision {self.cfg.mixed_precision!r}: {exc}") from None
+        warn_if_emulated(accelerator.device, self.cfg.mixed_precision == "bf16",
+                         "set mixed_precision: no to train in fp32")
+        return accelerator
 
     def _checkpoint_to_resume(self) -> Path | None:
         found = checkpoints.latest(self.out)
@@ -383,9 +388,9 @@ class _Run:
                             "dev_questions": self.dev_questions}, indent=2) + "\n", encoding="utf-8")
         if self.tracking:
             acc.init_trackers("tensorboard", config=_flat(cfg.to_dict()))
-        self.say(f"{self.train_questions} training questions ({self.data_report['added']} added by "
-                 f"the recipe), {self.dev_questions} dev questions; {self.total} steps planned "
-                 f"({self.steps_per_epoch} per epoch), stopping at {self.limit}")
+        self.say(f"{plural(self.train_questions, 'training question')} ({self.data_report['added']:,} added "
+                 f"by the recipe), {plural(self.dev_questions, 'dev question')}; "
+                 f"{plural(self.total, 'step')} planned ({self.steps_per_epoch:,} per epoch), stopping at {self.limit:,}")
 
     def _log_loss(self, epoch: int) -> None:
         """One train record for the steps since the last; their losses are kept in the state
@@ -407,7 +412,7 @@ class _Run:
                               "best": better}
             self.log(self.last_eval)
             self.say(f"epoch {epoch + 1}: {self.objective.label} {result[self.metric]:.4f} on "
-                     f"{self.dev_questions} questions" + (" (best so far)" if better else ""))
+                     f"{plural(self.dev_questions, 'question')}" + (" (best so far)" if better else ""))
             if better:
                 state.best = {"step": state.step, "epoch": epoch + 1, self.metric: result[self.metric]}
                 self.save_model("best", best=state.best)

@@ -5,14 +5,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from advrace.core.checking import build_dataclass
 from advrace.core.errors import ConfigError
+from advrace.core.paths import SAMPLE_PREFIX, config_folder, data_kind, resolve, resolve_settings
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_data"
-SAMPLE_PREFIX = "@sample/"
 SAMPLE_ALIASES = {"race": "race", "squad": "squad/sample-v1.1.json"}
 
 
@@ -36,7 +37,8 @@ class DataSpec:
     path: str = ""
     format: str | None = None
     lenient: bool = False
-    limit: int | None = None
+    limit: int | None = None  # the first N questions read
+    sample: int | None = None  # a seeded sample of N (of those read), whole passages together
     split: str = "test"
 
     def resolved_path(self) -> str:
@@ -135,20 +137,82 @@ def read_yaml(path: str | Path, examples: str) -> dict:
     return values
 
 
+def resolve_release_paths(values: dict, folder: str | None) -> dict:
+    """A release config mapping read from a file in `folder`, its relative paths (data.path,
+    resources' `*_path` and `*_dir`, each split's `model`, `select_with`, ...) made relative to that
+    folder (advrace.core.paths); values of the wrong shape are left for the checker to refuse."""
+    values = dict(values)
+    data = values.get("data")
+    if isinstance(data, dict) and "path" in data:
+        values["data"] = {**data, "path": resolve(data["path"], folder, data_kind(data.get("format")))}
+    if "resources" in values:
+        values["resources"] = resolve_settings(values["resources"], folder)
+    splits = values.get("splits")
+    if isinstance(splits, list):
+        values["splits"] = [{**s, "config": resolve_settings(s["config"], folder)}
+                            if isinstance(s, dict) and "config" in s else s for s in splits]
+    return values
+
+
 def load_config(path: str | None) -> ReleaseConfig:
+    """A release config file; its relative paths are relative to its own folder (a command-line
+    value, applied afterwards by `with_overrides` and `with_settings`, to the shell's)."""
     if path is None:
         return ReleaseConfig()
-    p = Path(path)
-    cfg = config_from_dict(read_yaml(p, "configs/release/"), str(path))
-    data = cfg.data
-    if data.path and not data.path.startswith(SAMPLE_PREFIX) and not Path(data.path).is_absolute() \
-            and not (Path.cwd() / data.path).exists() and (p.parent / data.path).exists():
-        data = dataclasses.replace(data, path=str(p.parent / data.path))
-    return dataclasses.replace(cfg, data=data, source_file=str(path))
+    values = resolve_release_paths(read_yaml(path, "configs/release/"), config_folder(path))
+    return dataclasses.replace(config_from_dict(values, str(path)), source_file=str(path))
+
+
+def parse_settings(items, example: str) -> dict[str, Any]:
+    """`KEY=VALUE` command-line settings, each value read as YAML (`0.5`, `true`, `[a, b]`)."""
+    settings: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. {example}")
+        try:
+            settings[key.strip()] = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {item!r}: invalid value: {exc}") from None
+    return settings
+
+
+SET_EXAMPLE = "splits.distractor_extraction.model=runs/de/final"
+
+
+def with_settings(cfg: ReleaseConfig, items) -> ReleaseConfig:
+    """`--set` on a release config: `splits.NAME.KEY=VALUE` sets a key of split NAME's attack
+    config, `data.KEY`, `resources.KEY` and top-level keys (`seed`, `audit`, ...) set themselves.
+    Every value is checked as a config file's would be; a path is taken as given (relative to the
+    shell's folder), unlike a config file's."""
+    settings = parse_settings(items, SET_EXAMPLE)
+    if not settings:
+        return cfg
+    values = dataclasses.asdict(cfg)
+    values.pop("source_file")
+    values["splits"] = list(values["splits"])
+    splits = {(s["name"] or s["attack"]): s for s in values["splits"]}
+    top = {f.name for f in dataclasses.fields(ReleaseConfig)} - {"splits", "data", "resources", "source_file"}
+    for key, value in settings.items():
+        parts = key.split(".")
+        if parts[0] == "splits" and len(parts) == 3:
+            if parts[1] not in splits:
+                raise ConfigError(f"--set {key}: no split named {parts[1]!r}; the splits are "
+                                  f"{', '.join(splits) or 'none'} (add one with --attacks)")
+            splits[parts[1]]["config"] = {**splits[parts[1]]["config"], parts[2]: value}
+        elif parts[0] in ("data", "resources") and len(parts) == 2:
+            values[parts[0]][parts[1]] = value
+        elif len(parts) == 1 and parts[0] in top:
+            values[parts[0]] = value
+        else:
+            raise ConfigError(f"--set {key}: not a setting of a release config; use splits.SPLIT.KEY "
+                              f"(e.g. {SET_EXAMPLE}), data.KEY, resources.KEY or one of "
+                              f"{', '.join(sorted(top))}")
+    return dataclasses.replace(config_from_dict(values, "--set"), source_file=cfg.source_file)
 
 
 def with_overrides(cfg: ReleaseConfig, *, data=None, format=None, attacks=None, seed=None, limit=None,
-                   lenient=None, workers=None, drop_flagged=None) -> ReleaseConfig:
+                   sample=None, lenient=None, workers=None, drop_flagged=None) -> ReleaseConfig:
     """Apply command-line flags on top of a config; `attacks` replaces the config's splits.
 
     `--data` without `--format` detects the format of the new data instead of keeping the
@@ -162,9 +226,11 @@ def with_overrides(cfg: ReleaseConfig, *, data=None, format=None, attacks=None, 
         path=data if data is not None else d.path,
         format=format,
         limit=limit if limit is not None else d.limit,
+        sample=sample if sample is not None else d.sample,
         lenient=lenient if lenient else d.lenient,
     )
     check_limit(d.limit, "--limit" if limit is not None else "data.limit")
+    check_limit(d.sample, "--sample" if sample is not None else "data.sample")
     splits = cfg.splits
     if attacks is not None:
         by_name = {s.split: s for s in cfg.splits}

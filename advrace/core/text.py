@@ -22,6 +22,11 @@ SENTENCE_BREAK_RE = re.compile(r"(?<=[.!?])\s+")
 SENTENCE_OR_LINE_BREAK_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 split`, `2 splits`, `0 questions`: a count with its noun in the right number."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
 def words(text: str) -> list[str]:
     return WORD_RE.findall(text)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from advrace.core.atomic import check_replaceable
 from advrace.core.cli_types import comma_list
 from advrace.core.errors import ConfigError
+from advrace.core.text import plural
 from advrace.evaluation.predictions import PredictionsError, score_predictions
 from advrace.evaluation.report import write_report
 from advrace.evaluation.scoring import make_accelerator, make_scorer, score_splits, select_splits
@@ -71,7 +72,7 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
         scorer = make_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
                              accelerator=accelerator, task=task)
         if progress and main:
-            print(f"scoring {label} on {len(names)} split(s)", flush=True)
+            print(f"scoring {label} on {plural(len(names), 'split')}", flush=True)
         scores[label] = score_splits(split_examples, scorer, accelerator, progress and main, task=task)
         is_object = hasattr(model, "predict_mc") or hasattr(model, "predict_qa")
         sources[label] = {"kind": "scorer" if is_object else "built-in" if is_baseline(model) else "model",

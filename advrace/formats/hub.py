@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 
 from advrace.core.errors import ConfigError
 from advrace.core.examples import SpanExample
+from advrace.core.paths import looks_like_dataset_name
 from advrace.core.tasks import TASKS
 
 from .base import BadRecord, Collector, Format, LoadResult, Probe, check_args
@@ -18,14 +18,11 @@ from .registry import register_format
 NAME = "hub"
 
 _DEFAULT_CONFIGS = {"ehovy/race": "all"}
-_HUB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*(:[A-Za-z0-9_.-]+)?$")
-_FILE_SUFFIXES = (".json", ".jsonl", ".gz", ".txt", ".csv", ".tsv", ".parquet")
 
 
 def looks_like_hub_name(path: str) -> bool:
-    if path.startswith((".", "/", "~")) or path.lower().endswith(_FILE_SUFFIXES):
-        return False
-    return bool(_HUB_NAME.match(path))
+    """`owner/name[:config]`, not a data file (the rule config files use too: advrace.core.paths)."""
+    return looks_like_dataset_name(path)
 
 
 def _hub_name(name: str) -> tuple[str, str | None]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from advrace.core.errors import AdvraceError, ConfigError, ResourceMissing
+from advrace.core.paths import looks_like_model_name
 from advrace.models.precision import fp32_load_kwargs, inference_device, use_bf16
 
 MINILM = "minilm"
@@ -96,9 +97,9 @@ def checkpoint_name(model: str) -> str:
 
 
 def _looks_like_path(name: str) -> bool:
-    """Hub ids are `name` or `owner/name`; anything else can only be meant as a folder."""
-    return (name.startswith((".", "/", "~")) or name.count("/") > 1 or os.sep in name.replace("/", "")
-            or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", name))
+    """Hub ids are `name` or `owner/name`; anything else can only be meant as a folder (the rule
+    config files use too: advrace.core.paths)."""
+    return not looks_like_model_name(name)
 
 
 # --------------------------------------------------------------------------- heads

@@ -4,6 +4,7 @@ interrupted build leaves either the previous release or nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -13,14 +14,21 @@ from pathlib import Path
 from advrace import __version__
 from advrace.core.atomic import atomic_dir, check_replaceable
 from advrace.core.config import SAMPLE_DIR, SAMPLE_PREFIX, ReleaseConfig
+from advrace.core.environment import environment_record
 from advrace.core.errors import ConfigError
+from advrace.core.numbers import significant_floats
+from advrace.core.paths import MODEL, PATH, portable, setting_kind
+from advrace.core.sampling import select
 from advrace.core.tasks import EXTRACTIVE_QA
+from advrace.core.text import plural
 from advrace.formats import LoadResult, get_format, load
+from advrace.formats.base import RACE_LEVEL
+from advrace.models.loading import checkpoint_name
 from advrace.models.sharding import process_state
 from advrace.release.audit import AuditContext, audit_split
 from advrace.release.card import dataset_card
 from advrace.release.records import NO_ATTACK, dumps, in_split, split_file, squad_json, to_record
-from advrace.release.runner import ORIGINAL, SplitResult, check_splits, run_splits
+from advrace.release.runner import ORIGINAL, SplitResult, check_splits, passage_key, run_splits
 from advrace.release.stats import split_stats
 from advrace.resources import get_resources
 
@@ -48,7 +56,17 @@ def _portable_config(cfg: ReleaseConfig, loaded: LoadResult) -> dict:
     config["data"]["format"] = loaded.format
     config["resources"] = {k: (Path(v).name if k.endswith(("_path", "_dir")) and isinstance(v, str) else v)
                            for k, v in config["resources"].items()}
+    for split in config["splits"]:  # a checkpoint by its last two folder names, as its split records it
+        split["config"] = {k: _portable_setting(v, setting_kind(k)) for k, v in split["config"].items()}
     return config
+
+
+def _portable_setting(value, kind: str | None):
+    if kind == MODEL:
+        return portable(value, MODEL, checkpoint_name)
+    if kind == PATH:
+        return portable(value, PATH, lambda p: Path(p).name)
+    return value
 
 
 # --------------------------------------------------------------------------- writing
@@ -69,6 +87,7 @@ def _write_files(out: Path, cfg: ReleaseConfig, manifest: dict, splits: dict, sp
                  split_info: dict, stats: dict) -> None:
     """Split files, SQuAD JSON, stats, card and manifest, written atomically into `out`."""
     task = manifest["task"]
+    stats = significant_floats(stats)  # every attack's summary too, third-party ones included
     with atomic_dir(out, "manifest.json", "release") as tmp:
         for split, records in splits.items():
             rel = split_file(split)
@@ -108,7 +127,7 @@ def write_release(split_examples: dict[str, list], out_dir: str | Path, *, name:
                 "source": {"name": source.get("name", name), "format": source.get("format", "examples"),
                            "fingerprint": fingerprint.hexdigest(), "files": 0, "read": count, "kept": count,
                            "skipped": []},
-                "resources": {}, "splits": {}, "files": {}}
+                "resources": {}, "environment": environment_record(), "splits": {}, "files": {}}
     splits, placed, info, stats = {}, {}, {}, {"splits": {}}
     for split, exs in split_examples.items():
         placed[split] = [in_split(ex, split) for ex in exs]
@@ -153,6 +172,27 @@ def _audited(attack: str, sources: list, res: SplitResult, ctx: AuditContext, dr
             source_put_back | frozenset(flagged))
 
 
+def _selected(cfg: ReleaseConfig, loaded: LoadResult) -> tuple[LoadResult, dict | None]:
+    """The questions the release is built from: all read, the first `limit` (cut while reading),
+    or a seeded sample of `sample` drawn from them, whole passages kept together and RACE's levels
+    in their shares; and the manifest's record of which."""
+    limit, n = cfg.data.limit, cfg.data.sample
+    first = {"method": "first", "questions": limit} if limit is not None else None
+    if n is None:
+        return loaded, first
+    available = len(loaded.examples)
+    if n > available:
+        raise ConfigError(f"--sample {n}: {loaded.source} has only {plural(available, 'question')}"
+                          f"{' within the limit' if limit is not None else ''}; give at most {available}, "
+                          "or drop --sample to use them all")
+    chosen, drawn = select(loaded.examples, n, cfg.seed, key=passage_key,
+                           stratum=lambda ex: (m.group(1) if (m := RACE_LEVEL.match(ex.id)) else ""))
+    selection = {"method": "sample", "questions": n, "seed": cfg.seed, "from": available,
+                 "passages": drawn.passages, **({"by_level": drawn.by_stratum} if drawn.by_stratum else {}),
+                 **({"after": first} if first else {})}
+    return dataclasses.replace(loaded, examples=chosen), selection
+
+
 def _process_state(cfg: ReleaseConfig, task: str):
     """Accelerate's process state when a model-based attack will run (its inference is sharded
     over the processes of `accelerate launch`), else None."""
@@ -177,6 +217,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
             raise ConfigError("no input data: give --data PATH or a config with data.path")
         loaded = load(cfg.data.resolved_path(), cfg.data.format, lenient=cfg.data.lenient,
                       limit=cfg.data.limit, split=cfg.data.split)
+    loaded, selection = _selected(cfg, loaded)
     examples = loaded.examples
     if not examples:
         raise ConfigError(f"{loaded.source}: no usable examples to build a release from")
@@ -232,8 +273,10 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
             "split": loaded.split,
             "passages": loaded.passages,
             **({"levels": levels} if levels else {}),
+            **({"selection": selection} if selection else {}),
         },
         "resources": dict(sorted(versions.items())),
+        "environment": environment_record(),
         "splits": {},
         "files": {},
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from advrace.core.config import ReleaseConfig
 from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.core.text import plural
 from advrace.formats.base import canonical_split, split_words
 
 
@@ -31,9 +32,15 @@ def source_line(src: dict, task: str) -> str:
                      else "a split its folder and file names do not name")
     if src.get("levels"):
         parts.append("RACE " + " and ".join(src["levels"]) + " school")
-    count = f"{src['kept']} questions"
+    count = plural(src["kept"], "question")
     if src.get("passages") is not None:
-        count += f" on {src['passages']} {'passages' if task == MULTIPLE_CHOICE else 'paragraphs'}"
+        count += f" on {plural(src['passages'], 'passage' if task == MULTIPLE_CHOICE else 'paragraph')}"
+    chosen = src.get("selection") or {}
+    if chosen.get("method") == "sample":
+        count += (f" (a random sample, seed {chosen['seed']}, of the {chosen['from']:,} read, whole "
+                  "passages kept together" + (", levels in their shares)" if chosen.get("by_level") else ")"))
+    elif chosen.get("method") == "first":
+        count += f" (the source's first {chosen['questions']:,})"
     return f"Source: {', '.join(parts)}; {count}; source fingerprint `{src['fingerprint'][:16]}`."
 
 
@@ -132,10 +139,10 @@ def audit_lines(audit: dict | None, dropped: bool) -> list[str]:
         lines.append("")
     for split, a in flagged:
         if dropped:
-            lines.append(f"- `{split}`: the audit flagged {a['flagged']} questions; they are left as in the "
+            lines.append(f"- `{split}`: the audit flagged {plural(a['flagged'], 'question')}; they are left as in the "
                          "source split (unperturbed, with the reason in the stats).")
         else:
-            lines.append(f"- **`{split}`: the audit flagged {a['flagged']} of {a['checked']} questions**; "
+            lines.append(f"- **`{split}`: the audit flagged {a['flagged']:,} of {plural(a['checked'], 'question')}**; "
                          "their gold answer may not be the one right answer. Rebuild with "
                          "`--drop-flagged` to leave them unchanged.")
     return lines + [""]

@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 from advrace.core.errors import AdvraceError, ConfigError, ResourceMissing, VerifyError
+from advrace.core.text import plural
 from advrace.release.verify import check_release
 
 REPO_TYPE = "dataset"
@@ -73,7 +74,7 @@ def upload_plan(release_dir, repo_id: str, *, branch: str | None = None, message
     digest = hashlib.sha256(manifest_bytes).hexdigest()
     return {"release": str(release_dir), "name": manifest["name"], "repo_id": repo_id, "repo_type": REPO_TYPE,
             "branch": branch, "files": files, "bytes": sum(size for _, size in files),
-            "message": message or f"Upload {manifest['name']} ({len(manifest['splits'])} splits, "
+            "message": message or f"Upload {manifest['name']} ({plural(len(manifest['splits']), 'split')}, "
                                   f"manifest sha256 {digest[:16]})"}
 
 
@@ -163,12 +164,12 @@ def _push(args) -> int:
     plan = upload_plan(args.release, args.repo_id, branch=args.branch, message=args.message)
     width = max(len(rel) for rel, _ in plan["files"])
     what = "would upload" if args.dry_run else "uploading"
-    print(f"{plan['release']}: verified; {what} {len(plan['files'])} files to the {plan['repo_type']} repo "
+    print(f"{plan['release']}: verified; {what} {plural(len(plan['files']), 'file')} to the {plan['repo_type']} repo "
           f"{plan['repo_id']}, branch {plan['branch'] or 'main'}"
           + (" (private if created)" if args.private else ""))
     for rel, size in plan["files"]:
         print(f"  {rel:<{width}}  {size:>12,} bytes")
-    print(f"  {'total':<{width}}  {plan['bytes']:>12,} bytes in {len(plan['files'])} files "
+    print(f"  {'total':<{width}}  {plan['bytes']:>12,} bytes in {plural(len(plan['files']), 'file')} "
           f"({plan['bytes'] / 1e6:.1f} MB)")
     if args.dry_run:
         print("dry run: nothing uploaded; files under data/ and squad/ in the repo that this release "

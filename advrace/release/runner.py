@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from advrace.core.config import ReleaseConfig, SplitSpec
 from advrace.core.errors import ConfigError
+from advrace.core.paths import MODEL, WHERE_PATHS_ARE_READ, missing_paths
 from advrace.core.tasks import MULTIPLE_CHOICE
 
 ORIGINAL = "original"
@@ -28,11 +29,16 @@ class SplitResult:
     reasons: list[str | None]
 
 
+def passage_key(ex) -> str:
+    """What a question shares with the others of its passage (RACE) or paragraph (SQuAD)."""
+    return ex.passage if ex.task == MULTIPLE_CHOICE else ex.context
+
+
 def passage_groups(examples: list) -> list[list[int]]:
     """Indices of examples grouped by passage (or context), in order of first appearance."""
     groups: dict[str, list[int]] = {}
     for i, ex in enumerate(examples):
-        groups.setdefault(ex.passage if ex.task == MULTIPLE_CHOICE else ex.context, []).append(i)
+        groups.setdefault(passage_key(ex), []).append(i)
     return list(groups.values())
 
 
@@ -52,6 +58,10 @@ def check_splits(cfg: ReleaseConfig) -> None:
     that a typo in the config is not hidden behind a data error or an hour of loading."""
     from advrace.attacks import attacks_named  # deferred for start-up time: importing the attacks loads every attack module
 
+    where = f"{cfg.source_file}: " if cfg.source_file else ""
+    for key, path, _ in missing_paths(cfg.resources):
+        if key != "cache_dir":  # made when first needed
+            raise ConfigError(f"{where}resources.{key} {path}: no such file or folder{WHERE_PATHS_ARE_READ}")
     for spec, seed in _checked_specs(cfg):
         errors = []
         for cls in attacks_named(spec.attack):  # one class per task: the config must suit one of them
@@ -62,6 +72,22 @@ def check_splits(cfg: ReleaseConfig) -> None:
                 errors.append(exc)
         else:
             raise errors[0]
+        check_split_paths(spec, cls, where)
+
+
+def check_split_paths(spec: SplitSpec, cls, where: str = "") -> None:
+    """Every file, folder and local model that a split's config names exists: a missing model is
+    reported before the data is read, not after, with what to do about it."""
+    for key, path, kind in missing_paths(spec.config):
+        hint = ""
+        if key == "model" and getattr(cls, "train_hint", None):
+            run = os.path.dirname(path) if os.path.basename(path) in ("final", "best") else path
+            hint = f"; train it with {cls.train_hint.rstrip('`')} --output-dir {run}`"
+        elif key == "select_with":
+            hint = ("; give a multiple-choice checkpoint folder (`advrace train`) or a built-in reader "
+                    "(sliding-window, similarity)")
+        raise ConfigError(f"{where}split {spec.split!r}: {key} {path}: no such "
+                          f"{'folder' if kind == MODEL else 'file or folder'}{hint}{WHERE_PATHS_ARE_READ}")
 
 
 def make_attacks(cfg: ReleaseConfig, resources, task: str | None = None) -> list:

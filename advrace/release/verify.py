@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from advrace.core.errors import ConfigError, VerifyError
+from advrace.core.text import plural
 from advrace.release.records import sha256_file
 
 
@@ -78,8 +79,8 @@ def _read_split(path: Path, info: dict) -> tuple[str, list[str]]:
                 problems.append(f"{info['file']}: id {rid!r} on line {n} repeats line {seen[rid]}")
             seen.setdefault(rid, n)
     if lines != info["count"]:
-        problems.append(f"{info['file']}: {lines} records, manifest says {info['count']}")
-    more = [f"{info['file']}: {len(problems) - 20} more problems"] if len(problems) > 20 else []
+        problems.append(f"{info['file']}: {plural(lines, 'record')}, manifest says {info['count']:,}")
+    more = [f"{info['file']}: {plural(len(problems) - 20, 'more problem')}"] if len(problems) > 20 else []
     return digest.hexdigest(), problems[:20] + more
 
 
