@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +20,8 @@ from advrace.core.checking import build_dataclass, check_keys, check_value
 from advrace.core.config import DataSpec, SplitSpec, parse_settings, read_yaml, resolve_release_paths
 from advrace.core.config import config_from_dict as release_config_from_dict
 from advrace.core.errors import ConfigError
-from advrace.core.paths import (DATA, MODEL, PATH, WHERE_PATHS_ARE_READ, config_folder, data_kind, missing_paths,
-                                named_path, resolve, resolve_settings)
+from advrace.core.paths import (DATA, MODEL, PATH, WHERE_PATHS_ARE_READ, config_folder, data_kind, is_missing,
+                                missing_paths, named_path, resolve, resolve_settings)
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.formats import format_names
 from advrace.models.loading import MINILM
@@ -399,7 +398,7 @@ def check_paths(cfg: TrainConfig) -> None:
     found += [(f"recipe.attacks {spec.split!r}: {key}", path, kind, "")
               for spec in cfg.recipe.attacks for key, path, kind in missing_paths(spec.config)]
     for key, path, kind, hint in found:
-        if path is not None and not (os.path.isdir(path) if kind == MODEL else os.path.exists(path)):
+        if is_missing(path, kind):
             raise ConfigError(f"{where}: {key} {path}: no such {'folder' if kind == MODEL else 'file or folder'}"
                               f"{'; ' + hint if hint else ''}{WHERE_PATHS_ARE_READ}")
 

@@ -75,8 +75,7 @@ def version_differences(recorded: dict) -> list[str]:
     running = {"python": python_version(), **package_versions(recorded.get("packages", {}))}
     built = {"python": recorded.get("python"), **recorded.get("packages", {})}
     return [f"{name}: built with {want or 'none'}, running {running.get(name) or 'none'}"
-            for name, want in built.items() if want is not None and running.get(name) != want
-            or want is None and running.get(name) is not None]
+            for name, want in built.items() if running.get(name) != want]
 
 
 # --------------------------------------------------------------------------- the lock file

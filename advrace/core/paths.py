@@ -152,6 +152,11 @@ def resolve_settings(values: Any, folder: str | os.PathLike | None) -> Any:
     return {k: resolve(v, folder, setting_kind(k)) if setting_kind(k) else v for k, v in values.items()}
 
 
+def is_missing(path: str | None, kind: str) -> bool:
+    """A named local path that is not there (a model must be a folder); None names nothing."""
+    return path is not None and not (os.path.isdir(path) if kind == MODEL else os.path.exists(path))
+
+
 def missing_paths(values: Any) -> list[tuple[str, str, str]]:
     """(key, path, kind) for each path setting of a mapping whose file or folder does not exist
     (a model must be a folder)."""
@@ -161,6 +166,6 @@ def missing_paths(values: Any) -> list[tuple[str, str, str]]:
     for key, value in values.items():
         kind = setting_kind(key)
         path = named_path(value, kind) if kind else None
-        if path is not None and not (os.path.isdir(path) if kind == MODEL else os.path.exists(path)):
+        if is_missing(path, kind):
             out.append((key, path, kind))
     return out

@@ -49,7 +49,7 @@ class LoadResult:
     def levels(self) -> list[str]:
         """RACE's school levels among the examples, read from their RACE ids (`high1.txt-0`);
         empty for data without them."""
-        return sorted({m.group(1) for ex in self.examples if (m := RACE_LEVEL.match(ex.id))})
+        return sorted({level for ex in self.examples if (level := race_level(ex.id))})
 
     def fingerprint(self) -> str:
         """sha256 of the inputs, independent of where they live; computed while loading.
@@ -62,6 +62,12 @@ class LoadResult:
 SPLIT_NAMES = ("train", "dev", "validation", "test")
 SPLIT_ALIASES = {"validation": "dev"}  # names of one split: a card compares splits by these
 RACE_LEVEL = re.compile(r"(high|middle)\d")
+
+
+def race_level(example_id: str) -> str:
+    """RACE's school level (`high`, `middle`) from an id such as `high1.txt-0`; "" for others."""
+    m = RACE_LEVEL.match(example_id)
+    return m.group(1) if m else ""
 
 
 def split_words(text: str) -> list[str]:

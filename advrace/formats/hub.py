@@ -20,11 +20,6 @@ NAME = "hub"
 _DEFAULT_CONFIGS = {"ehovy/race": "all"}
 
 
-def looks_like_hub_name(path: str) -> bool:
-    """`owner/name[:config]`, not a data file (the rule config files use too: advrace.core.paths)."""
-    return looks_like_dataset_name(path)
-
-
 def _hub_name(name: str) -> tuple[str, str | None]:
     repo, _, config = name.partition(":")
     return repo, (config or _DEFAULT_CONFIGS.get(repo))
@@ -118,4 +113,4 @@ class Hub(Format):
         return load_hub(path, split, lenient=lenient, limit=limit, n_options=n_options)
 
     def detect(self, probe: Probe) -> bool:
-        return not probe.exists and looks_like_hub_name(probe.path)
+        return not probe.exists and looks_like_dataset_name(probe.path)

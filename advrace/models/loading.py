@@ -96,12 +96,6 @@ def checkpoint_name(model: str) -> str:
     return "/".join(path.resolve().parts[-2:]) if path.is_dir() else model
 
 
-def _looks_like_path(name: str) -> bool:
-    """Hub ids are `name` or `owner/name`; anything else can only be meant as a folder (the rule
-    config files use too: advrace.core.paths)."""
-    return not looks_like_model_name(name)
-
-
 # --------------------------------------------------------------------------- heads
 
 
@@ -317,7 +311,7 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     path = Path(source).expanduser()
     local = path.is_dir()
     fields = {"name": name, "what": what, "hint": hint}
-    if not local and wording.missing is not None and (path.exists() or _looks_like_path(source)):
+    if not local and wording.missing is not None and (path.exists() or not looks_like_model_name(source)):
         raise wording.missing_error(wording.missing.format(**fields))
     if local and check_heads:
         check_head(cls, path, what, hint)

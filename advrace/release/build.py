@@ -22,7 +22,7 @@ from advrace.core.sampling import select
 from advrace.core.tasks import EXTRACTIVE_QA
 from advrace.core.text import plural
 from advrace.formats import LoadResult, get_format, load
-from advrace.formats.base import RACE_LEVEL
+from advrace.formats.base import race_level
 from advrace.models.loading import checkpoint_name
 from advrace.models.sharding import process_state
 from advrace.release.audit import AuditContext, audit_split
@@ -186,7 +186,7 @@ def _selected(cfg: ReleaseConfig, loaded: LoadResult) -> tuple[LoadResult, dict 
                           f"{' within the limit' if limit is not None else ''}; give at most {available}, "
                           "or drop --sample to use them all")
     chosen, drawn = select(loaded.examples, n, cfg.seed, key=passage_key,
-                           stratum=lambda ex: (m.group(1) if (m := RACE_LEVEL.match(ex.id)) else ""))
+                           stratum=lambda ex: race_level(ex.id))
     selection = {"method": "sample", "questions": n, "seed": cfg.seed, "from": available,
                  "passages": drawn.passages, **({"by_level": drawn.by_stratum} if drawn.by_stratum else {}),
                  **({"after": first} if first else {})}
