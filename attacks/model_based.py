@@ -162,7 +162,7 @@ _CANDIDATES: dict = {}  # see DistractorAttack._cached_candidates
 
 class DistractorAttack(CheckpointAttack):
     tasks = (MULTIPLE_CHOICE,)
-    uses = ("stopwords",)  # the grounding filter's content words
+    uses = ("stopwords",)  # content words: the grounding filter's, the answer check's
     objectives: tuple[str, ...]  # the `advrace train` objectives whose checkpoints this attack reads
     train_hint: str
 
@@ -270,7 +270,7 @@ class DistractorAttack(CheckpointAttack):
         encoder, then runs in one batch over what they left."""
         cfg = self.config
         ranked = self._cached_candidates(examples, progress)
-        stopwords = self.resources.stopwords if cfg.min_grounded_share > 0 else frozenset()
+        stopwords = self.resources.stopwords
         vetted = []
         for ex, cands in zip(examples, ranked):
             rejected: Counter = Counter()
@@ -300,7 +300,7 @@ class DistractorAttack(CheckpointAttack):
         for raw in candidates:
             text = " ".join(raw.split())
             why = NO_WORDS if not words(text) else answer_equivalence(
-                text, example.answer, max_overlap=cfg.max_overlap_answer)
+                text, example.answer, max_overlap=cfg.max_overlap_answer, stopwords=stopwords)
             if why is None and normalise(text) in originals:
                 why = REPEATS
             if why is None and refers_to_options(text):

@@ -118,6 +118,10 @@ def test_new_distractors_that_give_the_answer_away_or_repeat_it_are_flagged(ctx)
     found = checks("distractor_generation", src, replaced(src, ["In a very small village.", "By the sea.", "Tom."]), ctx)
     assert A.EQUIVALENT in found  # the answer with one word more
     assert A.FORM in found  # one word beside sentences
+    son = mc(question="Who did the man give the drink to?", options=("His wife.", "His son.", "His mother.",
+                                                                   "His daughter."), label=1)
+    assert A.EQUIVALENT in checks("distractor_generation", son, replaced(son, ["He was my son.", "His mother.",
+                                                                               "His daughter."]), ctx)
     dup = checks("distractor_generation", src, replaced(src, ["In the mountains.", "in the mountains", "Far away."]), ctx)
     assert A.DUPLICATE in dup
     both = mc(options=("In a city.", "Near a lake.", "Both A and B.", "By the sea."), label=2)

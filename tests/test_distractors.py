@@ -215,6 +215,22 @@ def test_answer_equivalence(candidate, reason):
     assert answer_equivalence(candidate, "Because he was tired.") == reason
 
 
+# Read on RACE dev-middle (a DG split of the sample generator): "He was my son" beside the gold
+# "His son" names the son too, a second right answer that shares only half its words.
+@pytest.mark.parametrize("candidate, answer, reason", [
+    ("He was my son", "His son", "holds every content word of the answer"),
+    ("The son of the poor man.", "His son", "holds every content word of the answer"),
+    ("Sons are lucky.", "His son", "holds every content word of the answer"),  # up to the plural
+    ("His daughter", "His son", None),
+    ("Apples and chocolate.", "Juice and oranges.", None),  # read on the same split: a fair distractor
+    ("get more confused", "get wiser", None),
+    ("sometimes I feel sad", "sad moods", None),  # "moods" is not in it (a paraphrase: the cosine's job)
+])
+def test_a_candidate_holding_the_answers_content_words_is_the_answer(candidate, answer, reason):
+    assert answer_equivalence(candidate, answer, stopwords=load_stopwords()) == reason
+    assert answer_equivalence(candidate, answer) != "holds every content word of the answer"  # needs stopwords
+
+
 def test_answer_equivalence_matches_whole_words():
     assert answer_equivalence("Anne is his mother", "An") is None
     assert answer_equivalence("Apples and pears", "A") is None  # "a" is no word of it

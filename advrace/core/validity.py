@@ -84,9 +84,11 @@ def stated_in_passage(text: str, passage: str, *, min_words: int = MIN_STATED_WO
     return run >= max(min_words, share * len(cand))
 
 
-def answer_equivalence(candidate: str, answer: str, *, max_overlap: float = 0.5) -> str | None:
+def answer_equivalence(candidate: str, answer: str, *, max_overlap: float = 0.5,
+                       stopwords: Iterable[str] = ()) -> str | None:
     """Why the candidate could be the answer in other words, or None: it equals, contains or is
-    contained in the answer (by whole words), or more than `max_overlap` of the words of the
+    contained in the answer (by whole words), holds every content word of the answer (with
+    `stopwords`: "He was my son" for "His son"), or more than `max_overlap` of the words of the
     shorter of the two are the other's. A one-character answer ('A', '3') is not searched for."""
     cand, gold = normalise(candidate), normalise(answer)
     if not cand or not gold:
@@ -99,6 +101,9 @@ def answer_equivalence(candidate: str, answer: str, *, max_overlap: float = 0.5)
         return "contains the answer"
     if len(cand) >= 2 and c_words and padded_c in padded_g:
         return "is contained in the answer"
+    gold_content = {_stem(w) for w in _content_words(answer, stopwords)} if stopwords else set()
+    if len(gold) >= 2 and gold_content and gold_content <= {_stem(w) for w in _content_words(candidate, stopwords)}:
+        return "holds every content word of the answer"
     if word_overlap(candidate, answer) > max_overlap:
         return "shares most words with the answer"
     return None

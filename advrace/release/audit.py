@@ -257,7 +257,8 @@ def check_distractors(sources: list, examples: list, ctx) -> Iterable[Flag]:
             yield i, DUPLICATE, f"{[ex.options[k] for k in repeated]}"
         states = asks_what_passage_states(ex.question)
         for d in new:
-            reason = answer_equivalence(d, ex.answer, max_overlap=ctx.max_answer_overlap)
+            reason = answer_equivalence(d, ex.answer, max_overlap=ctx.max_answer_overlap,
+                                        stopwords=ctx.resources.stopwords)
             if reason:
                 yield i, EQUIVALENT, f"{d!r} {reason} {ex.answer!r}"
             if states and stated_in_passage(d, ex.passage):
