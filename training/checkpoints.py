@@ -84,6 +84,18 @@ def restore(accelerator, path: Path) -> TrainerState:
     return read_state(path)
 
 
+def save_tokenizer(tokenizer, folder: Path) -> None:
+    """`save_pretrained` without the truncation and padding that the last call left on a fast
+    tokenizer: that state depends on which encoding ran last (none, when the feature cache was
+    warm), and would make the same training give checkpoints of different sha256. Every call sets
+    its own truncation and padding, so clearing them changes no encoding."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        backend.no_truncation()
+        backend.no_padding()
+    tokenizer.save_pretrained(folder)
+
+
 def save_model(accelerator, model, tokenizer, path: Path, info: dict) -> None:
     """A from_pretrained-loadable model and tokenizer, replacing `path` only once complete."""
     path = Path(path)
@@ -93,7 +105,7 @@ def save_model(accelerator, model, tokenizer, path: Path, info: dict) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         accelerator.unwrap_model(model).save_pretrained(tmp, state_dict=state_dict,
                                                         save_function=accelerator.save)
-        tokenizer.save_pretrained(tmp)
+        save_tokenizer(tokenizer, tmp)
         (tmp / TRAINING_INFO).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n",
                                                 encoding="utf-8")
         shutil.rmtree(path, ignore_errors=True)
