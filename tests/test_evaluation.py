@@ -271,7 +271,8 @@ def test_model_loading_errors(tmp_path, monkeypatch):
 def test_command_errors(mc_release, qa_release, tiny_checkpoint, tmp_path):
     with pytest.raises(ConfigError, match="nothing to evaluate"):
         evaluate_command(mc_release, [], [], tmp_path / "r")
-    with pytest.raises(ConfigError, match="BertForMultipleChoice model, not the ForQuestionAnswering"):
+    with pytest.raises(ConfigError, match="BertForMultipleChoice is a multiple-choice model, which cannot score "
+                                          "the extractive-QA"):
         evaluate_command(qa_release, [str(tiny_checkpoint)], [], tmp_path / "r")
     with pytest.raises(PredictionsError, match="no such predictions file"):
         evaluate_command(mc_release, [], [tmp_path / "absent.json"], tmp_path / "r")
@@ -295,20 +296,21 @@ def test_span_checkpoint_on_a_squad_release(qa_release, tmp_path):
                 progress=False)
     summary = evaluate_command(qa_release, [run["final"]], [], tmp_path / "report", max_length=48,
                                progress=False)
-    records = [json.loads(line) for line in open(tmp_path / "report" / "predictions" / "final.jsonl")]
+    assert summary["models"] == ["tiny"]  # the run's name (training_info.json), not its folder's "final"
+    records = [json.loads(line) for line in open(tmp_path / "report" / "predictions" / "tiny.jsonl")]
     preds = {r["id"]: r["prediction"] for r in records}
     assert len(preds) == 6 and all(isinstance(p, str) for p in preds.values())
     again = score_predictions(qa_release, write_json(tmp_path / "p.json", preds))
     scores = json.loads((tmp_path / "report" / "results.json").read_text())
     for split in ("original", "charswap"):
-        assert again[split]["f1"] == pytest.approx(summary["results"]["final"]["splits"][split]["f1"], abs=1e-3)
+        assert again[split]["f1"] == pytest.approx(summary["results"]["tiny"]["splits"][split]["f1"], abs=1e-3)
     assert "f1" in json.dumps(scores)
     import torch
 
     from advrace.models.precision import precision_info, use_bf16
 
     cpu = torch.device("cpu")  # evaluation keeps its automatic bf16, and says what it chose
-    assert scores["results"]["final"]["source"]["inference"] == precision_info(cpu, use_bf16(None, cpu))
+    assert scores["results"]["tiny"]["source"]["inference"] == precision_info(cpu, use_bf16(None, cpu))
 
 
 def test_unique_names():
@@ -329,10 +331,13 @@ def test_cli_parser_and_handler(mc_release, tiny_checkpoint, tmp_path, capsys):
     assert args.handler is handler and args.bf16 is False
     assert handler(args) == 0
     summary = json.loads((tmp_path / "report" / "results.json").read_text(encoding="utf-8"))
-    assert summary["models"] == ["tiny-bert", "gold"]
+    label = f"{tiny_checkpoint.parent.name}/tiny-bert"  # no training_info.json: its last two folder names
+    assert summary["models"] == [label, "gold"]
     assert summary["columns"] == ["original", "charswap"]
-    assert summary["results"]["gold"]["splits"]["charswap"] == {"accuracy": 100.0, "accuracy_drop": 0.0, "n": 7}
-    assert summary["results"]["tiny-bert"]["source"]["bf16"] is False
+    assert summary["results"]["gold"]["splits"]["charswap"] == {
+        "accuracy": 100.0, "accuracy_drop": 0.0, "n": 7, "accuracy_ci": [64.57, 100.0], "accuracy_p": 1.0,
+        "paired_n": 7}
+    assert summary["results"][label]["source"]["bf16"] is False
     assert "| gold | 100.00 | 100.00 (drop 0.00%) | 100.00 (drop 0.00%) |" in capsys.readouterr().out
 
 

@@ -9,8 +9,8 @@ from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.release import build_release, read_split
 from advrace.models.precision import bf16_emulated
-from advrace.evaluation.report import (DROP_DEFINITION, MINUS, drop_text, relative_drop, render_markdown,
-                                       summarize, write_report)
+from advrace.evaluation.report import (DROP_DEFINITION, METRIC_TITLES, MINUS, drop_text, relative_drop,
+                                       render_markdown, summarize, write_report)
 from conftest import race_passage, squad_doc
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -39,6 +39,12 @@ def cell(accuracy: float) -> dict:
     return {"n": 10, "accuracy": accuracy, "records": []}
 
 
+def scores_only(c: dict) -> dict:
+    """A results.json cell without its interval and paired test (tests/test_report_statistics.py
+    checks those)."""
+    return {k: v for k, v in c.items() if not k.endswith(("_ci", "_p")) and k != "paired_n"}
+
+
 def test_summary_drops_and_averages_by_hand():
     manifest = manifest_of(("original", "none"), ("charswap", "charswap"), ("addsent", "addsent"),
                            ("diagnosis", "diagnosis"))
@@ -50,7 +56,9 @@ def test_summary_drops_and_averages_by_hand():
     assert s["columns"] == ["original", "charswap", "addsent", "diagnosis"]
     assert s["adversarial_splits"] == ["charswap", "addsent"] and s["probe_splits"] == ["diagnosis"]
     a = s["results"]["a"]
-    assert a["splits"]["charswap"] == {"n": 10, "accuracy": 60.0, "accuracy_drop": 25.0}
+    assert scores_only(a["splits"]["charswap"]) == {"n": 10, "accuracy": 60.0, "accuracy_drop": 25.0}
+    assert a["splits"]["charswap"]["accuracy_ci"] == [31.27, 83.18]  # Wilson, 6 of 10
+    assert a["splits"]["charswap"]["paired_n"] == 0 and a["splits"]["charswap"]["accuracy_p"] is None  # no records
     assert a["splits"]["addsent"]["accuracy_drop"] == 50.0
     assert a["splits"]["diagnosis"]["accuracy_drop"] == -12.5
     assert a["average"] == {"accuracy": 50.0, "accuracy_drop": 37.5}
@@ -71,49 +79,97 @@ def test_rounding_is_to_two_decimals():
     manifest = manifest_of(("original", "none"), ("charswap", "charswap"))
     s = summarize(manifest, {"m": {"original": cell(100 * 6 / 7), "charswap": cell(100 * 4 / 7)}})
     assert s["results"]["m"]["splits"]["original"]["accuracy"] == 85.71
-    assert s["results"]["m"]["splits"]["charswap"] == {"n": 10, "accuracy": 57.14, "accuracy_drop": 33.33}
+    assert scores_only(s["results"]["m"]["splits"]["charswap"]) == {"n": 10, "accuracy": 57.14, "accuracy_drop": 33.33}
+
+
+def raw_tables(md: str) -> dict:
+    """{(section, subsection or None): {"head": {column: its header}, "rows": {row name: {column:
+    cell text}}}} from results.md; a column is its split's name, without "(probe)" or "(n 7)"."""
+    tables, key, header = {}, None, None
+    for line in md.splitlines():
+        if line.startswith("## "):
+            key, header = (line[3:], None), None
+        elif line.startswith("### "):
+            key, header = (key[0], line[4:]), None
+        elif line.startswith("|") and key and not line.startswith("|---"):
+            parts = [p.strip() for p in line.strip("|").split("|")]
+            if header is None:  # "charswap (probe)", "charswap (n 7)", "charswap (probe, n 7)": "charswap"
+                header = [re.sub(r" \((probe)?(, )?(n \d+)?\)$", "", h) for h in parts[1:]]
+                tables[key] = {"head": dict(zip(header, parts[1:])), "rows": {}}
+                continue
+            tables[key]["rows"][parts[0]] = dict(zip(header, parts[1:]))
+    return tables
 
 
 def parse_tables(md: str) -> dict:
-    """{metric title: {row name: {column: (score, drop or None)}}} from results.md."""
-    tables, title, header = {}, None, None
-    for line in md.splitlines():
-        if line.startswith("## "):
-            title, header = line[3:], None
-            tables[title] = {}
-        elif line.startswith("|") and title and not line.startswith("|---"):
-            parts = [p.strip() for p in line.strip("|").split("|")]
-            if header is None:
-                header = [h.replace(" (probe)", "") for h in parts[1:]]
-                continue
+    """{metric title: {row name: {column: (score, drop or None), or None for –}}} from the score
+    tables of results.md."""
+    tables = {}
+    for (title, sub), table in raw_tables(md).items():
+        rows = table["rows"]
+        if sub is not None or title not in METRIC_TITLES.values():
+            continue
+        tables[title] = {}
+        for name, cells in rows.items():
             row = {}
-            for col, text in zip(header, parts[1:]):
+            for col, text in cells.items():
+                if text == "–":
+                    row[col] = None
+                    continue
                 m = re.fullmatch(r"(\d+\.\d\d)(?: \(drop (−?)(\d+\.\d\d)%\))?", text)
                 assert m, text
                 drop = None if m.group(3) is None else float(m.group(3)) * (-1 if m.group(2) == MINUS else 1)
                 row[col] = (float(m.group(1)), drop)
-            tables[title][parts[0]] = row
+            tables[title][name] = row
     return tables
 
 
 def check_md_agrees_with_json(out: Path) -> None:
+    """results.md's score, interval and p-value tables show what results.json holds."""
     summary = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    tables = parse_tables((out / "results.md").read_text(encoding="utf-8"))
-    titles = {"accuracy": "Accuracy", "exact_match": "Exact match", "f1": "F1"}
-    assert list(tables) == [titles[m] for m in summary["metrics"]]
+    md = (out / "results.md").read_text(encoding="utf-8")
+    tables = parse_tables(md)
+    assert list(tables) == [METRIC_TITLES[m] for m in summary["metrics"]]
     for metric in summary["metrics"]:
-        table = tables[titles[metric]]
+        table = tables[METRIC_TITLES[metric]]
         assert list(table) == summary["models"] + ["average"]
         for name, row in table.items():
             source = summary["model_average"] if name == "average" else summary["results"][name]
             assert list(row) == summary["columns"] + ["average"]
-            for col, (score, shown) in row.items():
-                want = source["average"] if col == "average" else source["splits"][col]
+            for col, parsed in row.items():
+                want = source["average"] if col == "average" else source["splits"].get(col, {})
+                if parsed is None:
+                    assert want.get(metric) is None
+                    continue
+                score, shown = parsed
                 assert score == want[metric]
                 drop = want.get(f"{metric}_drop")
                 assert (shown is None) == (drop is None)
                 if drop is not None:
                     assert shown == pytest.approx(drop, abs=1e-9)  # the same sign as results.json
+    raw = raw_tables(md)
+    intervals_title = f"{summary['statistics']['level']}% confidence intervals"
+    for metric in summary["metrics"]:
+        shown = raw[(intervals_title, METRIC_TITLES[metric])]["rows"]
+        tested = raw.get(("Paired tests against `original`", METRIC_TITLES[metric]), {"head": {}, "rows": {}})
+        having = [m for m in summary["models"]  # a model without the metric (accuracy_norm) has no row
+                  if any(metric in c for c in summary["results"][m]["splits"].values())]
+        assert list(shown) == having
+        paired = "original" in summary["columns"] and len(summary["columns"]) > 1
+        assert list(tested["rows"]) == (having if paired else [])
+        for name in having:
+            for col in summary["columns"]:
+                cell = summary["results"][name]["splits"].get(col, {})
+                ci = cell.get(f"{metric}_ci")
+                assert shown[name][col] == ("–" if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}")
+                if col == "original":
+                    continue
+                p, text = cell.get(f"{metric}_p"), tested["rows"][name][col]
+                assert re.sub(r" \(n \d+\)$", "", text) == ("–" if p is None else "< 0.001" if p < 1e-3
+                                                              else f"{p:.3f}")
+                if p is not None:  # n in the cell, or in the header when every model has the same
+                    n = re.search(r"n (\d+)\)$", text) or re.search(r"n (\d+)\)$", tested["head"][col])
+                    assert int(n.group(1)) == cell["paired_n"]
 
 
 class Scorer:
@@ -145,7 +201,12 @@ def test_report_files_exist_and_agree(mc_release, tmp_path):
     lines = (out / "predictions" / "toy.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 21 and json.loads(lines[0])["id"] == "original/high1.txt-0"
     half_row = summary["results"]["half"]
-    assert half_row["splits"]["charswap"] == {"n": 7, "accuracy": 0.0, "accuracy_drop": 100.0}
+    assert scores_only(half_row["splits"]["charswap"]) == {"n": 7, "accuracy": 0.0, "accuracy_drop": 100.0}
+    # half answers all 7 original questions right and all 7 charswap ones wrong: McNemar b=7, c=0
+    assert half_row["splits"]["charswap"]["paired_n"] == 7
+    assert half_row["splits"]["charswap"]["accuracy_p"] == pytest.approx(2 / 2 ** 7, rel=1e-3)
+    assert summary["results"]["gold"]["splits"]["charswap"]["accuracy_p"] == 1.0
+    assert summary["results"]["toy-2"]["predictions"] == "predictions/toy-2.jsonl"
     assert half_row["average"] == {"accuracy": 0.0, "accuracy_drop": 100.0}
     assert summary["model_average"]["splits"]["original"]["accuracy"] == pytest.approx(
         (2 * summary["results"]["toy"]["splits"]["original"]["accuracy"] + 200) / 4, abs=0.01)
@@ -198,16 +259,20 @@ def test_report_says_how_each_model_was_run(mc_release, tmp_path, bf16):
                                progress=False)
     precision = "bf16" if bf16 else "fp32"
     emulated = bf16_emulated("cpu", bf16)  # bf16 on a CPU without native bf16 says so
-    source = summary["results"]["tiny"]["source"]
+    label = f"{tmp_path.name}/tiny"  # no training_info.json: its last two folder names
+    assert summary["models"] == [label, "toy"]
+    source = summary["results"][label]["source"]
     assert source["bf16"] is bf16
     assert source["inference"] == {"precision": precision, "device_type": "cpu", "torch": torch.__version__,
                                    **({"bf16_emulated": True} if emulated else {})}
     assert "inference" not in summary["results"]["toy"]["source"]  # a scorer object says nothing
     saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert saved["results"]["tiny"]["source"]["inference"] == source["inference"]
+    assert saved["results"][label]["source"]["inference"] == source["inference"]
+    assert saved["results"][label]["predictions"] == f"predictions/{tmp_path.name}_tiny.jsonl"  # file-safe
+    assert (out / saved["results"][label]["predictions"]).is_file()
     md = (out / "results.md").read_text(encoding="utf-8")
     shown = f"{precision} (emulated: no native bf16)" if emulated else precision
-    assert f"- `tiny`: {shown} on cpu, torch {torch.__version__}" in md.splitlines()
+    assert f"- `{label}`: {shown} on cpu, torch {torch.__version__}" in md.splitlines()
     assert "`toy`" not in md
     check_md_agrees_with_json(out)
 

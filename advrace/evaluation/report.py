@@ -10,23 +10,74 @@ rendered from that summary, so the two files always agree.
 One convention for the drop everywhere (results.json's `<metric>_drop`, results.md, the chart,
 the README): the relative drop, DROP_DEFINITION, so a harder split has a positive drop and an
 easier one (a probe such as diagnosis) a negative one.
+
+Every score cell carries its 95% confidence interval (`<metric>_ci`), and every split but
+`original` a paired test against `original` on the questions both hold (`<metric>_p`,
+`paired_n`): a drop of a few points on a few hundred questions can be chance alone.
+advrace.evaluation.statistics computes them; results.json's `statistics` names the methods.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 from advrace.core.atomic import atomic_dir
+from advrace.core.numbers import significant
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
+from advrace.evaluation.statistics import (LEVEL, RESAMPLES, SEED, bootstrap_interval, mcnemar_exact_p,
+                                           paired_bootstrap_p, wilson_interval)
 
 ORIGINAL = "original"
 TASK_METRICS = {MULTIPLE_CHOICE: ("accuracy",), EXTRACTIVE_QA: ("exact_match", "f1")}
-METRIC_TITLES = {"accuracy": "Accuracy", "exact_match": "Exact match", "f1": "F1"}
+# Metrics only some scorers give: a decoder LM scored by log-likelihood adds lm-evaluation-harness's
+# acc_norm (the option with the best log-likelihood for its length) to its multiple-choice results.
+OPTIONAL_METRICS = {MULTIPLE_CHOICE: ("accuracy_norm",), EXTRACTIVE_QA: ()}
+METRIC_TITLES = {"accuracy": "Accuracy", "accuracy_norm": "Accuracy (length-normalized)",
+                 "exact_match": "Exact match", "f1": "F1"}
+# The per-question value of each metric in a split result's records (bool, or a number in [0, 1]).
+RECORD_FIELDS = {"accuracy": "correct", "accuracy_norm": "correct_norm", "exact_match": "exact_match",
+                 "f1": "f1"}
+BINARY_METRICS = ("accuracy", "accuracy_norm", "exact_match")  # right or wrong per question
+P_KEYS = frozenset(f"{m}_p" for m in METRIC_TITLES)  # p-values: significant digits, not 2 decimals
+DEFAULT_CHANCE = 25.0  # one of RACE's 4 options, when no record says how many options there were
 MINUS = "\u2212"
 DROP_DEFINITION = (f"100 × ({ORIGINAL} − split) / {ORIGINAL}: positive when the split scores lower "
                    f"than {ORIGINAL} (harder), negative when it scores higher")
+
+
+def _titles(metrics, kinds) -> str:
+    names = {"accuracy": "accuracy", "accuracy_norm": "length-normalized accuracy",
+             "exact_match": "exact match", "f1": "F1"}
+    chosen = [names[m] for m in metrics if m in kinds]
+    return chosen[0] if len(chosen) == 1 else ", ".join(chosen[:-1]) + " and " + chosen[-1]
+
+
+def statistics_text(metrics) -> dict:
+    """results.json's `statistics`: the interval and the paired test for `metrics`, in words."""
+    level = round(100 * LEVEL)
+    binary = [m for m in metrics if m in BINARY_METRICS]
+    other = [m for m in metrics if m not in BINARY_METRICS]
+    bootstrap = f"{RESAMPLES} resamples of the questions, numpy default_rng({SEED})"
+    interval, paired = [], []
+    if binary:
+        interval.append(f"Wilson score interval for {_titles(binary, binary)}")
+        paired.append(f"exact McNemar test (two-sided binomial test on the questions right on one "
+                      f"split and wrong on the other) for {_titles(binary, binary)}")
+    if other:
+        interval.append(f"percentile bootstrap of the mean for {_titles(other, other)} ({bootstrap})")
+        paired.append(f"paired bootstrap of the mean difference for {_titles(other, other)} ({bootstrap})")
+    return {
+        "level": level,
+        "interval": "; ".join(interval),
+        "paired_test": "; ".join(paired),
+        "fields": f"`<metric>_ci`: the {level}% confidence interval of the score, [low, high] in percent; "
+                  f"`<metric>_p`: the two-sided p-value of the split against `{ORIGINAL}` on the "
+                  f"`paired_n` questions both hold (paired by source_id), not corrected for testing "
+                  f"several splits",
+    }
 
 
 def relative_drop(original: float | None, score: float | None) -> float | None:
@@ -42,10 +93,13 @@ def _mean(values) -> float | None:
 
 
 def _rounded(obj, digits: int = 2):
+    """Scores, drops and intervals to `digits` decimals; p-values (P_KEYS) to 4 significant
+    digits, since 0.0004 and 0.004 differ as much as 0.04 and 0.4."""
     if isinstance(obj, float):
         return round(obj, digits) + 0.0 if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _rounded(v, digits) for k, v in obj.items()}
+        return {k: significant(v) if k in P_KEYS and isinstance(v, float) else _rounded(v, digits)
+                for k, v in obj.items()}
     if isinstance(obj, list):
         return [_rounded(v, digits) for v in obj]
     return obj
@@ -68,41 +122,117 @@ def split_kinds(manifest: dict, splits: list[str]) -> tuple[list[str], list[str]
     return adversarial, probes
 
 
+def report_metrics(task: str, scores: dict) -> tuple[str, ...]:
+    """The task's metrics, and an optional one (accuracy_norm) when any model's result has it."""
+    extra = tuple(k for k in OPTIONAL_METRICS[task]
+                  if any(k in res for by_split in scores.values() for res in by_split.values()))
+    return TASK_METRICS[task] + extra
+
+
+def _record_values(res: dict, metric: str) -> list[float] | None:
+    """The per-question values of `metric` in a split result, or None when its records lack them."""
+    field, records = RECORD_FIELDS[metric], res.get("records") or []
+    if not records or any(rec.get(field) is None for rec in records):
+        return None
+    return [float(rec[field]) for rec in records]
+
+
+def score_interval(res: dict, metric: str) -> list[float] | None:
+    """The 95% interval, in percent, of a split result's `metric`: Wilson from the score and n for
+    a right-or-wrong metric, the bootstrap over the records' values for F1."""
+    n = int(res.get("n") or 0)
+    if metric in BINARY_METRICS:
+        interval = wilson_interval(float(res[metric]) / 100 * n, n)
+    else:
+        values = _record_values(res, metric)
+        interval = bootstrap_interval(values) if values is not None and len(values) == n else None
+    return None if interval is None else [100 * interval[0], 100 * interval[1]]
+
+
+def _by_source(res: dict) -> dict:
+    """A split result's records by source question (the first record of each)."""
+    out = {}
+    for rec in res.get("records") or []:
+        if rec.get("source_id") is not None:
+            out.setdefault(rec["source_id"], rec)
+    return out
+
+
+def paired_tests(original: dict, res: dict, metrics) -> dict:
+    """`paired_n` (the questions `original` and the split both hold, by source_id: an attack may
+    fail on some) and, per metric, the p-value of the split against `original` on them (None
+    when there are no pairs, or their records lack the metric)."""
+    base, split = _by_source(original), _by_source(res)
+    shared = [sid for sid in split if sid in base]
+    out = {"paired_n": len(shared)}
+    for metric in metrics:
+        field = RECORD_FIELDS[metric]
+        pairs = [(base[sid].get(field), split[sid].get(field)) for sid in shared]
+        if not pairs or any(a is None or b is None for a, b in pairs):
+            out[f"{metric}_p"] = None
+        elif metric in BINARY_METRICS:
+            worse = sum(1 for a, b in pairs if a and not b)
+            better = sum(1 for a, b in pairs if b and not a)
+            out[f"{metric}_p"] = mcnemar_exact_p(worse, better)
+        else:
+            out[f"{metric}_p"] = paired_bootstrap_p([float(a) for a, _ in pairs], [float(b) for _, b in pairs])
+    return out
+
+
+def chance_level(task: str, scores: dict) -> float | None:
+    """The accuracy of a uniform guess, in percent: the mean of 100/options over the records that
+    give per-option scores, else DEFAULT_CHANCE; None for extractive QA (no options to guess)."""
+    if task != MULTIPLE_CHOICE:
+        return None
+    sizes = [len(rec["scores"]) for by_split in scores.values() for res in by_split.values()
+             for rec in res.get("records") or () if rec.get("scores")]
+    return sum(100.0 / k for k in sizes) / len(sizes) if sizes else DEFAULT_CHANCE
+
+
 def summarize(manifest: dict, scores: dict, sources: dict | None = None) -> dict:
-    """The content of results.json from `{model: {split: split result}}` (rounded to 2 decimals)."""
+    """The content of results.json from `{model: {split: split result}}` (rounded to 2 decimals,
+    p-values to 4 significant digits)."""
     task = manifest["task"]
-    metrics = TASK_METRICS[task]
+    metrics = report_metrics(task, scores)
     models = list(scores)
     splits = [s for s in manifest["splits"] if any(s in scores[m] for m in models)]
     adversarial, probes = split_kinds(manifest, splits)
-    results = {}
+    results, stems = {}, dict(zip(models, file_stems(models)))
     for m in models:
         cells = {}
+        original = scores[m].get(ORIGINAL)
         for s in splits:
             if s not in scores[m]:
                 continue
             res = scores[m][s]
+            present = [k for k in metrics if res.get(k) is not None]
             cell = {"n": res["n"]}
-            for k in metrics:
+            for k in present:
                 cell[k] = float(res[k])
+                cell[f"{k}_ci"] = score_interval(res, k)
                 if s != ORIGINAL:
-                    cell[f"{k}_drop"] = relative_drop(scores[m].get(ORIGINAL, {}).get(k), float(res[k]))
+                    cell[f"{k}_drop"] = relative_drop((original or {}).get(k), float(res[k]))
+            if s != ORIGINAL:
+                cell.update(paired_tests(original or {}, res, present))
             cells[s] = cell
         average = {}
         for k in metrics:
-            average[k] = _mean(cells[s][k] for s in adversarial if s in cells)
-            average[f"{k}_drop"] = _mean(cells[s][f"{k}_drop"] for s in adversarial if s in cells)
-        results[m] = {"splits": cells, "average": average, "source": (sources or {}).get(m, {})}
+            average[k] = _mean(cells[s].get(k) for s in adversarial if s in cells)
+            average[f"{k}_drop"] = _mean(cells[s].get(f"{k}_drop") for s in adversarial if s in cells)
+        results[m] = {"splits": cells, "average": average, "source": (sources or {}).get(m, {}),
+                      "predictions": f"predictions/{stems[m]}.jsonl"}
     over_models = {"splits": {}, "average": {}}
     for s in splits:
         keys = [key for k in metrics for key in ((k,) if s == ORIGINAL else (k, f"{k}_drop"))]
         over_models["splits"][s] = {key: _mean(results[m]["splits"].get(s, {}).get(key) for m in models)
                                     for key in keys}
-    for key in results[models[0]]["average"] if models else ():
+    for key in [key for k in metrics for key in (k, f"{k}_drop")] if models else ():
         over_models["average"][key] = _mean(results[m]["average"][key] for m in models)
     src = manifest.get("source", {})
     summary = {
         "drop": DROP_DEFINITION,
+        "statistics": statistics_text(metrics),
+        "chance": chance_level(task, scores),
         "release": {"name": manifest.get("name"), "task": task,
                     "advrace_version": manifest.get("advrace_version"),
                     "source": src.get("name"), "fingerprint": src.get("fingerprint")},
@@ -118,6 +248,22 @@ def summarize(manifest: dict, scores: dict, sources: dict | None = None) -> dict
         "model_average": over_models,
     }
     return _rounded(summary)
+
+
+def file_stems(models: list[str]) -> list[str]:
+    """File-safe, unique names for the models' predictions/ files: a label may hold a slash
+    (`dg-sample/final`, `owner/name`), a file name may not (`dg-sample_final`); a name of
+    letters, digits and `._+-` (an ablation's `+charswap`) stays as it is."""
+    out, seen = [], set()
+    for name in models:
+        base = re.sub(r"[^A-Za-z0-9._+-]+", "_", name).strip("._") or "model"
+        candidate, k = base, 1
+        while candidate in seen:
+            k += 1
+            candidate = f"{base}-{k}"
+        seen.add(candidate)
+        out.append(candidate)
+    return out
 
 
 # --------------------------------------------------------------------------- rendering
@@ -137,18 +283,62 @@ def format_cell(cell: dict | None, metric: str) -> str:
     return text if drop is None else f"{text} ({drop_text(drop)})"
 
 
+def format_interval(cell: dict | None, metric: str) -> str:
+    """A cell's interval as results.md shows it: "40.38–59.62"; "–" when there is none."""
+    interval = (cell or {}).get(f"{metric}_ci")
+    return "–" if not interval else f"{interval[0]:.2f}–{interval[1]:.2f}"
+
+
+def format_p(cell: dict | None, metric: str, with_n: bool = True) -> str:
+    """A cell's p-value against `original` as results.md shows it: three decimals, "< 0.001"
+    below that (results.json keeps 4 significant digits), with its paired questions unless the
+    column header gives them: "0.021 (n 100)"."""
+    p = (cell or {}).get(f"{metric}_p")
+    if p is None:
+        return "–"
+    text = "< 0.001" if p < 1e-3 else f"{p:.3f}"
+    return f"{text} (n {cell.get('paired_n')})" if with_n else text
+
+
+def _with_metric(summary: dict, metric: str) -> list[str]:
+    """The models with a score for `metric` on some split (accuracy_norm: only some have it)."""
+    return [m for m in summary["models"]
+            if any(c.get(metric) is not None for c in summary["results"][m]["splits"].values())]
+
+
+def _table(head: list[str], rows: list[tuple[str, list[str]]]) -> list[str]:
+    return (["| model | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
+            + [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows] + [""])
+
+
+def _scored_how(m: str, source: dict) -> str | None:
+    """One model's line of "How each model was scored", or None when its source says nothing."""
+    info = source.get("inference") if isinstance(source.get("inference"), dict) else {}
+    method = source.get("method") or info.get("method")
+    parts = []
+    if info:
+        emulated = " (emulated: no native bf16)" if info.get("bf16_emulated") else ""
+        parts.append(f"{info.get('precision')}{emulated} on {info.get('device_type')}, torch {info.get('torch')}")
+    if method:
+        parts.append(f"method: {method}")
+    return f"- `{m}`: " + "; ".join(parts) if parts else None
+
+
 def render_markdown(summary: dict) -> str:
     rel = summary["release"]
     columns = summary["columns"]
     probes = set(summary["probe_splits"])
     heads = [f"{s} (probe)" if s in probes else s for s in columns]
+    chance = summary.get("chance")
     lines = [f"# Evaluation: {rel['name']}", "",
              f"Release `{rel['name']}` ({rel['task']}), built with advrace {rel['advrace_version']} from "
              f"`{rel['source']}` (fingerprint `{(rel['fingerprint'] or '')[:16]}`); questions per split: "
-             + ", ".join(f"{s} {summary['split_info'][s]['n']}" for s in columns) + ".", "",
+             + ", ".join(f"{s} {summary['split_info'][s]['n']}" for s in columns) + "."
+             + (f" Chance (a uniform guess among the options): {chance:.2f}%." if chance is not None else ""), "",
              f"Each cell: the score and its drop from `{ORIGINAL}`, both in percent; drop = {DROP_DEFINITION}.",
              ""]
-    rows = [(m, summary["results"][m]) for m in summary["models"]] + [("average", summary["model_average"])]
+    models = summary["models"]
+    rows = [(m, summary["results"][m]) for m in models] + [("average", summary["model_average"])]
     for metric in summary["metrics"]:
         lines += [f"## {METRIC_TITLES[metric]}", "",
                   "| model | " + " | ".join(heads) + " | average |",
@@ -162,47 +352,93 @@ def render_markdown(summary: dict) -> str:
     if probes:
         note += f"; probe splits ({', '.join(s for s in columns if s in probes)}) are not averaged"
     lines += [note + ". **average** row: mean over models.", ""]
-    ran = [(m, summary["results"][m].get("source", {}).get("inference")) for m in summary["models"]]
-    ran = [(m, info) for m, info in ran if info]
+    if "accuracy_norm" in summary["metrics"]:
+        lines += [f"{METRIC_TITLES['accuracy_norm']}: lm-evaluation-harness's acc_norm, the option whose "
+                  "log-likelihood per unit of its length is highest; only models scored by log-likelihood "
+                  "give it (– for the others).", ""]
+    ran = [line for line in (_scored_how(m, summary["results"][m].get("source") or {}) for m in models) if line]
     if ran:
-        lines += ["How each model was scored (bf16 and fp32 can give different predictions):", ""]
-        emulated = " (emulated: no native bf16)"
-        lines += [f"- `{m}`: {info.get('precision')}{emulated if info.get('bf16_emulated') else ''}"
-                  f" on {info.get('device_type')}, torch {info.get('torch')}" for m, info in ran]
-        lines.append("")
-    return "\n".join(lines)
+        lines += ["How each model was scored (bf16 and fp32 can give different predictions):", ""] + ran + [""]
+    stats = summary.get("statistics")
+    if stats:
+        lines += [f"## {stats['level']}% confidence intervals", "",
+                  f"In percent: {stats['interval']}.", ""]
+        for metric in summary["metrics"]:
+            shown = _with_metric(summary, metric)
+            lines += [f"### {METRIC_TITLES[metric]}", ""]
+            lines += _table(heads, [(m, [format_interval(summary["results"][m]["splits"].get(s), metric)
+                                         for s in columns]) for m in shown])
+        tested = [s for s in columns if s != ORIGINAL] if ORIGINAL in columns else []
+        if tested:
+            lines += [f"## Paired tests against `{ORIGINAL}`", "",
+                      f"Each cell: the two-sided p-value of the split's score against `{ORIGINAL}`'s on "
+                      f"the questions both hold, paired by source question (n: how many): "
+                      f"{stats['paired_test']}. A small p says the difference is unlikely to be chance "
+                      "alone; it is not corrected for testing several splits.", ""]
+            for metric in summary["metrics"]:
+                shown = _with_metric(summary, metric)
+                # n in the header when every model was paired on as many questions (the usual case)
+                counts = {s: {summary["results"][m]["splits"][s].get("paired_n") for m in shown
+                              if s in summary["results"][m]["splits"]} for s in tested}
+                one = {s: len(c) == 1 for s, c in counts.items()}
+                head = [f"{s} ({'probe, ' if s in probes else ''}n {next(iter(counts[s]))})" if one[s]
+                        else f"{s} (probe)" if s in probes else s for s in tested]
+                lines += [f"### {METRIC_TITLES[metric]}", ""]
+                lines += _table(head, [(m, [format_p(summary["results"][m]["splits"].get(s), metric, not one[s])
+                                            for s in tested]) for m in shown])
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def plot(summary: dict, path: Path) -> None:
-    """Grouped bars: one group per split, one bar per model (accuracy, or F1 for SQuAD); the
-    legend gives each model's average drop over the adversarial splits."""
+    """Grouped bars: one group per split, one bar per model (accuracy, or F1 for SQuAD), each with
+    its 95% interval as an error bar; for multiple choice a dashed line at chance. The legend
+    gives each model's average drop over the adversarial splits."""
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.lines
     import matplotlib.pyplot as plt
 
-    metric = summary["metrics"][-1]
+    metric = "f1" if "f1" in summary["metrics"] else summary["metrics"][0]
     columns, models = summary["columns"], summary["models"]
     width = 0.8 / max(len(models), 1)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(columns) * max(1, len(models)) ** 0.5 + 2), 4.5))
+    wide = 1.2 * len(columns) * max(1, len(models)) ** 0.5 + 2
+    fig, ax = plt.subplots(figsize=(min(max(6.0, wide), 14.0), 5.0))  # wider reads as a strip
+    show_values = len(models) * len(columns) <= 24
     for k, m in enumerate(models):
-        cells = summary["results"][m]["splits"]
-        heights = [(cells.get(s) or {}).get(metric) or 0.0 for s in columns]
+        cells = [summary["results"][m]["splits"].get(s) or {} for s in columns]
+        heights = [c.get(metric) or 0.0 for c in cells]
         xs = [i - 0.4 + width * (k + 0.5) for i in range(len(columns))]
+        intervals = [c.get(f"{metric}_ci") or [h, h] for c, h in zip(cells, heights)]
+        errors = [[max(h - lo, 0.0) for h, (lo, _) in zip(heights, intervals)],
+                  [max(hi - h, 0.0) for h, (_, hi) in zip(heights, intervals)]]
         drop = summary["results"][m]["average"].get(f"{metric}_drop")
-        bars = ax.bar(xs, heights, width, label=m if drop is None else f"{m} (average {drop_text(drop, 1)})")
-        if len(models) * len(columns) <= 24:
-            ax.bar_label(bars, fmt="%.1f", fontsize="x-small", padding=1)
+        ax.bar(xs, heights, width, yerr=errors, label=m if drop is None else f"{m} (average {drop_text(drop, 1)})",
+               error_kw={"elinewidth": 0.9, "capsize": min(3.0, 40 * width), "ecolor": "0.2"})
+        if show_values:  # above the interval, where the error bar does not cross the number
+            for x, c, (_, hi) in zip(xs, cells, intervals):
+                if c.get(metric) is not None:
+                    ax.text(x, hi + 1, f"{c[metric]:.1f}", ha="center", va="bottom", fontsize="x-small")
+    chance = summary.get("chance")
+    if chance is not None:  # over the bars, so a bar below chance shows it
+        ax.axhline(chance, color="0.15", linestyle="--", linewidth=1.2, alpha=0.8, zorder=3,
+                   label=f"chance ({chance:.3g}%)")
     probes = set(summary["probe_splits"])
     ax.set_xticks(range(len(columns)))
     ax.set_xticklabels([f"{s}\n(probe)" if s in probes else s for s in columns],
                        rotation=20 if len(columns) > 4 else 0, ha="right" if len(columns) > 4 else "center")
-    ax.set_ylabel(f"{METRIC_TITLES[metric]} (%)")
-    ax.set_ylim(0, 100)
-    ax.set_title(f"{summary['release']['name']}: {METRIC_TITLES[metric].lower()} per split")
+    level = (summary.get("statistics") or {}).get("level", 95)
+    ax.set_ylabel(f"{METRIC_TITLES[metric]} (%), {level}% interval")
+    ax.set_ylim(0, 108)
+    ax.set_yticks(range(0, 101, 20))
+    what = METRIC_TITLES[metric] if metric == "f1" else METRIC_TITLES[metric].lower()
+    ax.set_title(f"{summary['release']['name']}: {what} per split")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.14 if len(columns) <= 4 else -0.22),
-              ncol=min(len(models), 4), frameon=False)
+    handles, names = ax.get_legend_handles_labels()
+    order = sorted(range(len(names)), key=lambda i: isinstance(handles[i], matplotlib.lines.Line2D))
+    ax.legend([handles[i] for i in order], [names[i] for i in order], fontsize="small", loc="upper center",
+              bbox_to_anchor=(0.5, -0.14 if len(columns) <= 4 else -0.22), ncol=min(len(names), 3),
+              frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120, metadata={"Software": None})
     plt.close(fig)
@@ -222,7 +458,8 @@ def _prediction_lines(scores_by_split: dict, columns: list[str]) -> str:
 
 
 def write_report(out_dir, manifest: dict, scores: dict, *, sources: dict | None = None) -> dict:
-    """Write the report folder (replacing an earlier report there); returns the summary."""
+    """Write the report folder (replacing an earlier report there); returns the summary. A
+    model's predictions go to its results.json `predictions` path (a file-safe name)."""
     summary = summarize(manifest, scores, sources)
     with atomic_dir(out_dir, "results.json", "report") as tmp:
         (tmp / "predictions").mkdir()
@@ -231,6 +468,6 @@ def write_report(out_dir, manifest: dict, scores: dict, *, sources: dict | None 
         (tmp / "results.md").write_text(render_markdown(summary), encoding="utf-8")
         plot(summary, tmp / "results.png")
         for model in summary["models"]:
-            (tmp / "predictions" / f"{model}.jsonl").write_text(
+            (tmp / summary["results"][model]["predictions"]).write_text(
                 _prediction_lines(scores[model], summary["columns"]), encoding="utf-8")
     return summary

@@ -11,9 +11,10 @@ from __future__ import annotations
 import inspect
 
 from advrace.core.errors import AdvraceError, ConfigError
-from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.metrics import load_metric, squad_em_f1
-from advrace.models.loading import model_name
+from advrace.models.llm_scoring import LOGLIKELIHOOD, load_causal_scorer
+from advrace.models.loading import KIND_TEXT, checkpoint_kind, model_name
 from advrace.models.mc_scoring import make_mc_scorer
 from advrace.models.readers import is_baseline
 from advrace.models.sharding import map_sharded
@@ -64,19 +65,31 @@ def _argmax(values) -> int:
     return max(range(len(values)), key=lambda i: (values[i], -i))
 
 
-def mc_split_result(examples, predictions: list[int | None], scores=None) -> dict:
-    """Accuracy (percent, from the mc_accuracy module), n, and one record per example."""
+def _accuracy(examples, predictions) -> float:
+    refs = [ex.label for ex in examples]
+    preds = [-1 if p is None else p for p in predictions]
+    return load_metric("mc_accuracy").compute(predictions=preds, references=refs)["accuracy"] if refs else 0.0
+
+
+def mc_split_result(examples, predictions: list[int | None], scores=None, normalised: list[int] | None = None) -> dict:
+    """Accuracy (percent, from the mc_accuracy module), n, and one record per example.
+
+    `normalised`: the predictions by log-likelihood per character of the option, for a causal
+    LM scored by log-likelihood (lm-evaluation-harness's acc_norm): reported as accuracy_norm.
+    """
     records = []
     for k, (ex, pred) in enumerate(zip(examples, predictions)):
         rec = {"id": ex.id, "source_id": ex.source_id, "prediction": pred, "label": ex.label,
                "correct": pred == ex.label}
+        if normalised is not None:
+            rec.update(prediction_norm=normalised[k], correct_norm=normalised[k] == ex.label)
         if scores is not None:
             rec["scores"] = [float(s) for s in scores[k]]
         records.append(rec)
-    refs = [ex.label for ex in examples]
-    preds = [-1 if p is None else p for p in predictions]
-    accuracy = load_metric("mc_accuracy").compute(predictions=preds, references=refs)["accuracy"] if refs else 0.0
-    return {"n": len(examples), "accuracy": accuracy, "records": records}
+    result = {"n": len(examples), "accuracy": _accuracy(examples, predictions), "records": records}
+    if normalised is not None:
+        result["accuracy_norm"] = _accuracy(examples, normalised)
+    return result
 
 
 def qa_split_result(examples, predictions: list[str | None]) -> dict:
@@ -109,7 +122,11 @@ def _score_mc(split_examples: dict, scorer, accelerator, progress) -> dict:
             if len(s) != len(ex.options):
                 raise AdvraceError(f"{model_name(scorer)}: {len(s)} scores for {ex.id}, which has "
                                    f"{len(ex.options)} options")
-        results[split] = mc_split_result(examples, [_argmax(s) for s in scores], scores)
+        normalised = None
+        if getattr(scorer, "method", None) == LOGLIKELIHOOD:
+            normalised = [_argmax([v / max(len(o), 1) for v, o in zip(s, ex.options)])
+                          for ex, s in zip(examples, scores)]
+        results[split] = mc_split_result(examples, [_argmax(s) for s in scores], scores, normalised)
     return results
 
 
@@ -137,11 +154,38 @@ def _require_mc(release_dir, manifest) -> None:
                           "scores span models with EM and F1")
 
 
-def make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MULTIPLE_CHOICE):
+FITS = {MULTIPLE_CHOICE: ("multiple_choice", "causal_lm"), EXTRACTIVE_QA: ("span_extraction", "causal_lm")}
+TASK_TEXT = {MULTIPLE_CHOICE: "the multiple-choice (RACE)", EXTRACTIVE_QA: "the extractive-QA (SQuAD)"}
+FITTING = {MULTIPLE_CHOICE: "a multiple-choice checkpoint (`advrace train`, objective multiple_choice), "
+                            "a causal language model (a folder, `smollm2` or a Hub name) or a built-in reader",
+           EXTRACTIVE_QA: "a span-extraction checkpoint (`advrace train`, objective span_extraction) or a "
+                          "causal language model (a folder, `smollm2` or a Hub name)"}
+
+
+def check_fits(model, task: str, release) -> str | None:
+    """The kind of `model` (see advrace.models.loading.checkpoint_kind) when it can score a
+    release of `task`; ConfigError (exit 2) naming what it is and what would fit when it cannot,
+    so that no model is scored with a randomly initialised head. None: a scorer object, a
+    built-in reader, or a model whose config cannot be read here (loading says why)."""
+    if hasattr(model, "predict_mc") or hasattr(model, "predict_qa") or is_baseline(model):
+        return None
+    kind, arch = checkpoint_kind(str(model))
+    if kind is None or kind in FITS[task]:
+        return kind
+    what = KIND_TEXT.get(kind, f"a model with a {kind.removeprefix('For')} head")
+    random_head = " (scoring it would put a randomly initialised head on it)" if kind != "unilm" else ""
+    raise ConfigError(f"{model}: {arch or 'this model'} is {what}, which cannot score {TASK_TEXT[task]} "
+                      f"release {release}{random_head}; give {FITTING[task]}")
+
+
+def make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MULTIPLE_CHOICE, llm=None):
     """An object with `predict_mc` (multiple choice) or `predict_qa` (extractive QA) for `model`:
-    the object itself, a built-in reader, or a loaded checkpoint."""
+    the object itself, a built-in reader, or a loaded checkpoint (a causal LM with the keywords
+    `llm` of CausalLMScorer: method, shots, ...)."""
     if hasattr(model, "predict_mc" if task == MULTIPLE_CHOICE else "predict_qa"):
         return model
+    if not is_baseline(model) and checkpoint_kind(str(model))[0] == "causal_lm":
+        return load_causal_scorer(model, batch_size=batch_size, bf16=bf16, accelerator=accelerator, **(llm or {}))
     if task != MULTIPLE_CHOICE:
         if is_baseline(model):
             raise ConfigError(f"{model}: the built-in readers answer multiple-choice questions only")

