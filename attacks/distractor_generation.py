@@ -52,7 +52,7 @@ class DistractorGenerationConfig(DistractorAttackConfig):
     # causal_lm: the passage is cut to this many tokens; None: the training run's, else 400
     max_passage_tokens: int | None = None
     prompt: str = PROMPT  # causal_lm; a fine-tuned model was trained on this one
-    batch_size: int = 4  # unilm questions decoded together (causal_lm decodes one at a time)
+    batch_size: int = 4  # questions decoded together (unilm and causal_lm)
     # Generated text about the passage: at 0.5, DG chosen by the similarity reader was no harder
     # for sliding-window on RACE dev-middle; at 0.75 it was (README, "Distractor filters").
     min_grounded_share: float = 0.75
@@ -177,16 +177,28 @@ class DistractorGeneration(DistractorAttack):
         banned = tuple(t for t in tok.all_special_ids if t != eos)
         prompts = prompt_ids(tok, examples, cfg.max_passage_tokens, cfg.prompt)
         decoder = CausalDecoder(self._model)
+        # Questions decoded together share each step's pass over the weights and, on one passage,
+        # their prompts' common beginning; a question's beams still see only its own prompt and
+        # ancestors (CausalDecoder), so its candidates do not depend on the others. A model the
+        # decoder cannot batch: one question at a time.
+        size = cfg.batch_size if getattr(decoder, "batched", False) else 1
+        groups = [prompts[i:i + size] for i in range(0, len(prompts), size)]
         out: list[list[str]] = []
-        with torch.autocast(self._device.type, dtype=torch.bfloat16, enabled=self._bf16):
-            for ids in tqdm(prompts, desc=self.name, unit="question", disable=not progress, leave=False):
-                source = torch.tensor([ids], device=self._device)
-                hyps = beam_search(decoder, source, torch.tensor([len(ids)], device=self._device),
-                                   beam_size=cfg.beam_size, max_length=cfg.max_target_tokens,
-                                   eos_id=eos, length_penalty=cfg.length_penalty, banned=banned)[0]
-                # a model not trained on the prompt may go on past a line break
-                ranked = [t.split("\n")[0].strip() for t in _decode(tok, [h.tokens for h in hyps])]
-                out.append([t for t in dict.fromkeys(ranked) if t])
+        bar = tqdm(total=len(prompts), desc=self.name, unit="question", disable=not progress, leave=False)
+        with torch.autocast(self._device.type, dtype=torch.bfloat16, enabled=self._bf16), bar:
+            for group in groups:
+                source = torch.zeros((len(group), max(map(len, group))), dtype=torch.long)
+                for r, ids in enumerate(group):
+                    source[r, :len(ids)] = torch.tensor(ids)
+                lengths = torch.tensor([len(ids) for ids in group])
+                found = beam_search(decoder, source.to(self._device), lengths.to(self._device),
+                                    beam_size=cfg.beam_size, max_length=cfg.max_target_tokens,
+                                    eos_id=eos, length_penalty=cfg.length_penalty, banned=banned)
+                for hyps in found:
+                    # a model not trained on the prompt may go on past a line break
+                    ranked = [t.split("\n")[0].strip() for t in _decode(tok, [h.tokens for h in hyps])]
+                    out.append([t for t in dict.fromkeys(ranked) if t])
+                bar.update(len(group))
         return out
 
     def select(self, candidates, example):

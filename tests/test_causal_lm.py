@@ -191,3 +191,196 @@ def test_bf16_on_and_off(setup, trained, bf16):
     cands = attack.candidates(examples)
     assert attack._bf16 is bf16 and attack.describe()["inference"]["precision"] == ("bf16" if bf16 else "fp32")
     assert all(1 <= len(c) <= 3 for c in cands)
+
+
+# ---------------------------------------------------------------- decoding: tree attention
+
+
+class ReferenceDecoder:
+    """The decoder CausalDecoder replaced, verbatim: the prompt's keys and values copied to every
+    beam and reordered at every step, one question at a time."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def start(self, source_ids, source_lengths):
+        with torch.inference_mode():
+            out = self.model(input_ids=source_ids, use_cache=True, logits_to_keep=1)
+        state = {"cache": out.past_key_values, "beams": 1, "length": source_ids.shape[1]}
+        return state, torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+
+    def step(self, state, tokens, origin):
+        b, beams = tokens.shape
+        rows = (torch.arange(b, device=tokens.device).view(-1, 1) * state["beams"] + origin).view(-1)
+        cache = state["cache"]
+        cache.reorder_cache(rows)
+        positions = torch.full((b * beams, 1), state["length"], dtype=torch.long, device=tokens.device)
+        with torch.inference_mode():
+            out = self.model(input_ids=tokens.reshape(-1, 1), position_ids=positions,
+                             past_key_values=cache, use_cache=True)
+        state = {"cache": out.past_key_values, "beams": beams, "length": state["length"] + 1}
+        return state, torch.log_softmax(out.logits[:, -1].float(), dim=-1).view(b, beams, -1)
+
+
+def _prompts(vocab: int, lengths=(9, 23, 4, 16)) -> list[list[int]]:
+    g = torch.Generator().manual_seed(1)
+    return [torch.randint(5, vocab, (n,), generator=g).tolist() for n in lengths]
+
+
+def _search(decoder, prompts: list[list[int]], **kw) -> list:
+    from advrace.models.beam_search import beam_search
+
+    ids = torch.zeros((len(prompts), max(map(len, prompts))), dtype=torch.long)
+    for r, p in enumerate(prompts):
+        ids[r, :len(p)] = torch.tensor(p)
+    return beam_search(decoder, ids, torch.tensor([len(p) for p in prompts]), **kw)
+
+
+def _same(got: list, want: list) -> None:
+    assert [h.tokens for h in got] == [h.tokens for h in want]
+    assert [h.finished for h in got] == [h.finished for h in want]
+    for g, w in zip(got, want):
+        assert g.score == pytest.approx(w.score, abs=1e-5) and g.logprob == pytest.approx(w.logprob, abs=1e-5)
+
+
+@pytest.fixture(scope="module")
+def lm(setup):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(setup["lm"]).eval()
+
+
+@pytest.mark.parametrize("beam,length", [(1, 5), (3, 1), (3, 7), (6, 4)])
+def test_tree_decoder_equals_the_reference(lm, beam, length):
+    """Alone or several questions together, each question's hypotheses are the reference's."""
+    from advrace.models.causal_encoding import CausalDecoder
+
+    prompts = _prompts(lm.config.vocab_size)
+    kw = {"beam_size": beam, "max_length": length, "eos_id": 3, "banned": (0,)}
+    want = [_search(ReferenceDecoder(lm), [p], **kw)[0] for p in prompts]
+    decoder = CausalDecoder(lm)
+    assert decoder.batched
+    for p, w in zip(prompts, want):
+        _same(_search(decoder, [p], **kw)[0], w)
+    for got, w in zip(_search(decoder, prompts, **kw), want):
+        _same(got, w)
+
+
+def test_tree_decoder_with_eager_attention(setup):
+    """An attention implementation that adds its mask (eager) gets an additive float mask."""
+    from transformers import AutoModelForCausalLM
+
+    from advrace.models.causal_encoding import CausalDecoder
+
+    model = AutoModelForCausalLM.from_pretrained(setup["lm"], attn_implementation="eager").eval()
+    prompts = _prompts(model.config.vocab_size, (7, 12))
+    kw = {"beam_size": 4, "max_length": 5, "eos_id": 3}
+    want = [_search(ReferenceDecoder(model), [p], **kw)[0] for p in prompts]
+    for got, w in zip(_search(CausalDecoder(model), prompts, **kw), want):
+        _same(got, w)
+
+
+def test_sliding_window_models_fall_back_to_reordering(tmp_path):
+    """A cache that drops old keys cannot hold a shared prompt: one question at a time, reordered."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    from advrace.models.causal_encoding import CausalDecoder
+
+    torch.manual_seed(0)
+    cfg = MistralConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=2, sliding_window=8)
+    model = MistralForCausalLM(cfg).eval()
+    decoder = CausalDecoder(model)
+    assert not decoder.batched
+    prompt = _prompts(64, (12,))
+    kw = {"beam_size": 3, "max_length": 4, "eos_id": 3}
+    _same(_search(decoder, prompt, **kw)[0], _search(ReferenceDecoder(model), prompt, **kw)[0])
+
+
+def test_the_prompt_is_cached_once_for_all_beams(lm):
+    """The cache is one row: the prompts once, then `beams` tokens a question a step; a finished
+    question is left out of a step (`active`) and the other's scores do not move."""
+    from advrace.models.causal_encoding import CausalDecoder
+
+    prompts, beams, vocab = _prompts(lm.config.vocab_size, (9, 14)), 4, lm.config.vocab_size
+    g = torch.Generator().manual_seed(0)
+    # four steps' tokens and origins (the first step's beams all come from the one start beam)
+    moves = [(torch.randint(5, vocab, (2, beams), generator=g),
+              torch.randint(0, 1 if k == 0 else beams, (2, beams), generator=g)) for k in range(4)]
+
+    def run(active=None):
+        decoder = CausalDecoder(lm)
+        ids = torch.zeros((2, 14), dtype=torch.long)
+        for r, p in enumerate(prompts):
+            ids[r, :len(p)] = torch.tensor(p)
+        state, _ = decoder.start(ids, torch.tensor([9, 14]))
+        expected = 9 + 14
+        for k, (tokens, origin) in enumerate(moves):
+            last = k == len(moves) - 1
+            state, logp = decoder.step(state, tokens, origin, active=active if last else None)
+            expected += beams * (sum(active) if last and active else 2)
+            cache = state["cache"]
+            assert cache.get_seq_length() == expected and cache.layers[0].keys.shape[0] == 1
+            assert logp.shape == (2, beams, vocab)
+        return logp
+
+    both, one = run(), run(active=[False, True])
+    assert torch.allclose(one[1], both[1], atol=1e-5)
+
+
+def test_prompts_sharing_a_prefix_share_its_cache(lm):
+    """Questions on one passage: a prompt that begins like an earlier one runs only the rest
+    (at least its last token), and each still gets the reference's hypotheses."""
+    from advrace.models.causal_encoding import CausalDecoder
+
+    base, other = _prompts(lm.config.vocab_size, (20, 9))
+    prompts = [base, base[:12] + [7, 8, 9, 10, 11, 12], base, base[:5], other]
+    kw = {"beam_size": 3, "max_length": 6, "eos_id": 3}
+    want = [_search(ReferenceDecoder(lm), [p], **kw)[0] for p in prompts]
+    for got, w in zip(_search(CausalDecoder(lm), prompts, **kw), want):
+        _same(got, w)
+    ids = torch.zeros((len(prompts), 20), dtype=torch.long)
+    for r, p in enumerate(prompts):
+        ids[r, :len(p)] = torch.tensor(p)
+    state, _ = CausalDecoder(lm).start(ids, torch.tensor([len(p) for p in prompts]))
+    assert state["cache"].get_seq_length() == 20 + 6 + 1 + 1 + 9
+    assert state["lengths"].tolist() == [len(p) for p in prompts]
+    assert state["visible"].sum(1).tolist() == [len(p) for p in prompts]
+
+
+@pytest.mark.parametrize("bf16", [pytest.param(False, id="fp32"), pytest.param(True, id="bf16")])
+def test_tree_decoder_under_autocast_without_deprecation_warnings(lm, bf16):
+    import warnings
+
+    from advrace.models.causal_encoding import CausalDecoder
+
+    prompts = _prompts(lm.config.vocab_size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        warnings.simplefilter("error", DeprecationWarning)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            found = _search(CausalDecoder(lm), prompts, beam_size=3, max_length=4, eos_id=3)
+    assert len(found) == len(prompts)
+    assert all(1 <= len(hs) <= 3 and all(math.isfinite(h.score) and h.tokens for h in hs) for hs in found)
+
+
+def test_dg_candidates_do_not_depend_on_the_batch(setup, trained, monkeypatch):
+    """The attack decodes `batch_size` questions together (a finished one leaves the steps); one
+    at a time, and the reference decoder, give the same lists."""
+    import advrace.attacks.distractor_generation as dg
+
+    examples = setup["examples"][:5]
+    make = lambda n: get_attack("distractor_generation")({  # noqa: E731
+        "model": trained["final"], "beam_size": 3, "max_target_tokens": 12, "batch_size": n})
+    seen, step = [], dg.CausalDecoder.step
+
+    def recording(self, state, tokens, origin, active=None):
+        seen.append(active)
+        return step(self, state, tokens, origin, active)
+
+    monkeypatch.setattr(dg.CausalDecoder, "step", recording)
+    together = make(3).candidates(examples)
+    assert any(a and not all(a) for a in seen)  # some question finished before the others
+    assert make(1).candidates(examples) == together
+    monkeypatch.setattr(dg, "CausalDecoder", ReferenceDecoder)
+    assert make(3).candidates(examples) == together

@@ -1,6 +1,7 @@
 """Batched beam search over any decoder with `start(source_ids, source_lengths)` and
 `step(state, tokens, origin)` (advrace.unilm.Seq2SeqDecoder caches keys and values;
-FullDecoder re-encodes everything and is the baseline).
+FullDecoder re-encodes everything and is the baseline). A decoder with `skips_finished = True`
+gets `step(..., active=[bool per question])` and need not compute the finished questions.
 
 Each question keeps `beam_size` live hypotheses; one that ends with the end token is finished
 and scored by its summed log-probability divided by length ** length_penalty. A question stops
@@ -83,8 +84,11 @@ def beam_search(decoder, source_ids: torch.Tensor, source_lengths: torch.Tensor,
         alive_scores = torch.tensor(scores, device=device)
         if all(done) or length == max_length:
             break
-        state, logp = decoder.step(state, torch.tensor(next_tokens, device=device),
-                                   torch.tensor(origin, device=device))
+        step_args = (state, torch.tensor(next_tokens, device=device), torch.tensor(origin, device=device))
+        # a decoder that can leave a finished question out is told which still search; what it
+        # returns for the others is never read
+        state, logp = (decoder.step(*step_args, active=[not d for d in done])
+                       if getattr(decoder, "skips_finished", False) else decoder.step(*step_args))
 
     results = []
     for q in range(b):
