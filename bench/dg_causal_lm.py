@@ -5,7 +5,7 @@ Prints seconds per question of the attack's candidates (`distractor_generation`,
 `causal_lm`, the attack's defaults: beam 10, up to 24 tokens, `batch_size` questions decoded
 together) with advrace.models.causal_encoding.CausalDecoder (each prompt's keys and values cached
 once and shared by all beams under a tree mask) and with a baseline measured in the same run, on
-the same model and questions: the decoder it replaced, copied below as `OldCausalDecoder`, which
+the same model and questions: the decoder it replaced, kept as the fallback `ReorderingDecoder`, which
 copies the prompt's cache to every beam, reorders it at every step and decodes one question at a
 time; and, to show what decoding questions together adds and that it changes nothing, the new
 decoder one question a batch. They alternate, batch by batch, so that load from other
@@ -39,40 +39,11 @@ from advrace.models import beam_search as bs  # noqa: E402
 DEFAULT_MODEL = ROOT / "runs" / "dg-sample" / "final"
 
 
-class OldCausalDecoder:
-    """The decoder as it was (advrace.models.causal_encoding before tree attention), verbatim."""
-
-    def __init__(self, model):
-        self.model = model
-
-    def start(self, source_ids, source_lengths):
-        import torch
-
-        with torch.inference_mode():
-            out = self.model(input_ids=source_ids, use_cache=True, logits_to_keep=1)
-        state = {"cache": out.past_key_values, "beams": 1, "length": source_ids.shape[1]}
-        return state, torch.log_softmax(out.logits[:, -1].float(), dim=-1)
-
-    def step(self, state, tokens, origin):
-        import torch
-
-        b, beams = tokens.shape
-        rows = (torch.arange(b, device=tokens.device).view(-1, 1) * state["beams"] + origin).view(-1)
-        cache = state["cache"]
-        cache.reorder_cache(rows)
-        positions = torch.full((b * beams, 1), state["length"], dtype=torch.long, device=tokens.device)
-        with torch.inference_mode():
-            out = self.model(input_ids=tokens.reshape(-1, 1), position_ids=positions,
-                             past_key_values=cache, use_cache=True)
-        state = {"cache": out.past_key_values, "beams": beams, "length": state["length"] + 1}
-        return state, torch.log_softmax(out.logits[:, -1].float(), dim=-1).view(b, beams, -1)
-
-
 def use_decoder(which: str) -> None:
     """The attack's decoder: `old` (one question at a time, as before) or `new`."""
-    from advrace.models.causal_encoding import CausalDecoder
+    from advrace.models.causal_encoding import CausalDecoder, ReorderingDecoder
 
-    dg.CausalDecoder = OldCausalDecoder if which == "old" else CausalDecoder
+    dg.CausalDecoder = ReorderingDecoder if which == "old" else CausalDecoder
 
 
 def questions(path: str, level: str | None, limit: int) -> list:

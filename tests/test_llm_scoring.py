@@ -271,3 +271,23 @@ def test_smollm2_real_weights(setup, tmp_path):
     scores = scorer.predict_mc(examples)
     stated = [s for s, ex in zip(scores, examples) if ex.question == "Where does Tom live?"]
     assert len(stated) == 3 and all(max(range(4), key=lambda i: s[i]) == 1 for s in stated), scores
+
+
+def test_the_cache_goes_under_the_name_the_installed_transformers_takes():
+    """transformers 5.24 renamed `past_key_values` to `cache` (the old name warns in every call)."""
+    from types import SimpleNamespace
+
+    from advrace.models.kv_cache import returned_cache, with_cache
+
+    class Old:
+        def forward(self, input_ids=None, past_key_values=None):
+            pass
+
+    class New:
+        def forward(self, input_ids=None, cache=None):
+            pass
+
+    assert with_cache(Old(), "c") == {"past_key_values": "c"} and with_cache(New(), "c") == {"cache": "c"}
+    assert returned_cache(SimpleNamespace(past_key_values="p")) == "p"
+    assert returned_cache(SimpleNamespace(cache="c", past_key_values=None)) == "c"
+    assert returned_cache(SimpleNamespace(logits=1)) is None

@@ -51,7 +51,8 @@ def report_label(model) -> str:
     return _UNSAFE.sub("_", label).strip() or "model"
 
 
-def _numbered(labels: list[str]) -> list[str]:
+def numbered(labels: list[str]) -> list[str]:
+    """The labels, with -2, -3, ... added to repeats, in order."""
     out, seen = [], set()
     for label in labels:
         candidate, k = label, 1
@@ -76,4 +77,4 @@ def report_labels(models, predictions=()) -> list[str]:
                 and run_name(model) is not None:
             labels[k] = f"{labels[k]}/{Path(str(model)).expanduser().resolve().name}"
     labels += [_UNSAFE.sub("_", Path(p).stem).strip() or "predictions" for p in predictions]
-    return _numbered(labels)
+    return numbered(labels)

@@ -27,6 +27,7 @@ from pathlib import Path
 from advrace.core.atomic import atomic_dir
 from advrace.core.numbers import significant
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
+from advrace.evaluation.naming import numbered
 from advrace.evaluation.statistics import (LEVEL, RESAMPLES, SEED, bootstrap_interval, mcnemar_exact_p,
                                            paired_bootstrap_p, wilson_interval)
 
@@ -254,16 +255,7 @@ def file_stems(models: list[str]) -> list[str]:
     """File-safe, unique names for the models' predictions/ files: a label may hold a slash
     (`dg-sample/final`, `owner/name`), a file name may not (`dg-sample_final`); a name of
     letters, digits and `._+-` (an ablation's `+charswap`) stays as it is."""
-    out, seen = [], set()
-    for name in models:
-        base = re.sub(r"[^A-Za-z0-9._+-]+", "_", name).strip("._") or "model"
-        candidate, k = base, 1
-        while candidate in seen:
-            k += 1
-            candidate = f"{base}-{k}"
-        seen.add(candidate)
-        out.append(candidate)
-    return out
+    return numbered([re.sub(r"[^A-Za-z0-9._+-]+", "_", name).strip("._") or "model" for name in models])
 
 
 # --------------------------------------------------------------------------- rendering

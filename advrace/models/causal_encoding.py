@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from advrace.models.kv_cache import returned_cache, with_cache
+
 PROMPT = ("Read the passage and write one wrong answer to the question: a short option that "
           "sounds plausible but is not correct.\n\nPassage: {passage}\n\nQuestion: {question}\n"
           "Correct answer: {answer}\nWrong answer:")
@@ -156,7 +158,7 @@ class CausalDecoder:
                 share = min(share, n - 1)  # at least one token to predict from
                 if not share:  # run alone and unpadded, then appended to the row
                     own = self._new_cache()
-                    out = self.model(input_ids=ids.view(1, n), past_key_values=own, use_cache=True,
+                    out = self.model(input_ids=ids.view(1, n), **with_cache(self.model, own), use_cache=True,
                                      logits_to_keep=1)
                     if cache is None:
                         cache = own
@@ -172,7 +174,7 @@ class CausalDecoder:
                     visible[:, size:] = torch.ones((new, new), dtype=torch.bool, device=device).tril()
                     out = self.model(input_ids=ids[share:].view(1, new), attention_mask=self._mask(visible),
                                      position_ids=torch.arange(share, n, device=device).view(1, new),
-                                     past_key_values=cache, use_cache=True, logits_to_keep=1)
+                                     **with_cache(self.model, cache), use_cache=True, logits_to_keep=1)
                     slots.append(torch.cat([slots[donor][:share], torch.arange(size, size + new, device=device)]))
                 size += n - share
                 logps.append(torch.log_softmax(out.logits[:, -1].float(), dim=-1))
@@ -220,8 +222,8 @@ class CausalDecoder:
             with torch.inference_mode():
                 out = self.model(input_ids=tokens.reshape(-1).index_select(0, fed).view(1, n),
                                  attention_mask=mask, position_ids=positions.view(1, n),
-                                 past_key_values=cache, use_cache=True)
-            cache = out.past_key_values
+                                 **with_cache(self.model, cache), use_cache=True)
+            cache = returned_cache(out)
             scores = torch.log_softmax(out.logits[0].float(), dim=-1)
             logp = scores if n == b * beams else logp.index_copy(0, fed, scores)
         state = {**state, "cache": cache, "beams": beams, "depth": state["depth"] + 1, "visible": visible,
@@ -245,9 +247,10 @@ class ReorderingDecoder:
             raise ValueError("ReorderingDecoder decodes one question at a time")
         n = int(source_lengths[0])
         with torch.inference_mode():
-            out = self.model(input_ids=source_ids[:, :n], past_key_values=DynamicCache(config=self.model.config),
+            cache = DynamicCache(config=self.model.config)
+            out = self.model(input_ids=source_ids[:, :n], **with_cache(self.model, cache),
                              use_cache=True, logits_to_keep=1)
-        state = {"cache": out.past_key_values, "beams": 1, "length": n}
+        state = {"cache": returned_cache(out), "beams": 1, "length": n}
         return state, torch.log_softmax(out.logits[:, -1].float(), dim=-1)
 
     def step(self, state, tokens, origin):
@@ -260,8 +263,8 @@ class ReorderingDecoder:
         positions = torch.full((b * beams, 1), state["length"], dtype=torch.long, device=tokens.device)
         with torch.inference_mode():
             out = self.model(input_ids=tokens.reshape(-1, 1), position_ids=positions,
-                             past_key_values=cache, use_cache=True)
-        state = {"cache": out.past_key_values, "beams": beams, "length": state["length"] + 1}
+                             **with_cache(self.model, cache), use_cache=True)
+        state = {"cache": returned_cache(out), "beams": beams, "length": state["length"] + 1}
         return state, torch.log_softmax(out.logits[:, -1].float(), dim=-1).view(b, beams, -1)
 
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from advrace.models.kv_cache import returned_cache, with_cache
+
 
 @dataclass(frozen=True)
 class Request:
@@ -94,7 +96,7 @@ def _encode_prefixes(model, prefixes: list[tuple[int, ...]], pad_id: int, device
         ids[r, :len(p)] = torch.tensor(p, dtype=torch.long)
         mask[r, :len(p)] = 1
     out = model(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=True, logits_to_keep=1)
-    return out.past_key_values, width
+    return returned_cache(out), width
 
 
 def _packed_mask(prefix_lengths: list[int], width: int, segments: list[list[int]], length: int, device):
@@ -152,7 +154,7 @@ def shared_logprobs(model, requests: list[Request], *, pad_id: int = 0, device=N
 
     mask = _packed_mask([len(p) for p in prefixes], width, segments, length, device)
     out = model(input_ids=padded(rows, pad_id), position_ids=padded(positions, 0), attention_mask=mask,
-                past_key_values=cache, use_cache=cache is not None)
+                **with_cache(model, cache), use_cache=cache is not None)
     logprobs = _target_logprobs(out.logits, padded(targets, 0)).cpu()
     results = []
     for i, r in enumerate(requests):
@@ -208,8 +210,8 @@ def greedy_generate(model, contexts: list[tuple[int, ...]], *, max_new_tokens: i
         mask = torch.cat([slots, seen], dim=-1).view(rows, 1, 1, -1).to(device)
         positions = torch.tensor([[n + step] for n in lengths], dtype=torch.long, device=device)
         out = model(input_ids=tokens, position_ids=positions, attention_mask=mask,
-                    past_key_values=cache, use_cache=True)
-        cache = out.past_key_values
+                    **with_cache(model, cache), use_cache=True)
+        cache = returned_cache(out)
         best = out.logits[:, -1].float().argmax(-1).tolist()
         for r, t in enumerate(best):
             if not done[r]:
