@@ -391,8 +391,18 @@ def test_one_factory_makes_every_multiple_choice_scorer(setup, monkeypatch):
     from advrace.models.mc_scoring import CheckpointScorer
     from advrace.models.precision import inference_device
 
-    folder = setup["de"]["final"]
-    attack = get_attack("distractor_extraction")({"model": folder, "select_with": folder, "batch_size": 3,
+    from transformers import AutoTokenizer, BertConfig, BertForMultipleChoice
+
+    from advrace.core.errors import ConfigError
+
+    folder = setup["de"]["final"]  # a span (DE) checkpoint: as a reader it would get a random head
+    with pytest.raises(ConfigError, match="BertForQuestionAnswering model, not the ForMultipleChoice"):
+        get_attack("distractor_extraction")({"model": folder, "select_with": folder})._reader()
+    mc = setup["root"] / "mc-reader"
+    if not mc.is_dir():
+        BertForMultipleChoice(BertConfig.from_pretrained(folder)).save_pretrained(mc)
+        AutoTokenizer.from_pretrained(folder).save_pretrained(mc)
+    attack = get_attack("distractor_extraction")({"model": folder, "select_with": str(mc), "batch_size": 3,
                                                   "select_with_max_length": 64})
     reader = attack._reader()
     assert isinstance(reader, CheckpointScorer) and attack._reader() is reader

@@ -368,6 +368,7 @@ def test_training_in_bf16_on_a_cpu_without_it_warns(cpu_bf16, capsys, tmp_path):
     from advrace.training.config import as_config
 
     race, tok = make_race_dir(tmp_path), make_tokenizer(tmp_path)
+    _reset_accelerate()  # an evaluation or lm-eval run earlier in this process left its state
     for native, precision in [(True, "bf16"), (False, "no"), (False, "bf16")]:
         cpu_bf16(native)
         cfg = as_config(tiny(tok, race, tmp_path, mixed_precision=precision))
