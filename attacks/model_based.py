@@ -31,7 +31,8 @@ from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words, words
 from advrace.models.checkpoint_info import training_info
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states, form_giveaway,
-                                   grounded_share, normalise, refers_to_options, stated_in_passage)
+                                   grounded_share, refers_to_options, repeats_question, same_option,
+                                   stated_in_passage)
 from advrace.models.loading import MINILM, checkpoint_name
 from advrace.models.mc_scoring import make_mc_scorer
 from advrace.models.paraphrase import paraphrase_cosines
@@ -137,6 +138,7 @@ class CheckpointAttack(Attack):
 # answer-equivalence reasons are validity.answer_equivalence's own.
 NO_WORDS = "has no words"
 REPEATS = "repeats an original distractor"
+ECHOES = "repeats the question"
 REFERS = "refers to the other options"
 PARAPHRASE = "a paraphrase of the answer"
 STATED = "stated in the passage"
@@ -294,15 +296,16 @@ class DistractorAttack(CheckpointAttack):
         in other words and that the passage, the question and the original options leave
         standing."""
         cfg = self.config
-        originals = {normalise(d) for d in example.distractors}
         states = cfg.reject_stated_in_passage and asks_what_passage_states(example.question)
         passed = []
         for raw in candidates:
             text = " ".join(raw.split())
             why = NO_WORDS if not words(text) else answer_equivalence(
                 text, example.answer, max_overlap=cfg.max_overlap_answer, stopwords=stopwords)
-            if why is None and normalise(text) in originals:
+            if why is None and any(same_option(text, d) for d in example.distractors):
                 why = REPEATS
+            if why is None and repeats_question(text, example.question, stopwords):
+                why = ECHOES
             if why is None and refers_to_options(text):
                 why = REFERS
             if why is None and states and stated_in_passage(text, example.passage):

@@ -124,6 +124,12 @@ def test_new_distractors_that_give_the_answer_away_or_repeat_it_are_flagged(ctx)
                                                                                "His daughter."]), ctx)
     dup = checks("distractor_generation", src, replaced(src, ["In the mountains.", "in the mountains", "Far away."]), ctx)
     assert A.DUPLICATE in dup
+    # read on RACE dev-middle's DG split: a twin of a kept option, and an option that repeats the question
+    kept = mc(question="The teacher is going to read the exercise books  _", options=(
+        "in class", "at home", "at school", "in the classroom"), label=1)
+    assert A.DUPLICATE in checks("distractor_generation", kept, replaced(kept, ["at the school"]), ctx)
+    assert A.ECHO in checks("distractor_generation", kept, replaced(kept, ["the exercise books"]), ctx)
+    assert checks("distractor_generation", kept, replaced(kept, ["on the bus"]), ctx) == []
     both = mc(options=("In a city.", "Near a lake.", "Both A and B.", "By the sea."), label=2)
     assert A.GOLD_REFERS in checks("distractor_generation", both, replaced(both, ["In the mountains.",
                                                                                  "Near his school.", "Far away."]), ctx)

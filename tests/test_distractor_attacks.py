@@ -464,3 +464,21 @@ def test_training_info_is_read_once_and_generators_take_either_objective(setup, 
     attack = get_attack("distractor_generation")({"model": setup["dg"]["final"]})
     assert attack.config.backend == "unilm" and attack._source_length() > 0
     assert len(reads) == 1
+
+
+def test_vetting_refuses_twins_of_kept_options_and_echoes_of_the_question(setup):
+    """Read on RACE dev-middle's DG split: "at the school" beside the kept "at school", and
+    options that only repeat the question, are refused before selection."""
+    from collections import Counter
+
+    from advrace.attacks import model_based as M
+    from advrace.resources import load_stopwords
+
+    attack = get_attack("distractor_generation")({"model": setup["dg"]["final"]})
+    ex = MCExample(id="q", passage="Tom reads at home and on the bus.", question="The teacher reads the exercise books  _",
+                   options=("in class", "at home", "at school", "in the classroom"), label=1)
+    rejected = Counter()
+    passed = attack._word_checks(ex, ["at the school", "the exercise books", "on the bus"], rejected,
+                                 load_stopwords())
+    assert passed == ["on the bus"]
+    assert rejected == Counter({M.REPEATS: 1, M.ECHOES: 1})

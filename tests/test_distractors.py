@@ -159,7 +159,7 @@ def test_match_format_lowers_a_first_word_only_where_the_passage_writes_it_lower
 
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states,  # noqa: E402
                                    duplicate_options, form_giveaway, grounded_share, normalise,
-                                   stated_in_passage)
+                                   repeats_question, same_option, stated_in_passage)
 from advrace.resources import load_stopwords  # noqa: E402
 
 STORY = ("Tom was tired after the long walk, so he felt exhausted and went to bed early. The next "
@@ -229,6 +229,36 @@ def test_answer_equivalence(candidate, reason):
 def test_a_candidate_holding_the_answers_content_words_is_the_answer(candidate, answer, reason):
     assert answer_equivalence(candidate, answer, stopwords=load_stopwords()) == reason
     assert answer_equivalence(candidate, answer) != "holds every content word of the answer"  # needs stopwords
+
+
+# Read on RACE dev-middle (DG of the sample generator, 100 questions): new options that only
+# repeat the question's words answer nothing, and a reader drops them at once. RACE's own
+# distractors do this for 34 of 4,308 (0.8%): "Jack's" for "Whose house is next to Jack's?".
+@pytest.mark.parametrize("candidate, question, echoes", [
+    ("it seems that the writer of the story works", "It seems that the writer of the story works  _  .", True),
+    ("Bob", "_   and Bob are in a family .", True),
+    ("We cannot infer anything from this passage", "What can we infer  from the passage?", True),
+    ("Not the best title for the passage", "What's the best title for the passage?", True),
+    ("an excellent friend", "The writer believes that an excellent friend   _  .", True),
+    ("Two people.", "How many people probably have synesthesia?", False),  # a number answers it
+    ("14", "_   girls are in Class 18 .", False),
+    ("I felt very sad", "What's the title of the story?", False),
+    ("blue", "Bruce likes   _", False),
+])
+def test_an_option_that_repeats_the_question(candidate, question, echoes):
+    assert repeats_question(candidate, question, load_stopwords()) is echoes
+
+
+# Read on the same split: a new option beside a kept one that says the same thing.
+@pytest.mark.parametrize("a, b, same", [
+    ("at the school", "at school", True),
+    ("he doesn't write down a word", "doesn't write down a word", True),
+    ("I know none of these people", "I know most of these people", False),  # quantifiers stay
+    ("more color", "less color", False),
+    ("at home", "at school", False),
+])
+def test_options_that_say_the_same_thing(a, b, same):
+    assert same_option(a, b) is same
 
 
 def test_answer_equivalence_matches_whole_words():

@@ -109,6 +109,40 @@ def answer_equivalence(candidate: str, answer: str, *, max_overlap: float = 0.5,
     return None
 
 
+NUMBER_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve twenty thirty forty "
+                         "fifty sixty hundred thousand million first second third".split())
+
+
+ARTICLES_RE = re.compile(r"\b(?:a|an|the)\b")
+SUBJECT_RE = re.compile(r"^(?:i|you|he|she|it|we|they)\s+")
+
+
+def option_core(text: str) -> str:
+    """An option without its articles and leading subject pronoun: what two options share when
+    they say the same thing ("at the school" and "at school"; "he doesn't write down a word" and
+    "doesn't write down a word"). Quantifiers and negations stay: "I know none of these people"
+    and "I know most of these people" differ."""
+    return " ".join(SUBJECT_RE.sub("", ARTICLES_RE.sub(" ", " ".join(_tokens(text)))).split())
+
+
+def same_option(a: str, b: str) -> bool:
+    core_a, core_b = option_core(a), option_core(b)
+    return core_a == core_b if core_a or core_b else normalise(a) == normalise(b)
+
+
+def repeats_question(candidate: str, question: str, stopwords: Iterable[str]) -> bool:
+    """Whether a new option only repeats the question's words ("it seems that the writer of the
+    story works" for "It seems that the writer of the story works _ ."; "Bob" for "_ and Bob are
+    in a family."): it answers nothing, so a reader drops it at once. Every content word is the
+    question's; a number word counts as new ("Two people." answers "How many people ...?")."""
+    stop = set(stopwords) - NUMBER_WORDS  # "Two people." answers "How many people ...?"
+    content = [_stem(w) for w in _content_words(candidate, stop)]
+    if not content:
+        return False
+    asked = _stems(question)
+    return all(w in asked for w in content)
+
+
 def word_overlap(a: str, b: str) -> float:
     """Share of the smaller lowercase word set found in the other, up to a plural or tense ending
     ("doctors" is "doctor"); 0 when either has no words."""

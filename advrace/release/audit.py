@@ -28,7 +28,8 @@ from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.text import WORD_RE
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states, duplicate_options,
-                                   form_giveaway, normalise, refers_to_options, stated_in_passage)
+                                   form_giveaway, normalise, refers_to_options, repeats_question, same_option,
+                                   stated_in_passage)
 from advrace.release.records import NO_ATTACK, read_split
 from advrace.release.runner import ORIGINAL
 from advrace.release.verify import load_manifest
@@ -49,6 +50,7 @@ STATED = "distractor stated in the passage"
 DUPLICATE = "duplicate options"
 GOLD_REFERS = "answer refers to replaced options"
 FORM = "distractor gives itself away by form"
+ECHO = "distractor repeats the question"
 UNKNOWN_WORD = "word form not in the lexicon"
 WH_LEFT = "wh-word left in a statement"
 
@@ -266,6 +268,12 @@ def check_distractors(sources: list, examples: list, ctx) -> Iterable[Flag]:
             form = form_giveaway(d, list(src.options))
             if form:
                 yield i, FORM, f"{d!r} {form}"
+            stop = ctx.resources.stopwords
+            twin = next((o for o in ex.options if o != d and same_option(d, o)), None)
+            if twin is not None and not repeated:
+                yield i, DUPLICATE, f"{d!r} says what {twin!r} says"
+            if repeats_question(d, ex.question, stop):
+                yield i, ECHO, f"{d!r} for {ex.question!r}"
             pairs.append((i, d, ex.answer))
     if pairs and ctx.answer_cosine is not None:
         for (i, d, answer), cos in zip(pairs, ctx.cosines([(d, a) for _, d, a in pairs])):
