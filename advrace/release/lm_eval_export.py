@@ -25,13 +25,14 @@ atomic; `--out` must be new, empty, or an earlier export (it has advrace-export.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from advrace import __version__
+from advrace import __version__, metrics
 from advrace.core.atomic import atomic_dir
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
@@ -139,6 +140,16 @@ def group_yaml(group: str, tasks: list[str], release: str) -> str:
             f"group: {group}\ntask:\n{listed}metadata:\n  version: {TASK_VERSION}\n")
 
 
+def squad_metric_source() -> str:
+    """advrace's own SQuAD v1.1 EM/F1 (advrace.metrics), as source for the folder's utils.py: the
+    folder needs no advrace, and lm-eval scores answers exactly as `advrace evaluate` does."""
+    constants = (f"_ARTICLES = re.compile({metrics._ARTICLES.pattern!r})\n"
+                 "_PUNCTUATION = frozenset(string.punctuation)")
+    functions = [inspect.getsource(f).rstrip() for f in (metrics.normalize_answer, metrics.exact_match,
+                                                         metrics.token_f1, metrics.squad_em_f1)]
+    return "\n\n\n".join([constants, *functions]).replace("{", "{{").replace("}", "}}")
+
+
 UTILS_PY = '''\
 """lm-evaluation-harness helpers of an advrace task folder (written by `advrace export --format
 lm-eval`; regenerate rather than edit). They need only the Python standard library, `datasets`
@@ -165,36 +176,7 @@ def load_split(advrace_data, **metadata):
     return datasets.DatasetDict({{"test": datasets.Dataset.from_list(rows)}})
 
 
-_ARTICLES = re.compile(r"\\b(a|an|the)\\b")
-_PUNCTUATION = frozenset(string.punctuation)
-
-
-def normalize_answer(text):
-    """Lowercase, drop punctuation, drop the articles a/an/the, collapse whitespace (SQuAD v1.1)."""
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
-    return " ".join(_ARTICLES.sub(" ", text).split())
-
-
-def exact_match(prediction, gold):
-    return float(normalize_answer(prediction) == normalize_answer(gold))
-
-
-def token_f1(prediction, gold):
-    pred_tokens = normalize_answer(prediction).split()
-    gold_tokens = normalize_answer(gold).split()
-    same = sum((Counter(pred_tokens) & Counter(gold_tokens)).values())
-    if same == 0:
-        return 0.0
-    precision = same / len(pred_tokens)
-    recall = same / len(gold_tokens)
-    return 2 * precision * recall / (precision + recall)
-
-
-def squad_em_f1(prediction, golds):
-    """(EM, F1) of one prediction, each the best over the gold answers, in [0, 1]."""
-    golds = list(golds)
-    return (max(exact_match(prediction, g) for g in golds),
-            max(token_f1(prediction, g) for g in golds))
+{squad_metric}
 
 
 def process_squad(doc, results):
@@ -202,7 +184,7 @@ def process_squad(doc, results):
     prediction = results[0].split(STOP)[0].strip()
     em, f1 = squad_em_f1(prediction, doc["answers"])
     return {{"exact_match": em, "f1": f1}}
-'''.format(stop=SQUAD_STOP)
+'''.format(stop=SQUAD_STOP, squad_metric=squad_metric_source())
 
 
 def readme(manifest: dict, manifest_sha256: str, group: str, rows: list[tuple[str, str, str, int]]) -> str:
