@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from operator import attrgetter
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,9 @@ from advrace.evaluation import evaluate_command
 from advrace.formats import load
 from advrace.models import llm_prompts
 from advrace.models.continuation_scoring import (Request, encode_request, greedy_generate, shared_logprobs,
-                                                 token_batches, unshared_logprobs)
+                                                 unshared_logprobs)
 from advrace.models.llm_scoring import CausalLMScorer, draw_shots, load_causal_scorer
+from advrace.models.mc_encoding import length_sorted_batches
 from advrace.release import build_release, read_split
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc
 
@@ -113,10 +115,10 @@ def test_a_wrong_mask_would_be_caught(setup):
 
 def test_batches_are_length_sorted_within_a_budget():
     reqs = [Request((1,) * n, ((2,),)) for n in (5, 50, 7, 49, 20)]
-    batches = token_batches(reqs, max_questions=2, max_tokens=120)
+    batches = length_sorted_batches(reqs, 2, attrgetter("tokens"), max_tokens=120)
     assert [i for b in batches for i in b] == [1, 3, 4, 2, 0]
     assert all(len(b) <= 2 and max(reqs[i].tokens for i in b) * len(b) <= 120 for b in batches)
-    assert token_batches(reqs, max_questions=8, max_tokens=10) == [[1], [3], [4], [2], [0]]
+    assert length_sorted_batches(reqs, 8, attrgetter("tokens"), max_tokens=10) == [[1], [3], [4], [2], [0]]
 
 
 def test_greedy_generation_equals_rerunning_the_model(setup):
@@ -140,6 +142,22 @@ def test_few_shot_draws_depend_on_the_seed_and_the_question_only(setup):
         draw_shots(pool, 6, ex, 1)
     text = llm_prompts.with_shots(llm_prompts.race_prompt(ex), [llm_prompts.solved_mc(pool[0], "loglikelihood")])
     assert text.startswith("Article: ") and f"{pool[0].options[pool[0].label]}\n\nArticle: " in text
+
+
+def test_few_shot_examples_come_from_the_file_never_from_the_release(setup, tmp_path):
+    from conftest import race_passage
+
+    with pytest.raises(ConfigError, match="0 of its 7 questions are not in the release"):
+        evaluate_command(setup["mc"], [setup["lm"]], out=tmp_path / "r", progress=False, few_shot=1,
+                         few_shot_file=setup["race"])
+    other = tmp_path / "RACE" / "train" / "high"
+    other.mkdir(parents=True)
+    (other / "9.txt").write_text(json.dumps(race_passage("other9.txt", 3)), encoding="utf-8")
+    summary = evaluate_command(setup["mc"], [setup["lm"]], out=tmp_path / "r", progress=False, few_shot=2,
+                               few_shot_file=other.parent, splits=["original"])
+    assert _only(summary)["source"]["inference"]["shots"] == 2
+    with pytest.raises(ConfigError, match="needs --few-shot-file"):
+        evaluate_command(setup["mc"], [setup["lm"]], out=tmp_path / "r2", progress=False, few_shot=1)
 
 
 def test_letter_choice_uses_the_chat_template(setup, tmp_path):

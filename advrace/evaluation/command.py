@@ -42,11 +42,12 @@ def few_shot_pool(path, k: int, split_examples: dict, task: str) -> list:
     kind = "MCExample" if task == MULTIPLE_CHOICE else "SpanExample"
     if examples and type(examples[0]).__name__ != kind:
         raise ConfigError(f"--few-shot-file {path}: holds {type(examples[0]).__name__}s; this release needs {kind}s")
-    seen_ids = {ex.source_id for exs in split_examples.values() for ex in exs}
-    seen_texts = {getattr(ex, "passage", None) or getattr(ex, "context", None)
-                  for exs in split_examples.values() for ex in exs}
-    pool = [ex for ex in examples if ex.source_id not in seen_ids
-            and (getattr(ex, "passage", None) or getattr(ex, "context", None)) not in seen_texts]
+    def text(ex) -> str:
+        return ex.passage if task == MULTIPLE_CHOICE else ex.context
+
+    released = [ex for exs in split_examples.values() for ex in exs]
+    seen_ids, seen_texts = {ex.source_id for ex in released}, {text(ex) for ex in released}
+    pool = [ex for ex in examples if ex.source_id not in seen_ids and text(ex) not in seen_texts]
     if len(pool) < k:
         raise ConfigError(f"--few-shot-file {path}: {len(pool)} of its {len(examples)} questions are not in the "
                           f"release, fewer than --few-shot {k}")
@@ -102,7 +103,8 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     scores, sources = {}, {}
     for label, model, kind in zip(labels, models, kinds):
         scorer = make_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
-                             accelerator=accelerator, task=task, llm=llm if kind == "causal_lm" else None)
+                             accelerator=accelerator, task=task, llm=llm if kind == "causal_lm" else None,
+                             kind=kind)
         if progress and main:
             print(f"scoring {label} on {plural(len(names), 'split')}", flush=True)
         scores[label] = score_splits(split_examples, scorer, accelerator, progress and main, task=task)

@@ -178,13 +178,15 @@ def check_fits(model, task: str, release) -> str | None:
                       f"release {release}{random_head}; give {FITTING[task]}")
 
 
-def make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MULTIPLE_CHOICE, llm=None):
+def make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MULTIPLE_CHOICE, llm=None,
+                kind: str | None = None):
     """An object with `predict_mc` (multiple choice) or `predict_qa` (extractive QA) for `model`:
     the object itself, a built-in reader, or a loaded checkpoint (a causal LM with the keywords
-    `llm` of CausalLMScorer: method, shots, ...)."""
+    `llm` of CausalLMScorer: method, shots, ...). `kind`: the model's, when `check_fits` has
+    already read it."""
     if hasattr(model, "predict_mc" if task == MULTIPLE_CHOICE else "predict_qa"):
         return model
-    if not is_baseline(model) and checkpoint_kind(str(model))[0] == "causal_lm":
+    if not is_baseline(model) and (kind or checkpoint_kind(str(model))[0]) == "causal_lm":
         return load_causal_scorer(model, batch_size=batch_size, bf16=bf16, accelerator=accelerator, **(llm or {}))
     if task != MULTIPLE_CHOICE:
         if is_baseline(model):

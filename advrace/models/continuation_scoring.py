@@ -56,24 +56,6 @@ def encode_request(tokenizer, context: str, continuations: list[str], *, max_len
     return Request(tuple(ctx[-room:]), conts)
 
 
-def token_batches(requests: list[Request], max_questions: int, max_tokens: int) -> list[list[int]]:
-    """Indices of `requests`, longest first, in batches of at most `max_questions` questions and
-    (beyond the first question of a batch) `max_tokens` padded tokens: memory is bounded by the
-    budget, not by the size of the split."""
-    order = sorted(range(len(requests)), key=lambda i: (-requests[i].tokens, i))
-    batches, current, width = [], [], 0
-    for i in order:
-        new_width = max(width, requests[i].tokens)
-        if current and (len(current) == max_questions or new_width * (len(current) + 1) > max_tokens):
-            batches.append(current)
-            current, new_width = [], requests[i].tokens
-        current.append(i)
-        width = new_width
-    if current:
-        batches.append(current)
-    return batches
-
-
 def _target_logprobs(logits, targets):
     """log p(target) at each position, in fp32, without a full log-softmax copy."""
     import torch

@@ -21,10 +21,10 @@ import random
 
 from advrace.core.errors import ConfigError
 from advrace.models import llm_prompts
-from advrace.models.continuation_scoring import (Request, encode_request, greedy_generate, shared_logprobs,
-                                                 token_batches, unshared_logprobs)
+from advrace.models.continuation_scoring import encode_request, greedy_generate, shared_logprobs, unshared_logprobs
 from advrace.models.llm_prompts import LETTER, LOGLIKELIHOOD
 from advrace.models.loading import ModelLoadError, Wording, load_model
+from advrace.models.mc_encoding import length_sorted_batches
 from advrace.models.precision import attention_backends, precision_info, use_bf16
 
 GENERATION = "generation"
@@ -118,8 +118,9 @@ class CausalLMScorer:
 
     # ------------------------------------------------------------------ scoring
 
-    def _run(self, items, encode, compute, desc, progress, unit):
-        """`compute(batch of encoded items)` over length-sorted batches, results in input order.
+    def _run(self, items, encode, length, compute, desc, progress, unit):
+        """`compute(batch of encoded items)` over batches sorted by `length(encoded item)` under the
+        token budget, results in input order.
         Only token ids are held for the whole split; activations and caches are one batch's,
         bounded by the token budget whatever the split's size."""
         import torch
@@ -127,7 +128,7 @@ class CausalLMScorer:
 
         encoded = [encode(x) for x in items]
         results: list = [None] * len(items)
-        batches = token_batches(encoded, self.batch_size, self.max_tokens)
+        batches = length_sorted_batches(encoded, self.batch_size, length, self.max_tokens)
         with torch.inference_mode(), attention_backends(self.device), \
                 torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16), \
                 tqdm(total=len(items), desc=desc, unit=unit, disable=not progress, leave=False) as bar:
@@ -142,7 +143,7 @@ class CausalLMScorer:
         if not examples:
             return []
         logprobs = shared_logprobs if self.share_prefix else unshared_logprobs
-        return self._run(examples, self.mc_request,
+        return self._run(examples, self.mc_request, lambda r: r.tokens,
                          lambda batch: logprobs(self.model, batch, pad_id=self.pad_id, device=self.device),
                          desc, progress, "question")
 
@@ -156,14 +157,13 @@ class CausalLMScorer:
             return tokens[-1] == eos or llm_prompts.SQUAD_STOP in self.tokenizer.decode(tokens, skip_special_tokens=True)
 
         def generate(batch):
-            out = greedy_generate(self.model, [r.context for r in batch], max_new_tokens=MAX_NEW_TOKENS,
+            out = greedy_generate(self.model, batch, max_new_tokens=MAX_NEW_TOKENS,
                                   stop=stop, pad_id=self.pad_id, device=self.device)
             return [self.tokenizer.decode([t for t in g if t != eos], skip_special_tokens=True)
                     .split(llm_prompts.SQUAD_STOP)[0].strip() for g in out]
 
-        # Request only carries the context here: token_batches sorts and budgets by its length
-        return self._run(examples, lambda ex: Request(self.qa_context(ex), ((0,) * MAX_NEW_TOKENS,)),
-                         generate, desc, progress, "question")
+        return self._run(examples, self.qa_context, lambda ids: len(ids) + MAX_NEW_TOKENS, generate, desc,
+                         progress, "question")
 
 
 def load_causal_scorer(model: str | os.PathLike, *, place: bool = False, **kwargs) -> CausalLMScorer:

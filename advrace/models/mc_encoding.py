@@ -95,9 +95,23 @@ def collate_mc(features: list[MCFeature], pad_token_id: int = 0) -> dict:
     return batch
 
 
-def length_sorted_batches(items: Sequence, batch_size: int,
-                          length: Callable = attrgetter("length")) -> list[list[int]]:
+def length_sorted_batches(items: Sequence, batch_size: int, length: Callable = attrgetter("length"),
+                          max_tokens: int | None = None) -> list[list[int]]:
     """Indices in batches of similar length (longest first, ties in input order), so padding stays
-    small. `length`: of one item; features and windows carry theirs, token id lists take `len`."""
+    small. `length`: of one item; features and windows carry theirs, token id lists take `len`.
+    `max_tokens`: also at most this many padded tokens a batch (beyond its first item), so that
+    memory is bounded by the budget, not by the longest items times `batch_size`."""
     order = sorted(range(len(items)), key=lambda i: (-length(items[i]), i))
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    if max_tokens is None:
+        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    batches, current, width = [], [], 0
+    for i in order:
+        n = length(items[i])
+        if current and (len(current) == batch_size or max(width, n) * (len(current) + 1) > max_tokens):
+            batches.append(current)
+            current, width = [], 0
+        current.append(i)
+        width = max(width, n)
+    if current:
+        batches.append(current)
+    return batches
