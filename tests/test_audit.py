@@ -24,7 +24,7 @@ def mc(question="Where does Tom live?", options=("In a big city.", "In a small v
 
 @pytest.fixture(scope="module")
 def ctx():
-    return A.AuditContext(answer_cosine=None)
+    return A.AuditContext(overrides={"max_answer_cosine": None})
 
 
 def checks(attack, src, ex, ctx):
@@ -56,12 +56,15 @@ def test_a_sentence_of_synonyms_only_is_flagged_and_a_real_change_is_not(ctx):
             {"word": "story", "new": "tale", "kind": "glove", "position": 32}]
     ex = src.insert_sentence(para, 0).with_provenance(**addsent_record(para, reps))
     assert checks("addsent", src, ex, ctx) == [A.PARAPHRASE]
-    for changed in ([reps[0], {"word": "story", "new": "song", "kind": "glove", "position": 32}],
-                    [reps[0], {"word": "main", "new": "minor", "kind": "antonym", "position": 12}]):
-        ex = src.insert_sentence(para, 0).with_provenance(**addsent_record(para, changed))
+    for changed, sentence in (
+            ([reps[0], {"word": "story", "new": "song", "kind": "glove", "position": 32}],
+             "What is the main intent of the song by the sea."),
+            ([reps[0], {"word": "main", "new": "minor", "kind": "antonym", "position": 12}],
+             "What is the minor intent of the tale by the sea.")):
+        ex = src.insert_sentence(sentence, 0).with_provenance(**addsent_record(sentence, changed))
         assert checks("addsent", src, ex, ctx) == []
     ex = src.insert_sentence(para, 0).with_provenance(**addsent_record(para, reps, fallback=True))
-    assert checks("addsent", src, ex, ctx) == []
+    assert checks("addsent", src, ex, ctx) == [A.NEGATION_HINT]  # a hint, whatever its words
 
 
 def test_text_changed_besides_the_insertion_is_flagged_but_spacing_is_not(ctx):
@@ -75,6 +78,40 @@ def test_text_changed_besides_the_insertion_is_flagged_but_spacing_is_not(ctx):
     assert checks("addsent", src, edited, ctx) == [A.TEXT_CHANGED]
     relabelled = dataclasses.replace(ex, label=0)
     assert A.GOLD_CHANGED in checks("addsent", src, relabelled, ctx)
+
+
+def test_sentences_on_negated_questions_not_sentences_and_meta_text_are_flagged(ctx):
+    """Read on held-out RACE: an EXCEPT question restated with a wrong option says it is the
+    exception; a sentence made with "not" rules an option out; "We can infer from the passage
+    that ..." inside the passage is about the passage."""
+    reps = [{"word": "village", "new": "town", "kind": "glove", "position": 20, "pos": "NOUN"}]
+    for question, sentence, record, want in [
+            ("Tom lives in all of these EXCEPT _ .", "Tom lives in all of these town EXCEPT by the sea.",
+             reps, A.REGISTRY["negated_restated"].flag),
+            ("What can we infer from the passage?", "We can infer from the passage that Jim lives by the sea.",
+             [{"word": "Tom", "new": "Jim", "kind": "glove", "position": 0, "pos": "PROPN"}],
+             A.REGISTRY["meta_text"].flag)]:
+        src = mc(question=question)
+        ex = src.insert_sentence(sentence, 0).with_provenance(**addsent_record(sentence, record))
+        assert want in checks("addsent", src, ex, ctx), question
+    src = mc(question="Where does Tom live?")
+    sentence = "Where does Tom not live by the sea."
+    ex = src.insert_sentence(sentence, 0).with_provenance(**addsent_record(
+        sentence, [{"word": "", "new": "not", "kind": "negation", "position": 14}], fallback=True))
+    assert checks("addsent", src, ex, ctx) == [A.NEGATION_HINT]
+
+
+def test_a_squad_sentence_whose_change_vanished_is_flagged(ctx):
+    context = "Savery patented his steam pump in 1698."
+    src = SpanExample(id="s1", title="t", context=context, question="When did Savery patent his steam pump?",
+                      answers=(Answer("1698", 34),))
+    reps = [{"start": 9, "end": 15, "old": "Savery", "new": "Newcomen", "kind": "glove"}]
+    for sentence, flagged in [("Savery patented his steam pump in 1997.", True),
+                              ("Newcomen patented his steam pump in 1997.", False),
+                              ("Newcomen's steam pump was patented in 1997.", False)]:
+        ex = src.insert_sentence(sentence, len(context)).with_provenance(
+            attack="addonesent", sentence=sentence, replacements=reps)
+        assert (A.REGISTRY["change_vanished"].flag in checks("addonesent", src, ex, ctx)) is flagged, sentence
 
 
 # --------------------------------------------------------------------------- CharSwap
@@ -113,7 +150,7 @@ def replaced(src, new):
 
 def test_new_distractors_that_give_the_answer_away_or_repeat_it_are_flagged(ctx):
     src = mc()
-    fine = replaced(src, ["In the mountains.", "At his sister's school.", "Near a big lake."])
+    fine = replaced(src, ["In the mountains.", "At his sister's school.", "Near his school."])
     assert checks("distractor_generation", src, fine, ctx) == []
     found = checks("distractor_generation", src, replaced(src, ["In a very small village.", "By the sea.", "Tom."]), ctx)
     assert A.EQUIVALENT in found  # the answer with one word more
@@ -129,10 +166,25 @@ def test_new_distractors_that_give_the_answer_away_or_repeat_it_are_flagged(ctx)
         "in class", "at home", "at school", "in the classroom"), label=1)
     assert A.DUPLICATE in checks("distractor_generation", kept, replaced(kept, ["at the school"]), ctx)
     assert A.ECHO in checks("distractor_generation", kept, replaced(kept, ["the exercise books"]), ctx)
-    assert checks("distractor_generation", kept, replaced(kept, ["on the bus"]), ctx) == []
+    assert checks("distractor_generation", kept, replaced(kept, ["in the mountains"]), ctx) == []
     both = mc(options=("In a city.", "Near a lake.", "Both A and B.", "By the sea."), label=2)
     assert A.GOLD_REFERS in checks("distractor_generation", both, replaced(both, ["In the mountains.",
                                                                                  "Near his school.", "Far away."]), ctx)
+
+
+def test_a_negated_question_given_new_distractors_is_flagged_unless_they_are_stated(ctx):
+    """A release built before negated questions kept their options is flagged; with
+    `negated_questions: stated` only a distractor the passage does not state is."""
+    src = mc(question="Which of the following is NOT true about Tom?",
+             options=("Tom lives in a village.", "Tom has a sister.", "Tom walks to school.", "Tom drives a car."),
+             label=3)
+    stated, unstated = "Tom walks to school with his sister Mary.", "Tom lives near his school."
+    ex = replaced(src, [stated, unstated])
+    assert A.NEGATED in checks("distractor_generation", src, ex, ctx)
+    flags = A.audit_split("distractor_generation", [src], [ex], ctx, {"negated_questions": "stated"}).flags
+    assert [(name, detail.startswith(repr(unstated))) for _, _, name, detail in flags] == \
+        [("new distractor of a negated question not stated in the passage", True)]
+    assert A.NEGATED not in checks("distractor_generation", mc(), replaced(mc(), ["In the mountains."]), ctx)
 
 
 def test_a_stated_sentence_is_flagged_for_what_is_true_questions_only(ctx):
@@ -151,9 +203,12 @@ def test_the_cosine_of_a_paraphrased_answer_is_checked_on_the_real_encoder():
     src = mc(options=("He was sad.", "The physician.", "A teacher.", "A farmer."), label=1,
              question="Who helped Tom?")
     ex = replaced(src, ["The doctor.", "A singer.", "A driver."])
-    strict = A.AuditContext(answer_cosine=0.75)
+    strict = A.AuditContext(overrides={"max_answer_cosine": 0.75, "min_grounded_share": 0})
     flags = A.audit_split("distractor_generation", [src], [ex], strict).flags
-    assert [(name, "doctor" in detail) for _, _, name, detail in flags] == [(A.EQUIVALENT, True)]
+    assert {(name, "doctor" in detail) for _, _, name, detail in flags} == {(A.EQUIVALENT, True)}
+    # the encoder's cosine, and WordNet (a doctor is a physician) for a short option
+    details = [detail for *_, detail in flags]
+    assert any("a paraphrase of the answer" in d for d in details) and any("a synonym of the answer" in d for d in details)
 
 
 # --------------------------------------------------------------------------- SQuAD sentences
@@ -279,3 +334,16 @@ def test_drop_flagged_puts_back_a_chained_split_made_from_a_flagged_question(lea
             (leaky[sid].passage, leaky[sid].question, leaky[sid].options)
     assert stats["splits"]["cs_on_leaky"]["unperturbed_reasons"].get("audit: source split flagged") == dropped
     assert main(["audit", str(out)]) == 0
+
+
+def test_a_release_built_before_the_near_meaning_check_is_flagged_where_it_paraphrases(ctx):
+    """An AddSent release of the sample built by the previous version (tests/previous_release):
+    `advrace audit` must flag at least 90% of the questions read as near-meaning restatements."""
+    from pathlib import Path
+
+    folder = Path(__file__).parent / "previous_release"
+    labels = json.loads((folder / "near_meaning.json").read_text())
+    audit = A.audit_release(folder / labels["release"], ctx=ctx)["addsent"]
+    flagged = {ex_id.split("/", 1)[1] for _, ex_id, name, _ in audit.flags if name == A.PARAPHRASE}
+    found = flagged & set(labels["near_meaning"])
+    assert len(found) >= 0.9 * len(labels["near_meaning"]), sorted(set(labels["near_meaning"]) - found)

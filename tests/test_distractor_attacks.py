@@ -289,6 +289,27 @@ def test_each_filter_can_be_turned_off(setup):
     assert true["rejected"] == {} and true["new_distractors"][0] == STATED
 
 
+NOT = MCExample(id="not", passage=STORY, question="Which of the following is NOT mentioned in the story?", label=3,
+                options=("Tom went to bed early.", "Mary plays the piano.", "Mrs. Green is a teacher.",
+                         "Tom has a dog."))
+PLANTED["not"] = [STATED, "Tom hates his teacher.", "Mary went to the zoo."]
+
+
+def test_negated_questions_keep_their_options_unless_the_config_asks_for_stated_distractors(setup):
+    """"Which is NOT mentioned?": a new distractor the passage does not state is a second right
+    answer. By default such questions keep their options and say why; `negated_questions: stated`
+    lets in only distractors the passage states."""
+    kept, why = planted(setup).apply_batch([NOT, WHY])
+    assert not kept.perturbed and kept.example == NOT and kept.reason == "negated question"
+    assert why.perturbed
+    stated = planted(setup, negated_questions="stated", max_overlap_each_other=1.0).apply_batch([NOT])[0]
+    record = stated.example.provenance[-1]
+    assert record["new_distractors"] == [STATED]
+    assert record["rejected"] == {"not stated in the passage, for a negated question": 2}
+    with pytest.raises(ConfigError, match="negated_questions"):
+        planted(setup, negated_questions="yes")
+
+
 def test_select_with_a_reader_keeps_its_favourite_candidates(setup):
     candidates = ["Because he went to school by bus.", "Because Mrs. Green said so.",
                   "Because the trip was on Friday.", "Because Mary plays the piano every evening.",
@@ -471,14 +492,26 @@ def test_vetting_refuses_twins_of_kept_options_and_echoes_of_the_question(setup)
     options that only repeat the question, are refused before selection."""
     from collections import Counter
 
-    from advrace.attacks import model_based as M
-    from advrace.resources import load_stopwords
-
     attack = get_attack("distractor_generation")({"model": setup["dg"]["final"]})
     ex = MCExample(id="q", passage="Tom reads at home and on the bus.", question="The teacher reads the exercise books  _",
                    options=("in class", "at home", "at school", "in the classroom"), label=1)
     rejected = Counter()
+    _, single, _, ctx, settings = attack._checks
     passed = attack._word_checks(ex, ["at the school", "the exercise books", "on the bus"], rejected,
-                                 load_stopwords())
+                                 single, ctx, settings)
     assert passed == ["on the bus"]
-    assert rejected == Counter({M.REPEATS: 1, M.ECHOES: 1})
+    assert rejected == Counter({"repeats another option": 1, "repeats the question": 1})
+
+
+def test_vetting_refuses_a_short_candidate_that_wordnet_puts_next_to_the_answer(setup):
+    """Read on RACE dev-middle's DG split: "smog" for the answer "air pollution"."""
+    from collections import Counter
+
+    attack = get_attack("distractor_generation")({"model": setup["dg"]["final"]})
+    ex = MCExample(id="q", passage="Smog, noise and dirty water: the air was the worst.",
+                   question="The most serious kind of pollution is _ .",
+                   options=("noise pollution", "air pollution", "water pollution", "light pollution"), label=1)
+    rejected = Counter()
+    _, single, _, ctx, settings = attack._checks
+    assert attack._word_checks(ex, ["smog", "dirty water"], rejected, single, ctx, settings) == ["dirty water"]
+    assert rejected == Counter({"a synonym of the answer": 1})

@@ -158,8 +158,8 @@ def test_match_format_lowers_a_first_word_only_where_the_passage_writes_it_lower
 # --------------------------------------------------------------------------- validity checks
 
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states,  # noqa: E402
-                                   duplicate_options, form_giveaway, grounded_share, normalise,
-                                   repeats_question, same_option, stated_in_passage)
+                                   duplicate_options, form_giveaway, grounded_share, negated_question,
+                                   normalise, repeats_question, same_option, stated_in_passage)
 from advrace.resources import load_stopwords  # noqa: E402
 
 STORY = ("Tom was tired after the long walk, so he felt exhausted and went to bed early. The next "
@@ -310,3 +310,26 @@ def test_runs_into_next_sentence(text, runs):
 
     assert runs_into_next_sentence(text) is runs
     assert (form_giveaway(text, ["One sentence here.", "Another one here."]) == "runs into a second sentence") is runs
+
+
+NEGATED = ["Which is NOT an advantage of Weibo?", "All the following are true EXCEPT _ .",
+           "Which statement is false?", "Which of the following is not mentioned in the passage?",
+           "Which of the following statements is wrong?", "What can't we learn from the passage?",
+           "Which one is incorrect?", "What can't robots do in the future according to the passage?",
+           "Who doesn't like doing sports?", "Bob doesn't have _ in his schoolbag.",
+           "_ is not a kind of plant-eating fish.", "Paper is not used for _ .",
+           "According to the passage, the following can be realized today except _ ."]
+NOT_INVERTED = ["Why didn't Tom go to school?", "What did Tom not like?", "The woman is not happy because _ .",
+                "What is wrong with Tom?", "Which of the following is true?", "How many states don't have the law?",
+                "\"I don't know all these people\" means _ .", "Not all the kids are lucky because some of them _ .",
+                "If you can't reach the food, what will you do?"]
+
+
+@pytest.mark.parametrize("question", NEGATED)
+def test_a_question_that_asks_for_the_option_that_does_not_fit_is_negated(question):
+    assert negated_question(question)
+
+
+@pytest.mark.parametrize("question", NOT_INVERTED)
+def test_a_question_with_a_not_that_asks_for_what_fits_is_not_negated(question):
+    assert negated_question(question) is None

@@ -32,6 +32,31 @@ STATES_RE = re.compile(
 # ... unless it asks for the one that is not so: then a stated sentence is the right distractor.
 NEGATED_RE = re.compile(r"\b(?:not|except|false|untrue|incorrect|wrong)\b|n't\b|n’t\b", re.IGNORECASE)
 
+# A question whose right answer is the one option that does NOT satisfy it ("Which is NOT an
+# advantage of Weibo?", "All are true EXCEPT _", "Which statement is false?", "Bob doesn't have _ in
+# his bag."): every other option must then satisfy it, so a new distractor that does not is a
+# second right answer. "Why didn't Tom go?", "Tom is not happy because _" and "What did Tom not
+# like?" ask for what does satisfy the question and are not matched.
+_NEG = r"(?:n['\u2019]t|\s+not|\s+never)"
+_AUX = r"(?:is|are|was|were|does|do|did|can|could|should|would|will|has|have|may|might|must|need)"
+_CONTRACTED = r"(?:can['\u2019]t|cannot|won['\u2019]t|shan['\u2019]t)"
+_CONNECTIVE = r"(?:because|if|when|so|since|as|until|unless|while|but|and|means?|meant)"
+INVERTED_RE = re.compile(
+    r"\bNOT\b|\bEXCEPT\b|(?i:\bexcept\s*(?:_|\.|\?|$)|\b(?:false|untrue|incorrect|inaccurate)\b"
+    r"|\b(?:which|what)\b[^?]*?\b(?:is|are|was|were|be)\s+(?:\w+\s+)?wrong\s*(?:[?._]|$|according\b|about\b|in\b)"
+    # "Which of the following is not ...", "What can't robots do?"; not "What did Amy do when she could not ..."
+    rf"|\b(?:which|what|who)\s+(?:(?!{_CONNECTIVE}\b)\w+\s+){{0,5}}?(?:{_AUX}{_NEG}|{_CONTRACTED})\b"
+    r"|\bnot\s+about\s*\?"
+    r"|\b(?:not|never|n['\u2019]t)\s+(?:\w+\s+)?(?:true|correct|right|mentioned|stated|included|"
+    r"discussed|talked\s+about|referred\s+to|given|listed|shown|described|covered|inferred|learned|learnt|"
+    r"concluded|known|found|told|said|implied|suggested)\b"
+    r"|\b(?:cannot|can['\u2019]t|couldn['\u2019]t)\s+(?:we\s+|you\s+)?(?:be\s+)?"
+    r"(?:learn|infer|conclude|know|tell|find|see)"
+    # a blank completing a negated clause: "Bob doesn't have _", "_ is not a kind of fish"
+    rf"|(?:\b(?:not|never)\b|n['\u2019]t\b|\b{_CONTRACTED})(?:(?!\b{_CONNECTIVE}\b)[^,;.?_])*_"
+    r"|^[\s.]*_+\s+(?:is|are|was|were)\s+(?:not|never)\b)",
+    re.MULTILINE)
+
 MIN_STATED_WORDS = 4
 STATED_SHARE = 0.8
 
@@ -58,6 +83,13 @@ def normalise(text: str) -> str:
 def asks_what_passage_states(question: str) -> bool:
     """'What can we learn from the text?', 'Which is TRUE?', 'We can infer that _' (not negated)."""
     return bool(STATES_RE.search(question)) and not NEGATED_RE.search(question)
+
+
+def negated_question(question: str) -> str | None:
+    """The words that make the question ask for the one option that does not satisfy it ("NOT",
+    "EXCEPT", "false", "is not mentioned", "which is wrong"), or None."""
+    found = INVERTED_RE.search(question)
+    return " ".join(found.group().split()) if found else None
 
 
 def _longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:

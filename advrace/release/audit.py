@@ -7,10 +7,10 @@ release with `advrace audit`. Two kinds of checks:
   give the example (by characters, whitespace aside: inserting at "you.It" changes nothing), and
   the gold answer must be the same text;
 - by attack (`CHECKS`, extensible with `register_checks`): an inserted sentence that states a
-  gold answer or only paraphrases the question, a swap that moves a first or last letter or
-  touches a gold span, a new distractor that is the answer in other words, that the passage
-  states for a question asking what the passage states, that repeats another option or gives
-  itself away by form, and SQuAD sentences with word forms no lexicon knows or a wh-word left in.
+  gold answer, a swap that moves a first or last letter or touches a gold span, SQuAD sentences
+  with word forms no lexicon knows or a wh-word left in; and the validity checks the attacks
+  themselves apply while building (`advrace.core.checks`: new distractors, negated questions,
+  inserted sentences that only paraphrase or restate the question), with the split's own config.
 
 A check returns `(index, check, detail)` for each flagged example of a split, where `index` is
 the example's position; the cosine of distractor and answer is computed in one batch per split.
@@ -19,38 +19,37 @@ the example's position; the cosine of distractor and answer is computed in one b
 from __future__ import annotations
 
 import re
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from advrace.core.checks import OPTION, QUESTION, REGISTRY, SENTENCE, Subject, checks_for
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.text import WORD_RE
-from advrace.core.validity import (answer_equivalence, asks_what_passage_states, duplicate_options,
-                                   form_giveaway, normalise, refers_to_options, repeats_question, same_option,
-                                   stated_in_passage)
+from advrace.core.validity import normalise
 from advrace.release.records import NO_ATTACK, read_split
 from advrace.release.runner import ORIGINAL
 from advrace.release.verify import load_manifest
 
-# A new distractor whose MiniLM cosine with the answer reaches this is the answer in other words
-# (RACE's own distractors stay below it; see advrace.models.paraphrase).
-ANSWER_COSINE = 0.9
-
 GOLD_CHANGED = "gold answer changed"
 TEXT_CHANGED = "text changed outside the edits"
 GOLD_IN_INSERT = "inserted text contains a gold answer"
-PARAPHRASE = "sentence only paraphrases the question"
 LETTER_MOVED = "first or last letter moved"
 OPTION_CHANGED = "option changed"
 SWAP_IN_GOLD = "swap inside a gold span"
-EQUIVALENT = "distractor is the answer in other words"
-STATED = "distractor stated in the passage"
-DUPLICATE = "duplicate options"
-GOLD_REFERS = "answer refers to replaced options"
-FORM = "distractor gives itself away by form"
-ECHO = "distractor repeats the question"
+# the shared checks' labels, by the names the tests and the README use
+PARAPHRASE = REGISTRY["near_meaning"].flag
+EQUIVALENT = REGISTRY["answer_equivalent"].flag
+STATED = REGISTRY["stated_in_passage"].flag
+DUPLICATE = REGISTRY["same_as_option"].flag
+GOLD_REFERS = REGISTRY["answer_names_options"].flag
+FORM = REGISTRY["form"].flag
+ECHO = REGISTRY["echoes_question"].flag
+NEGATED = REGISTRY["negated_question"].flag
+NEGATION_HINT = REGISTRY["negation_hint"].flag
 UNKNOWN_WORD = "word form not in the lexicon"
 WH_LEFT = "wh-word left in a statement"
 
@@ -152,47 +151,30 @@ def check_gold_in_insert(sources: list, examples: list, ctx) -> Iterable[Flag]:
                     break
 
 
-MEANING_KINDS = frozenset({"antonym", "number", "negation"})
-SENSE_POS = frozenset({"NOUN", "VERB", "ADJ", "ADV"})  # WordNet's; a record's pos narrows the senses
+def _sentence_entries(source, example) -> list[dict]:
+    """The provenance entries of the sentences an attack inserted (RACE AddSent keeps a list of
+    them in one record, the SQuAD adversaries one record per sentence)."""
+    out = []
+    for rec in _new_records(source, example):
+        if "attack" not in rec:
+            continue
+        if isinstance(rec.get("sentences"), list):
+            out += [e for e in rec["sentences"] if isinstance(e, dict) and "sentence" in e]
+        elif "sentence" in rec:
+            out.append(rec)
+    return out
 
 
-def paraphrase_pairs(replacements: list[dict], resources) -> list[tuple[str, str, str]] | None:
-    """(old, new, reason) for each replacement when every one keeps the word's meaning, else None:
-    such a sentence restates the question. Shared with bench/addsent_validity.py, so that the
-    benchmark counts what the audit flags."""
-    words = [(rep.get("word", rep.get("old", "")), rep.get("new", "")) for rep in replacements]
-    if not replacements or any(rep.get("kind") in MEANING_KINDS for rep in replacements) \
-            or not all(old and new for old, new in words):
-        return None
-    pairs = []
-    for rep, (old, new) in zip(replacements, words):
-        reason = resources.same_meaning(old, new, rep.get("pos") if rep.get("pos") in SENSE_POS else None)
-        if reason is None:
-            return None
-        pairs.append((old, new, reason))
-    return pairs
-
-
-def _only_paraphrases(replacements: list[dict], resources) -> str | None:
-    """The replaced pairs, as the audit reports them, when every replacement keeps the meaning."""
-    pairs = paraphrase_pairs(replacements, resources)
-    return ", ".join(f"{old}->{new} ({reason})" for old, new, reason in pairs) if pairs else None
-
-
-def check_paraphrase(sources: list, examples: list, ctx) -> Iterable[Flag]:
-    """A sentence made from the question with only synonyms swapped states a wrong answer to the
-    question itself."""
+def check_sentences(sources: list, examples: list, ctx) -> Iterable[Flag]:
+    """The shared sentence checks (advrace.core.checks.sentences) on every inserted sentence."""
+    checks = [c for c in checks_for(ctx.attack, SENTENCE) if c.enabled(ctx.settings)]
     for i, (src, ex) in enumerate(zip(sources, examples)):
-        for rec in _new_records(src, ex):
-            entries = rec.get("sentences") if isinstance(rec.get("sentences"), list) and "attack" in rec else \
-                ([rec] if "attack" in rec and "replacements" in rec else [])
-            for entry in entries:
-                if entry.get("fallback_not") or not entry.get("replacements"):
-                    continue
-                pairs = _only_paraphrases(entry["replacements"], ctx.resources)
-                if pairs:
-                    yield i, PARAPHRASE, f"{entry.get('sentence', '')!r}: {pairs}"
-                    break
+        for entry in _sentence_entries(src, ex):
+            subject = Subject(src, entry["sentence"], record=entry)
+            for check in checks:
+                why = check.refuse(subject, ctx, ctx.settings)
+                if why:
+                    yield i, check.flag, f"{entry['sentence']!r}: {why}"
 
 
 def check_lexicon(sources: list, examples: list, ctx) -> Iterable[Flag]:
@@ -237,48 +219,43 @@ def check_swaps(sources: list, examples: list, ctx) -> Iterable[Flag]:
 # --------------------------------------------------------------------------- new distractors
 
 
-def _new_options(source, example) -> list[str]:
+def _new_options(source, example) -> list[tuple[int, str]]:
     old = {normalise(o) for o in source.options}
-    return [o for i, o in enumerate(example.options) if i != example.label and normalise(o) not in old]
+    return [(i, o) for i, o in enumerate(example.options) if i != example.label and normalise(o) not in old]
 
 
-def check_distractors(sources: list, examples: list, ctx) -> Iterable[Flag]:
-    """New distractors: not the answer in other words, not stated by the passage for a question
-    about what it states, no duplicates, no giveaway by form."""
-    pairs: list[tuple[int, str, str]] = []
+def check_options(sources: list, examples: list, ctx) -> Iterable[Flag]:
+    """The distractor attacks' own checks (advrace.core.checks.options), with the split's settings:
+    each question given new distractors, then each new distractor beside the final options; the
+    encoder's cosine runs in one batch per split."""
+    settings = ctx.settings
+    questions = [c for c in checks_for(ctx.attack, QUESTION) if c.enabled(settings)]
+    options = [c for c in checks_for(ctx.attack, OPTION) if c.enabled(settings)]
+    batched = [c for c in options if c.batched]
+    single = [c for c in options if c not in batched]
+    later: list[tuple[int, Subject]] = []
     for i, (src, ex) in enumerate(zip(sources, examples)):
         if not isinstance(ex, MCExample):
             continue
         new = _new_options(src, ex)
         if not new:
             continue
-        if refers_to_options(ex.answer):
-            yield i, GOLD_REFERS, f"{ex.answer!r} now names the new distractors"
-        repeated = duplicate_options(ex.options)
-        if repeated:
-            yield i, DUPLICATE, f"{[ex.options[k] for k in repeated]}"
-        states = asks_what_passage_states(ex.question)
-        for d in new:
-            reason = answer_equivalence(d, ex.answer, max_overlap=ctx.max_answer_overlap,
-                                        stopwords=ctx.resources.stopwords)
-            if reason:
-                yield i, EQUIVALENT, f"{d!r} {reason} {ex.answer!r}"
-            if states and stated_in_passage(d, ex.passage):
-                yield i, STATED, f"{d!r} for {ex.question!r}"
-            form = form_giveaway(d, list(src.options))
-            if form:
-                yield i, FORM, f"{d!r} {form}"
-            stop = ctx.resources.stopwords
-            twin = next((o for o in ex.options if o != d and same_option(d, o)), None)
-            if twin is not None and not repeated:
-                yield i, DUPLICATE, f"{d!r} says what {twin!r} says"
-            if repeats_question(d, ex.question, stop):
-                yield i, ECHO, f"{d!r} for {ex.question!r}"
-            pairs.append((i, d, ex.answer))
-    if pairs and ctx.answer_cosine is not None:
-        for (i, d, answer), cos in zip(pairs, ctx.cosines([(d, a) for _, d, a in pairs])):
-            if cos >= ctx.answer_cosine:
-                yield i, EQUIVALENT, f"{d!r} has cosine {cos:.2f} with the answer {answer!r}"
+        for check in questions:
+            why = check.refuse(Subject(src), ctx, settings)
+            if why:
+                yield i, check.flag, f"{ex.question!r}: {why}"
+        for k, d in new:
+            others = tuple(o for j, o in enumerate(ex.options) if j not in (k, ex.label))
+            subject = Subject(src, d, others)
+            for check in single:
+                why = check.refuse(subject, ctx, settings)
+                if why:
+                    yield i, check.flag, f"{d!r} {why}"
+            later.append((i, subject))
+    for check in batched:
+        for (i, subject), why in zip(later, check.refuse_many([s for _, s in later], ctx, settings)):
+            if why:
+                yield i, check.flag, f"{subject.text!r} {why} {subject.example.answer!r}"
 
 
 # --------------------------------------------------------------------------- the registry
@@ -293,10 +270,10 @@ def register_checks(attack: str, *checks: Check) -> None:
 
 
 register_checks("charswap", check_swaps)
-register_checks("distractor_extraction", check_distractors)
-register_checks("distractor_generation", check_distractors)
+register_checks("distractor_extraction", check_options)
+register_checks("distractor_generation", check_options)
 for _name in ("addonesent", "addsentmod", "addsent"):
-    register_checks(_name, check_gold_in_insert, check_paraphrase, check_lexicon)
+    register_checks(_name, check_gold_in_insert, check_sentences, check_lexicon)
 for _name in ("addany", "addcommon"):
     register_checks(_name, check_gold_in_insert)
 
@@ -306,12 +283,28 @@ for _name in ("addany", "addcommon"):
 
 @dataclass
 class AuditContext:
-    """What checks share: resources (WordNet), the cosine model, thresholds."""
+    """What checks share (a `CheckContext`): resources (stopwords, WordNet), the paraphrase
+    encoder, and, while one split is audited, its attack's name and settings: the split's own
+    config over the attacks' defaults, then `overrides` (for a stricter or looser audit of every
+    split, e.g. `{"max_answer_cosine": None}` without the encoder)."""
 
     resources: object = None
-    answer_cosine: float | None = ANSWER_COSINE
-    max_answer_overlap: float = 0.5
+    overrides: dict = field(default_factory=dict)
+    attack: str = ""
+    settings: dict = field(default_factory=dict)
     _cosines: Callable | None = None
+
+    @property
+    def stopwords(self):
+        return self.resources.stopwords
+
+    def same_meaning(self, word: str, new: str, pos: str | None = None) -> str | None:
+        return self.resources.same_meaning(word, new, pos)
+
+    def answer_type(self, text: str, start: int, end: int) -> str:
+        from advrace.attacks.fake_answers import answer_type  # deferred for start-up time: it loads every attack
+
+        return answer_type(text, start, end, self.resources)
 
     def cosines(self, pairs):
         if self._cosines is None:
@@ -319,6 +312,10 @@ class AuditContext:
 
             self._cosines = paraphrase_cosines
         return self._cosines(pairs)
+
+    def for_split(self, attack: str, config: dict | None) -> "AuditContext":
+        """This context for one split: its attack and its config's settings."""
+        return dataclasses.replace(self, attack=attack, settings={**(config or {}), **self.overrides})
 
     def __post_init__(self):
         if self.resources is None:
@@ -349,15 +346,16 @@ class SplitAudit:
                 "by_check": dict(sorted(by_check.items()))}
 
 
-def audit_split(attack: str, sources: list, examples: list, ctx: AuditContext) -> SplitAudit:
-    """Every check that applies to the attack's examples; `sources[i]` is what `examples[i]` was
-    made from (the same source id)."""
+def audit_split(attack: str, sources: list, examples: list, ctx: AuditContext,
+                config: dict | None = None) -> SplitAudit:
+    """Every check that applies to the attack's examples, with the split's attack `config`;
+    `sources[i]` is what `examples[i]` was made from (the same source id)."""
     if len(sources) != len(examples):
         raise ConfigError(f"audit of {attack!r}: {len(examples)} examples but {len(sources)} sources")
     for src, ex in zip(sources, examples):
         if src.source_id != ex.source_id:
             raise ConfigError(f"audit of {attack!r}: {ex.id} was not made from {src.id}")
-    result = SplitAudit(attack, checked=len(examples))
+    result, ctx = SplitAudit(attack, checked=len(examples)), ctx.for_split(attack, config)
     for check in [check_edits, *CHECKS.get(attack, ())]:
         for index, name, detail in check(sources, examples, ctx):
             result.flags.append((index, examples[index].id, name, detail))
@@ -400,5 +398,6 @@ def audit_release(release_dir: str | Path, splits: list[str] | None = None,
         if missing:
             raise ConfigError(f"{release_dir}: {missing[0]} has no source question in split "
                               f"{info.get('source') or ORIGINAL!r}")
-        out[split] = audit_split(attack, [origin[ex.source_id] for ex in examples], examples, ctx)
+        out[split] = audit_split(attack, [origin[ex.source_id] for ex in examples], examples, ctx,
+                                 info.get("config"))
     return out

@@ -1,0 +1,198 @@
+"""Checks of a sentence that AddSent (RACE) or Jia & Liang's adversaries (SQuAD) insert: it must
+state a wrong answer to a *different* question, so that the gold stays the one right answer and
+the sentence does not hint at it. Each subject's `record` is the sentence's provenance entry
+(`sentence`, the mutated `question`, its `replacements`, `fallback_not`)."""
+
+from __future__ import annotations
+
+import re
+
+from advrace.core.text import words
+from advrace.core.validity import negated_question
+
+from . import SENTENCE, Check, register
+
+RACE_ADDSENT = ("addsent",)
+SENTENCE_ATTACKS = ("addsent", "addonesent", "addsentmod")
+MEANING_KINDS = frozenset({"antonym", "number", "negation"})
+SENSE_POS = frozenset({"NOUN", "VERB", "ADJ", "ADV"})  # WordNet's; a record's pos narrows the senses
+# A statement about what the passage lets one learn: in the passage it is about itself.
+META_RE = re.compile(
+    r"\b(?:we|you|one)\s+(?:can|cannot|can['\u2019]t|could|couldn['\u2019]t|may|might)\s+(?:not\s+)?"
+    r"(?:learn|infer|know|conclude|tell|see|find|understand)\s+(?:from\s+(?:the|this)\s+\w+|that)\b"
+    r"|\b(?:passage|text|article|story|writer|author)\s+(?:does\s+not|doesn['\u2019]t)\s+"
+    r"(?:tell|show|say|mention|state|suggest|imply)", re.IGNORECASE)
+
+
+def replaced_word(rep: dict) -> str:
+    """The replaced word of a replacement record: AddSent writes `word`, the SQuAD mutation `old`."""
+    return rep.get("word", rep.get("old", ""))
+
+
+def paraphrase_pairs(replacements: list[dict], ctx) -> list[tuple[str, str, str]] | None:
+    """(old, new, reason) for each replacement when every one keeps the word's meaning, else None:
+    such a sentence restates the question. A name (PROPN) changes on purpose (London -> Melbourne)
+    and WordNet judges it as any word: a synonym name is no name change."""
+    pairs_in = [(replaced_word(rep), rep.get("new", "")) for rep in replacements]
+    if not replacements or any(rep.get("kind") in MEANING_KINDS for rep in replacements) \
+            or not all(old and new for old, new in pairs_in):
+        return None
+    pairs = []
+    for rep, (old, new) in zip(replacements, pairs_in):
+        reason = ctx.same_meaning(old, new, rep.get("pos") if rep.get("pos") in SENSE_POS else None)
+        if reason is None:
+            return None
+        pairs.append((old, new, reason))
+    return pairs
+
+
+class SentenceCheck(Check):
+    scope = SENTENCE
+    attacks = SENTENCE_ATTACKS
+
+
+@register
+class NearMeaning(SentenceCheck):
+    """Every replaced word went to one of nearly the same meaning (purpose -> objective, poem ->
+    verse): the sentence answers the question itself with a wrong option."""
+
+    name, flag = "near_meaning", "sentence only paraphrases the question"
+
+    def refuse(self, subject, ctx, settings):
+        rec = subject.record
+        if rec.get("fallback_not") or not rec.get("replacements"):
+            return None
+        pairs = paraphrase_pairs(rec["replacements"], ctx)
+        return ", ".join(f"{old}->{new} ({why})" for old, new, why in pairs) if pairs else None
+
+
+@register
+class RestatesNegatedQuestion(SentenceCheck):
+    """"The following can be realized today EXCEPT _" restated with a wrong option says that
+    option is the exception: an answer to a question whose right answer is one that does *not*
+    fit."""
+
+    name, flag = "negated_restated", "sentence restates a negated question"
+    attacks = RACE_ADDSENT
+
+    def refuse(self, subject, ctx, settings):
+        found = negated_question(subject.example.question)
+        return f"the question asks {found!r}" if found else None
+
+
+@register
+class NegationHint(SentenceCheck):
+    """A sentence made by inserting "not" into the question says that a distractor is *not* the
+    answer to it: it rules an option out instead of luring the reader."""
+
+    name, flag = "negation_hint", "a 'not' sentence rules out an option"
+    attacks = RACE_ADDSENT
+
+    def refuse(self, subject, ctx, settings):
+        return "negated the question" if subject.record.get("fallback_not") else None
+
+
+@register
+class MetaText(SentenceCheck):
+    """'We cannot infer from the passage that ...' inside the passage talks about the passage."""
+
+    name, flag = "meta_text", "sentence talks about the passage"
+    attacks = RACE_ADDSENT
+
+    def refuse(self, subject, ctx, settings):
+        found = META_RE.search(subject.text)
+        return f"says {found.group()!r}" if found else None
+
+
+def _stem(word: str) -> str:
+    """'patents', 'patented', 'patent' -> 'patent'; 'cities' and 'city' alike; "Helen's" -> 'helen'."""
+    word = re.sub(r"['\u2019]s?$", "", word)
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[:-len(suffix)]
+            break
+    return word.rstrip("eiy")
+
+
+def _count(word: str, text: str) -> int:
+    return len(re.findall(rf"(?<!\w){re.escape(word.lower())}(?!\w)", text.lower()))
+
+
+@register
+class ChangeVanished(SentenceCheck):
+    """Each replacement's change must survive into the statement: "Savery patented his steam
+    pump in 1997." is what is left of "In what century did Savery patent ...?" once the answer
+    took the wh-phrase's place, a wrong answer about the very fact asked. SQuAD's adversaries
+    call `lost` while building; the audit asks `refuse`."""
+
+    name, flag = "change_vanished", "the question's change vanished from the sentence"
+
+    def lost(self, sentence: str, record, ctx) -> list[dict]:
+        """The replacements (records) whose new word is not in the sentence (an irregular form
+        such as "saw" for "see" counts), or whose old word is back more often than the mutated
+        question and the inserted answer hold it."""
+        said = words(sentence)
+        stems = {_stem(w.lower()) for w in said}
+        mutated = record.get("mutated_question") or record.get("question") or ""
+        filler = record.get("fake_answer") or (record.get("distractor") or {}).get("text", "")
+        out = []
+        for rep in record.get("replacements", ()):
+            if rep.get("kind") == "negation":
+                continue
+            missing = [w for w in words(rep.get("new", "")) if _stem(w.lower()) not in stems]
+            gone = any(not any(ctx.same_meaning(w, s, "VERB") == "inflection" for s in said) for w in missing)
+            old = replaced_word(rep)
+            back = bool(old) and bool(mutated) and _count(old, sentence) > _count(old, mutated) + _count(old, filler)
+            if gone or back:
+                out.append(rep)
+        return out
+
+    def refuse(self, subject, ctx, settings):
+        if subject.record.get("fallback_not"):
+            return None
+        lost = self.lost(subject.text, subject.record, ctx)
+        return "; ".join(f"{replaced_word(r)!r} -> {r.get('new')!r} is lost" for r in lost) or None
+
+
+# Answer types (advrace.attacks.fake_answers) by what a reader tells apart at once: a name, a
+# time, a number, or a common word. Names are not told apart further: on a short sentence the
+# tagger takes a town for an organisation as often as not. "other" says nothing.
+TYPE_GROUPS = {"person": "name", "country": "name", "location": "name", "facility": "name",
+               "organisation": "name", "proper_noun": "name", "nationality": "name", "product": "name",
+               "event": "name", "work_of_art": "name", "law": "name", "language": "name",
+               "abbreviation": "name", "date": "time", "month": "time", "year": "time", "weekday": "time",
+               "time": "time", "number": "number", "quantity": "number", "percent": "number",
+               "money": "number", "ordinal": "number", "noun": "word", "plural_noun": "word",
+               "adjective": "word", "verb": "word", "verb_past": "word", "verb_ing": "word", "adverb": "word"}
+# What the question asks for, where the gold's own type says little ("How many stages?" for "about 21")
+WH_GROUPS = ((re.compile(r"\bhow\s+(?:many|much|old|tall|high|far|big|large|heavy|fast)\b|\bwhat\s+"
+                         r"(?:percentage|number|age)\b", re.IGNORECASE), "number"),
+             (re.compile(r"\bwhen\b|\b(?:what|which|in\s+what)\s+(?:year|date|day|month|century|decade)\b",
+                         re.IGNORECASE), "time"),
+             (re.compile(r"\b(?:who(?:m|se)?|where)\b", re.IGNORECASE), "name"))
+
+
+@register
+class FakeAnswerType(SentenceCheck):
+    """Jia & Liang's fake answer must be of the gold's type: a tractor as the person who built a
+    telescope, or "Cheerios" as a number of stages, makes a sentence a reader drops at once. The
+    gold's type is read from its context (or, where that says little, from the question's
+    wh-word), the fake's from the inserted sentence, both by the attacks' own typing."""
+
+    name, flag = "fake_type", "fake answer of another type than the gold"
+
+    def refuse(self, subject, ctx, settings):
+        rec, ex = subject.record, subject.example
+        fake = rec.get("fake_answer")
+        answers = getattr(ex, "answers", ())
+        at = subject.text.lower().find(fake.lower()) if fake else -1
+        if at < 0 or not answers:
+            return None
+        gold = answers[0]
+        want = TYPE_GROUPS.get(ctx.answer_type(ex.context, gold.start, gold.start + len(gold.text)))
+        if want in (None, "word"):
+            want = next((group for pattern, group in WH_GROUPS if pattern.search(ex.question)), want)
+        got = TYPE_GROUPS.get(ctx.answer_type(subject.text, at, at + len(fake)))
+        if want and got and got != want:
+            return f"{fake!r} is a {got}, the gold {gold.text!r} a {want}"
+        return None
