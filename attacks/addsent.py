@@ -1,29 +1,41 @@
 """AddSent (AdvRACE section 3.3): insert distracting sentences built from a mutated question.
 
 Each inserted sentence is the question with its nouns, names and numbers moved to nearby GloVe
-words and one adjective, adverb or verb turned into its WordNet antonym (or, when nothing can be
-changed, negated with "not"), made declarative with one original distractor. The sentence looks
-like the question's answer but states a wrong one about different things, so a model that only
-matches words against the question is pulled towards it while the gold answer stays right.
+words and one adjective, adverb or verb turned into its WordNet antonym, made declarative with one
+original distractor. The sentence looks like the question's answer but states a wrong one about
+different things, so a model that only matches words against the question is pulled towards it
+while the gold answer stays right.
 
-That holds only if the question really changed: a GloVe neighbour that is a synonym, a
-spelling variant or an inflection of the word (purpose -> intent, behavior -> behaviour) is never
-taken, and a sentence whose edits would still leave the question's meaning is negated instead,
-as when nothing could change; otherwise the passage would answer the very question wrongly.
+That holds only if the question really changed: a GloVe neighbour that keeps the word's meaning
+(`Resources.same_meaning`: a synonym, spelling variant or inflection, purpose -> intent,
+behavior -> behaviour, or a near sense one hypernym link away or a near-synonym sibling,
+attitude -> stance, purpose -> objective) is never taken. When nothing in the question can change
+its meaning, the question is left unperturbed ("no change of meaning"). With
+`negation_fallback: true` it is negated with "not" instead, as AdvRACE did, except a question
+about the passage, what it states, its title or its author: "We cannot infer from the passage
+that X", "What is not the best title for the passage X" are text about the passage. A "not"
+sentence says that a distractor is NOT the answer, a hint to a reader that understands negation
+(the built-in readers, which match words, found such questions far harder all the same).
+Negated questions ("Which is NOT true?", "All EXCEPT _", `validity.negated_question`) are
+skipped ("negated question"): a sentence made from them says that a distractor does not satisfy
+the question, which is again a hint.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass
 
+from advrace.core.checks import SENTENCE, Subject, TextContext, checks_for, first_refusal
 from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import BLANK_OR_PARENS_RE as BLANK_RE
 from advrace.core.text import WORD_RE, count_words
-from advrace.core.validity import END_PUNCT_RE
+from advrace.core.validity import END_PUNCT_RE, asks_what_passage_states, negated_question
 from advrace.core.validity import normalise as option_key  # "Tom." and "tom" are one choice
 from advrace.resources.inflection import (indefinite_article, inflect_verb, irregular_forms,
                                           match_case)
@@ -52,9 +64,17 @@ DO_SUPPORT = {"VBZ": "does", "VBD": "did", "VBP": "do", "VB": "do"}
 # "Which of the following statements is true" and "the underlined words" are framing too:
 # "statements" -> "claims" or "words" -> "phrases" asks the same question, and "Which of the
 # preceding is NOT right" the same as "Which of the following": no antonym for them either.
+# "Which is TRUE according to the passage?" turned into "Which is FALSE according to the passage
+# X" says that a distractor is false: a hint, not a distractor, so truth words never change.
 META_WORDS = ("passage", "article", "text", "paragraph", "writer", "author", "title", "lot",
               "kind", "sort", "word", "words", "phrase", "phrases", "sentence", "sentences",
-              "statement", "statements", "following")
+              "statement", "statements", "following", "true", "false", "correct", "incorrect",
+              "untrue")
+# A question that names the passage or its author is about the passage ("What is the passage
+# mainly about?", "the best title for the passage", "The author wants to _"): negated, it becomes
+# text about the passage that says a distractor is not the answer ("What is not the best title
+# for the passage X"), so such a question never falls back to "not".
+ABOUT_PASSAGE_RE = re.compile(r"\b(?:passage|article|text|paragraph|writer|author|title)s?\b", re.IGNORECASE)
 NUMBER_NOUNS = frozenset({"hundred", "thousand", "million", "billion", "dozen", "score"})
 HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "dr", "sir", "madam", "prof", "mister"})
 
@@ -65,6 +85,14 @@ class AddSentConfig:
     number_mode: str = "value"
     insertions: int = 2
     keep_words: tuple[str, ...] = META_WORDS
+    # When no replacement can change the question's meaning, negate it with "not" (True, as
+    # AdvRACE did) or leave the question unperturbed ("no change of meaning", False). Off by
+    # default: a "not" sentence says that a distractor is NOT the answer, a hint to any reader
+    # that understands negation (the audit flags each one, `negation_hint`), though the built-in
+    # readers, which match words and ignore "not", found such questions far harder
+    # (bench/addsent_validity.py --readers). Never for a question about the passage (what it
+    # states, its title, its author), even when True.
+    negation_fallback: bool = False
 
     def __post_init__(self):
         words = self.keep_words
@@ -226,6 +254,10 @@ class AddSent(Attack):
     uses = ("spacy_model", "glove", "wordnet", "stopwords", "stemmer")
     # False only to measure what the synonym filter prevents (bench/addsent_validity.py)
     _same_meaning_filter = True
+    # False only to measure the attack as it was before negated questions were skipped and
+    # questions about the passage kept from "not" sentences (bench/addsent_validity.py)
+    _skip_negated = True
+    _no_not_about_passage = True
 
     # question analysis
 
@@ -333,6 +365,10 @@ class AddSent(Attack):
                 full = match_case(CONTRACTED_AUX.get(aux.lower_, aux.lower_), aux.text)
                 return [(aux.idx, after.idx + len(after.text), full,
                          _negation_record(aux.text + after.text, full, aux.idx))]
+            neg = next((t for t in toks if t.lower_ == "not" and t.dep_ == "neg" and t.i > aux.i), None)
+            if neg is not None:  # 'What did Tom not like?': the "not" after the subject goes
+                gap = doc[neg.i - 1].idx + len(doc[neg.i - 1].text)
+                return [(gap, neg.idx + len(neg.text), "", _negation_record(neg.text, "", neg.idx))]
             head = aux if aux.head == aux or aux.dep_ == "ROOT" else aux.head
             subj = next((c for c in head.children if c.dep_ in SUBJECT_DEPS and c.i > aux.i), None)
             anchor = aux
@@ -438,7 +474,7 @@ class AddSent(Attack):
                            "changes_meaning": True}))
         changed = any(record["changes_meaning"] for *_, record in edits)
         if not edits or (self._same_meaning_filter and not changed):
-            return list(plan.negation), True
+            return (list(plan.negation) if self.config.negation_fallback else []), True
         return edits + self._articles(plan, edits), False
 
     @staticmethod
@@ -481,11 +517,29 @@ class AddSent(Attack):
         res.glove.prepare([tok.text.lower() for ex in examples for tok in res.parse(ex.question)
                            if tok.pos_ in GLOVE_POS or tok.pos_ == "NUM"], k=self.config.neighbours)
 
+    @functools.cached_property
+    def _sentence_checks(self) -> tuple[list, TextContext]:
+        """The audit's sentence checks (advrace.core.checks.sentences), refusing a sentence before
+        it is inserted; with `negation_fallback` the "not" sentences it asks for are let in."""
+        skip = {"negation_hint"} if self.config.negation_fallback else set()
+        checks = [c for c in checks_for(self.name, SENTENCE) if c.name not in skip]
+        return checks, TextContext(same_meaning_fn=self.resources.same_meaning)
+
+    def _refused(self, example, entry: dict) -> str | None:
+        """The flag of the first shared check that refuses the sentence, or None."""
+        checks, ctx = self._sentence_checks
+        refused = first_refusal(checks, Subject(example, entry["sentence"], record=entry), ctx, {})
+        return refused[0].flag if refused else None
+
     def perturb(self, example, rng):
         cfg, res = self.config, self.resources
         question = clean_question(example.question)
         if not question:
             raise CannotPerturb("empty question")
+        if self._skip_negated and negated_question(question):
+            # "Which is NOT true?", "All are mentioned EXCEPT _": a sentence made from it says
+            # that a distractor does not satisfy the question, which is a hint, not a distractor
+            raise CannotPerturb("negated question")
         gold = example.answer
         gold_key = option_key(gold)
         distractors, keys = [], {gold_key}
@@ -500,15 +554,28 @@ class AddSent(Attack):
 
         plan = self.plan(example, rng)
         variants = [self.variant(plan, j) for j in range(cfg.insertions)]
-        if not variants[0][0]:
-            raise CannotPerturb("no negation point")
+        # a "not" sentence made from "What can we learn from the passage?" or "What is the best
+        # title for the passage?" is text about the passage ("We cannot learn from the passage
+        # that X", "What is not the best title for the passage X") and a hint: never written
+        about_passage = self._no_not_about_passage and (asks_what_passage_states(question)
+                                                        or bool(ABOUT_PASSAGE_RE.search(question)))
+        usable = [v for v in variants if v[0] and not (v[1] and about_passage)]
+        if not usable:
+            if any(not fallback for _, fallback in variants):
+                raise CannotPerturb("no edit")
+            if not cfg.negation_fallback:
+                raise CannotPerturb("no change of meaning")
+            raise CannotPerturb("no change of meaning (question about the passage)" if about_passage
+                                else "no negation point")
+        variants = usable
         original = normalise(question)
         starts = list(res.sentence_starts(example.passage)) + [len(example.passage)]
 
         chosen, used_options, sentences = [], set(), set()
         for j in range(cfg.insertions):
-            found = None
-            for edits, fallback in [variants[j]] + variants[:j] + variants[j + 1:]:
+            found, refused = None, Counter()
+            k = j % len(variants)
+            for edits, fallback in [variants[k]] + variants[:k] + variants[k + 1:]:
                 mutated = self.apply_edits(example.question, edits)
                 if normalise(clean_question(mutated)) == original:
                     continue
@@ -516,36 +583,46 @@ class AddSent(Attack):
                     if i in used_options:
                         continue
                     sentence = declarative(mutated, example.options[i], res)
-                    if (not sentence or normalise(sentence) in sentences
-                            or contains_gold(sentence, gold)):
+                    if not sentence or normalise(sentence) in sentences:
+                        refused["no new sentence"] += 1
                         continue
-                    found = (sentence, mutated, edits, fallback, i)
+                    if contains_gold(sentence, gold):
+                        refused["gold answer in sentence"] += 1
+                        continue
+                    entry = {
+                        "sentence": sentence,
+                        "question": clean_question(mutated),
+                        "replacements": [record for *_, record in sorted(edits, key=lambda e: e[0])
+                                         if record is not None],
+                        "distractor": {"text": example.options[i], "index": i},
+                        "fallback_not": fallback,
+                    }
+                    why = self._refused(example, entry)
+                    if why:
+                        refused[why] += 1
+                        continue
+                    found = entry, i
                     break
                 if found:
                     break
             if found is None:
-                raise CannotPerturb("gold answer in sentence")
-            sentence, mutated, edits, fallback, i = found
+                raise CannotPerturb(max(refused, key=lambda r: (refused[r], r)) if refused else "no new sentence")
+            entry, i = found
             used_options.add(i)
-            sentences.add(normalise(sentence))
-            chosen.append({
-                "sentence": sentence,
-                "question": clean_question(mutated),
-                "replacements": [record for *_, record in sorted(edits, key=lambda e: e[0])
-                                 if record is not None],
-                "distractor": {"text": example.options[i], "index": i},
-                "fallback_not": fallback,
-            })
+            sentences.add(normalise(entry["sentence"]))
+            chosen.append(entry)
         inserts = [(c["sentence"], rng.choice(starts)) for c in chosen]
         return example.insert_sentences(inserts).with_provenance(attack=self.name, sentences=chosen)
 
     def summarize(self, examples: list) -> dict:
         """Counts for stats.json, read back from each example's provenance."""
-        perturbed, fallback_questions, fallback_sentences, words = 0, 0, 0, []
+        perturbed, fallback_questions, fallback_sentences, negated, words = 0, 0, 0, 0, []
         by_kind: dict[str, int] = {}
         for example in examples:
             record = next((r for r in reversed(example.provenance) if r.get("attack") == self.name), None)
             if record is None or "sentences" not in record:
+                # left unperturbed; a negated question is always skipped ("negated question")
+                negated += self._skip_negated and bool(negated_question(clean_question(example.question)))
                 continue
             perturbed += 1
             fallbacks = [s for s in record["sentences"] if s.get("fallback_not")]
@@ -560,6 +637,7 @@ class AddSent(Attack):
             "perturbed": perturbed,
             "negation_fallback_share": significant(fallback_sentences / len(words)) if words else 0.0,
             "negation_fallback_questions": significant(fallback_questions / perturbed) if perturbed else 0.0,
+            "negated_questions_skipped": negated,
             "replacements_by_kind": dict(sorted(by_kind.items())),
             "avg_inserted_words": significant(sum(words) / len(words)) if words else 0.0,
         }

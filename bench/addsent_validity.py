@@ -1,16 +1,29 @@
-"""Benchmark: how often AddSent's inserted sentences only paraphrase the question.
+"""Benchmark: how often AddSent's inserted sentences only paraphrase the question, and what the
+negated-question skip and the "not" fallback do.
 
-A sentence whose every replacement is a synonym, spelling variant or inflection of the word it
-replaced (and that has no antonym, number change or negation) restates the question, so the
-passage then answers it with a distractor. This runs AddSent twice on the same questions and
-seed, with the synonym filter off ("before": the GloVe neighbours chosen as before the filter)
-and on ("after"), and prints for each the share of perturbed questions with such a sentence,
-the share with the gold option in a sentence, and the most frequent paraphrase pairs. Each
-replacement is judged again here as the audit judges it (`audit.paraphrase_pairs`, by
-`Resources.same_meaning`), not read from the provenance.
+A sentence whose every replacement keeps the meaning of the word it replaced (a synonym,
+spelling variant or inflection, or a near sense: hypernym, hyponym, near-synonym sibling; and
+that has no antonym, number change or negation) restates the question, so the passage then
+answers it with a distractor. This runs AddSent three times on the same questions and seed:
+
+- "old": as it was before near senses were judged: its candidate filter knew only synonyms,
+  spelling variants and inflections, a question with nothing to change was negated with "not"
+  (`negation_fallback: true`, also for "What is the best title for the passage?"), "Which is
+  TRUE" could become "Which is FALSE" (truth words were no framing words), and negated
+  questions ("Which is NOT true?") were attacked like any other;
+- "new": the attack's defaults (near senses judged, negated questions skipped, no "not" sentence);
+- "new-not": the same with `negation_fallback: true` ("not" sentences, but none for a question
+  about the passage).
+
+For each it prints the share of questions with a near-meaning sentence, as the audit judges it
+now (`paraphrase_pairs`, by `Resources.same_meaning`, not read from the provenance), the
+questions with the gold option in a sentence, with a "not" sentence (and of them, questions
+about the passage: what it states, its title, its author), negated questions left out, and why questions were left
+unperturbed. `--readers` also scores the original questions and both versions with the built-in
+readers (sliding-window, similarity), and the "not"-sentence questions alone.
 
     python bench/addsent_validity.py RACE/dev [--format race-dir]
-        [--limit N] [--seed 0] [--examples 12 --examples-out FILE]
+        [--limit N] [--seed 0] [--readers] [--examples 12 --examples-out FILE]
 
 Reads real data: a benchmark, never a test.
 """
@@ -25,29 +38,51 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advrace.attacks.addsent import META_WORDS, AddSent, contains_gold  # noqa: E402
+from advrace.attacks.addsent import ABOUT_PASSAGE_RE, AddSent, contains_gold  # noqa: E402
+from advrace.core.validity import asks_what_passage_states, negated_question  # noqa: E402
 from advrace.formats import load  # noqa: E402
-from advrace.release.audit import paraphrase_pairs  # noqa: E402
+from advrace.core.checks.sentences import paraphrase_pairs  # noqa: E402
 from advrace.resources import get_resources  # noqa: E402
 
-# the framing words kept before the fix; "before" runs with them, as the attack then did
-PRE_FIX_KEEP_WORDS = ("passage", "article", "text", "paragraph", "writer", "author", "title", "lot",
-                      "kind", "sort")
+# what `same_meaning` answered before near senses were judged
+OLD_REASONS = frozenset({"spelling variant", "inflection", "synonym"})
 
 
-def run(examples, resources, seed: int, filtered: bool):
-    keep = META_WORDS if filtered else PRE_FIX_KEEP_WORDS
-    attack = AddSent({"keep_words": list(keep)}, seed=seed, resources=resources)
-    attack._same_meaning_filter = filtered
+class OldAddSent(AddSent):
+    """AddSent's candidate filter as it was: synonyms, spelling variants and inflections only."""
+
+    _skip_negated = False
+    _no_not_about_passage = False
+    _sentence_checks = ((), None)  # the shared sentence checks did not refuse sentences then
+
+    def _same_meaning(self, tok, new):
+        why = super()._same_meaning(tok, new)
+        return why if why in OLD_REASONS else None
+
+
+# the framing words kept before truth words were ("Which is TRUE" -> "Which is FALSE")
+OLD_KEEP_WORDS = ["passage", "article", "text", "paragraph", "writer", "author", "title", "lot", "kind",
+                  "sort", "word", "words", "phrase", "phrases", "sentence", "sentences", "statement",
+                  "statements", "following"]
+RUNS = (("old", OldAddSent, {"negation_fallback": True, "keep_words": OLD_KEEP_WORDS}), ("new", AddSent, {}),
+        ("new-not", AddSent, {"negation_fallback": True}))
+
+
+def run(examples, resources, seed: int, cls, config: dict):
+    attack = cls(config, seed=seed, resources=resources)
     start = time.perf_counter()
     attack.prepare(examples)
     outcomes = attack.apply_batch(examples)
     seconds = time.perf_counter() - start
-    perturbed = paraphrased = gold = fallback = 0
+    perturbed = paraphrased = gold = fallback = fallback_meta = negated = 0
     pairs: Counter = Counter()
     glove: Counter = Counter()
+    reasons: Counter = Counter()
+    fallback_ids: set[str] = set()
     for ex, out in zip(examples, outcomes):
+        negated += bool(negated_question(ex.question)) and not out.perturbed
         if not out.perturbed:
+            reasons[out.reason] += 1
             continue
         perturbed += 1
         sentences = out.example.provenance[-1]["sentences"]
@@ -57,16 +92,47 @@ def run(examples, resources, seed: int, filtered: bool):
         glove.update(f"{r['word'].lower()}->{r['new'].lower()}" for s in sentences
                      for r in s["replacements"] if r["kind"] == "glove")
         gold += any(contains_gold(s["sentence"], ex.answer) for s in sentences)
-        fallback += any(s.get("fallback_not") for s in sentences)
+        if any(s.get("fallback_not") for s in sentences):
+            fallback += 1
+            fallback_meta += asks_what_passage_states(ex.question) or bool(ABOUT_PASSAGE_RE.search(ex.question))
+            fallback_ids.add(ex.id)
     return {"perturbed": perturbed, "paraphrased": paraphrased, "gold": gold, "fallback": fallback,
-            "pairs": pairs, "glove": glove, "seconds": seconds, "outcomes": outcomes}
+            "fallback_meta": fallback_meta, "negated": negated, "reasons": reasons, "pairs": pairs,
+            "glove": glove, "seconds": seconds, "outcomes": outcomes, "fallback_ids": fallback_ids}
+
+
+def accuracy(reader, examples) -> list[bool]:
+    scores = reader.predict_mc(examples)
+    return [max(range(len(s)), key=s.__getitem__) == ex.label for s, ex in zip(scores, examples)]
+
+
+def score_readers(examples, results) -> None:
+    from advrace.models.readers import make_baseline
+
+    print("reader accuracy (%), all questions (unperturbed ones count as in the original):")
+    fb = [i for i, ex in enumerate(examples) if ex.id in results["old"]["fallback_ids"]]
+    for name in ("sliding-window", "similarity"):
+        reader = make_baseline(name)
+        orig = accuracy(reader, examples)
+        line = f"    {name:15} original {100 * sum(orig) / len(orig):5.2f}"
+        by_label = {}
+        for label, r in results.items():
+            acc = by_label[label] = accuracy(reader, [o.example for o in r["outcomes"]])
+            share = 100 * sum(acc) / len(acc)
+            line += f"  {label} {share:5.2f} (drop {100 * (sum(orig) - sum(acc)) / len(acc):5.2f} points)"
+        print(line)
+        if fb:
+            o = sum(orig[i] for i in fb)
+            w = sum(by_label["old"][i] for i in fb)
+            print(f"    {'':15} the {len(fb)} questions the old attack negated with 'not': original "
+                  f"{100 * o / len(fb):.1f}, with the 'not' sentences {100 * w / len(fb):.1f}")
 
 
 def write_examples(path: str, examples, outcomes, n: int) -> None:
     lines = []
     done = [(e, o) for e, o in zip(examples, outcomes) if o.perturbed]
     for ex, out in done[::max(1, len(done) // n)][:n]:
-        lines.append(f"== {ex.id}\nQ: {ex.question}\nGOLD: {ex.answer}")
+        lines.append(f"== {ex.id}\nQ: {ex.question}\nOPTIONS: {list(ex.options)}\nGOLD: {ex.answer}")
         for s in out.example.provenance[-1]["sentences"]:
             lines.append(f"  + {s['sentence']}\n    distractor: {s['distractor']['text']!r}"
                          f"  negation fallback: {s['fallback_not']}")
@@ -82,25 +148,30 @@ def main() -> None:
     ap.add_argument("--format", default=None)
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--examples", type=int, default=0, help="write this many 'after' examples")
+    ap.add_argument("--readers", action="store_true", help="score with the built-in readers too")
+    ap.add_argument("--examples", type=int, default=0, help="write this many 'new' examples")
     ap.add_argument("--examples-out", default="/tmp/addsent_examples_race.txt")
     args = ap.parse_args()
     examples = load(args.path, args.format, limit=args.limit).examples
     resources = get_resources()
     results = {}
-    for label, filtered in (("before", False), ("after", True)):
-        r = results[label] = run(examples, resources, args.seed, filtered)
-        n = max(r["perturbed"], 1)
-        print(f"{label:6}  questions {len(examples)}  perturbed {r['perturbed']}  "
-              f"paraphrase-only {r['paraphrased']} ({100 * r['paraphrased'] / n:.2f}%)  "
-              f"gold in sentence {r['gold']}  negation fallback {r['fallback']} "
-              f"({100 * r['fallback'] / n:.1f}%)  {r['seconds']:.1f} s")
+    for label, cls, config in RUNS:
+        r = results[label] = run(examples, resources, args.seed, cls, config)
+        n = len(examples)
+        print(f"{label:9}  questions {n}  perturbed {r['perturbed']}  near-meaning sentence "
+              f"{r['paraphrased']} ({100 * r['paraphrased'] / n:.2f}% of questions)  gold in sentence "
+              f"{r['gold']}  'not' fallback {r['fallback']} ({100 * r['fallback'] / n:.1f}%; "
+              f"{r['fallback_meta']} about the passage)  negated questions left out "
+              f"{r['negated']}  {r['seconds']:.1f} s")
+        print("           unperturbed:", ", ".join(f"{why} {c}" for why, c in r["reasons"].most_common()) or "none")
         for pair, count in r["pairs"].most_common(15):
             print(f"        {count:4}  {pair}")
-    print("most frequent GloVe replacements after, to read for paraphrases WordNet misses:")
-    print("   ", ", ".join(f"{p} {c}" for p, c in results["after"]["glove"].most_common(40)))
+    print("most frequent GloVe replacements, new, to read for near meanings WordNet misses:")
+    print("   ", ", ".join(f"{p} {c}" for p, c in results["new"]["glove"].most_common(40)))
+    if args.readers:
+        score_readers(examples, results)
     if args.examples:
-        write_examples(args.examples_out, examples, results["after"]["outcomes"], args.examples)
+        write_examples(args.examples_out, examples, results["new"]["outcomes"], args.examples)
         print(f"wrote {args.examples} examples to {args.examples_out}")
 
 

@@ -57,7 +57,17 @@ class NoWordResources:
 
 @pytest.fixture(scope="module")
 def negating(res):
-    return AddSent({}, seed=11, resources=NoWordResources(res))
+    return AddSent({"negation_fallback": True}, seed=11, resources=NoWordResources(res))
+
+
+@pytest.fixture(scope="module")
+def with_fallback(res):
+    return AddSent({"negation_fallback": True}, seed=11, resources=res)
+
+
+@pytest.fixture(scope="module")
+def no_fallback(res):
+    return AddSent({"negation_fallback": False}, seed=11, resources=res)
 
 
 def mc(question, options, label=0, qid="q"):
@@ -185,9 +195,19 @@ def test_at_most_one_antonym_per_sentence(addsent, res):
                 assert rep["new"] == "lost"
 
 
-def test_not_fallback_with_real_resources(addsent):
+def test_no_change_of_meaning_is_left_unperturbed(no_fallback, res):
+    """Without the "not" fallback (the default), a question with nothing to change is left as it was."""
+    assert AddSent({}).config.negation_fallback is False
+    out = no_fallback.apply(mc("Who can drive?", ["Jack", "Tom", "Mary", "Mike"]))
+    assert not out.perturbed and out.reason == "no change of meaning"
+    out = AddSent({"negation_fallback": False}, seed=11, resources=NoWordResources(res)).apply(
+        mc("What does Tom like?", ["football", "the piano", "swimming", "chess"]))
+    assert not out.perturbed and out.reason == "no change of meaning"
+
+
+def test_not_fallback_with_real_resources(with_fallback):
     ex = mc("Who can drive?", ["Jack", "Tom", "Mary", "Mike"])
-    _, sentences = run(addsent, ex)
+    _, sentences = run(with_fallback, ex)
     for s in sentences:
         assert s["fallback_not"]
         assert s["sentence"].startswith("Who cannot drive ")
@@ -197,17 +217,46 @@ def test_not_fallback_with_real_resources(addsent):
 
 @pytest.mark.parametrize("question, mutated", [
     ("What does Tom like?", "What does Tom not like?"),
-    ("Which is true?", "Which is not true?"),
     ("Tom likes  _  .", "Tom does not like  _  ."),
     ("Tom watched  _  .", "Tom did not watch  _  ."),
     ("They play for  _  .", "They do not play for  _  ."),
-    ("Which is not true?", "Which is true?"),
+    ("What did Tom not like?", "What did Tom like?"),
     ("Why didn't Tom go?", "Why did Tom go?"),
 ])
 def test_not_fallback_forms(negating, question, mutated):
     _, sentences = run(negating, mc(question, ["football", "the piano", "swimming", "chess"]))
     assert all(s["fallback_not"] for s in sentences)
     assert {s["question"] for s in sentences} == {mutated}
+
+
+@pytest.mark.parametrize("question", [
+    "Which is true?", "What can we learn from the passage?", "We can infer from the text that  _  .",
+    "What can we know about Tom?", "What is the best title for the passage?",
+    "What is the passage mainly about?", "The author wrote the article to  _  .",
+])
+def test_no_not_sentence_about_the_passage(negating, question):
+    """'We cannot infer from the text that X' is text about the passage, and a hint."""
+    out = negating.apply(mc(question, ["football", "the piano", "swimming", "chess"]))
+    assert not out.perturbed and out.reason == "no change of meaning (question about the passage)"
+
+
+@pytest.mark.parametrize("question", [
+    "Which of the following is NOT true?", "Which is not true according to the passage?",
+    "All of the following are mentioned EXCEPT  _  .", "Which statement is false?",
+    "Which of the following is wrong?", "What is not mentioned in the passage?",
+    "Which is untrue?", "Which of the following statements is incorrect?",
+])
+def test_negated_questions_are_skipped(addsent, negating, question):
+    for attack in (addsent, negating):
+        out = attack.apply(mc(question, ["Tom is tall", "Mary is kind", "Tom likes chess", "It rained"]))
+        assert not out.perturbed and out.reason == "negated question"
+
+
+def test_negated_questions_ask_about_what_is_true(addsent):
+    """'Why didn't Tom go?' asks for what is so, not for the one option that is not."""
+    out = addsent.apply(mc("Why didn't the farmer sell his horse?",
+                           ["He needed it", "It was young", "Nobody wanted it", "His son said no"]))
+    assert out.perturbed, out.reason
 
 
 def test_no_negation_point(negating):
@@ -318,26 +367,35 @@ def test_other_insertion_counts(res, n):
     assert len({s["distractor"]["index"] for s in sentences}) == n
 
 
-def test_summarize(addsent):
+def test_summarize(with_fallback, no_fallback):
     examples = [
         mc("Who can drive?", ["Jack", "Tom", "Mary", "Mike"], qid="a"),
         mc("Why did the farmer sell his horse?", ["money", "age", "a car", "his son"], qid="b"),
         mc("Where does Tom live?", ["a village", "a village", "a village", "a village"], qid="c"),
+        mc("Which is NOT true?", ["Tom is tall", "Mary is kind", "Tom likes chess", "It rained"], qid="d"),
     ]
     outs = []
     for e in examples:
-        out = addsent.apply(e)
+        out = with_fallback.apply(e)
         outs.append(out.example if out.perturbed else
                     e.with_provenance(attack="addsent", unchanged=out.reason))
-    stats = addsent.summarize(outs)
-    assert stats["questions"] == 3 and stats["perturbed"] == 2
+    stats = with_fallback.summarize(outs)
+    assert stats["questions"] == 4 and stats["perturbed"] == 2
+    assert stats["negated_questions_skipped"] == 1
     assert stats["negation_fallback_share"] == pytest.approx(0.5)
     assert stats["negation_fallback_questions"] == pytest.approx(0.5)
     kinds = stats["replacements_by_kind"]
     assert kinds["negation"] == 2 and kinds["glove"] >= 4 and kinds["antonym"] == 2
     inserted = [s["sentence"] for o in outs[:2] for s in summary(o)["sentences"]]
     assert stats["avg_inserted_words"] == pytest.approx(sum(len(words(s)) for s in inserted) / 4)
-    assert addsent.summarize([])["negation_fallback_share"] == 0.0
+    assert with_fallback.summarize([])["negation_fallback_share"] == 0.0
+    default = [no_fallback.apply(e) for e in examples]
+    assert [o.reason for o in default] == ["no change of meaning", None, "no distinct distractor",
+                                           "negated question"]
+    stats = no_fallback.summarize([o.example if o.perturbed else
+                               o.example.with_provenance(attack="addsent", unchanged=o.reason) for o in default])
+    assert stats["perturbed"] == 1 and stats["negation_fallback_share"] == 0.0
+    assert stats["negated_questions_skipped"] == 1 and "negation" not in stats["replacements_by_kind"]
 
 
 def test_multiple_choice_only(addsent):
@@ -388,11 +446,18 @@ def test_synonym_neighbours_are_never_taken(addsent, res):
     assert all(res.same_meaning("story", c, "NOUN") is None for c in cands)
 
 
-def test_only_synonyms_fall_back_to_negation(res):
-    attack = AddSent({}, seed=11, resources=SynonymNeighbourResources(
-        res, {"purpose": ["intent", "aim"], "behavior": ["behaviour"]}))
+@pytest.mark.parametrize("neighbours", [
+    {"purpose": ["intent", "aim"], "behavior": ["behaviour"]},
+    # near senses: a sibling sharing a word ("aim"), a hyponym one link down
+    {"purpose": ["objective"], "behavior": ["conduct"]},
+])
+def test_only_synonyms_fall_back_to_negation(res, neighbours):
+    resources = SynonymNeighbourResources(res, neighbours)
     ex = mc("What is the purpose of Tom's behavior?",
             ["To help Mary", "To win a prize", "To please his teacher", "To find a job"])
+    out = AddSent({"negation_fallback": False}, seed=11, resources=resources).apply(ex)
+    assert not out.perturbed and out.reason == "no change of meaning"
+    attack = AddSent({"negation_fallback": True}, seed=11, resources=resources)
     _, sentences = run(attack, ex)
     for s in sentences:
         assert s["fallback_not"]
@@ -412,9 +477,10 @@ def test_a_sentence_that_keeps_the_meaning_is_negated(res):
     edits, fallback = unfiltered.variant(plan, 0)
     assert not fallback and [e[2] for e in edits] == ["tale"]
     assert edits[0][3]["same_meaning"] == "synonym" and edits[0][3]["changes_meaning"] is False
-    filtered = AddSent({}, seed=11, resources=resources)
+    filtered = AddSent({"negation_fallback": True}, seed=11, resources=resources)
     edits, fallback = filtered.variant(plan, 0)
     assert fallback and [e[3]["kind"] for e in edits] == ["negation"]
+    assert AddSent({"negation_fallback": False}, seed=11, resources=resources).variant(plan, 0) == ([], True)
 
 
 def test_replacement_records_say_the_meaning_changed(addsent):
@@ -429,9 +495,20 @@ def test_replacement_records_say_the_meaning_changed(addsent):
                 assert {"word", "new", "kind", "position"} <= set(rep)
 
 
-def test_framing_words_are_kept(addsent):
-    ex = mc("What do the underlined words in the last sentence mean?",
+def test_truth_words_are_kept(addsent):
+    """'Which is FALSE according to the passage X' would say that a distractor is false."""
+    ex = mc("Which of the following is TRUE about Tom's old village?",
             ["Tom is happy", "Tom is sad", "Tom is tired", "Tom is ill"])
     _, sentences = run(addsent, ex)
+    for s in sentences:
+        assert "TRUE" in s["sentence"]
+        assert not {r["word"].lower() for r in s["replacements"]} & {"true"}
+
+
+def test_framing_words_are_kept(addsent, with_fallback):
+    ex = mc("What do the underlined words in the last sentence mean?",
+            ["Tom is happy", "Tom is sad", "Tom is tired", "Tom is ill"])
+    assert addsent.apply(ex).reason == "no change of meaning"  # only framing words to change
+    _, sentences = run(with_fallback, ex)
     for s in sentences:
         assert not {r["word"].lower() for r in s["replacements"]} & {"words", "sentence"}

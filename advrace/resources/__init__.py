@@ -192,7 +192,8 @@ class Resources:
 
     def same_meaning(self, word: str, new: str, pos: str | None = None) -> str | None:
         """Why `new` in place of `word` keeps the meaning ("synonym", "spelling variant",
-        "inflection"), or None when it changes it; see `synonymy.same_meaning` (cached)."""
+        "inflection", and under a WordNet POS "hypernym", "hyponym", "sibling": near senses), or
+        None when it changes it; see `synonymy.same_meaning` (cached)."""
         key = (word.lower(), new.lower(), pos)
         with self._lock:
             if key in self._same_meaning:

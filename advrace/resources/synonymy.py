@@ -1,5 +1,5 @@
 """Whether a word put in place of another keeps the meaning: a synonym, a spelling variant or
-an inflection of it.
+an inflection of it, or a near sense (one hypernym link above or below, a near-synonym sibling).
 
 An attack that replaces a question's words so that an inserted sentence answers a *different*
 question must not take a replacement that leaves the question as it was: GloVe's nearest
@@ -93,14 +93,139 @@ def _neighbours(synset) -> list:
             + synset.instance_hyponyms())
 
 
+def _parents(synset) -> list:
+    return synset.hypernyms() + synset.instance_hypernyms()
+
+
+# How many senses of a word count as its common ones. WordNet lists a word's senses most
+# frequent first (by their tagged occurrences in SemCor), and a RACE question uses a word in one
+# of its first few: 3 reaches the sense a GloVe neighbour is near in every pair of
+# `tests/test_synonymy.py` (debate's first sense is near discussion's second, theory's second
+# near concept's first), while a fourth or later sense joins nearly any two nouns (people ->
+# families through family's fourth sense).
+COMMON_SENSES = 3
+# Person nouns are judged on their first senses only (the "synonym" rule): in a passage the man
+# and the boy are two characters, though WordNet's second sense of boy is "a grown man"
+# (informal), and the secondary senses of person nouns are mostly such informal uses.
+PERSON_LEXNAME = "noun.person"
+# Siblings are judged only among abstract nouns of ideas, texts, aims and money. Co-hyponyms of
+# concrete kinds form contrast sets that a question tells apart even when one's definition names
+# the other: a month is "one of the twelve divisions of the calendar year", a mule "the offspring
+# of a male donkey and a female horse", a town "smaller than a city"; measured on the GloVe
+# neighbours AddSent weighs for 3,000 RACE train questions, every sibling outside these files
+# was a change of meaning (year -> month, goose -> duck, leg -> thigh, breakfast -> brunch).
+SIBLING_LEXNAMES = frozenset({"noun.cognition", "noun.communication", "noun.motive",
+                              "noun.possession"})
+# Plants and animals are filed many links deep (tree -> woody plant -> vascular plant -> plant;
+# bird -> vertebrate -> chordate -> animal): their hypernyms are looked for this far up.
+TAXONOMY_LEXNAMES = frozenset({"noun.plant", "noun.animal"})
+TAXONOMY_DEPTH = 3
+# Definitions that name a word only to contrast it ("an adult person who is male (as opposed
+# to a woman)") do not make the words near in meaning.
+_CONTRAST_RE = re.compile(r"\(?\s*(?:as )?opposed to [^;)]*\)?|\bunlike [^;)]*|\bother than [^;)]*")
+_GLOSS_WORD_RE = re.compile(r"[a-z]+")
+_GLOSS_HEAD_RE = re.compile(r"(?:an?|the)\s+([a-z]+)\b")
+
+
+def _common_senses(wordnet, forms: set[str], pos: str | None) -> set:
+    """Each form's first COMMON_SENSES senses per POS."""
+    return {ss for f in forms for p in _wordnet_pos(pos) for ss in wordnet.synsets(f, pos=p)[:COMMON_SENSES]}
+
+
+def _gloss_names(wordnet, synset, forms: set[str], pos: str) -> bool:
+    """Whether the sense's definition uses one of the forms (or an inflection of it) as a
+    word, outside a contrast ("as opposed to a woman")."""
+    gloss = _CONTRAST_RE.sub(" ", synset.definition().lower())
+    for w in _GLOSS_WORD_RE.findall(gloss):
+        if w in forms or (wordnet.morphy(w, pos) or w) in forms:
+            return True
+    return False
+
+
+def _ancestors(synset) -> set:
+    """The sense's hypernyms, one link up; up to TAXONOMY_DEPTH links in the deep taxonomies of
+    living things (a tree is a woody plant, a vascular plant, a plant)."""
+    depth = TAXONOMY_DEPTH if synset.lexname() in TAXONOMY_LEXNAMES else 1
+    out, level = set(), {synset}
+    for _ in range(depth):
+        level = {p for s in level for p in _parents(s)}
+        out |= level
+    return out
+
+
+def _names(synset) -> bool:
+    """A sense WordNet writes capitalised (French, Spanish: languages, peoples) is a name, and
+    names are contrast sets however their definitions read ("the Romance language spoken ...")."""
+    return any(lemma.name()[:1].isupper() for lemma in synset.lemmas())
+
+
+def _gloss_head(synset) -> str:
+    """The word a definition opens with after its article: "proposal" for "a proposal for an
+    appropriate course of action" (a definition by genus first)."""
+    found = _GLOSS_HEAD_RE.match(synset.definition().lower())
+    return found.group(1) if found else ""
+
+
+def _lemma_names(synset) -> set[str]:
+    return {lemma.name().lower() for lemma in synset.lemmas()}
+
+
+def near_senses(wordnet, word: str, new: str, pos: str) -> str | None:
+    """"hypernym" or "hyponym" when a common sense of `new` is one hypernym link above or below
+    a common sense of `word` (attitude -> stance, poem -> verse, story -> mystery), "sibling"
+    when two common senses sit directly under one hypernym and are near-synonyms: they share a
+    word (purpose and objective are both "aim"), one's definition uses the other word (a
+    novel is "an extended fictional work in prose; usually in the form of a story"), or both
+    definitions open with that hypernym (advice is "a proposal for an appropriate course of action",
+    a suggestion "a proposal offered for acceptance or rejection"). Mere
+    co-hyponyms are no sibling here: mother and father (both "parent"), car and truck (both
+    "motor vehicle"), breakfast and lunch (both "meal") are different things, and siblings are
+    looked for only among nouns of ideas, texts, aims and money (SIBLING_LEXNAMES).
+    A hypernym or hyponym keeps the meaning for AddSent's purpose: the sentence about the
+    narrower thing entails one about the broader ("the meat he likes is fish": a food he likes
+    is fish), so it still answers the question with a distractor.
+
+    Only for a WordNet POS: names (PROPN) and numbers are never judged this way, London ->
+    Melbourne (both instances of city) is a change of meaning."""
+    if pos not in WORDNET_POS and pos not in UPOS_TO_WORDNET:
+        return None
+    p = _wordnet_pos(pos)[0]
+    old_forms, new_forms = lemmas(wordnet, word, pos), lemmas(wordnet, new, pos)
+    old_senses = _common_senses(wordnet, old_forms, pos)
+    new_senses = _common_senses(wordnet, new_forms, pos)
+    if any(ss.lexname() == PERSON_LEXNAME for ss in _first_senses(wordnet, old_forms | new_forms, pos)):
+        return None
+    if not old_senses or not new_senses:
+        return None
+    for s in old_senses:
+        if _ancestors(s) & new_senses:
+            return "hypernym"
+        if any(s in _ancestors(n) for n in new_senses):
+            return "hyponym"
+    for s in old_senses:
+        parents = set(_parents(s))
+        for n in new_senses:
+            if s.lexname() not in SIBLING_LEXNAMES or n.lexname() != s.lexname() \
+                    or not parents & set(_parents(n)) or _names(s) or _names(n):
+                continue
+            shared = {name for parent in parents & set(_parents(n)) for name in _lemma_names(parent)}
+            if (_lemma_names(s) & _lemma_names(n) or _gloss_names(wordnet, n, old_forms, p)
+                    or _gloss_names(wordnet, s, new_forms, p)
+                    or (_gloss_head(s) in shared and _gloss_head(n) in shared)):
+                return "sibling"
+    return None
+
+
 def same_meaning(wordnet, word: str, new: str, pos: str | None = None) -> str | None:
     """Why `new` in place of `word` keeps the meaning ("spelling variant", "inflection",
-    "synonym"), or None when it changes it.
+    "synonym", "hypernym", "hyponym", "sibling"), or None when it changes it.
 
     "synonym": the words share a WordNet sense, or their most frequent senses are one
     hypernym link apart (idea -> notion, scientists -> researchers, trip -> journey: WordNet
-    files these near-synonyms one level apart). The link is looked for between first senses
-    only: through rare senses nearly any two nouns are one link apart (people -> families).
+    files these near-synonyms one level apart). "hypernym", "hyponym", "sibling": their common
+    senses are near (see `near_senses`; judged only for a WordNet POS, never for names).
+    Through rare senses nearly any two nouns are one link apart (people -> families), so only
+    the first or common senses are compared.
     `pos` (a universal POS such as "NOUN", or a WordNet letter) restricts the senses compared:
     mother and father share only a verb sense (beget), so as nouns they differ.
     """
@@ -120,4 +245,4 @@ def same_meaning(wordnet, word: str, new: str, pos: str | None = None) -> str | 
     new_first = _first_senses(wordnet, new_forms, pos)
     if any(n in new_first for s in _first_senses(wordnet, old_forms, pos) for n in _neighbours(s)):
         return "synonym"
-    return None
+    return near_senses(wordnet, word, new, pos)
