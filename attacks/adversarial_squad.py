@@ -13,8 +13,19 @@
 
 Every generated sentence passes readability checks: no gold answer in it, not the question
 itself, ends with punctuation, has a verb, no word form that exists nowhere (rules that inflect
-a non-verb write "inned", "withed"), no wh-word left from the question ("the what districts").
-Candidates that fail are counted in the stats.
+a non-verb write "inned", "withed"), no wh-word left from the question ("the what districts"),
+no doubled word or article ("is is", "the a"). Every change of the mutated question must
+survive into the sentence: a replacement inside the wh-phrase vanishes when the answer takes
+its place ("In what century did Savery patent ..." -> "Savery patented ... in 1997"), and the
+sentence then states a wrong answer about the very fact asked; the question is mutated again
+without those words, else the example is left out ("change vanished"). Candidates that fail
+are counted in the stats.
+
+Fake answers have the gold answer's type and come from the split's own phrases (see
+fake_answers.FakePool), each used at most `fake_cap` times among the passages an attack
+prepares together (the runner's fixed chunks, so the release does not depend on the number of
+workers); a question whose answer has no determinable type, or whose type has no fake left,
+is left out rather than given a wrong-typed fake.
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from advrace.core.checks import REGISTRY as CHECKS, TextContext
 from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
 from advrace.metrics import normalize_answer, squad_em_f1
@@ -34,7 +46,7 @@ from advrace.models.span_scoring import answer_distribution, load_span_model
 
 from .base import Attack, CannotPerturb, Outcome, register
 from .declarative_rules import declarative_candidates
-from .fake_answers import answer_type, fake_answers
+from .fake_answers import FakePool, answer_type, type_key
 from .model_based import CheckpointAttack
 from .question_mutation import mutate_question
 
@@ -43,6 +55,11 @@ from .question_mutation import mutate_question
 class AddSentConfig:
     neighbours: int = 100  # GloVe neighbours searched for a word of the same tag
     fakes: int = 2  # fake answers tried per question
+    fake_cap: int = 3  # uses of one fake answer among the passages prepared together
+    choices: int = 3  # GloVe neighbours of the right tag drawn among, per question
+    # fakes for common-noun and verb answers, typed by WordNet's first senses: read on XQuAD, most
+    # were of another kind ("the work" for a type of civil disobedience), so off by default
+    common_word_fakes: bool = False
 
 
 WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
@@ -119,12 +136,28 @@ def contains_answer(sentence: str, gold: str) -> bool:
     return bool(g) and f" {g} " in f" {normalize_answer(sentence)} "
 
 
+_DOUBLED_WORD = re.compile(r"\b([^\W\d_]+)\s+\1\b", re.I)
+_DOUBLED_ARTICLE = re.compile(r"\b(the|a|an)\s+(the|a|an|this|these|those|his|her|its|their|my|our|your)\b",
+                              re.I)
+
+
+def doubled_words(sentence: str) -> list[str]:
+    """A word written twice in a row ("is is") or an article before another determiner ("the
+    a tractor"): the marks of a rule that put the answer where a word of the question stayed."""
+    return [m.group() for m in _DOUBLED_WORD.finditer(sentence)] + \
+        [m.group() for m in _DOUBLED_ARTICLE.finditer(sentence)]
+
+
 def readability_problem(sentence: str, question: str, golds, resources,
                         context: str = "") -> str | None:
     """Why a generated sentence is unfit for a human reader, or None. Words of the question and
     of `context` count as known, so names and rare words they contain pass."""
     if not sentence or sentence[-1] not in ".!?":
         return "no final punctuation"
+    if doubled_words(sentence):
+        return "doubled word"
+    if re.search(r"(^|\s)['’]s\b", sentence):  # "Hollow 's career": the possessor went with the wh-phrase
+        return "detached possessive"
     if any(contains_answer(sentence, g) for g in golds):
         return "contains a gold answer"
     if normalize_answer(sentence) == normalize_answer(question):
@@ -140,39 +173,83 @@ def readability_problem(sentence: str, question: str, golds, resources,
     return None
 
 
-def sentence_candidates(example, resources, config: AddSentConfig, second_set: bool = False
-                        ) -> tuple[list[dict], Counter]:
-    """Candidate adversarial sentences (each a provenance-ready dict) and why others were dropped."""
-    mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours)
+VANISHED = CHECKS["change_vanished"]  # the audit's own check
+
+
+def sentence_candidates(example, resources, config: AddSentConfig, second_set: bool = False,
+                        rng: random.Random | None = None, pool: FakePool | None = None,
+                        paragraph_answers=None) -> tuple[list[dict], Counter]:
+    """Candidate adversarial sentences (each a provenance-ready dict) and why others were dropped.
+
+    `pool` gives the typed fake answers (an empty pool: the fixed lists only); `paragraph_answers`
+    are the answers of every question on the passage, none of which a fake may share a word with.
+    """
     rejected: Counter = Counter()
-    if not replacements:
-        rejected["question not mutated"] += 1
-        return [], rejected
+    ctx = TextContext(same_meaning_fn=resources.same_meaning)
     first = example.answers[0]
     kind = answer_type(example.context, first.start, first.end, resources)
-    fakes = fake_answers(kind, first.text, example.context, second_set)[:config.fakes]
-    if not fakes:
-        rejected["no fake answer"] += 1
+    key = type_key(kind, example.context, first.start, first.end, resources, example.question,
+                   config.common_word_fakes)
+    if key is None:
+        rejected["answer type undetermined"] += 1
+        return [], rejected
     golds = [a.text for a in example.answers]
-    out, seen = [], set()
-    for fake in fakes:
-        for cand in declarative_candidates(mutated, fake, resources, kind):
-            problem = readability_problem(cand.sentence, example.question, golds, resources,
-                                          example.context)
-            if problem:
-                rejected[problem] += 1
-            elif cand.sentence not in seen:
-                seen.add(cand.sentence)
-                out.append({"sentence": cand.sentence, "rule": cand.rule, "fake_answer": fake,
-                            "answer_type": kind, "mutated_question": mutated,
-                            "replacements": [r.to_dict() for r in replacements]})
-    if fakes and not out:
+    pool = pool if pool is not None else FakePool(cap=config.fake_cap)
+    fakes = pool.choose(key, list(paragraph_answers or ()) + golds, example.context, example.question,
+                        rng or random.Random(0), config.fakes, second_set)
+    if not fakes:
+        rejected["no typed fake answer"] += 1
+        return [], rejected
+    skip: frozenset[int] = frozenset()
+    while True:
+        mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours,
+                                                rng=rng, choices=config.choices, skip=skip)
+        if not replacements:
+            rejected["change vanished" if skip else "question not mutated"] += 1
+            return [], rejected
+        out, seen, vanished = [], set(), set()
+        for fake in fakes:
+            for cand in declarative_candidates(mutated, fake, resources, kind):
+                problem = readability_problem(cand.sentence, example.question, golds, resources,
+                                              example.context)
+                record = {"mutated_question": mutated, "fake_answer": fake,
+                          "replacements": [r.to_dict() for r in replacements]}
+                lost = [] if problem else VANISHED.lost(cand.sentence, record, ctx)
+                if lost:
+                    problem = "change vanished"
+                    vanished.update(r["start"] for r in lost)
+                if problem:
+                    rejected[problem] += 1
+                elif cand.sentence not in seen:
+                    seen.add(cand.sentence)
+                    out.append({"sentence": cand.sentence, "rule": cand.rule, "fake_answer": fake,
+                                "answer_type": kind, "mutated_question": mutated,
+                                "replacements": [r.to_dict() for r in replacements]})
+        if out or not vanished:
+            break
+        skip = skip | frozenset(vanished)  # mutate again, leaving the words that vanished as they are
+    if not out and not rejected:
         rejected["no rule matched"] += 1
     return out, rejected
 
 
+def _paragraph_answers(examples) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for ex in examples:
+        out.setdefault(ex.context, set()).update(a.text for a in ex.answers)
+    return out
+
+
 def _place(example, sentence: str, prepend: bool):
     return example.insert_sentence(sentence, 0 if prepend else len(example.context))
+
+
+def _reason(rejected: Counter) -> str:
+    """The reason an example got no sentence: a vanished change when any candidate lost one,
+    else the most frequent rejection (the first on a tie)."""
+    if "change vanished" in rejected:
+        return "change vanished"
+    return max(rejected, key=lambda k: rejected[k]) if rejected else "no candidate"
 
 
 class _SentenceAttack(Attack):
@@ -182,19 +259,35 @@ class _SentenceAttack(Attack):
     second_set = False
     prepend = False
 
+    _pool: FakePool | None = None
+    _answers: dict | None = None
+
     def prepare(self, examples):
+        """Parse the passages and questions in one batch, and collect their typed phrases as the
+        fake answers of these passages (a fresh pool, with fresh use counts, per call)."""
         self.resources.prepare_parses([ex.context for ex in examples] + [ex.question for ex in examples])
+        self._pool = FakePool.from_contexts([ex.context for ex in examples], self.resources,
+                                            cap=self.config.fake_cap)
+        self._answers = _paragraph_answers(examples)
+
+    def candidates(self, example, rng):
+        if self._pool is None:  # applied without prepare: the fixed lists only
+            self._pool, self._answers = FakePool(cap=self.config.fake_cap), {}
+        return sentence_candidates(example, self.resources, self.config, self.second_set, rng,
+                                   self._pool, (self._answers or {}).get(example.context))
 
     def summarize(self, examples):
-        rules, types, kinds = Counter(), Counter(), Counter()
+        rules, types, kinds, fakes = Counter(), Counter(), Counter(), Counter()
         for ex in examples:
             for r in ex.provenance:
                 if r.get("attack") == self.name and "rule" in r:
                     rules[r["rule"]] += 1
                     types[r["answer_type"]] += 1
                     kinds.update(x["kind"] for x in r["replacements"])
+                    fakes[r["fake_answer"]] += 1
         return {"rules": dict(sorted(rules.items())), "answer_types": dict(sorted(types.items())),
-                "replacements_by_kind": dict(sorted(kinds.items()))}
+                "replacements_by_kind": dict(sorted(kinds.items())),
+                "fake_answers": {"distinct": len(fakes), "most_used": max(fakes.values(), default=0)}}
 
 
 @register
@@ -204,10 +297,11 @@ class AddOneSent(_SentenceAttack):
     name = "addonesent"
 
     def perturb(self, example, rng):
-        cands, rejected = sentence_candidates(example, self.resources, self.config, self.second_set)
+        cands, rejected = self.candidates(example, rng)
         if not cands:
-            raise CannotPerturb(next(iter(rejected), "no candidate"))
+            raise CannotPerturb(_reason(rejected))
         chosen = rng.choice(cands)
+        self._pool.use(chosen["fake_answer"])
         return _place(example, chosen["sentence"], self.prepend).with_provenance(
             attack=self.name, candidates=len(cands), position="start" if self.prepend else "end", **chosen)
 
@@ -272,7 +366,15 @@ class AddSentAdversary(_ModelDependent):
             raise ConfigError(f"attack {self.name!r} (Jia and Liang's) applies to SQuAD examples; "
                               "for RACE use the AdvRACE addsent")
         self.resources.prepare_parses([ex.context for ex in examples] + [ex.question for ex in examples])
-        cands = [sentence_candidates(ex, self.resources, self.config) for ex in examples]
+        pool = FakePool.from_contexts([ex.context for ex in examples], self.resources, cap=self.config.fake_cap)
+        answers = _paragraph_answers(examples)
+        cands = []
+        for ex in examples:  # in order: a fake offered to one question counts against the cap
+            found = sentence_candidates(ex, self.resources, self.config, False, self.rng_for(ex), pool,
+                                        answers.get(ex.context))
+            for fake in dict.fromkeys(c["fake_answer"] for c in found[0]):
+                pool.use(fake)
+            cands.append(found)
         pairs = [(i, c) for i, (cs, _) in enumerate(cands) for c in cs]
 
         def score(shard):
@@ -286,7 +388,7 @@ class AddSentAdversary(_ModelDependent):
         out = []
         for i, ex in enumerate(examples):
             if i not in per:
-                out.append(Outcome(ex, False, next(iter(cands[i][1]), "no candidate")))
+                out.append(Outcome(ex, False, _reason(cands[i][1])))
                 continue
             f1, chosen = min(per[i], key=lambda fc: fc[0])  # the first of equally bad ones
             out.append(Outcome(_place(ex, chosen["sentence"], False).with_provenance(

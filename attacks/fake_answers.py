@@ -2,14 +2,26 @@
 
 An answer's type comes from the named entity it overlaps in the parsed context (refined: a
 month, a year, a weekday), else from its form (an abbreviation, a number), else from the Penn tag
-of its head word. Each type has two disjoint lists of fake answers: the first for AddSent and
-AddOneSent, the second for AddSentMod, so that a model trained on one set of fake answers can
-be tested on unseen ones. A fake answer never equals the real answer or appears in the context.
+of its head word.
+
+Fake answers come from a `FakePool`: the data's own phrases of each type, collected from the
+parsed contexts of the examples an attack sees together (spaCy's entities, refined as above;
+for a common-noun answer, noun phrases whose head shares the answer head's WordNet
+lexicographer file, so that a belief is replaced by a theory and not by a tractor; for a verb,
+verbs of the same tag and verb file). The pool is split in two by a stable hash of each phrase:
+the first half for AddSent and AddOneSent, the second for AddSentMod, so that a model trained on
+one set of fake answers can be tested on unseen ones. Each phrase serves at most `cap` times;
+the fixed lists (FAKES, disjoint per set) serve only when the data has no phrase of the type
+left, under the same cap. A fake answer never shares a word with an answer of its paragraph,
+never appears in the context or the question. Where the type is unknown (`UNTYPED`), there is
+no fake answer: a wrong-typed one ("Cheerios" as a count) makes a sentence a reader dismisses.
 """
 
 from __future__ import annotations
 
 import re
+import zlib
+from collections import Counter
 
 from advrace.metrics import normalize_answer
 
@@ -123,3 +135,309 @@ def fake_answers(kind: str, real: str, context: str, second_set: bool = False) -
     context_norm = f" {normalize_answer(context)} "
     return [f for f in pool if normalize_answer(f) != real_norm
             and f" {normalize_answer(f)} " not in context_norm]
+
+
+# types whose fake answer cannot be told to have the answer's kind: no fake for them
+UNTYPED = frozenset({"other", "proper_noun", "adjective", "adverb", "abbreviation"})
+NOUN_TYPES = frozenset({"noun", "plural_noun"})
+VERB_TYPES = {"verb": ("VB", "VBP"), "verb_past": ("VBD", "VBN"), "verb_ing": ("VBG",)}
+MAX_FAKE_WORDS = 5
+_SKIP_FIRST = frozenset({"PRP", "PRP$", "WDT", "WP", "WP$", "EX"})
+
+
+def _noun_file(word: str, resources) -> str | None:
+    """The WordNet lexicographer file of the word's most frequent noun sense (noun.cognition)."""
+    senses = resources.wordnet.synsets(word.lower(), "n")
+    return senses[0].lexname() if senses else None
+
+
+def _verb_file(word: str, resources) -> str | None:
+    senses = resources.wordnet.synsets(word.lower(), "v")
+    return senses[0].lexname() if senses else None
+
+
+# nouns of a wh-phrase that say nothing of the answer's kind ("what type of engine": engine)
+GENERIC_WH_NOUNS = frozenset({"type", "kind", "sort", "form", "name", "part", "one", "state", "term",
+                              "word", "title", "group", "thing", "example", "number", "amount", "variety"})
+_NAMED_KINDS = frozenset({"person", "organisation", "country", "location", "facility", "nationality"})
+# a wh-noun of these WordNet files asks for no person, group or place ("which sport": not the NBA)
+_NOT_NAMED_FILES = frozenset({"noun.act", "noun.attribute", "noun.cognition", "noun.substance", "noun.quantity",
+                              "noun.time", "noun.feeling", "noun.state", "noun.process", "noun.phenomenon",
+                              "noun.relation", "noun.shape", "noun.body", "noun.plant", "noun.animal",
+                              "noun.food", "noun.motive", "noun.possession"})
+
+
+def wh_noun(question: str, resources) -> tuple[str, str | None]:
+    """The question's wh-word and the noun its wh-phrase asks for ("What German poet" -> poet;
+    "What type of engine" -> engine), as a lemma, or None."""
+    doc = resources.parse(question)
+    toks = list(doc)
+    for i, t in enumerate(toks):
+        if t.tag_ not in ("WDT", "WP", "WP$", "WRB"):
+            continue
+        noun = None
+        window = toks[i + 1:i + 7]
+        for k, u in enumerate(window):
+            if u.tag_ in ("NN", "NNS"):
+                noun = (u.lemma_ or u.text).lower()
+                following = window[k + 1] if k + 1 < len(window) else None
+                if noun not in GENERIC_WH_NOUNS and not (following is not None and following.tag_ in ("NN", "NNS")):
+                    break  # the last noun of a compound: "what welding process" -> process
+            elif u.tag_ not in ("JJ", "JJR", "JJS", "DT", "IN", "HYPH", "NNP", "NNPS", "CC"):
+                break
+        return t.lower_, (noun if noun not in GENERIC_WH_NOUNS else None)
+    return "", None
+
+
+def type_key(kind: str, context: str, start: int, end: int, resources, question: str = "",
+             common_words: bool = True) -> tuple | None:
+    """The pool key of an answer of type `kind`: the type itself, refined for common nouns and
+    verbs by the WordNet file of the noun the question asks for ("what molecule") and of the
+    answer's head, which must agree (`common_words`: False gives common nouns and verbs no fake
+    at all); None where no fake answer can have its kind, or where the question and the
+    type disagree (spaCy took "Dolby Digital" for a person: a person answers "who", "whose" or
+    "what poet", not "what soundtracks")."""
+    if kind in UNTYPED or (not common_words and (kind in NOUN_TYPES or kind in VERB_TYPES)):
+        return None
+    gold = context[start:end].strip()
+    if kind == "person" and not _fits_gold_person(gold):
+        return None  # "the Merkits": a tribe the tagger took for a person
+    if kind in _CAPITALISED_KINDS - {"nationality", "language"} and not _reads_as_name(gold, resources):
+        return None  # "Climate Change", "free India", "DTIME(f(n))": no organisation, no country
+    if kind == "number" and re.fullmatch(r"\d{4}", gold) and 1000 <= int(gold) <= 2100:
+        kind = "year"
+    if kind == "quantity":
+        measure = quantity_kind(gold)
+        return ("quantity", measure) if measure else None
+    if kind == "time" and not _CLOCK.search(gold):
+        return None  # "17 seconds": a duration, no time of day
+    if kind == "date" and not _CALENDAR.search(gold):
+        return None
+    wh, noun = wh_noun(question, resources) if question else ("", None)
+    noun_file = _noun_file(noun, resources) if noun else None
+    if kind == "person" and question and not (wh in ("who", "whom", "whose") or noun_file == "noun.person"):
+        return None
+    if kind in _NAMED_KINDS and noun_file in _NOT_NAMED_FILES:
+        return None
+    if noun_file == "noun.person" and kind not in NOUN_TYPES | {"person", "nationality"}:
+        return None  # "Which Member of Parliament": a person, whatever NER said
+    if wh in ("who", "whom") and kind not in ("person", "nationality", "organisation", "country"):
+        return None
+    if kind in NOUN_TYPES or kind in VERB_TYPES:
+        # a long answer is a description or a clause, of no kind a phrase of the data shares
+        if len(context[start:end].split()) > (4 if kind in NOUN_TYPES else 2):
+            return None
+        span = resources.parse(context).char_span(start, end, alignment_mode="expand")
+        if span is None or not len(span):
+            return None
+        head = span.root
+        found = (_noun_file if kind in NOUN_TYPES else _verb_file)(head.lemma_ or head.text, resources)
+        # the noun the question asks for and the answer's head must agree: WordNet's first
+        # senses are a rough guide, two of them agreeing a firmer one; a question that names no
+        # noun ("What are associated with normal forces?") gives no second opinion
+        if not found or (kind in NOUN_TYPES and noun_file != found):
+            return None
+        return kind, found
+    return (kind,)
+
+
+def _entity_kind(ent) -> str | None:
+    kind = ENTITY_TYPES.get(ent.label_)
+    text = ent.text.strip()
+    if kind == "date":
+        kind = _date_type(text)
+        if kind == "date" and not re.search(r"\d", text):
+            return None  # "today", "each year", "the following decade"
+    if kind in ("time", "quantity", "money", "percent", "number") and not re.search(r"\d", text):
+        return None if kind != "number" else kind
+    return kind
+
+
+def _usable(text: str) -> bool:
+    words = text.split()
+    return (0 < len(words) <= MAX_FAKE_WORDS and any(c.isalnum() for c in text) and "\n" not in text
+            and not re.search(r"[()\[\]\"“”;:]", text) and not re.search(r"['’]s?$", text))
+
+
+_NAME_WORD = re.compile(r"^([A-Z][a-z]+(-[A-Z]?[a-z]+)?|[A-Z]\.)$")
+_CAPITALISED_KINDS = frozenset({"organisation", "country", "location", "facility", "product", "event",
+                                "work_of_art", "law", "nationality", "language"})
+_TIDY_NUMBER = re.compile(r"^(\d{1,3}(,\d{3})*|\d+)(\.\d+)?$")
+
+
+def _fits_kind(kind: str, text: str) -> bool:
+    """A cheap check of the tagger's label: a person has a first and a last name, all
+    capitalised ("Antioch" alone is as often a place); a number is written as numbers are."""
+    words = text.split()
+    if kind == "person":  # "Saturn IB" is no name
+        return len(words) >= 2 and all(_NAME_WORD.match(w) for w in words)
+    if kind in _CAPITALISED_KINDS and not (words[-1][:1].isupper() or words[-1][:1].isdigit()):
+        return False  # "Arbeia in": the tagger's span ran past the name
+    if kind == "time":
+        return bool(_CLOCK.search(text))
+    if kind == "date":
+        return bool(_CALENDAR.search(text))  # "the 10 years", "age 39": no date
+    if kind == "number" and any(c.isdigit() for c in text):
+        return bool(_TIDY_NUMBER.match(text))
+    return True
+
+
+_CLOCK = re.compile(r"\d:\d\d|\b[ap]\.?m\b|\bnoon\b|\bmidnight\b|o'clock", re.I)
+_CALENDAR = re.compile(r"\b\d{3,4}s?\b|\b(" + "|".join(MONTHS) + r")\b", re.I)
+_NAME_FUNCTION_WORDS = frozenset({"the", "of", "and", "for", "de", "in", "on", "at", "a", "an", "to", "&"})
+
+
+def _reads_as_name(text: str, resources) -> bool:
+    """A phrase that reads as a name: letters, digits and name punctuation only, every word
+    capitalised but for a few function words, and not one or two common nouns only."""
+    if re.search(r"[^\w\s.'’&,-]", text):
+        return False
+    words = [w for w in text.split() if w.lower() not in _NAME_FUNCTION_WORDS]
+    if not words or any(not (w[:1].isupper() or w[:1].isdigit()) for w in words):
+        return False
+    # WordNet knows the whole phrase: a name when its first sense is an instance ("Black Sea"),
+    # none when a common noun ("Climate Change")
+    whole = "_".join(w for w in text.split() if w.lower() != "the")
+    senses = resources.wordnet.synsets(whole.lower(), "n")
+    if senses:
+        return bool(senses[0].instance_hypernyms())
+    # "Ward": a name of one or two common nouns is more often none
+    return len(words) > 2 or not all(_common_noun(w.strip(".,"), resources) for w in words)
+
+
+# what a quantity measures, by its unit: "40 kilometres" is no fake for a mass or a speed
+_UNITS = (
+    ("speed", r"mph|km/h|kph|knots?|miles per hour|kilometres per hour|kilometers per hour|m/s"),
+    ("area", r"sq|square|km2|km²|acres?|hectares?|ha"),
+    ("volume", r"cubic|litres?|liters?|gallons?|barrels?|m3|m³"),
+    ("length", r"km|kilometres?|kilometers?|miles?|mi|metres?|meters?|m|feet|foot|ft|inches|inch|in|cm|mm|yards?"),
+    ("mass", r"tons?|tonnes?|kg|kilograms?|grams?|g|pounds?|lbs?|lb|ounces?|oz"),
+    ("power", r"horsepower|hp|watts?|kw|mw|gw|kilowatts?|megawatts?|gigawatts?"),
+    ("temperature", r"degrees?|°[cf]?|celsius|fahrenheit"),
+    ("energy", r"joules?|calories?|kwh|twh|gwh"),
+)
+
+
+def quantity_kind(text: str) -> str | None:
+    """What a quantity measures (length, mass, area, ...), by its first unit, or None."""
+    for kind, units in _UNITS:
+        if re.search(rf"(?<![A-Za-z])({units})(?![A-Za-z])", text, re.I):
+            return kind
+    return None
+
+
+def _fits_gold_person(text: str) -> bool:
+    words = text.strip().split()
+    return bool(words) and words[0][:1].isupper() and words[0].lower() != "the"
+
+
+def _common_noun(word: str, resources) -> bool:
+    """A word WordNet knows as a common noun (its first sense is no instance: "university",
+    "town", not "Georgia" or "Charles")."""
+    senses = resources.wordnet.synsets(word.lower(), "n")
+    return bool(senses) and not senses[0].instance_hypernyms()
+
+
+def _named(kind: str, text: str, resources) -> bool:
+    """Whether a phrase the tagger labelled a name reads as one: a person's words, and a
+    one-word name of another kind, are no common nouns ("Manakin Town", "Civil Disobedience"
+    and "University" are no fakes)."""
+    words = text.split()
+    if kind == "person":
+        return not any(_common_noun(w, resources) for w in words)
+    if kind in _CAPITALISED_KINDS - {"nationality", "language"}:
+        return _reads_as_name(text, resources)
+    return True
+
+
+def _words(text: str) -> set[str]:
+    return set(normalize_answer(text).split())
+
+
+class FakePool:
+    """Typed fake answers drawn from the data: see the module docstring."""
+
+    def __init__(self, cap: int = 3):
+        self.cap = cap
+        self.phrases: dict[tuple, list[str]] = {}
+        self.spread: Counter = Counter()  # contexts a phrase occurs in
+        self.uses: Counter = Counter()
+
+    @classmethod
+    def from_contexts(cls, contexts, resources, cap: int = 3) -> "FakePool":
+        pool = cls(cap)
+        found: dict[tuple, set[str]] = {}
+        labels: dict[str, set[str]] = {}  # the entity kinds a phrase got anywhere
+        for context in dict.fromkeys(contexts):
+            doc = resources.parse(context)
+            here: set[str] = set()
+
+            def add(key: tuple, text: str) -> None:
+                found.setdefault(key, set()).add(text)
+                here.add(text)
+            for ent in doc.ents:
+                kind = _entity_kind(ent)
+                text = ent.text.strip()
+                labels.setdefault(text, set()).add(ent.label_)
+                if kind and _usable(text) and _fits_kind(kind, text) and _named(kind, text, resources):
+                    if kind == "quantity":
+                        measure = quantity_kind(text)
+                        if measure:
+                            add(("quantity", measure), text)
+                    else:
+                        add((kind,), text)
+            in_entity = {t.i for ent in doc.ents for t in ent}
+            for chunk in doc.noun_chunks:
+                root = chunk.root
+                if (root.tag_ not in ("NN", "NNS") or chunk[0].tag_ in _SKIP_FIRST
+                        or any(t.i in in_entity for t in chunk) or not chunk.text.isascii()):
+                    continue
+                lexfile = _noun_file(root.lemma_ or root.text, resources)
+                kind = "noun" if root.tag_ == "NN" else "plural_noun"
+                if lexfile and _usable(chunk.text):
+                    add((kind, lexfile), chunk.text)
+            for t in doc:
+                for kind, tags in VERB_TYPES.items():
+                    if t.tag_ in tags and t.pos_ == "VERB" and t.is_alpha and t.lemma_ not in ("be", "have", "do"):
+                        lexfile = _verb_file(t.lemma_, resources)
+                        if lexfile:
+                            add((kind, lexfile), t.text.lower())
+            pool.spread.update(here)
+        # a phrase the tagger labelled two ways ("Lublin" a person here, a place there) is trusted
+        # as neither
+        pool.phrases = {key: sorted(p for p in v if len(labels.get(p, ())) <= 1) for key, v in found.items()}
+        return pool
+
+    @staticmethod
+    def in_set(text: str, second_set: bool) -> bool:
+        return zlib.crc32(normalize_answer(text).encode()) % 2 == int(second_set)
+
+    def choose(self, key: tuple | None, avoid_answers, context: str, question: str, rng,
+               k: int = 2, second_set: bool = False) -> list[str]:
+        """Up to k fake answers of the type `key`, least used first, then those found in fewest
+        passages (a phrase of one passage, not "two" or "France", which every part of a split
+        has: the cap counts per prepared batch), ties broken by `rng`; none used `cap` times
+        yet; the fixed lists only when the data has none left."""
+        if key is None:
+            return []
+        seen_norm = f" {normalize_answer(context)} {normalize_answer(question)} "
+        banned = set().union(*(_words(a) for a in avoid_answers)) if avoid_answers else set()
+        if key[0] in ("quantity", "percent", "money"):  # a unit ("kilometres", "percent") may recur
+            banned = {w for w in banned if any(c.isdigit() for c in w)}
+
+        def fits(text: str) -> bool:
+            norm = normalize_answer(text)
+            return (bool(norm) and self.uses[text] < self.cap and f" {norm} " not in seen_norm
+                    and not (_words(text) & banned))
+
+        data = [p for p in self.phrases.get(key, ()) if self.in_set(p, second_set) and fits(p)]
+        rng.shuffle(data)
+        data.sort(key=lambda p: (self.uses[p], self.spread[p]))
+        if data:
+            return data[:k]
+        fixed = FAKES.get(key[0]) if key[0] not in NOUN_TYPES and key[0] not in VERB_TYPES else None
+        return [f for f in (fixed[1 if second_set else 0] if fixed else ()) if fits(f)
+                and (key[0] != "quantity" or quantity_kind(f) == key[1])][:k]
+
+    def use(self, text: str) -> None:
+        self.uses[text] += 1

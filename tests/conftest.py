@@ -190,3 +190,30 @@ def span_model(tmp_path_factory):
                      max_length=64, doc_stride=16, train={"path": str(squad)}, dev={"path": str(squad)},
                      epochs=2), progress=False)
     return run["final"]
+
+
+class _FixedNeighbours:
+    def __init__(self, glove, near):
+        self._glove, self._near = glove, near
+
+    def nearest(self, word, k=10):
+        return [(w, 0.9) for w in self._near.get(word, [])][:k]
+
+    def __contains__(self, word):
+        return word in self._glove
+
+
+class FixedNeighbourResources:
+    """The real resources with GloVe's neighbours of some words fixed (`near`: word -> list), and
+    `same_meaning` answering as told for some pairs (`same`: (word, new) -> reason)."""
+
+    def __init__(self, real, near, same=None):
+        self._real, self.glove, self._same = real, _FixedNeighbours(real.glove, near), same or {}
+
+    def same_meaning(self, word, new, pos=None):
+        if (word.lower(), new.lower()) in self._same:
+            return self._same[(word.lower(), new.lower())]
+        return self._real.same_meaning(word, new, pos)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)

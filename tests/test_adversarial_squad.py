@@ -13,7 +13,7 @@ from advrace.attacks.adversarial_squad import (WH_WORDS, leftover_wh_words, read
 from advrace.attacks.declarative_rules import declarative_candidates, past_tense, third_person
 from advrace.attacks.fake_answers import TYPES, answer_type, fake_answers
 from advrace.attacks.question_mutation import mutate_question
-from conftest import squad_doc
+from conftest import FixedNeighbourResources, squad_doc
 
 
 @pytest.fixture(scope="module")
@@ -235,29 +235,8 @@ def test_unknown_word_forms(res):
     assert {"what", "which", "who", "whom", "whose", "when", "where", "why", "how"} == WH_WORDS
 
 
-class _Neighbours:
-    def __init__(self, glove, near):
-        self._glove, self._near = glove, near
-
-    def nearest(self, word, k=10):
-        return [(w, 0.9) for w in self._near.get(word, [])][:k]
-
-    def __contains__(self, word):
-        return word in self._glove
-
-
-class _Resources:
-    """The real resources with GloVe neighbours fixed: a synonym first, as GloVe's often are."""
-
-    def __init__(self, real, near):
-        self._real, self.glove = real, _Neighbours(real.glove, near)
-
-    def __getattr__(self, name):
-        return getattr(self._real, name)
-
-
 def test_mutation_never_takes_a_synonym(res):
-    fixed = _Resources(res, {"usa": ["america", "canada"]})
+    fixed = FixedNeighbourResources(res, {"usa": ["america", "canada"]})
     mutated, reps = mutate_question("What did the USA build in 1990?", fixed, neighbours=10)
     assert [r.new for r in reps if r.old == "USA"] == ["CANADA"]
     assert "AMERICA" not in mutated
