@@ -257,7 +257,9 @@ class DistractorAttack(CheckpointAttack):
         """The shared validity checks this config turns on (question, single option, batched
         option), their context and settings: the audit asks the same objects."""
         settings = dataclasses.asdict(self.config)
-        on = lambda scope: [c for c in checks_for(self.name, scope) if c.enabled(settings)]  # noqa: E731
+        # a third-party distractor attack, which no check names, is checked as DG is
+        name = self.name if checks_for(self.name, OPTION) else "distractor_generation"
+        on = lambda scope: [c for c in checks_for(name, scope) if c.enabled(settings)]  # noqa: E731
         options = on(OPTION)
         batched = [c for c in options if c.batched]
         ctx = TextContext(stopwords=frozenset(self.resources.stopwords), cosine_fn=paraphrase_cosines,
