@@ -35,7 +35,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from advrace.core.checks import REGISTRY as CHECKS, TextContext
+from advrace.core.checks import REGISTRY as CHECKS, Subject, TextContext
 from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
 from advrace.metrics import normalize_answer, squad_em_f1
@@ -173,7 +173,8 @@ def readability_problem(sentence: str, question: str, golds, resources,
     return None
 
 
-VANISHED = CHECKS["change_vanished"]  # the audit's own check
+VANISHED = CHECKS["change_vanished"]  # the audit's own checks
+FAKE_TYPE = CHECKS["fake_type"]
 
 
 def sentence_candidates(example, resources, config: AddSentConfig, second_set: bool = False,
@@ -185,7 +186,8 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
     are the answers of every question on the passage, none of which a fake may share a word with.
     """
     rejected: Counter = Counter()
-    ctx = TextContext(same_meaning_fn=resources.same_meaning)
+    ctx = TextContext(same_meaning_fn=resources.same_meaning,
+                      answer_type_fn=lambda text, start, end: answer_type(text, start, end, resources))
     first = example.answers[0]
     kind = answer_type(example.context, first.start, first.end, resources)
     key = type_key(kind, example.context, first.start, first.end, resources, example.question,
@@ -218,6 +220,9 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
                 if lost:
                     problem = "change vanished"
                     vanished.update(r["start"] for r in lost)
+                elif not problem and FAKE_TYPE.refuse(Subject(example, cand.sentence, record=record), ctx, {}):
+                    # read in its sentence, the fake is not of the gold's kind (the tagger's slip)
+                    problem = "fake answer of another type"
                 if problem:
                     rejected[problem] += 1
                 elif cand.sentence not in seen:
