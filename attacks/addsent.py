@@ -8,8 +8,10 @@ while the gold answer stays right.
 
 That holds only if the question really changed: a GloVe neighbour that keeps the word's meaning
 (`Resources.same_meaning`: a synonym, spelling variant or inflection, purpose -> intent,
-behavior -> behaviour, or a near sense one hypernym link away or a near-synonym sibling,
-attitude -> stance, purpose -> objective) is never taken. When nothing in the question can change
+behavior -> behaviour, or a near sense: a hypernym, hyponym or near-synonym sibling on the
+common senses, attitude -> stance, plants -> trees, purpose -> objective) is never taken, and
+every sentence passes the audit's sentence checks (advrace.core.checks.sentences) before it is
+inserted. When nothing in the question can change
 its meaning, the question is left unperturbed ("no change of meaning"). With
 `negation_fallback: true` it is negated with "not" instead, as AdvRACE did, except a question
 about the passage, what it states, its title or its author: "We cannot infer from the passage
