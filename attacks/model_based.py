@@ -298,12 +298,12 @@ class DistractorAttack(CheckpointAttack):
     def _word_checks(self, example, candidates: list[str], rejected: Counter, checks, ctx, settings) -> list[str]:
         """The candidates (spaces normalised, formatted like the answer) that no unbatched check
         refuses beside the question's original distractors."""
-        passed = []
+        passed, others = [], tuple(example.distractors)
         for raw in candidates:
             text = " ".join(raw.split())
             if self.config.match_answer_format:
                 text = match_format(text, example.answer, example.passage)
-            refused = first_refusal(checks, Subject(example, text, tuple(example.distractors)), ctx, settings)
+            refused = first_refusal(checks, Subject(example, text, others), ctx, settings)
             if refused:
                 rejected[refused[1]] += 1
             else:

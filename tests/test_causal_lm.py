@@ -11,8 +11,8 @@ import torch
 from advrace.attacks import get_attack
 from advrace.core.errors import ConfigError
 from advrace.formats import load
-from advrace.models.causal_encoding import IGNORE, collate_causal, prompt_ids, training_features
-from advrace.models.kv_cache import returned_cache, with_cache
+from advrace.models.causal_encoding import IGNORE, ReorderingDecoder, collate_causal, prompt_ids, training_features
+from advrace.models.kv_cache import returned_cache
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, tiny
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -197,31 +197,16 @@ def test_bf16_on_and_off(setup, trained, bf16):
 # ---------------------------------------------------------------- decoding: tree attention
 
 
-class ReferenceDecoder:
-    """The decoder CausalDecoder replaced (the cache passed under the name this transformers
-    takes): the prompt's keys and values copied to every beam and reordered at every step, one
-    question at a time."""
-
-    def __init__(self, model):
-        self.model = model
+class ReferenceDecoder(ReorderingDecoder):
+    """The decoder CausalDecoder replaced: the library's ReorderingDecoder, whose prompt's keys
+    and values are copied to every beam and reordered at every step, but run on the whole padded
+    batch at once (as the attack hands it), not one unpadded question at a time."""
 
     def start(self, source_ids, source_lengths):
         with torch.inference_mode():
             out = self.model(input_ids=source_ids, use_cache=True, logits_to_keep=1)
         state = {"cache": returned_cache(out), "beams": 1, "length": source_ids.shape[1]}
         return state, torch.log_softmax(out.logits[:, -1].float(), dim=-1)
-
-    def step(self, state, tokens, origin):
-        b, beams = tokens.shape
-        rows = (torch.arange(b, device=tokens.device).view(-1, 1) * state["beams"] + origin).view(-1)
-        cache = state["cache"]
-        cache.reorder_cache(rows)
-        positions = torch.full((b * beams, 1), state["length"], dtype=torch.long, device=tokens.device)
-        with torch.inference_mode():
-            out = self.model(input_ids=tokens.reshape(-1, 1), position_ids=positions,
-                             **with_cache(self.model, cache), use_cache=True)
-        state = {"cache": returned_cache(out), "beams": beams, "length": state["length"] + 1}
-        return state, torch.log_softmax(out.logits[:, -1].float(), dim=-1).view(b, beams, -1)
 
 
 def _prompts(vocab: int, lengths=(9, 23, 4, 16)) -> list[list[int]]:

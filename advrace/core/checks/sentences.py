@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from advrace.core.text import words
-from advrace.core.validity import negated_question
+from advrace.core.validity import _stem as stem, negated_question
 
 from . import SENTENCE, Check, register
 
@@ -106,12 +106,7 @@ class MetaText(SentenceCheck):
 
 def _stem(word: str) -> str:
     """'patents', 'patented', 'patent' -> 'patent'; 'cities' and 'city' alike; "Helen's" -> 'helen'."""
-    word = re.sub(r"['\u2019]s?$", "", word)
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[:-len(suffix)]
-            break
-    return word.rstrip("eiy")
+    return stem(re.sub(r"['\u2019]s?$", "", word)).rstrip("eiy")
 
 
 def _count(word: str, text: str) -> int:
