@@ -196,9 +196,9 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
         rejected["answer type undetermined"] += 1
         return [], rejected
     golds = [a.text for a in example.answers]
-    pool = pool if pool is not None else FakePool(cap=config.fake_cap)
+    pool = pool if pool is not None else FakePool(cap=config.fake_cap, resources=resources)
     fakes = pool.choose(key, list(paragraph_answers or ()) + golds, example.context, example.question,
-                        rng or random.Random(0), config.fakes, second_set)
+                        rng or random.Random(0), config.fakes, second_set, real=first.text)
     if not fakes:
         rejected["no typed fake answer"] += 1
         return [], rejected
@@ -277,7 +277,7 @@ class _SentenceAttack(Attack):
 
     def candidates(self, example, rng):
         if self._pool is None:  # applied without prepare: the fixed lists only
-            self._pool, self._answers = FakePool(cap=self.config.fake_cap), {}
+            self._pool, self._answers = FakePool(cap=self.config.fake_cap, resources=self.resources), {}
         return sentence_candidates(example, self.resources, self.config, self.second_set, rng,
                                    self._pool, (self._answers or {}).get(example.context))
 

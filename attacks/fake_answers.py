@@ -164,14 +164,18 @@ _NOT_NAMED_FILES = frozenset({"noun.act", "noun.attribute", "noun.cognition", "n
 
 def wh_noun(question: str, resources) -> tuple[str, str | None]:
     """The question's wh-word and the noun its wh-phrase asks for ("What German poet" -> poet;
-    "What type of engine" -> engine), as a lemma, or None."""
+    "What type of engine" -> engine; "What is the busiest airport" -> airport), as a lemma, or
+    None."""
     doc = resources.parse(question)
     toks = list(doc)
     for i, t in enumerate(toks):
         if t.tag_ not in ("WDT", "WP", "WP$", "WRB"):
             continue
         noun = None
-        window = toks[i + 1:i + 7]
+        start = i + 1
+        if start + 1 < len(toks) and toks[start].lemma_ == "be" and toks[start + 1].tag_ in ("DT", "PRP$"):
+            start += 2  # "What is the busiest airport": the noun the copula's complement names
+        window = toks[start:start + 6]
         for k, u in enumerate(window):
             if u.tag_ in ("NN", "NNS"):
                 noun = (u.lemma_ or u.text).lower()
@@ -208,6 +212,8 @@ def type_key(kind: str, context: str, start: int, end: int, resources, question:
         return None  # "17 seconds": a duration, no time of day
     if kind == "date" and not _CALENDAR.search(gold):
         return None
+    if kind == "person" and re.search(r"['’]s?$", gold):
+        return None  # "Gandhi's": a possessive reads as no name in the sentence
     wh, noun = wh_noun(question, resources) if question else ("", None)
     noun_file = _lexfile(noun, resources) if noun else None
     if kind == "person" and question and not (wh in ("who", "whom", "whose") or noun_file == "noun.person"):
@@ -233,7 +239,26 @@ def type_key(kind: str, context: str, start: int, end: int, resources, question:
         if not found or (kind in NOUN_TYPES and noun_file != found):
             return None
         return kind, found
-    return (kind,)
+    key = refined_key(kind, gold, resources)
+    if key is None or not question:
+        return key
+    return key if _question_agrees(key, wh, noun, noun_file, resources) else None
+
+
+def _question_agrees(key: tuple, wh: str, noun: str | None, noun_file: str | None, resources) -> bool:
+    """Whether the question asks for what the refined key is: a place for "where" or for its own
+    class ("which county": a county), a named thing of the head it names ("which museum"), a
+    nationality for "what nationality"."""
+    if key[0] == "place":
+        if noun is not None:
+            return PLACE_NOUNS.get(noun) == key[1]
+        return wh == "where" or (wh == "who" and key[1] == "country")
+    if key[0] == "named":
+        return noun is None and wh in ("who", "where") or noun == key[1] or (
+            noun is not None and noun_file == _lexfile(key[1], resources))  # "what agreement": a convention
+    if key[0] == "nationality":
+        return noun in NATIONALITY_NOUNS
+    return True
 
 
 def _entity_kind(ent) -> str | None:
@@ -345,6 +370,140 @@ def _named(kind: str, text: str, resources) -> bool:
     return True
 
 
+# the classes a place name is judged by, nearest first on its WordNet hypernym path
+_PLACE_SYNSETS = {
+    "country.n.02": "country", "kingdom.n.02": "country", "empire.n.01": "country",
+    "state.n.01": "state", "province.n.01": "state", "county.n.02": "county",
+    "city.n.01": "city", "town.n.01": "city", "capital.n.03": "city", "municipality.n.01": "city",
+    "continent.n.01": "continent", "sea.n.01": "sea", "ocean.n.01": "sea", "gulf.n.01": "sea",
+    "bay.n.01": "sea", "river.n.01": "river", "stream.n.01": "river", "lake.n.01": "lake",
+    "mountain.n.01": "mountain", "range.n.04": "mountain", "island.n.01": "island",
+    "peninsula.n.01": "peninsula", "desert.n.01": "desert", "geographical_area.n.01": "region",
+}
+# a name WordNet does not know, by its last word ("Duval County", "the St. Johns River")
+_PLACE_WORDS = {"county": "county", "river": "river", "sea": "sea", "ocean": "sea", "gulf": "sea",
+                "bay": "sea", "lake": "lake", "island": "island", "islands": "island", "mountains": "mountain",
+                "mountain": "mountain", "peninsula": "peninsula", "desert": "desert", "city": "city",
+                "province": "state", "region": "region"}
+# the noun of a question that asks for a place of one class ("which nation")
+PLACE_NOUNS = {**{w: c for w, c in _PLACE_WORDS.items() if not w.endswith("s") or w == "islands"},
+               "nation": "country", "country": "country", "state": "state", "town": "city",
+               "capital": "city", "continent": "continent", "area": "region", "tributary": "river"}
+NATIONALITY_NOUNS = frozenset({"nationality", "ethnicity", "descent", "origin", "ancestry", "heritage"})
+_RANGE = re.compile(r"\b(to|and|between|from|up|over|under|about|around|nearly|almost|approximately|more|less|"
+                    r"than|at|least|most|some|late|early|mid|ago|circa|c\.|bp)\b|[–—]|\d-\d", re.I)
+_NUMBER_WORDS = frozenset(("one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+                           "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
+                           "eighty ninety hundred").split())
+_CURRENCY = re.compile(r"[$£€¥]|\b(dollars?|pounds?|euros?|yen|yuan|rupees?|francs?|marks?)\b", re.I)
+_MONTH = "(" + "|".join(MONTHS) + ")"
+
+
+def place_class(text: str, resources) -> str | None:
+    """The class of a place name (country, city, river, ...): the nearest class on the WordNet
+    hypernym path of its first sense when that sense is a place ("Brazil": country, "Edinburgh":
+    city), else its last word's ("Duval County": county); None when neither tells."""
+    words = [w for w in text.split() if w.lower() != "the"]
+    senses = resources.wordnet.synsets("_".join(words).lower(), "n") if words else []
+    if senses:
+        first = senses[0]
+        if not first.instance_hypernyms() or first.lexname() not in ("noun.location", "noun.object"):
+            return None  # "Newton", "Lavoisier": WordNet's first sense is a person, not a place
+        frontier, seen = list(first.instance_hypernyms()), set()
+        while frontier:
+            for syn in frontier:
+                if syn.name() in _PLACE_SYNSETS:
+                    return _PLACE_SYNSETS[syn.name()]
+            seen.update(frontier)
+            frontier = [h for syn in frontier for h in syn.hypernyms() if h not in seen]
+        return None
+    return _PLACE_WORDS.get(words[-1].lower()) if len(words) > 1 else None
+
+
+def name_head(text: str, resources) -> str | None:
+    """The common noun a name is built on ("Van Nuys Airport": airport, "University of Paris":
+    university), as a lemma; None for a name of names only ("Pittsburgh Steelers")."""
+    words = [w for w in text.split() if w.lower() != "the"]
+    while words and re.fullmatch(r"\d+|[IVXLC]+", words[-1]):
+        words = words[:-1]  # "State Route 99", "Super Bowl XXXIII"
+    if "of" in words[1:]:
+        words = words[:words.index("of", 1)]  # "University of Paris"
+    elif len(words) < 2:
+        return None  # one word: the name itself, no head
+    head = words[-1].strip(".,").lower()
+    lemma = resources.wordnet.morphy(head, "n") or head
+    return lemma if _common_noun(lemma, resources) else None
+
+
+def _date_shape(text: str) -> str | None:
+    if _RANGE.search(text):
+        return None  # "between 1550 and 1580", "late 1961", "22,000 years ago": no date of one shape
+    body = re.sub(r"^(the|in|on)\s+", "", text.strip(), flags=re.I)
+    for shape, pattern in (("decade", r"\d{3}0s"), ("day month year", rf"\d{{1,2}} {_MONTH},? \d{{4}}"),
+                           ("day month year", rf"{_MONTH} \d{{1,2}},? \d{{4}}"), ("month year", rf"{_MONTH},? \d{{4}}"),
+                           ("day month", rf"(\d{{1,2}} {_MONTH}|{_MONTH} \d{{1,2}})")):
+        if re.fullmatch(pattern, body, re.I):
+            return shape
+    return None
+
+
+def _number_shape(text: str) -> str | None:
+    if text.lower() in _NUMBER_WORDS:
+        return "word"
+    if _TIDY_NUMBER.match(text):
+        return "decimal" if "." in text else "integer"
+    return None  # "almost a third", "23–16", "3:08", "hundreds"
+
+
+def refined_key(kind: str, text: str, resources) -> tuple | None:
+    """The pool key of a phrase of an entity kind, for a gold answer and a fake alike, so that
+    the two share more than the tagger's label: a place's class, a name's head noun, a number's
+    and a date's written form; None where the label is not to be trusted."""
+    text = text.strip()
+    if kind in ("country", "location") and (cls := place_class(text, resources)):
+        return "place", cls
+    if kind in ("country", "location", "organisation", "facility", "event", "law", "product", "work_of_art"):
+        head = name_head(text, resources)  # the tagger's kinds overlap ("Long Beach Airport" a GPE)
+        return ("named", head) if head else None
+    if kind == "nationality":
+        return ("nationality",) if _nationality(text, resources) else None
+    if kind in ("number", "year"):
+        shape = "decade" if re.fullmatch(r"\d{3}0s", text) else _number_shape(text)
+        if kind == "year":
+            return ("year", "decade") if shape == "decade" else (("year",) if shape == "integer" else None)
+        return ("number", shape) if shape else None
+    if kind == "date":
+        shape = _date_shape(text)
+        return ("date", shape) if shape else None
+    if kind in ("percent", "money", "quantity") and _RANGE.search(text):
+        return None
+    if kind == "money" and not _CURRENCY.search(text):
+        return None  # "515 million years": no money
+    return (kind,)
+
+
+def _nationality(text: str, resources) -> bool:
+    """One word that WordNet relates to a country ("Korean": Korea), not a faith or a party."""
+    if " " in text:
+        return False
+    for syn in resources.wordnet.synsets(text.lower(), "a")[:2]:
+        for lemma in syn.lemmas():
+            for p in lemma.pertainyms():
+                if p.synset().instance_hypernyms() and p.synset().lexname() == "noun.location":
+                    return True
+    return False
+
+
+def _magnitude_gap(text: str, real: str) -> int:
+    """How many digits two numbers differ by (24 interceptions: 17 before 2,818)."""
+    return abs(len(re.sub(r"\D", "", text.split(".")[0])) - len(re.sub(r"\D", "", real.split(".")[0])))
+
+
+# the entity kinds whose fixed lists serve a refined key's kind
+_FIXED_KINDS = {"place": ("country", "location"),
+                "named": ("organisation", "facility", "event", "law", "product", "work_of_art")}
+
+
 def _words(text: str) -> set[str]:
     return set(normalize_answer(text).split())
 
@@ -352,15 +511,16 @@ def _words(text: str) -> set[str]:
 class FakePool:
     """Typed fake answers drawn from the data: see the module docstring."""
 
-    def __init__(self, cap: int = 3):
+    def __init__(self, cap: int = 3, resources=None):
         self.cap = cap
+        self.resources = resources  # for the fixed lists' refined keys; without it, unrefined keys only
         self.phrases: dict[tuple, list[str]] = {}
         self.spread: Counter = Counter()  # contexts a phrase occurs in
         self.uses: Counter = Counter()
 
     @classmethod
     def from_contexts(cls, contexts, resources, cap: int = 3) -> "FakePool":
-        pool = cls(cap)
+        pool = cls(cap, resources)
         found: dict[tuple, set[str]] = {}
         labels: dict[str, set[str]] = {}  # the entity kinds a phrase got anywhere
         for context in dict.fromkeys(contexts):
@@ -379,8 +539,8 @@ class FakePool:
                         measure = quantity_kind(text)
                         if measure:
                             add(("quantity", measure), text)
-                    else:
-                        add((kind,), text)
+                    elif (key := refined_key(kind, text, resources)) is not None:
+                        add(key, text)
             in_entity = {t.i for ent in doc.ents for t in ent}
             for chunk in doc.noun_chunks:
                 root = chunk.root
@@ -408,17 +568,20 @@ class FakePool:
         return zlib.crc32(normalize_answer(text).encode()) % 2 == int(second_set)
 
     def choose(self, key: tuple | None, avoid_answers, context: str, question: str, rng,
-               k: int = 2, second_set: bool = False) -> list[str]:
-        """Up to k fake answers of the type `key`, least used first, then those found in fewest
-        passages (a phrase of one passage, not "two" or "France", which every part of a split
-        has: the cap counts per prepared batch), ties broken by `rng`; none used `cap` times
-        yet; the fixed lists only when the data has none left."""
+               k: int = 2, second_set: bool = False, real: str = "") -> list[str]:
+        """Up to k fake answers of the type `key`: (a number) those of the `real` answer's
+        magnitude first, then the least used, then those found in fewest passages (a phrase of one passage,
+        not "two" or "France", which every part of a split has: the cap counts per prepared
+        batch), ties broken by `rng`; none used `cap` times yet; the fixed lists only when the
+        data has none left."""
         if key is None:
             return []
         seen_norm = f" {normalize_answer(context)} {normalize_answer(question)} "
         banned = set().union(*(_words(a) for a in avoid_answers)) if avoid_answers else set()
         if key[0] in ("quantity", "percent", "money"):  # a unit ("kilometres", "percent") may recur
             banned = {w for w in banned if any(c.isdigit() for c in w)}
+        elif key[0] in ("named", "place"):  # so may the head a name is built on ("Airport")
+            banned -= {key[1], key[1] + "s", key[1] + "es"}
 
         def fits(text: str) -> bool:
             norm = normalize_answer(text)
@@ -427,12 +590,22 @@ class FakePool:
 
         data = [p for p in self.phrases.get(key, ()) if self.in_set(p, second_set) and fits(p)]
         rng.shuffle(data)
-        data.sort(key=lambda p: (self.uses[p], self.spread[p]))
+        data.sort(key=lambda p: (_magnitude_gap(p, real) if key[0] == "number" else 0, self.uses[p], self.spread[p]))
         if data:
             return data[:k]
-        fixed = FAKES.get(key[0]) if key[0] not in NOUN_TYPES and key[0] not in VERB_TYPES else None
-        return [f for f in (fixed[1 if second_set else 0] if fixed else ()) if fits(f)
-                and (key[0] != "quantity" or quantity_kind(f) == key[1])][:k]
+        if key[0] in NOUN_TYPES or key[0] in VERB_TYPES:
+            return []
+        return [f for kind in _FIXED_KINDS.get(key[0], (key[0],)) for f in FAKES.get(kind, ((), ()))[int(second_set)]
+                if fits(f) and self._fixed_fits(kind, f, key)][:k]
+
+    def _fixed_fits(self, kind: str, text: str, key: tuple) -> bool:
+        """Whether a fake of the fixed lists has the refined key (a country of the list for a
+        country, not its "Chicago")."""
+        if kind == "quantity":
+            return quantity_kind(text) == key[1]
+        if len(key) == 1:
+            return True
+        return self.resources is not None and refined_key(kind, text, self.resources) == key
 
     def use(self, text: str) -> None:
         self.uses[text] += 1

@@ -159,17 +159,54 @@ def test_a_related_word_is_refused_for_common_words_not_for_names(res):
     assert news.get("Tesla") == "Edison"  # a name's relative is another name: Jia and Liang's point
 
 
-@pytest.mark.parametrize("question, kind, ok", [
-    ("Sky Box office also include what optional soundtracks?", "person", False),  # NER took a product for a person
-    ("What were NTL's services rebranded as?", "person", False),
-    ("Who first sent radio waves across the Atlantic?", "person", True),
-    ("What German poet was descended from Huguenots?", "person", True),
-    ("The Los Angeles Clippers are a team belonging to which sport?", "organisation", False),
-    ("Which team won Super Bowl 50?", "organisation", True),
+@pytest.mark.parametrize("gold, question, kind, ok", [
+    ("Dolby Digital", "Sky Box office also include what optional soundtracks?", "person", False),  # a product
+    ("Dolby Digital", "What were NTL's services rebranded as?", "person", False),
+    ("Dolby Digital", "Who first sent radio waves across the Atlantic?", "person", True),
+    ("Dolby Digital", "What German poet was descended from Huguenots?", "person", True),
+    ("Horniman Museum", "The Los Angeles Clippers are a team belonging to which sport?", "organisation", False),
+    ("Horniman Museum", "Which museum would receive the loans?", "organisation", True),
+    ("Dolby Digital", "Which team won Super Bowl 50?", "organisation", False),  # a name of no common noun
+    ("Brazil", "Which nation contains most of the forest?", "country", True),
+    ("Brazil", "Which city contains most of the forest?", "country", False),  # a country, not a city
+    ("Brazil", "What contains most of the forest?", "country", False),
+    ("Korean", "What nationality is Hoesung Lee?", "nationality", True),
+    ("Korean", "What tribes feared the Romans?", "nationality", False),
 ])
-def test_the_question_and_the_type_must_agree(res, question, kind, ok):
-    context = "Dolby Digital was chosen by them."
-    assert (type_key(kind, context, 0, 13, res, question) is not None) == ok
+def test_the_question_and_the_type_must_agree(res, gold, question, kind, ok):
+    context = f"{gold} was chosen by them."
+    assert (type_key(kind, context, 0, len(gold), res, question) is not None) == ok
+
+
+@pytest.mark.parametrize("kind, text, key", [
+    ("country", "Brazil", ("place", "country")), ("country", "Chicago", ("place", "city")),
+    ("location", "Sea of Japan", ("place", "sea")), ("country", "Duval County", ("place", "county")),
+    ("country", "Lavoisier", None),  # WordNet's Lavoisier is a chemist: the tagger's slip
+    ("location", "Middle Rhine", None), ("organisation", "Van Nuys Airport", ("named", "airport")),
+    ("organisation", "University of Paris", ("named", "university")), ("organisation", "State Route 99", ("named", "route")),
+    ("organisation", "Pittsburgh Steelers", None), ("nationality", "Islamic", None), ("nationality", "Dutch", ("nationality",)),
+    ("number", "2,400", ("number", "integer")), ("number", "two", ("number", "word")), ("number", "almost a third", None),
+    ("year", "1950s", ("year", "decade")), ("date", "12 May 1705", ("date", "day month year")),
+    ("date", "between 1550 and 1580", None), ("money", "515 million years", None), ("percent", "up to 30%", None),
+])
+def test_a_phrase_is_keyed_by_more_than_the_taggers_label(res, kind, text, key):
+    """Gold and fake share a place's class, a name's head noun, a number's and a date's form."""
+    from advrace.attacks.fake_answers import refined_key
+
+    assert refined_key(kind, text, res) == key
+
+
+def test_a_named_fake_shares_the_golds_head_and_the_fixed_lists_serve_only_their_class(res):
+    context = "The Van Nuys Airport is busy. Planes also use Heathrow Airport and the Hoover Dam."
+    pool = FakePool.from_contexts([context, "Planes use the Burbank Airport and the Long Beach Airport."], res)
+    key = type_key("facility", context, 4, 20, res, "What is the busiest airport?")
+    assert key == ("named", "airport")
+    got = _both_sets(pool, key, avoid_answers=["Van Nuys Airport"], context=context,
+                     question="What is the busiest airport?", rng=random.Random(0), k=5)
+    # "Airport" is the head, not a word shared with the answer; the tagger took Long Beach's for a GPE
+    assert sorted(got) == ["the Burbank Airport", "the Long Beach Airport"]
+    # the fixed country list has Chicago and Nairobi: no fake for a country
+    assert pool.choose(("place", "country"), [], "", "", random.Random(0), k=5) == ["Norway"]
 
 
 def test_a_noun_answer_needs_the_question_and_the_answer_to_agree_on_its_kind(res):
@@ -185,13 +222,13 @@ def test_a_noun_answer_needs_the_question_and_the_answer_to_agree_on_its_kind(re
 
 @pytest.mark.parametrize("gold, kind, ok", [
     ("Climate Change", "organisation", False), ("free India", "country", False), ("Ward", "organisation", False),
-    ("DTIME(f(n))", "organisation", False), ("Lowry Digital", "organisation", True), ("France", "country", True),
+    ("DTIME(f(n))", "organisation", False), ("Lowry Digital", "organisation", False), ("France", "country", True),
     ("the Merkits", "person", False), ("17 seconds", "time", False), ("7:30 p.m.", "time", True),
     ("the 10 years", "date", False), ("July 1961", "date", True)])
 def test_a_gold_the_tagger_mislabelled_gets_no_fake(res, gold, kind, ok):
     context = f"It was {gold} again."
     start = context.index(gold)
-    question = "Who did it?" if kind == "person" else "What was it?"
+    question = {"person": "Who did it?", "country": "Where was it?"}.get(kind, "What was it?")
     assert (type_key(kind, context, start, start + len(gold), res, question) is not None) == ok
 
 
@@ -220,3 +257,11 @@ def test_common_word_answers_get_no_fake_by_default(res):
     assert type_key("noun", context, start, start + 4, res, "What fuel does the engine burn?",
                     common_words=False) is None
     assert AddSentConfig().common_word_fakes is False
+
+
+def test_a_number_fake_has_the_answers_magnitude(res):
+    pool = FakePool.from_contexts(["The club had 281,754 members, 2,818 coaches and 17 trophies. Its rival had 31 trophies."], res)
+    kw = dict(avoid_answers=["24"], context="", question="How many interceptions?", rng=random.Random(0), k=1)
+    got = pool.choose(("number", "integer"), real="24", **kw) + pool.choose(("number", "integer"), real="24",
+                                                                             second_set=True, **kw)
+    assert got and all(len(g) == 2 for g in got)  # 17 and 31, before 2,818 and 281,754
