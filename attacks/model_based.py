@@ -29,6 +29,7 @@ from advrace.core.distractors import jaccard_distance, match_format, replace_dis
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.numbers import significant
+from advrace.core.paths import models_named
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words, words
 from advrace.models.checkpoint_info import training_info
@@ -148,6 +149,12 @@ SELECTION_FIELDS = frozenset({"shuffle", "max_overlap_answer", "match_answer_for
 _CANDIDATES: dict = {}  # see DistractorAttack._cached_candidates
 
 
+def ensemble_rank(rows: list, j: int) -> float:
+    """Option j's mean rank (0: the highest score) among the options of one question, over the
+    readers' score rows: readers whose scores are on different scales weigh the same."""
+    return sum(sum(other > row[j] for other in row) for row in rows) / len(rows)
+
+
 class DistractorAttack(CheckpointAttack):
     tasks = (MULTIPLE_CHOICE,)
     uses = ("stopwords", "wordnet")  # content words (grounding, answer checks); near meanings of a short answer
@@ -177,9 +184,10 @@ class DistractorAttack(CheckpointAttack):
             raise ConfigError(f"{what}: max_answer_cosine must be between -1 and 1, or null")
         if not 0.0 <= cfg.min_grounded_share <= 1.0:
             raise ConfigError(f"{what}: min_grounded_share must be between 0 and 1 (0: no grounding filter)")
-        if cfg.select_with is not None and not cfg.select_with.strip():
+        if cfg.select_with is not None and not all(models_named(cfg.select_with)):
             raise ConfigError(f"{what}: select_with must name a reader ({', '.join(BASELINES[:3])}) "
-                              "or a multiple-choice checkpoint folder, or be null")
+                              "or a multiple-choice checkpoint folder, or several separated by commas, "
+                              "or be null")
         if cfg.negated_questions not in NEGATED_MODES:
             raise ConfigError(f"{what}: negated_questions must be one of {', '.join(NEGATED_MODES)}, "
                               f"not {cfg.negated_questions!r}")
@@ -199,22 +207,26 @@ class DistractorAttack(CheckpointAttack):
 
     @functools.cached_property
     def reader_info(self) -> dict | None:
-        """The reader by a portable name and, for a folder, its sha256; None without one."""
-        name = self.config.select_with
-        if name is None:
+        """The reader by a portable name and, for a folder, its sha256; several readers (an
+        ensemble) each so under `readers`, their names joined by commas; None without one."""
+        if self.config.select_with is None:
             return None
-        if is_baseline(name):
-            return {"name": name, "checkpoint_sha256": None}
-        return {"name": checkpoint_name(name), "checkpoint_sha256": checkpoint_sha256(name)}
+        infos = [{"name": name, "checkpoint_sha256": None} if is_baseline(name) else
+                 {"name": checkpoint_name(name), "checkpoint_sha256": checkpoint_sha256(name)}
+                 for name in models_named(self.config.select_with)]
+        if len(infos) == 1:
+            return infos[0]
+        return {"name": ",".join(i["name"] for i in infos), "checkpoint_sha256": None, "readers": infos}
 
-    def _reader(self):
-        if getattr(self, "_select_reader", None) is None:
+    def _readers(self) -> list:
+        if getattr(self, "_select_readers", None) is None:
             cfg = self.config
             # placed on the device the attack's own model uses
-            self._select_reader = make_mc_scorer(cfg.select_with, batch_size=cfg.batch_size,
-                                                 max_length=cfg.select_with_max_length, bf16=cfg.bf16,
-                                                 place=True, reader_batch_size=cfg.batch_size)
-        return self._select_reader
+            self._select_readers = [make_mc_scorer(name, batch_size=cfg.batch_size,
+                                                   max_length=cfg.select_with_max_length, bf16=cfg.bf16,
+                                                   place=True, reader_batch_size=cfg.batch_size)
+                                    for name in models_named(cfg.select_with)]
+        return self._select_readers
 
     def describe(self) -> dict:
         """With a reader, the split depends on it: its name and hash, never its local path."""
@@ -320,14 +332,19 @@ class DistractorAttack(CheckpointAttack):
         items = [MCExample(id=f"{examples[i].id}/select_with", passage=examples[i].passage,
                            question=examples[i].question, label=0,
                            options=(examples[i].answer, *vetted[i]["passed"][:pool])) for i in todo]
-        scores = self._reader().predict_mc(items, progress=progress, desc=f"{self.name} reader") if items else []
-        for i, row in zip(todo, scores):
+        by_reader = [reader.predict_mc(items, progress=progress, desc=f"{self.name} reader") if items else []
+                     for reader in self._readers()]
+        for n, i in enumerate(todo):
             v = vetted[i]
+            rows = [scores[n] for scores in by_reader]
             scored = v["passed"][:pool]
-            order = sorted(range(len(scored)), key=lambda j: (-row[j + 1], j))
+            order = sorted(range(len(scored)), key=lambda j: (ensemble_rank(rows, j + 1), j))
             v["passed"] = [scored[j] for j in order] + v["passed"][pool:]
-            v["scores"] = {scored[j]: significant(row[j + 1]) for j in order}  # as recorded
-            v["gold_score"] = significant(row[0])
+            # as recorded: one reader's score, or each reader's in select_with's order
+            one = len(rows) == 1
+            v["scores"] = {scored[j]: significant(rows[0][j + 1]) if one else [significant(r[j + 1]) for r in rows]
+                           for j in order}
+            v["gold_score"] = significant(rows[0][0]) if one else [significant(r[0]) for r in rows]
 
     def _replace(self, example, vetted: dict) -> Outcome:
         if vetted["refused"]:  # "both A and B" would name the new distractors; a NOT question
@@ -371,9 +388,11 @@ class DistractorAttack(CheckpointAttack):
         if self.config.select_with is not None:
             scored = [(r["gold_reader_score"], s) for _, r in replaced for s in r.get("reader_scores", ())
                       if s is not None and r.get("gold_reader_score") is not None]
+            per_reader = lambda xs: avg(xs) if not xs or not isinstance(xs[0], list) else [  # noqa: E731
+                avg([x[k] for x in xs]) for k in range(len(xs[0]))]
             extra = {"select_with": self.reader_info["name"],
-                     "avg_gold_reader_score": avg([g for g, _ in scored]),
-                     "avg_new_distractor_reader_score": avg([s for _, s in scored])}
+                     "avg_gold_reader_score": per_reader([g for g, _ in scored]),
+                     "avg_new_distractor_reader_score": per_reader([s for _, s in scored])}
         return {
             "checkpoint_sha256": self.checkpoint_sha256,
             "questions_replaced": len(replaced),

@@ -57,6 +57,12 @@ def test_what_counts_as_a_path(tmp_path):
     assert resolve("dev.json", folder, DATA) == str(tmp_path / "configs" / "dev.json")
     assert resolve("runs/x", None, PATH) == "runs/x"  # a command-line value stays as given
     assert named_path("bert-base-uncased", MODEL) is None and named_path("runs/de/final", MODEL) == "runs/de/final"
+    # an ensemble of readers: each part read on its own
+    assert resolve("similarity, ../runs/mc", folder, MODEL) == f"similarity,{tmp_path / 'runs' / 'mc'}"
+    from advrace.core.paths import missing_paths
+
+    assert missing_paths({"select_with": f"similarity,{tmp_path / 'runs' / 'mc'}"}) == [
+        ("select_with", str(tmp_path / "runs" / "mc"), MODEL)]
 
 
 def test_bundled_configs_name_the_repository_paths_from_any_folder(elsewhere):

@@ -330,6 +330,31 @@ def test_select_with_a_reader_keeps_its_favourite_candidates(setup):
         token_overlap(a, b) <= 0.2 for i, a in enumerate(chosen) for b in chosen[i + 1:])
 
 
+def test_select_with_several_readers_ranks_by_their_mean_rank(setup):
+    """An ensemble (SWAG's adversarial filtering with several readers): the candidates both
+    readers rank high come first, each reader's score recorded in select_with's order."""
+    from advrace.attacks.model_based import ensemble_rank
+
+    assert ensemble_rank([[0.9, 0.1, 0.5], [3.0, 20.0, 1.0]], 1) == 1.0  # 2nd for one, 1st for the other
+    candidates = ["Because he went to school by bus.", "Because Mrs. Green said so.",
+                  "Because the trip was on Friday.", "Because Mary plays the piano every evening.",
+                  "Because his teacher said that."]
+    attack = planted(setup, select_with="sliding-window, sliding-window:distance", max_overlap_each_other=1.0)
+    attack.candidates = lambda shard, progress=False: [list(candidates)]
+    record = attack.apply_batch([WHY])[0].example.provenance[-1]
+    options = [WHY.answer, *candidates]
+    rows = [SlidingWindow().scores(STORY, WHY.question, options),
+            SlidingWindow(distance=True).scores(STORY, WHY.question, options)]
+    best = sorted(range(len(candidates)), key=lambda j: (ensemble_rank(rows, j + 1), j))[:3]
+    assert record["new_distractors"] == [candidates[j] for j in best]
+    assert record["reader_scores"] == [[significant(r[j + 1]) for r in rows] for j in best]
+    assert record["gold_reader_score"] == [significant(r[0]) for r in rows]
+    info = attack.describe()["select_with"]
+    assert info["name"] == "sliding-window,sliding-window:distance" and len(info["readers"]) == 2
+    with pytest.raises(ConfigError, match="several separated by commas"):
+        planted(setup, select_with="sliding-window,")
+
+
 def test_select_with_is_recorded_in_the_manifest(setup, tmp_path):
     splits = [{"attack": "distractor_extraction",
                "config": {"model": setup["de"]["final"], "select_with": "sliding-window", "batch_size": 4}}]

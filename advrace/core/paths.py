@@ -110,12 +110,20 @@ def _located(value: str, kind: str, folder: str | None) -> tuple[str, str] | Non
     return "", value
 
 
+def models_named(value: str) -> list[str]:
+    """The models a comma-separated MODEL value names (`select_with: similarity,sliding-window`:
+    an ensemble of readers)."""
+    return [part.strip() for part in value.split(",")]
+
+
 def resolve(value: Any, folder: str | os.PathLike | None, kind: str = PATH) -> Any:
     """`value` as a config file in `folder` means it: a relative path joined to the folder (and
     normalised: `configs/release/../../runs/x` is `runs/x`), anything else unchanged. `folder`
     None leaves every value as given (a value from the command line or from code)."""
     if folder is None or not isinstance(value, str):
         return value
+    if kind == MODEL and "," in value:
+        return ",".join(resolve(part, folder, kind) for part in models_named(value))
     folder = os.fspath(folder)
     found = _located(value, kind, folder)
     if found is None:
@@ -140,6 +148,8 @@ def portable(value: Any, kind: str, name) -> Any:
     names and built-ins unchanged."""
     if not isinstance(value, str):
         return value
+    if kind == MODEL and "," in value:
+        return ",".join(portable(part, kind, name) for part in models_named(value))
     found = _located(value, kind, None)
     return value if found is None else found[0] + name(found[1])
 
@@ -165,7 +175,9 @@ def missing_paths(values: Any) -> list[tuple[str, str, str]]:
     out = []
     for key, value in values.items():
         kind = setting_kind(key)
-        path = named_path(value, kind) if kind else None
-        if is_missing(path, kind):
-            out.append((key, path, kind))
+        parts = models_named(value) if kind == MODEL and isinstance(value, str) else [value]
+        for part in parts:
+            path = named_path(part, kind) if kind else None
+            if is_missing(path, kind):
+                out.append((key, path, kind))
     return out

@@ -117,6 +117,10 @@ def _selection(reader: dict | None) -> str:
     """How the distractors were chosen when a reader picked them (SWAG's adversarial filtering)."""
     if not reader:
         return ""
+    if reader.get("readers"):
+        names = ", ".join(f"`{r['name']}`" for r in reader["readers"])
+        return (f", its distractors chosen as those the readers {names} rank highest together, so those "
+                "readers' drops on it are adversarial by construction")
     sha = reader.get("checkpoint_sha256")
     return (f", its distractors chosen as those the reader `{reader['name']}`"
             + (f" (sha256 `{sha[:16]}`)" if sha else "") + " scores highest, so that reader's drop on it "
