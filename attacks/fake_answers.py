@@ -39,7 +39,13 @@ ENTITY_TYPES = {
 
 # type -> (AddSent / AddOneSent fakes, AddSentMod fakes)
 FAKES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "person": (("Jeff Dean", "Ada Lovelace", "Ingrid Holm"), ("Rufus Albee", "Mara Okafor", "Tomas Vrba")),
+    # a dozen each: the fallback rotates among them, so that no name recurs through a split
+    "person": (("Jeff Dean", "Ada Lovelace", "Ingrid Holm", "Oscar Whitfield", "Lena Marchetti", "Victor Osei",
+                "Helen Achterberg", "Paulo Ferreira", "Nadia Lindqvist", "Howard Brennan", "Teresa Quill",
+                "Samuel Okoro"),
+               ("Rufus Albee", "Mara Okafor", "Tomas Vrba", "Edith Galloway", "Jonas Pellegrini", "Ruth Hadley",
+                "Martin Szabo", "Clara Ostrander", "Felix Amundsen", "Irene Castellano", "Walter Kimura",
+                "Agnes Delacroix")),
     "nationality": (("Chilean", "Icelandic", "Kenyan"), ("Latvian", "Peruvian", "Maltese")),
     "facility": (("Stark Tower", "the Hoover Bridge"), ("Orwell Hall", "the Kessler Dam")),
     "organisation": (("Stark Industries", "the Acme Corporation"), ("Wayne Enterprises", "the Globex Company")),
@@ -595,8 +601,11 @@ class FakePool:
             return data[:k]
         if key[0] in NOUN_TYPES or key[0] in VERB_TYPES:
             return []
-        return [f for kind in _FIXED_KINDS.get(key[0], (key[0],)) for f in FAKES.get(kind, ((), ()))[int(second_set)]
-                if fits(f) and self._fixed_fits(kind, f, key)][:k]
+        fixed = [f for kind in _FIXED_KINDS.get(key[0], (key[0],)) for f in FAKES.get(kind, ((), ()))[int(second_set)]
+                 if fits(f) and self._fixed_fits(kind, f, key)]
+        rng.shuffle(fixed)  # each prepared batch starts the list elsewhere
+        fixed.sort(key=lambda f: self.uses[f])
+        return fixed[:k]
 
     def _fixed_fits(self, kind: str, text: str, key: tuple) -> bool:
         """Whether a fake of the fixed lists has the refined key (a country of the list for a
