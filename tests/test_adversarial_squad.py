@@ -88,7 +88,7 @@ def test_answer_types(res, context, answer, kind):
 
 def test_fake_answers_never_equal_the_answer_or_appear_in_the_context():
     assert len(TYPES) >= 26
-    assert fake_answers("person", "Jeff Dean", "Nothing here.") == ["Ada Lovelace", "Ingrid Holm"]
+    assert fake_answers("person", "Jeff Dean", "Nothing here.")[:2] == ["Ada Lovelace", "Ingrid Holm"]
     assert "Ada Lovelace" not in fake_answers("person", "x", "Ada Lovelace wrote notes.")
     assert set(fake_answers("month", "x", "", second_set=True)).isdisjoint(fake_answers("month", "x", ""))
 

@@ -166,7 +166,7 @@ def test_dg_reads_its_backend_from_the_checkpoint(setup, trained):
 def test_dg_backend_defaults(setup, trained, tmp_path):
     make = lambda **c: get_attack("distractor_generation")(c)  # noqa: E731
     assert make(model=setup["lm"]).config.backend == "causal_lm"  # a causal LM folder, nothing recorded
-    assert make(model=setup["lm"]).config.beam_size == 10
+    assert make(model=setup["lm"]).config.beam_size == 20
     assert make(model=setup["lm"]).config.max_passage_tokens == 400
     assert make(model="smollm2").config.backend == "causal_lm"
     assert make(model="HuggingFaceTB/SmolLM2-360M-Instruct").config.backend == "causal_lm"

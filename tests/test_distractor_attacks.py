@@ -310,10 +310,13 @@ def test_negated_questions_keep_their_options_unless_the_config_asks_for_stated_
         planted(setup, negated_questions="yes")
 
 
-def test_select_with_a_reader_keeps_its_favourite_candidates(setup):
-    candidates = ["Because he went to school by bus.", "Because Mrs. Green said so.",
+WHY_CANDIDATES = ["Because he went to school by bus.", "Because Mrs. Green said so.",
                   "Because the trip was on Friday.", "Because Mary plays the piano every evening.",
                   "Because his teacher said that."]
+
+
+def test_select_with_a_reader_keeps_its_favourite_candidates(setup):
+    candidates = WHY_CANDIDATES
     attack = planted(setup, select_with="sliding-window", max_overlap_each_other=1.0)
     attack.candidates = lambda shard, progress=False: [list(candidates)]
     record = attack.apply_batch([WHY])[0].example.provenance[-1]
@@ -336,9 +339,7 @@ def test_select_with_several_readers_ranks_by_their_mean_rank(setup):
     from advrace.attacks.model_based import ensemble_rank
 
     assert ensemble_rank([[0.9, 0.1, 0.5], [3.0, 20.0, 1.0]], 1) == 1.0  # 2nd for one, 1st for the other
-    candidates = ["Because he went to school by bus.", "Because Mrs. Green said so.",
-                  "Because the trip was on Friday.", "Because Mary plays the piano every evening.",
-                  "Because his teacher said that."]
+    candidates = WHY_CANDIDATES
     attack = planted(setup, select_with="sliding-window, sliding-window:distance", max_overlap_each_other=1.0)
     attack.candidates = lambda shard, progress=False: [list(candidates)]
     record = attack.apply_batch([WHY])[0].example.provenance[-1]
@@ -443,22 +444,22 @@ def test_one_factory_makes_every_multiple_choice_scorer(setup, monkeypatch):
 
     folder = setup["de"]["final"]  # a span (DE) checkpoint: as a reader it would get a random head
     with pytest.raises(ConfigError, match="BertForQuestionAnswering model, not the ForMultipleChoice"):
-        get_attack("distractor_extraction")({"model": folder, "select_with": folder})._reader()
+        get_attack("distractor_extraction")({"model": folder, "select_with": folder})._readers()
     mc = setup["root"] / "mc-reader"
     if not mc.is_dir():
         BertForMultipleChoice(BertConfig.from_pretrained(folder)).save_pretrained(mc)
         AutoTokenizer.from_pretrained(folder).save_pretrained(mc)
     attack = get_attack("distractor_extraction")({"model": folder, "select_with": str(mc), "batch_size": 3,
                                                   "select_with_max_length": 64})
-    reader = attack._reader()
-    assert isinstance(reader, CheckpointScorer) and attack._reader() is reader
+    [reader] = attack._readers()
+    assert isinstance(reader, CheckpointScorer) and attack._readers()[0] is reader
     assert reader.batch_size == 3 and reader.max_length <= 64
     assert reader.device.type == next(reader.model.parameters()).device.type == inference_device().type
     monkeypatch.setattr(mc_scoring, "make_baseline", lambda name, **kwargs: (name, kwargs))
     assert make_scorer("similarity", batch_size=16, max_length=None, bf16=None, accelerator=None) == \
            ("similarity", {"batch_size": 32})
     sw = get_attack("distractor_extraction")({"model": folder, "select_with": "similarity", "batch_size": 5})
-    assert sw._reader() == ("similarity", {"batch_size": 5})
+    assert sw._readers() == [("similarity", {"batch_size": 5})]
     assert mc_scoring.make_mc_scorer("similarity", batch_size=1, max_length=None, bf16=False) == ("similarity", {})
 
 
