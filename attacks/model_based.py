@@ -32,6 +32,7 @@ from advrace.core.numbers import significant
 from advrace.core.paths import models_named
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words, words
+from advrace.core.validity import same_option
 from advrace.models.checkpoint_info import training_info
 from advrace.models.loading import MINILM, checkpoint_name
 from advrace.models.mc_scoring import make_mc_scorer
@@ -147,6 +148,17 @@ SELECTION_FIELDS = frozenset({"shuffle", "max_overlap_answer", "match_answer_for
                               "select_with", "select_with_pool", "select_with_max_length",
                               "max_overlap_each_other", "min_jaccard_distance"})
 _CANDIDATES: dict = {}  # see DistractorAttack._cached_candidates
+
+
+def _distinct(candidates: list[str]) -> list[str]:
+    """The candidates but for those that repeat an earlier one but for articles or a subject
+    pronoun ("a millionaire" after "the millionaire"): the audit's `same_as_option` among the
+    new distractors themselves."""
+    kept: list[str] = []
+    for cand in candidates:
+        if not any(same_option(cand, k) for k in kept):
+            kept.append(cand)
+    return kept
 
 
 def ensemble_rank(rows: list, j: int) -> float:
@@ -349,7 +361,7 @@ class DistractorAttack(CheckpointAttack):
     def _replace(self, example, vetted: dict) -> Outcome:
         if vetted["refused"]:  # "both A and B" would name the new distractors; a NOT question
             return Outcome(example, False, vetted["refused"])
-        chosen = self.select(vetted["passed"], example)
+        chosen = self.select(_distinct(vetted["passed"]), example)
         scores = [vetted.get("scores", {}).get(c) for c in chosen]
         if self.config.match_answer_format:
             chosen = [match_format(c, example.answer, example.passage) for c in chosen]

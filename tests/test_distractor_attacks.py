@@ -333,6 +333,20 @@ def test_select_with_a_reader_keeps_its_favourite_candidates(setup):
         token_overlap(a, b) <= 0.2 for i, a in enumerate(chosen) for b in chosen[i + 1:])
 
 
+def test_new_distractors_never_repeat_each_other(setup):
+    """"the millionaire" and "a millionaire" are far apart by words, yet one option: the audit's
+    `same_as_option` holds among the new distractors too."""
+    from advrace.attacks.model_based import _distinct
+
+    assert _distinct(["the millionaire", "a millionaire", "a poor man", "The millionaire."]) == \
+        ["the millionaire", "a poor man"]
+    attack = planted(setup, max_overlap_each_other=1.0)
+    attack.candidates = lambda shard, progress=False: [["Because of the bus.", "Because of a bus.",
+                                                        "Because Mrs. Green said so."]]
+    record = attack.apply_batch([WHY])[0].example.provenance[-1]
+    assert record["new_distractors"] == ["Because of the bus.", "Because Mrs. Green said so."]
+
+
 def test_select_with_several_readers_ranks_by_their_mean_rank(setup):
     """An ensemble (SWAG's adversarial filtering with several readers): the candidates both
     readers rank high come first, each reader's score recorded in select_with's order."""
