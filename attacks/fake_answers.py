@@ -212,12 +212,7 @@ def type_key(kind: str, context: str, start: int, end: int, resources, question:
     if kind == "number" and re.fullmatch(r"\d{4}", gold) and 1000 <= int(gold) <= 2100:
         kind = "year"
     if kind == "quantity":
-        measure = quantity_kind(gold)
-        return ("quantity", measure) if measure else None
-    if kind == "time" and not _CLOCK.search(gold):
-        return None  # "17 seconds": a duration, no time of day
-    if kind == "date" and not _CALENDAR.search(gold):
-        return None
+        return refined_key(kind, gold, resources)
     if kind == "person" and re.search(r"['’]s?$", gold):
         return None  # "Gandhi's": a possessive reads as no name in the sentence
     wh, noun = wh_noun(question, resources) if question else ("", None)
@@ -293,23 +288,16 @@ _TIDY_NUMBER = re.compile(r"^(\d{1,3}(,\d{3})*|\d+)(\.\d+)?$")
 
 def _fits_kind(kind: str, text: str) -> bool:
     """A cheap check of the tagger's label: a person has a first and a last name, all
-    capitalised ("Antioch" alone is as often a place); a number is written as numbers are."""
+    capitalised ("Antioch" alone is as often a place); a name ends in a capital."""
     words = text.split()
     if kind == "person":  # "Saturn IB" is no name
         return len(words) >= 2 and all(_NAME_WORD.match(w) for w in words)
     if kind in _CAPITALISED_KINDS and not (words[-1][:1].isupper() or words[-1][:1].isdigit()):
         return False  # "Arbeia in": the tagger's span ran past the name
-    if kind == "time":
-        return bool(_CLOCK.search(text))
-    if kind == "date":
-        return bool(_CALENDAR.search(text))  # "the 10 years", "age 39": no date
-    if kind == "number" and any(c.isdigit() for c in text):
-        return bool(_TIDY_NUMBER.match(text))
     return True
 
 
 _CLOCK = re.compile(r"\d:\d\d|\b[ap]\.?m\b|\bnoon\b|\bmidnight\b|o'clock", re.I)
-_CALENDAR = re.compile(r"\b\d{3,4}s?\b|\b(" + "|".join(MONTHS) + r")\b", re.I)
 _NAME_FUNCTION_WORDS = frozenset({"the", "of", "and", "for", "de", "in", "on", "at", "a", "an", "to", "&"})
 
 
@@ -481,8 +469,13 @@ def refined_key(kind: str, text: str, resources) -> tuple | None:
     if kind == "date":
         shape = _date_shape(text)
         return ("date", shape) if shape else None
+    if kind == "quantity":
+        measure = quantity_kind(text)
+        return ("quantity", measure) if measure else None
     if kind in ("percent", "money", "quantity") and _RANGE.search(text):
         return None
+    if kind == "time" and not _CLOCK.search(text):
+        return None  # "17 seconds": a duration, no time of day
     if kind == "money" and not _CURRENCY.search(text):
         return None  # "515 million years": no money
     return (kind,)
@@ -529,6 +522,7 @@ class FakePool:
         pool = cls(cap, resources)
         found: dict[tuple, set[str]] = {}
         labels: dict[str, set[str]] = {}  # the entity kinds a phrase got anywhere
+        keys: dict[tuple[str, str], tuple | None] = {}
         for context in dict.fromkeys(contexts):
             doc = resources.parse(context)
             here: set[str] = set()
@@ -541,12 +535,10 @@ class FakePool:
                 text = ent.text.strip()
                 labels.setdefault(text, set()).add(ent.label_)
                 if kind and _usable(text) and _fits_kind(kind, text) and _named(kind, text, resources):
-                    if kind == "quantity":
-                        measure = quantity_kind(text)
-                        if measure:
-                            add(("quantity", measure), text)
-                    elif (key := refined_key(kind, text, resources)) is not None:
-                        add(key, text)
+                    if (kind, text) not in keys:  # a phrase of many passages is keyed once
+                        keys[kind, text] = refined_key(kind, text, resources)
+                    if keys[kind, text] is not None:
+                        add(keys[kind, text], text)
             in_entity = {t.i for ent in doc.ents for t in ent}
             for chunk in doc.noun_chunks:
                 root = chunk.root
