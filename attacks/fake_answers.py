@@ -386,6 +386,7 @@ PLACE_NOUNS = {**{w: c for w, c in _PLACE_WORDS.items() if not w.endswith("s") o
 NATIONALITY_NOUNS = frozenset({"nationality", "ethnicity", "descent", "origin", "ancestry", "heritage"})
 _RANGE = re.compile(r"\b(to|and|between|from|up|over|under|about|around|nearly|almost|approximately|more|less|"
                     r"than|at|least|most|some|late|early|mid|ago|circa|c\.|bp)\b|[–—]|\d-\d", re.I)
+_SPAN = re.compile(r"\b(to|between)\b|[–—]|\d-\d", re.I)
 _NUMBER_WORDS = frozenset(("one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
                            "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
                            "eighty ninety hundred").split())
@@ -469,11 +470,11 @@ def refined_key(kind: str, text: str, resources) -> tuple | None:
     if kind == "date":
         shape = _date_shape(text)
         return ("date", shape) if shape else None
-    if kind == "quantity":
-        measure = quantity_kind(text)
-        return ("quantity", measure) if measure else None
-    if kind in ("percent", "money", "quantity") and _RANGE.search(text):
+    if kind in ("percent", "money") and _RANGE.search(text):
         return None
+    if kind == "quantity":  # "about 2,850 km" has a measure; "415,000 to 587,000 km" two
+        measure = None if _SPAN.search(text) else quantity_kind(text)
+        return ("quantity", measure) if measure else None
     if kind == "time" and not _CLOCK.search(text):
         return None  # "17 seconds": a duration, no time of day
     if kind == "money" and not _CURRENCY.search(text):

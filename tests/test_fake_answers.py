@@ -192,6 +192,8 @@ def test_the_question_and_the_type_must_agree(res, gold, question, kind, ok):
     ("number", "2,400", ("number", "integer")), ("number", "two", ("number", "word")), ("number", "almost a third", None),
     ("year", "1950s", ("year", "decade")), ("date", "12 May 1705", ("date", "day month year")),
     ("date", "between 1550 and 1580", None), ("money", "515 million years", None), ("percent", "up to 30%", None),
+    ("quantity", "12 miles", ("quantity", "length")), ("quantity", "415,000 to 587,000 square kilometres", None),
+    ("time", "17 seconds", None), ("time", "7:30 a.m.", ("time",)),
 ])
 def test_a_phrase_is_keyed_by_more_than_the_taggers_label(res, kind, text, key):
     """Gold and fake share a place's class, a name's head noun, a number's and a date's form."""
