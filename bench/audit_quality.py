@@ -44,7 +44,8 @@ def _ratio(num: int, den: int) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     corpus = load_corpus()
-    ap.add_argument("--kinds", default=",".join(corpus.KINDS))
+    ap.add_argument("--kinds", default=",".join(corpus.KINDS + corpus.KNOWN_MISSES),
+                    help="comma-separated kinds (default: all, the known misses too)")
     ap.add_argument("--wrong", action="store_true", help="list the items the audit gets wrong")
     args = ap.parse_args(argv)
     kinds = [k for k in args.kinds.split(",") if k]
