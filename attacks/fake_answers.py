@@ -221,7 +221,8 @@ def type_key(kind: str, context: str, start: int, end: int, resources, question:
         return None
     if kind in _NAMED_KINDS and noun_file in _NOT_NAMED_FILES:
         return None
-    if noun_file == "noun.person" and kind not in NOUN_TYPES | {"person", "nationality"}:
+    counted = wh == "how" and kind == "number"  # "How many players": the noun is what is counted, no person
+    if noun_file == "noun.person" and not counted and kind not in NOUN_TYPES | {"person", "nationality"}:
         return None  # "Which Member of Parliament": a person, whatever NER said
     if wh in ("who", "whom") and kind not in ("person", "nationality", "organisation", "country"):
         return None

@@ -176,6 +176,8 @@ def test_a_related_word_is_refused_for_common_words_not_for_names(res):
     ("Brazil", "What contains most of the forest?", "country", False),
     ("Korean", "What nationality is Hoesung Lee?", "nationality", True),
     ("Korean", "What tribes feared the Romans?", "nationality", False),
+    ("four", "How many Panthers players were selected?", "number", True),  # a count of persons
+    ("four", "Which player was selected?", "number", False),
 ])
 def test_the_question_and_the_type_must_agree(res, gold, question, kind, ok):
     context = f"{gold} was chosen by them."
