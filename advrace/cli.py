@@ -238,6 +238,8 @@ def _audit(args) -> int:
         c = audit.counts()
         found = ", ".join(f"{check}: {n}" for check, n in c["by_check"].items()) or "-"
         print(f"  {split:<24} {c['checked']:>6} checked  {c['flagged']:>5} flagged  {found}")
+        for kind in c["unchecked"]:
+            print(f"    not checked: {kind}; read a sample or validate with `advrace human-eval`")
         if args.details:
             for _, ex_id, check, detail in audit.flags:
                 print(f"    {ex_id}: {check}: {detail}")

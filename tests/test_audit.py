@@ -255,6 +255,7 @@ def leaky(install_plugin):
 
     base.REGISTRY.pop("leaky_test", None)
     A.CHECKS.pop("leaky_test", None)
+    A.UNCHECKED.pop("leaky_test", None)
 
 
 def _config(**extra):
@@ -264,20 +265,24 @@ def _config(**extra):
 
 
 def test_a_build_records_the_audit_and_the_card_warns(leaky, tmp_path, capsys):
+    A.register_unchecked("leaky_test", "a leak in other words")
     out = tmp_path / "rel"
     build_release(_config(), out)
     stats = json.loads((out / "stats.json").read_text())
     leak = stats["audit"]["leaky_test"]
     assert leak["flagged"] > 0 and leak["by_check"] == {A.GOLD_IN_INSERT: leak["flagged"]}
+    assert leak["unchecked"] == ["a leak in other words"] and stats["audit"]["charswap"]["unchecked"] == []
     assert stats["audit"]["charswap"]["flagged"] == 0
     card = (out / "README.md").read_text()
     assert "## Audit" in card and f"`leaky_test`: the audit flagged {leak['flagged']} of" in card
+    assert "`leaky_test`: the audit does not see a leak in other words" in card
 
     assert main(["audit", str(out), "--details"]) == 1
     printed = capsys.readouterr().out
     flagged_ids = [line.split(":")[0].strip() for line in printed.splitlines() if A.GOLD_IN_INSERT in line
                    and line.startswith("    ")]
     assert len(flagged_ids) == leak["flagged"] and all(i.startswith("leaky_test/") for i in flagged_ids)
+    assert "    not checked: a leak in other words; read a sample" in printed
     assert main(["audit", str(out), "--split", "charswap"]) == 0
 
 

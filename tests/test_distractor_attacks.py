@@ -555,3 +555,19 @@ def test_vetting_refuses_a_short_candidate_that_wordnet_puts_next_to_the_answer(
     _, single, _, ctx, settings = attack._checks
     assert attack._word_checks(ex, ["smog", "dirty water"], rejected, single, ctx, settings) == ["dirty water"]
     assert rejected == Counter({"a synonym of the answer": 1})
+
+
+def test_the_build_audits_a_split_with_its_own_settings_and_names_what_it_cannot_see(setup, tmp_path):
+    """With grounding off, the tiny generator's ungrounded candidates pass the attack; the build's
+    audit must read the same setting, as `advrace audit` does from the manifest, not the default."""
+    from advrace.release import audit_release
+
+    splits = [{"attack": "distractor_generation",
+               "config": {"model": setup["dg"]["final"], "beam_size": 6, "max_target_tokens": 4,
+                          "batch_size": 2, "min_grounded_share": 0}}]
+    manifest, out = _build(setup, tmp_path, splits)
+    assert manifest["splits"]["distractor_generation"]["perturbed"] > 0
+    built = json.loads((out / "stats.json").read_text())["audit"]["distractor_generation"]
+    assert built == audit_release(out)["distractor_generation"].counts()
+    assert "right answer" in built["unchecked"][0]
+    assert "the audit does not see a new distractor that is a right answer too" in (out / "README.md").read_text()

@@ -19,7 +19,7 @@ from advrace.release.records import (NO_ATTACK, dumps, from_record, in_split, re
 from advrace.release.stats import split_stats
 from advrace.release.card import dataset_card
 from advrace.release.runner import ORIGINAL
-from advrace.release.audit import AuditContext, audit_release, audit_split, register_checks
+from advrace.release.audit import AuditContext, audit_release, audit_split, register_checks, register_unchecked
 from advrace.release.build import FORMAT_VERSION, build_release, source_name, write_release
 from advrace.release.verify import check_release, load_manifest, verify_release
 from advrace.release.export import export_advrace
@@ -30,7 +30,7 @@ __all__ = [
     "build_release", "write_release", "source_name",
     "load_manifest", "verify_release", "check_release",
     "export_advrace", "export_lm_eval", "LmEvalExport",
-    "AuditContext", "audit_release", "audit_split", "register_checks",
+    "AuditContext", "audit_release", "audit_split", "register_checks", "register_unchecked",
     "split_file", "read_split", "to_record", "from_record", "in_split", "squad_json", "dumps", "sha256_file",
     "split_stats", "dataset_card",
 ]

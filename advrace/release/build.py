@@ -150,7 +150,7 @@ def _put_back(sources: list, res: SplitResult, why: dict[int, str]) -> SplitResu
         [f"audit: {why[i]}" if i in why else r for i, r in enumerate(res.reasons)])
 
 
-def _audited(attack: str, sources: list, res: SplitResult, ctx: AuditContext, drop: bool,
+def _audited(attack, sources: list, res: SplitResult, ctx: AuditContext, drop: bool,
              source_put_back: frozenset[int] = frozenset()) -> tuple[SplitResult, dict, frozenset[int]]:
     """The split's audit counts and, with `drop`, the split with each flagged example put back
     as its source (unperturbed, the audit's reason given), so every split keeps its questions;
@@ -163,7 +163,8 @@ def _audited(attack: str, sources: list, res: SplitResult, ctx: AuditContext, dr
     """
     if source_put_back:
         res = _put_back(sources, res, dict.fromkeys(source_put_back, SOURCE_DROPPED))
-    audit = audit_split(attack, sources, res.examples, ctx)
+    # the split's own settings, as `advrace audit` reads them from the manifest
+    audit = audit_split(attack.name, sources, res.examples, ctx, attack.describe()["config"])
     counts = audit.counts()
     if not drop or not counts["flagged"]:
         return res, counts, source_put_back
@@ -241,7 +242,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
         sources = examples if spec.source == ORIGINAL else results[spec.source].examples
         if ctx is not None:
             res, stats.setdefault("audit", {})[split], put_back[split] = _audited(
-                attack.name, sources, res, ctx, cfg.drop_flagged, put_back[spec.source])
+                attack, sources, res, ctx, cfg.drop_flagged, put_back[spec.source])
             results[split] = res
         split_examples[split] = [in_split(ex, split) for ex in res.examples]
         splits[split] = [to_record(ex, split, attack.name, flag)

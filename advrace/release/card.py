@@ -139,8 +139,12 @@ def audit_lines(audit: dict | None, dropped: bool) -> list[str]:
         found = ", ".join(f"{check}: {n}" for check, n in a["by_check"].items()) or "none"
         lines.append(f"| {split} | {a['checked']} | {a['flagged']} | {found} |")
     flagged = [(split, a) for split, a in audit.items() if a["flagged"]]
-    if flagged:
+    unchecked = [(split, a["unchecked"]) for split, a in audit.items() if a.get("unchecked")]
+    if flagged or unchecked:
         lines.append("")
+    for split, kinds in unchecked:
+        lines.append(f"- `{split}`: the audit does not see {'; nor '.join(kinds)}. Validate it with "
+                     "`advrace human-eval` before publishing results on it.")
     for split, a in flagged:
         if dropped:
             lines.append(f"- `{split}`: the audit flagged {plural(a['flagged'], 'question')}; they are left as in the "
