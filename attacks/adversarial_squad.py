@@ -30,6 +30,7 @@ is left out rather than given a wrong-typed fake.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections import Counter
@@ -186,10 +187,14 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
     are the answers of every question on the passage, none of which a fake may share a word with.
     """
     rejected: Counter = Counter()
-    ctx = TextContext(same_meaning_fn=resources.same_meaning,
-                      answer_type_fn=lambda text, start, end: answer_type(text, start, end, resources))
+
+    @functools.cache
+    def typed(text: str, start: int, end: int) -> str:  # the gold once, not once per candidate
+        return answer_type(text, start, end, resources)
+
+    ctx = TextContext(same_meaning_fn=resources.same_meaning, answer_type_fn=typed)
     first = example.answers[0]
-    kind = answer_type(example.context, first.start, first.end, resources)
+    kind = typed(example.context, first.start, first.end)
     key = type_key(kind, example.context, first.start, first.end, resources, example.question,
                    config.common_word_fakes)
     if key is None:

@@ -512,9 +512,9 @@ def _words(text: str) -> set[str]:
 class FakePool:
     """Typed fake answers drawn from the data: see the module docstring."""
 
-    def __init__(self, cap: int = 3, resources=None):
+    def __init__(self, cap: int, resources):
         self.cap = cap
-        self.resources = resources  # for the fixed lists' refined keys; without it, unrefined keys only
+        self.resources = resources  # for the fixed lists' refined keys
         self.phrases: dict[tuple, list[str]] = {}
         self.spread: Counter = Counter()  # contexts a phrase occurs in
         self.uses: Counter = Counter()
@@ -604,11 +604,7 @@ class FakePool:
     def _fixed_fits(self, kind: str, text: str, key: tuple) -> bool:
         """Whether a fake of the fixed lists has the refined key (a country of the list for a
         country, not its "Chicago")."""
-        if kind == "quantity":
-            return quantity_kind(text) == key[1]
-        if len(key) == 1:
-            return True
-        return self.resources is not None and refined_key(kind, text, self.resources) == key
+        return refined_key(kind, text, self.resources) == key
 
     def use(self, text: str) -> None:
         self.uses[text] += 1

@@ -255,7 +255,7 @@ def test_a_quantity_fake_measures_what_the_answer_measures(res):
     start = context.index("2,850 km")
     key = type_key("quantity", context, start, start + 8, res, "How long is the Danube?")
     assert key == ("quantity", "length")
-    got = FakePool(cap=3).choose(key, ["2,850 km"], context, "How long is the Danube?", random.Random(0), k=5)
+    got = FakePool(3, res).choose(key, ["2,850 km"], context, "How long is the Danube?", random.Random(0), k=5)
     assert got == ["40 kilometres"]  # the fixed list's length, not its "300 tons"
 
 

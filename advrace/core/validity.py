@@ -133,8 +133,8 @@ def answer_equivalence(candidate: str, answer: str, *, max_overlap: float = 0.5,
         return "contains the answer"
     if len(cand) >= 2 and c_words and padded_c in padded_g:
         return "is contained in the answer"
-    gold_content = {_stem(w) for w in _content_words(answer, stopwords)} if stopwords else set()
-    if len(gold) >= 2 and gold_content and gold_content <= {_stem(w) for w in _content_words(candidate, stopwords)}:
+    gold_content = {suffix_stem(w) for w in _content_words(answer, stopwords)} if stopwords else set()
+    if len(gold) >= 2 and gold_content and gold_content <= {suffix_stem(w) for w in _content_words(candidate, stopwords)}:
         return "holds every content word of the answer"
     if word_overlap(candidate, answer) > max_overlap:
         return "shares most words with the answer"
@@ -168,7 +168,7 @@ def repeats_question(candidate: str, question: str, stopwords: Iterable[str]) ->
     in a family."): it answers nothing, so a reader drops it at once. Every content word is the
     question's; a number word counts as new ("Two people." answers "How many people ...?")."""
     stop = set(stopwords) - NUMBER_WORDS  # "Two people." answers "How many people ...?"
-    content = [_stem(w) for w in _content_words(candidate, stop)]
+    content = [suffix_stem(w) for w in _content_words(candidate, stop)]
     if not content:
         return False
     asked = _stems(question)
@@ -178,7 +178,7 @@ def repeats_question(candidate: str, question: str, stopwords: Iterable[str]) ->
 def word_overlap(a: str, b: str) -> float:
     """Share of the smaller lowercase word set found in the other, up to a plural or tense ending
     ("doctors" is "doctor"); 0 when either has no words."""
-    wa, wb = {_stem(w) for w in _tokens(a)}, {_stem(w) for w in _tokens(b)}
+    wa, wb = {suffix_stem(w) for w in _tokens(a)}, {suffix_stem(w) for w in _tokens(b)}
     if not wa or not wb:
         return 0.0
     return len(wa & wb) / min(len(wa), len(wb))
@@ -198,7 +198,8 @@ def _content_words(text: str, stopwords: Iterable[str]) -> list[str]:
     return [b for b in map(_bare, _tokens(text)) if b.isalnum() and b not in stop]
 
 
-def _stem(word: str) -> str:
+def suffix_stem(word: str) -> str:
+    """A word less one plural or tense ending ("patents", "patented" -> "patent")."""
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[:-len(suffix)]
@@ -213,13 +214,13 @@ def grounded_share(candidate: str, sources: Sequence[str], stopwords: Iterable[s
     if not content:
         return 0.0
     known = set().union(*map(_stems, sources))
-    return sum(_stem(w) in known for w in content) / len(content)
+    return sum(suffix_stem(w) in known for w in content) / len(content)
 
 
 @functools.lru_cache(maxsize=64)
 def _stems(text: str) -> frozenset[str]:
     """A source's word stems, kept for the next candidate of the same question."""
-    return frozenset(_stem(_bare(w)) for w in _tokens(text))
+    return frozenset(suffix_stem(_bare(w)) for w in _tokens(text))
 
 
 CUT_RE = re.compile(r"['\u2019][a-z]|[,;:!?)\]}]|\.(?!\d)")  # not ".5 kilos"

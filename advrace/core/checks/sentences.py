@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from advrace.core.text import words
-from advrace.core.validity import _stem as stem, negated_question
+from advrace.core.validity import negated_question, suffix_stem
 
 from . import SENTENCE, Check, register
 
@@ -106,7 +106,7 @@ class MetaText(SentenceCheck):
 
 def _stem(word: str) -> str:
     """'patents', 'patented', 'patent' -> 'patent'; 'cities' and 'city' alike; "Helen's" -> 'helen'."""
-    return stem(re.sub(r"['\u2019]s?$", "", word)).rstrip("eiy")
+    return suffix_stem(re.sub(r"['\u2019]s?$", "", word)).rstrip("eiy")
 
 
 def _count(word: str, text: str) -> int:
