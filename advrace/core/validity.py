@@ -12,7 +12,7 @@ import re
 from statistics import median
 from typing import Iterable, Sequence
 
-from advrace.core.text import words
+from advrace.core.text import split_sentences, words
 
 # A question that asks what the passage states or lets one infer: every sentence the passage
 # states answers it, so such a sentence cannot be a distractor.
@@ -108,12 +108,49 @@ def _longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
 def stated_in_passage(text: str, passage: str, *, min_words: int = MIN_STATED_WORDS,
                       share: float = STATED_SHARE) -> bool:
     """Whether the passage states the text: at least `min_words` words, of which a run of at least
-    `share` of them (and `min_words`) occurs verbatim in the passage, by lowercase words."""
+    `share` of them (and `min_words`) occurs verbatim in the passage, by lowercase words; or the
+    whole text is a passage sentence's words in order but for articles ("a train" for "the
+    train") and words left out that do not change what it says ("You can carry many things in a
+    car." for "Also you can carry many things with you in a car.")."""
     cand = _tokens(text)
     if len(cand) < min_words:
         return False
-    run = _longest_common_run(cand, _passage_tokens(passage))
-    return run >= max(min_words, share * len(cand))
+    if _longest_common_run(cand, _passage_tokens(passage)) >= max(min_words, share * len(cand)):
+        return True
+    cand = [_ARTICLES.get(w, w) for w in cand]
+    return any(_restates(cand, sent) for sent in _passage_sentences(passage))
+
+
+_ARTICLES = {"a": "the", "an": "the"}
+# what a restatement may leave out of the sentence it restates: no negation, number, name,
+# "only" or "once", which change what it says
+_OMISSIBLE = frozenset("the with you your he his she her they their it its them him us me my our we i of to for in "
+                       "on at by from and also so then just really very too".split())
+
+
+def _restates(cand: Sequence[str], sent: Sequence[str]) -> bool:
+    """Whether `cand` is `sent`'s words from one place on, in order, with only omissible words
+    skipped between them."""
+    for start, word in enumerate(sent):
+        if word != cand[0]:
+            continue
+        k = 1
+        for other in sent[start + 1:]:
+            if k == len(cand):
+                break
+            if other == cand[k]:
+                k += 1
+            elif other not in _OMISSIBLE:
+                break
+        if k == len(cand):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def _passage_sentences(passage: str) -> tuple[tuple[str, ...], ...]:
+    """A passage's sentences as tokens, articles as one; kept for the next candidate."""
+    return tuple(tuple(_ARTICLES.get(w, w) for w in _tokens(s)) for s in split_sentences(passage, line_breaks=True))
 
 
 def answer_equivalence(candidate: str, answer: str, *, max_overlap: float = 0.5,
