@@ -499,27 +499,19 @@ def test_flat_settings_of_the_chosen_objective_are_read_as_its_section():
     assert "doc_stride" not in flat.to_dict() and "span_extraction" not in config_from_dict({"train": "x"}).to_dict()
 
 
-def test_a_checkpoint_from_before_objective_sections_resumes(tokenizer_dir, race_dir, tmp_path):
-    """A checkpoint whose plan has the old flat layout (every objective's fields at the top)."""
-    base = dict(objective="span_extraction", max_length=48, span_extraction={"doc_stride": 16},
-                batch_size=2, epochs=1, max_steps=3, save_every_steps=1)
-    whole = train(tiny(tokenizer_dir, race_dir, tmp_path, output_dir=str(tmp_path / "whole"), **base),
-                  progress=False)
-    cut = tiny(tokenizer_dir, race_dir, tmp_path, output_dir=str(tmp_path / "cut"), **base)
-    train({**cut, "max_steps": 2}, progress=False)
-    state_file = tmp_path / "cut" / "checkpoints" / "step-2" / "trainer_state.json"
+def test_a_checkpoint_from_before_objective_sections_is_refused_saying_what_to_do(tokenizer_dir, race_dir,
+                                                                                   tmp_path):
+    """A checkpoint whose plan has the old flat layout (every objective's fields at the top) is not
+    compared key by key, which would report settings that did not change."""
+    cut = tiny(tokenizer_dir, race_dir, tmp_path, objective="span_extraction", max_length=48,
+               span_extraction={"doc_stride": 16}, batch_size=2, epochs=1, max_steps=1, save_every_steps=1)
+    train(cut, progress=False)
+    state_file = tmp_path / "run" / "checkpoints" / "step-1" / "trainer_state.json"
     state = json.loads(state_file.read_text())
     state["plan"].update(state["plan"].pop("span_extraction"), max_target_length=32)
     state_file.write_text(json.dumps(state))
-    second = train(cut, resume=True, progress=False)
-    assert second["metrics"]["resumed_from"] == 2
-    a, b = weights(Path(whole["final"])), weights(Path(second["final"]))
-    assert all(torch.equal(a[k], b[k]) for k in a)
-    assert log_records(tmp_path / "whole") == log_records(tmp_path / "cut")
-    state["plan"]["doc_stride"] = 17
-    state_file.write_text(json.dumps(state))
-    (tmp_path / "cut" / "checkpoints" / "step-3").rename(tmp_path / "cut" / "step-3")
-    with pytest.raises(ConfigError, match="span_extraction"):
+    with pytest.raises(ConfigError, match=r"step-1 records .* layout .*\(doc_stride, max_answer_tokens, "
+                                          r"max_target_length at the top .*retrain .*upgrade"):
         train(cut, resume=True, progress=False)
 
 

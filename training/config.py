@@ -37,9 +37,6 @@ DEFAULT_OBJECTIVE = MULTIPLE_CHOICE
 # weights, so `--resume` refuses a checkpoint whose run differed in any of them.
 RUN_ONLY_KEYS = ("name", "description", "max_steps", "save_every_steps", "keep_checkpoints",
                  "log_every_steps", "tensorboard", "output_dir", "feature_cache", "encode_workers")
-# TrainConfig fields before each objective had its own section (issue 13). A checkpoint written
-# then records them at the top of its plan; a config may still give the chosen objective's there.
-FLAT_OBJECTIVE_KEYS = ("doc_stride", "max_answer_tokens", "max_target_length")
 
 
 @dataclass(frozen=True)
@@ -138,25 +135,14 @@ class TrainConfig:
         return json.loads(json.dumps(d, sort_keys=True, default=str))
 
 
-def current_plan(plan: dict) -> dict:
-    """A plan recorded before objectives had their own sections, in today's layout (TrainConfig
-    carried every objective's fields then), so that such a checkpoint still resumes."""
-    if not any(key in plan for key in FLAT_OBJECTIVE_KEYS):
-        return plan
-    plan = dict(plan)
-    flat = {key: plan.pop(key) for key in FLAT_OBJECTIVE_KEYS if key in plan}
-    name = plan.get("objective", DEFAULT_OBJECTIVE)
-    try:
-        own = setting_keys(objective_class(name).Settings)
-    except ConfigError:
-        return plan
-    section = {key: flat[key] for key in own if key in flat}
-    if section and name not in plan:
-        plan[name] = section
-    return plan
-
-
 TRAIN_KEYS = frozenset(f.name for f in dataclasses.fields(TrainConfig)) - {"source_file", "settings"}
+
+
+def unread_plan_keys(plan: dict) -> list[str]:
+    """Top-level keys of a saved plan that are neither a TrainConfig setting nor an objective's
+    section: the plan was written in another layout (such as the flat one from before objectives
+    had sections), and comparing it with today's would misread it."""
+    return sorted(key for key in plan if key not in TRAIN_KEYS and key not in objective_names())
 
 
 # ---------------------------------------------------------------- value checks

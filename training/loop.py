@@ -32,7 +32,7 @@ from advrace.models.precision import fp32_load_kwargs, warn_if_emulated
 
 from . import checkpoints
 from .checkpoints import TrainerState
-from .config import TrainConfig, as_config, check_paths, current_plan
+from .config import TrainConfig, as_config, check_paths, unread_plan_keys
 from .data import eval_loader, load_examples, train_loader
 from .objectives import get_objective
 from .recipes import build_train_set, check_attacks, eval_view
@@ -153,7 +153,14 @@ class _Run:
         if not self.resume:
             raise ConfigError(f"{self.out} already holds checkpoints of a run; pass --resume to "
                               "continue it, or choose another --output-dir")
-        saved = current_plan(checkpoints.read_state(found).plan)
+        saved = checkpoints.read_state(found).plan
+        unread = unread_plan_keys(saved)
+        if unread:
+            raise ConfigError(f"{found} records its run's settings in a layout this version of advrace "
+                              f"does not read ({', '.join(unread)} at the top of the plan in "
+                              f"{checkpoints.STATE_FILE}); retrain in another --output-dir, or upgrade "
+                              "the checkpoint by hand: move the objective's own settings into a section "
+                              "named after it (e.g. plan.span_extraction.doc_stride) and delete the rest")
         plan = self.cfg.plan()
         if saved != plan:
             keys = sorted(k for k in set(plan) | set(saved) if plan.get(k) != saved.get(k))
@@ -371,7 +378,6 @@ class _Run:
                                   f"with the same number (now {acc.num_processes}), since each "
                                   "process's place in the data is saved")
             self.state = checkpoints.restore(acc, found)
-            self.state.plan = cfg.plan()  # in today's layout, should it predate objective sections
             self.say(f"resuming from {found} (step {self.state.step}, epoch {self.state.epoch + 1}, "
                      f"batch {self.state.batch})")
         else:
