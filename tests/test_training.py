@@ -292,6 +292,18 @@ def test_shipped_configs_load():
     assert load_config(CONFIGS / "adv-mix.yaml").recipe.mode == "mixed"
 
 
+def test_a_recipes_task_key_is_its_kind_and_written_back_as_task():
+    """Python calls the recipe's kind `kind` (a task is a kind of example); configs, the
+    config.yaml of a run and checkpoint plans keep the key `task`."""
+    mix = dataclasses.replace(load_config(CONFIGS / "adv-mix.yaml"), source_file=None)
+    assert mix.recipe.kind == "adversarial"
+    assert mix.to_dict()["recipe"]["task"] == mix.plan()["recipe"]["task"] == "adversarial"
+    assert "kind" not in mix.to_dict()["recipe"]
+    assert config_from_dict(yaml.safe_load(yaml.safe_dump(mix.to_dict()))) == mix
+    with pytest.raises(ConfigError, match="unknown key.*kind; known: .*task"):
+        config_from_dict({"train": "x", "recipe": {"kind": "finetune"}})
+
+
 @pytest.mark.parametrize("values, message", [
     ({"train": "x", "lrate": 1}, "unknown key.*lrate"),
     ({"train": {"path": "x", "limt": 3}}, "train: unknown key.*limt"),

@@ -28,7 +28,7 @@ from advrace.models.loading import MINILM
 
 from .objectives import objective_class, objective_names, setting_keys, settings_dict
 
-TASKS = ("finetune", "adversarial", "option_only")
+RECIPE_KINDS = ("finetune", "adversarial", "option_only")
 MODES = ("targeted", "mixed")
 PRECISIONS = ("no", "bf16", "fp16")
 DEFAULT_OBJECTIVE = MULTIPLE_CHOICE
@@ -60,7 +60,8 @@ class DataConfig:
 class RecipeConfig:
     """What the model is trained on; see training/recipes.py."""
 
-    task: str = "finetune"
+    # which recipe; configs spell it `task`, a word advrace otherwise keeps for the kind of example
+    kind: str = field(default="finetune", metadata={"key": "task"})
     mode: str | None = None
     attacks: tuple[SplitSpec, ...] = ()
     fraction: float = field(default=0.25, metadata={"above": 0, "max": 1})
@@ -68,6 +69,10 @@ class RecipeConfig:
     # attack worker processes; the data do not depend on it
     workers: int | None = field(default=None, metadata={"min": 1})
     resources: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The recipe as a config gives it (`task` for `kind`)."""
+        return settings_dict(self)
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,9 @@ class TrainConfig:
         section = settings_dict(self.objective_settings())
         d = {}
         for key, value in dataclasses.asdict(self).items():
-            if key not in ("source_file", "settings"):
+            if key == "recipe":
+                d[key] = self.recipe.to_dict()
+            elif key not in ("source_file", "settings"):
                 d[key] = value
             if key == "objective" and section:
                 d[self.objective] = section
@@ -179,12 +186,12 @@ def recipe_from_dict(values: Any, where: str = "recipe") -> RecipeConfig:
     given = set(v)
     raw = v.pop("attacks", None)
     recipe = build_dataclass(RecipeConfig, v, where)
-    _one_of(f"{where}.task", recipe.task, TASKS)
-    if recipe.task != "adversarial":
+    _one_of(f"{where}.task", recipe.kind, RECIPE_KINDS)
+    if recipe.kind != "adversarial":
         extra = sorted({"mode", "attacks", "fraction"} & given)
         if extra:
             raise ConfigError(f"{where}: {', '.join(extra)} only apply to task 'adversarial' "
-                              f"(this recipe's task is {recipe.task!r})")
+                              f"(this recipe's task is {recipe.kind!r})")
         return recipe
     mode = recipe.mode or "targeted"
     _one_of(f"{where}.mode", mode, MODES)
@@ -265,8 +272,8 @@ def config_from_dict(values: Any, where: str = "config") -> TrainConfig:
             raise ConfigError(f"{where}: a model built from 'model_config' needs a 'tokenizer' folder")
         if "model" in v:
             raise ConfigError(f"{where}: give either 'model' or 'model_config', not both")
-    if objective.recipes is not None and cfg.recipe.task not in objective.recipes:
-        raise ConfigError(f"{where}: recipe task {cfg.recipe.task!r} does not apply to objective "
+    if objective.recipes is not None and cfg.recipe.kind not in objective.recipes:
+        raise ConfigError(f"{where}: recipe task {cfg.recipe.kind!r} does not apply to objective "
                           f"{cfg.objective!r}; it takes task {' or '.join(map(repr, objective.recipes))}")
     _one_of(f"{where}.mixed_precision", cfg.mixed_precision, PRECISIONS)
     if not all(isinstance(k, str) for k in cfg.model_overrides):

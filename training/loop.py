@@ -9,7 +9,6 @@ same log.jsonl as a run that was never stopped, and a capped run is a prefix of 
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -51,7 +50,7 @@ def train(config, output_dir: str | Path | None = None, resume: bool = False,
     cfg = as_config(config)
     check_paths(cfg)
     out = Path(output_dir or cfg.output_dir or Path("runs") / cfg.name)
-    if cfg.recipe.task == "adversarial":
+    if cfg.recipe.kind == "adversarial":
         check_attacks(cfg.recipe)
     try:
         return _Run(cfg, out, resume, progress).run()
@@ -213,9 +212,9 @@ class _Run:
         later runs of the same recipe on the same data read them instead."""
         cfg, acc = self.cfg, self.accelerator
         seed = cfg.data_seed
-        if cfg.recipe.task != "adversarial":
+        if cfg.recipe.kind != "adversarial":
             return build_train_set(cfg.recipe, examples, seed)
-        recipe = dataclasses.asdict(cfg.recipe)
+        recipe = cfg.recipe.to_dict()
         recipe.pop("workers")
         h = hashlib.sha256(json.dumps({"recipe": recipe, "seed": seed, "advrace": __version__,
                                        "examples": examples_sha256(examples)},
@@ -250,7 +249,7 @@ class _Run:
         cfg, acc, objective = self.cfg, self.accelerator, self.objective
         store = FeatureStore(self.cache_dir, workers=cfg.encode_workers,
                              progress=self.progress and acc.is_main_process)
-        parts = [train[:original], train[original:]] if cfg.recipe.task == "adversarial" else [train]
+        parts = [train[:original], train[original:]] if cfg.recipe.kind == "adversarial" else [train]
         with acc.main_process_first():
             train_features = objective.encoded(store, self.tokenizer, parts, cfg.data_seed,
                                                what="the training set")

@@ -86,13 +86,13 @@ def adversarial_copies(recipe: RecipeConfig, examples: list, seed: int, resource
 def build_train_set(recipe: RecipeConfig, examples: list, seed: int, resources=None,
                     progress: bool = False) -> tuple[list, dict]:
     """The training examples for a recipe, and a report of how they were made."""
-    if recipe.task == "finetune":
+    if recipe.kind == "finetune":
         return list(examples), {"task": "finetune", "original": len(examples), "added": 0}
-    if recipe.task == "option_only":
+    if recipe.kind == "option_only":
         return [ex.without_context() for ex in examples], {"task": "option_only",
                                                            "original": len(examples), "added": 0}
-    if recipe.task != "adversarial":
-        raise ConfigError(f"unknown recipe task {recipe.task!r}")
+    if recipe.kind != "adversarial":
+        raise ConfigError(f"unknown recipe task {recipe.kind!r}")
     added, per_attack = adversarial_copies(recipe, examples, seed, resources, progress)
     return list(examples) + added, {"task": "adversarial", "mode": recipe.mode,
                                     "fraction": recipe.fraction, "original": len(examples),
@@ -101,6 +101,6 @@ def build_train_set(recipe: RecipeConfig, examples: list, seed: int, resources=N
 
 def eval_view(recipe: RecipeConfig, examples: list) -> list:
     """Dev questions as the recipe's model sees them: without passage and question for option_only."""
-    if recipe.task == "option_only":
+    if recipe.kind == "option_only":
         return [ex.without_context() for ex in examples]
     return examples

@@ -42,7 +42,7 @@ class Objective:
     architecture: ClassVar[str]  # the class saved checkpoints are loaded with
     summary: ClassVar[str] = ""  # what it trains, for `advrace train --help`
     tasks: ClassVar[tuple[str, ...]] = (MULTIPLE_CHOICE,)  # the example tasks it reads
-    recipes: ClassVar[tuple[str, ...] | None] = ("finetune",)  # recipe tasks it takes; None: all
+    recipes: ClassVar[tuple[str, ...] | None] = ("finetune",)  # recipe kinds it takes; None: all
     # the frozen dataclass `features` makes, whose objects advrace.models.feature_store keeps on
     # disk; None: features are kept in memory (what a plugin's objective gets unless it names one)
     feature_class: ClassVar[type | None] = None
