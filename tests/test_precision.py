@@ -364,7 +364,7 @@ def runs(tmp_path_factory):
 
 
 def test_training_in_bf16_on_a_cpu_without_it_warns(cpu_bf16, capsys, tmp_path):
-    from advrace.training.loop import _reset_accelerate, _Run
+    from advrace.training.loop import _accelerator, _reset_accelerate
     from advrace.training.config import as_config
 
     race, tok = make_race_dir(tmp_path), make_tokenizer(tmp_path)
@@ -373,7 +373,7 @@ def test_training_in_bf16_on_a_cpu_without_it_warns(cpu_bf16, capsys, tmp_path):
         cpu_bf16(native)
         cfg = as_config(tiny(tok, race, tmp_path, mixed_precision=precision))
         try:
-            _Run(cfg, tmp_path / "run", False, False)._accelerator()
+            _accelerator(cfg, tmp_path / "run")
         finally:
             _reset_accelerate()
         err = capsys.readouterr().err

@@ -121,6 +121,29 @@ def test_resume_refuses_a_changed_config(tokenizer_dir, race_dir, tmp_path):
         train({**cfg, "lr": 5e-4}, resume=True, progress=False)
 
 
+def test_a_resumed_run_is_prepared_from_its_checkpoint_and_trains_on_a_copy_of_its_state(tokenizer_dir,
+                                                                                         race_dir, tmp_path):
+    """What a run is prepared with stays as prepared: the loop advances its own Progress."""
+    from advrace.training.config import as_config
+    from advrace.training.loop import _reset_accelerate, _Training, prepare
+
+    cfg = tiny(tokenizer_dir, race_dir, tmp_path, batch_size=1, gradient_accumulation_steps=2, epochs=2)
+    train({**cfg, "max_steps": 3}, progress=False)
+    try:
+        run = prepare(as_config(cfg), tmp_path / "run", resume=True, show_progress=False)
+        assert run.checkpoint == tmp_path / "run" / "checkpoints" / "step-3"
+        assert (run.start.step, run.start.epoch, run.start.batch, run.resumed_from) == (3, 0, 6, 3)
+        assert (run.schedule.batches, run.schedule.steps_per_epoch, run.schedule.total, run.schedule.limit) == \
+            (7, 4, 8, 8)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            run.model = None
+        result = _Training(run, started=0.0)()
+    finally:
+        _reset_accelerate()
+    assert result["metrics"]["step"] == 8 and result["metrics"]["resumed_from"] == 3
+    assert (run.start.step, run.start.batch) == (3, 6)
+
+
 def test_targeted_adds_a_quarter_of_perturbed_copies(race_dir):
     examples = load(str(race_dir)).examples
     recipe = config_from_dict({"train": "x", "recipe": {
