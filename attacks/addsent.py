@@ -25,6 +25,7 @@ the question, which is again a hint.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 import re
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from advrace.core.checks import SENTENCE, Subject, TextContext, checks_for, first_refusal
 from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
+from advrace.core.provenance import AdversarialSentence, AttackSummary, Replacement, summary_of
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import BLANK_OR_PARENS_RE as BLANK_RE
 from advrace.core.text import WORD_RE, count_words
@@ -234,9 +236,8 @@ def new_number(text: str, rng: random.Random, avoid: set[str], count: int,
 # the attack
 
 
-def _negation_record(word: str, new: str, position: int) -> dict:
-    return {"word": word, "new": new, "kind": "negation", "position": position,
-            "changes_meaning": True}
+def _negation_record(word: str, new: str, position: int) -> Replacement:
+    return Replacement(position, position + len(word), word, new, "negation", changes_meaning=True)
 
 
 @dataclass
@@ -461,20 +462,18 @@ class AddSent(Attack):
                              {new.lower() for new, _ in used.values()}), cands[order[0]])
                 used[key] = pick
             new = match_case(used[key][0], tok.text)
-            record = {"word": tok.text, "new": new, "kind": used[key][1], "position": tok.idx}
+            record = Replacement(tok.idx, tok.idx + len(tok.text), tok.text, new, used[key][1], changes_meaning=True)
             if used[key][1] == "glove":
                 same = self._same_meaning(tok, new)
-                record.update(pos=tok.pos_, same_meaning=same, changes_meaning=same is None)
-            else:
-                record["changes_meaning"] = True
+                record = dataclasses.replace(record, pos=tok.pos_, same_meaning=same, changes_meaning=same is None)
             edits.append((tok.idx, tok.idx + len(tok.text), new, record))
         if plan.antonyms:
             tok, forms = plan.antonyms[j % len(plan.antonyms)]
             new = forms[(j // len(plan.antonyms)) % len(forms)]
             edits.append((tok.idx, tok.idx + len(tok.text), new,
-                          {"word": tok.text, "new": new, "kind": "antonym", "position": tok.idx,
-                           "changes_meaning": True}))
-        changed = any(record["changes_meaning"] for *_, record in edits)
+                          Replacement(tok.idx, tok.idx + len(tok.text), tok.text, new, "antonym",
+                                      changes_meaning=True)))
+        changed = any(record.changes_meaning for *_, record in edits)
         if not edits or (self._same_meaning_filter and not changed):
             return (list(plan.negation) if self.config.negation_fallback else []), True
         return edits + self._articles(plan, edits), False
@@ -527,10 +526,10 @@ class AddSent(Attack):
         checks = [c for c in checks_for(self.name, SENTENCE) if c.name not in skip]
         return checks, TextContext(same_meaning_fn=self.resources.same_meaning)
 
-    def _refused(self, example, entry: dict) -> str | None:
+    def _refused(self, example, entry: AdversarialSentence) -> str | None:
         """The flag of the first shared check that refuses the sentence, or None."""
         checks, ctx = self._sentence_checks
-        refused = first_refusal(checks, Subject(example, entry["sentence"], record=entry), ctx, {})
+        refused = first_refusal(checks, Subject(example, entry.sentence, record=entry), ctx, {})
         return refused[0].flag if refused else None
 
     def perturb(self, example, rng):
@@ -591,14 +590,11 @@ class AddSent(Attack):
                     if contains_gold(sentence, gold):
                         refused["gold answer in sentence"] += 1
                         continue
-                    entry = {
-                        "sentence": sentence,
-                        "question": clean_question(mutated),
-                        "replacements": [record for *_, record in sorted(edits, key=lambda e: e[0])
-                                         if record is not None],
-                        "distractor": {"text": example.options[i], "index": i},
-                        "fallback_not": fallback,
-                    }
+                    entry = AdversarialSentence(
+                        sentence, question=clean_question(mutated),
+                        replacements=tuple(record for *_, record in sorted(edits, key=lambda e: e[0])
+                                           if record is not None),
+                        answer=example.options[i], option=i, negation_fallback=fallback)
                     why = self._refused(example, entry)
                     if why:
                         refused[why] += 1
@@ -611,29 +607,29 @@ class AddSent(Attack):
                 raise CannotPerturb(max(refused, key=lambda r: (refused[r], r)) if refused else "no new sentence")
             entry, i = found
             used_options.add(i)
-            sentences.add(normalise(entry["sentence"]))
+            sentences.add(normalise(entry.sentence))
             chosen.append(entry)
-        inserts = [(c["sentence"], rng.choice(starts)) for c in chosen]
-        return example.insert_sentences(inserts).with_provenance(attack=self.name, sentences=chosen)
+        inserts = [(c.sentence, rng.choice(starts)) for c in chosen]
+        return example.insert_sentences(inserts).with_provenance(AttackSummary(self.name, sentences=tuple(chosen)))
 
     def summarize(self, examples: list) -> dict:
         """Counts for stats.json, read back from each example's provenance."""
         perturbed, fallback_questions, fallback_sentences, negated, words = 0, 0, 0, 0, []
         by_kind: dict[str, int] = {}
         for example in examples:
-            record = next((r for r in reversed(example.provenance) if r.get("attack") == self.name), None)
-            if record is None or "sentences" not in record:
+            record = summary_of(example.provenance, self.name)
+            if record is None or not record.sentences:
                 # left unperturbed; a negated question is always skipped ("negated question")
                 negated += self._skip_negated and bool(negated_question(clean_question(example.question)))
                 continue
             perturbed += 1
-            fallbacks = [s for s in record["sentences"] if s.get("fallback_not")]
+            fallbacks = [s for s in record.sentences if s.negation_fallback]
             fallback_sentences += len(fallbacks)
             fallback_questions += bool(fallbacks)
-            for s in record["sentences"]:
-                words.append(count_words(s["sentence"]))
-                for rep in s.get("replacements", ()):
-                    by_kind[rep["kind"]] = by_kind.get(rep["kind"], 0) + 1
+            for s in record.sentences:
+                words.append(count_words(s.sentence))
+                for rep in s.replacements:
+                    by_kind[rep.kind] = by_kind.get(rep.kind, 0) + 1
         return {
             "questions": len(examples),
             "perturbed": perturbed,

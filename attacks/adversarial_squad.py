@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from advrace.core.checks import REGISTRY as CHECKS, Subject, TextContext
 from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
+from advrace.core.provenance import AdversarialSentence, AttackSummary, WordSearch, summary_of
 from advrace.metrics import normalize_answer, squad_em_f1
 from advrace.core.tasks import EXTRACTIVE_QA
 from advrace.core.text import WORD_RE
@@ -181,7 +182,7 @@ FAKE_TYPE = CHECKS["fake_type"]
 def sentence_candidates(example, resources, config: AddSentConfig, second_set: bool = False,
                         rng: random.Random | None = None, pool: FakePool | None = None,
                         paragraph_answers=None) -> tuple[list[dict], Counter]:
-    """Candidate adversarial sentences (each a provenance-ready dict) and why others were dropped.
+    """Candidate adversarial sentences (`AdversarialSentence` records) and why others were dropped.
 
     `pool` gives the typed fake answers (an empty pool: the fixed lists only); `paragraph_answers`
     are the answers of every question on the passage, none of which a fake may share a word with.
@@ -219,12 +220,12 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
             for cand in declarative_candidates(mutated, fake, resources, kind):
                 problem = readability_problem(cand.sentence, example.question, golds, resources,
                                               example.context)
-                record = {"mutated_question": mutated, "fake_answer": fake,
-                          "replacements": [r.to_dict() for r in replacements]}
+                record = AdversarialSentence(cand.sentence, question=mutated, replacements=tuple(replacements),
+                                             answer=fake, answer_type=kind, rule=cand.rule)
                 lost = [] if problem else VANISHED.lost(cand.sentence, record, ctx)
                 if lost:
                     problem = "change vanished"
-                    vanished.update(r["start"] for r in lost)
+                    vanished.update(r.start for r in lost)
                 elif not problem and FAKE_TYPE.refuse(Subject(example, cand.sentence, record=record), ctx, {}):
                     # read in its sentence, the fake is not of the gold's kind (the tagger's slip)
                     problem = "fake answer of another type"
@@ -232,9 +233,7 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
                     rejected[problem] += 1
                 elif cand.sentence not in seen:
                     seen.add(cand.sentence)
-                    out.append({"sentence": cand.sentence, "rule": cand.rule, "fake_answer": fake,
-                                "answer_type": kind, "mutated_question": mutated,
-                                "replacements": [r.to_dict() for r in replacements]})
+                    out.append(record)
         if out or not vanished:
             break
         skip = skip | frozenset(vanished)  # mutate again, leaving the words that vanished as they are
@@ -289,12 +288,12 @@ class _SentenceAttack(Attack):
     def summarize(self, examples):
         rules, types, kinds, fakes = Counter(), Counter(), Counter(), Counter()
         for ex in examples:
-            for r in ex.provenance:
-                if r.get("attack") == self.name and "rule" in r:
-                    rules[r["rule"]] += 1
-                    types[r["answer_type"]] += 1
-                    kinds.update(x["kind"] for x in r["replacements"])
-                    fakes[r["fake_answer"]] += 1
+            summary = summary_of(ex.provenance, self.name)
+            for s in summary.sentences if summary else ():
+                rules[s.rule] += 1
+                types[s.answer_type] += 1
+                kinds.update(x.kind for x in s.replacements)
+                fakes[s.answer] += 1
         return {"rules": dict(sorted(rules.items())), "answer_types": dict(sorted(types.items())),
                 "replacements_by_kind": dict(sorted(kinds.items())),
                 "fake_answers": {"distinct": len(fakes), "most_used": max(fakes.values(), default=0)}}
@@ -311,9 +310,9 @@ class AddOneSent(_SentenceAttack):
         if not cands:
             raise CannotPerturb(_reason(rejected))
         chosen = rng.choice(cands)
-        self._pool.use(chosen["fake_answer"])
-        return _place(example, chosen["sentence"], self.prepend).with_provenance(
-            attack=self.name, candidates=len(cands), position="start" if self.prepend else "end", **chosen)
+        self._pool.use(chosen.answer)
+        return _place(example, chosen.sentence, self.prepend).with_provenance(AttackSummary(
+            self.name, sentences=(chosen,), position="start" if self.prepend else "end", candidates=len(cands)))
 
 
 @register
@@ -382,14 +381,14 @@ class AddSentAdversary(_ModelDependent):
         for ex in examples:  # in order: a fake offered to one question counts against the cap
             found = sentence_candidates(ex, self.resources, self.config, False, self.rng_for(ex), pool,
                                         answers.get(ex.context))
-            for fake in dict.fromkeys(c["fake_answer"] for c in found[0]):
+            for fake in dict.fromkeys(c.answer for c in found[0]):
                 pool.use(fake)
             cands.append(found)
         pairs = [(i, c) for i, (cs, _) in enumerate(cands) for c in cs]
 
         def score(shard):
             exs = [examples[i] for i, _ in shard]
-            return self._f1(exs, [_place(examples[i], c["sentence"], False).context for i, c in shard])
+            return self._f1(exs, [_place(examples[i], c.sentence, False).context for i, c in shard])
 
         f1s = map_sharded(score, pairs, state)
         per: dict[int, list] = {}
@@ -401,9 +400,9 @@ class AddSentAdversary(_ModelDependent):
                 out.append(Outcome(ex, False, _reason(cands[i][1])))
                 continue
             f1, chosen = min(per[i], key=lambda fc: fc[0])  # the first of equally bad ones
-            out.append(Outcome(_place(ex, chosen["sentence"], False).with_provenance(
-                attack=self.name, candidates=len(per[i]), model_f1=significant(f1),
-                candidate_f1=[significant(f) for f, _ in per[i]], position="end", **chosen), True))
+            out.append(Outcome(_place(ex, chosen.sentence, False).with_provenance(AttackSummary(
+                self.name, sentences=(chosen,), position="end", candidates=len(per[i]), model_f1=significant(f1),
+                candidate_f1=tuple(significant(f) for f, _ in per[i]))), True))
         return out
 
     summarize = _SentenceAttack.summarize
@@ -515,14 +514,15 @@ class AddAny(_ModelDependent):
         out = []
         for ex, r in zip(examples, results):
             sentence = " ".join(r["words"]) + "."
-            out.append(Outcome(_place(ex, sentence, False).with_provenance(
-                attack=self.name, sentence=sentence, **{k: v for k, v in r.items() if k != "words"}), True))
+            search = WordSearch(**{k: v for k, v in r.items() if k != "words"})
+            out.append(Outcome(_place(ex, sentence, False).with_provenance(AttackSummary(
+                self.name, sentences=(AdversarialSentence(sentence),), search=search)), True))
         return out
 
     def summarize(self, examples):
-        runs = [r for ex in examples for r in ex.provenance if r.get("attack") == self.name and "queries" in r]
-        return {"searched": len(runs), "succeeded": sum(r["success"] for r in runs),
-                "avg_queries": significant(sum(r["queries"] for r in runs) / len(runs)) if runs else 0.0}
+        runs = [s.search for ex in examples if (s := summary_of(ex.provenance, self.name)) and s.search]
+        return {"searched": len(runs), "succeeded": sum(r.success for r in runs),
+                "avg_queries": significant(sum(r.queries for r in runs) / len(runs)) if runs else 0.0}
 
 
 @register

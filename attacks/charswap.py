@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from advrace.core.provenance import AttackSummary, Swaps
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import alpha_tokens, count_words
 
@@ -78,5 +79,5 @@ class CharSwap(Attack):
             raise CannotPerturb("no eligible word")
         new = example.replace_spans("question", question_edits).replace_spans(passage_field, passage_edits)
         total = count_words(example.question) + count_words(getattr(example, passage_field))
-        return new.with_provenance(attack=self.name, question_swaps=len(question_edits),
-                                   passage_swaps=len(passage_edits), words=total)
+        swaps = Swaps(question=len(question_edits), passage=len(passage_edits), words=total)
+        return new.with_provenance(AttackSummary(self.name, swaps=swaps))

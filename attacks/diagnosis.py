@@ -7,6 +7,7 @@ passage should score higher on this split; one that does not gain is ignoring th
 
 from __future__ import annotations
 
+from advrace.core.provenance import AdversarialSentence, AttackSummary
 from advrace.core.tasks import MULTIPLE_CHOICE
 
 from .addsent import declarative
@@ -33,7 +34,7 @@ class Diagnosis(Attack):
         starts = list(res.sentence_starts(example.passage)) + [len(example.passage)]
         at = rng.choice(starts)
         return example.insert_sentence(sentence, at).with_provenance(
-            attack=self.name, sentence=sentence, answer=example.answer)
+            AttackSummary(self.name, sentences=(AdversarialSentence(sentence, answer=example.answer),)))
 
     def summarize(self, examples: list) -> dict:
         return {}

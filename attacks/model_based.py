@@ -30,6 +30,7 @@ from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.numbers import significant
 from advrace.core.paths import models_named
+from advrace.core.provenance import AttackSummary, NewDistractors, summary_of
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words, words
 from advrace.core.validity import same_option
@@ -352,17 +353,15 @@ class DistractorAttack(CheckpointAttack):
             scored = v["passed"][:pool]
             order = sorted(range(len(scored)), key=lambda j: (ensemble_rank(rows, j + 1), j))
             v["passed"] = [scored[j] for j in order] + v["passed"][pool:]
-            # as recorded: one reader's score, or each reader's in select_with's order
-            one = len(rows) == 1
-            v["scores"] = {scored[j]: significant(rows[0][j + 1]) if one else [significant(r[j + 1]) for r in rows]
-                           for j in order}
-            v["gold_score"] = significant(rows[0][0]) if one else [significant(r[0]) for r in rows]
+            # each reader's score, in select_with's order
+            v["scores"] = {scored[j]: tuple(significant(r[j + 1]) for r in rows) for j in order}
+            v["gold_score"] = tuple(significant(r[0]) for r in rows)
 
     def _replace(self, example, vetted: dict) -> Outcome:
         if vetted["refused"]:  # "both A and B" would name the new distractors; a NOT question
             return Outcome(example, False, vetted["refused"])
         chosen = self.select(_distinct(vetted["passed"]), example)
-        scores = [vetted.get("scores", {}).get(c) for c in chosen]
+        scores = tuple(vetted.get("scores", {}).get(c, ()) for c in chosen)
         if self.config.match_answer_format:
             chosen = [match_format(c, example.answer, example.passage) for c in chosen]
         if not chosen:
@@ -378,30 +377,26 @@ class DistractorAttack(CheckpointAttack):
             order = list(range(len(example.options)))
             self.rng_for(example).shuffle(order)
         new, kept = replace_distractors(example, chosen, order)
-        record = dict(attack=self.name, original_distractors=list(example.distractors),
-                      new_distractors=chosen, kept_original=kept, candidates=vetted["candidates"][:20],
-                      rejected=vetted["rejected"])
-        if self.config.select_with is not None:
-            record.update(reader_scores=scores, gold_reader_score=vetted.get("gold_score"))
-        return Outcome(new.with_provenance(**record), True)
+        record = NewDistractors(original=example.distractors, new=tuple(chosen), kept_original=kept,
+                                candidates=tuple(vetted["candidates"][:20]), rejected=vetted["rejected"],
+                                reader_scores=scores if self.config.select_with is not None else (),
+                                gold_reader_scores=vetted.get("gold_score", ()))
+        return Outcome(new.with_provenance(AttackSummary(self.name, distractors=record)), True)
 
     def summarize(self, examples: list) -> dict:
         """AdvRACE's option statistics: lengths, diversity (Jaccard) and closeness to the answer."""
-        replaced = [(ex, r) for ex in examples for r in ex.provenance
-                    if r.get("attack") == self.name and "new_distractors" in r]
-        new = [d for _, r in replaced for d in r["new_distractors"]]
-        pairwise = [jaccard_distance(a, b) for _, r in replaced
-                    for i, a in enumerate(r["new_distractors"]) for b in r["new_distractors"][i + 1:]]
-        overlap = [token_overlap(d, ex.answer) for ex, r in replaced for d in r["new_distractors"]]
-        untouched = [ex for ex in examples if not any(r.get("attack") == self.name and "new_distractors" in r
-                                                      for r in ex.provenance)]
+        summaries = [(ex, summary_of(ex.provenance, self.name)) for ex in examples]
+        replaced = [(ex, s.distractors) for ex, s in summaries if s and s.distractors]
+        untouched = [ex for ex, s in summaries if not (s and s.distractors)]
+        new = [d for _, r in replaced for d in r.new]
+        pairwise = [jaccard_distance(a, b) for _, r in replaced for i, a in enumerate(r.new) for b in r.new[i + 1:]]
+        overlap = [token_overlap(d, ex.answer) for ex, r in replaced for d in r.new]
         avg = lambda xs: significant(mean(xs)) if xs else 0.0  # noqa: E731
         extra = {}
         if self.config.select_with is not None:
-            scored = [(r["gold_reader_score"], s) for _, r in replaced for s in r.get("reader_scores", ())
-                      if s is not None and r.get("gold_reader_score") is not None]
-            per_reader = lambda xs: avg(xs) if not xs or not isinstance(xs[0], list) else [  # noqa: E731
-                avg([x[k] for x in xs]) for k in range(len(xs[0]))]
+            scored = [(r.gold_reader_scores, s) for _, r in replaced for s in r.reader_scores if s and r.gold_reader_scores]
+            readers = len(models_named(self.config.select_with))
+            per_reader = lambda xs: [avg([x[k] for x in xs]) for k in range(readers)]  # noqa: E731
             extra = {"select_with": self.reader_info["name"],
                      "avg_gold_reader_score": per_reader([g for g, _ in scored]),
                      "avg_new_distractor_reader_score": per_reader([s for _, s in scored])}
@@ -413,8 +408,8 @@ class DistractorAttack(CheckpointAttack):
             "avg_pairwise_jaccard_distance": avg(pairwise),
             "avg_answer_overlap": avg(overlap),
             "questions_keeping_original_distractors":
-                sum(1 for _, r in replaced if r["kept_original"]) + len(untouched),
-            "original_distractors_kept": sum(r["kept_original"] for _, r in replaced)
+                sum(1 for _, r in replaced if r.kept_original) + len(untouched),
+            "original_distractors_kept": sum(r.kept_original for _, r in replaced)
                 + sum(len(ex.options) - 1 for ex in untouched),
             # every candidate refused before choosing, by the first filter that refused it
             "rejected": dict(sorted(self._rejected_total.items())),

@@ -6,6 +6,7 @@ built from `original` or from any distractor split (`from: distractor_generation
 
 from __future__ import annotations
 
+from advrace.core.provenance import AttackSummary
 from advrace.core.tasks import MULTIPLE_CHOICE
 
 from .base import Attack, register
@@ -18,4 +19,4 @@ class OptionOnly(Attack):
     tasks = (MULTIPLE_CHOICE,)
 
     def perturb(self, example, rng):
-        return example.without_context().with_provenance(attack=self.name)
+        return example.without_context().with_provenance(AttackSummary(self.name))

@@ -16,8 +16,7 @@ without the replacements that vanished from the declarative sentence."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from advrace.core.provenance import Replacement
 from advrace.resources.inflection import match_case
 
 NAMED = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART",
@@ -25,18 +24,6 @@ NAMED = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVE
                    "CARDINAL"})
 # WordNet antonyms are base forms: only words in their base form take them
 ANTONYM_TAGS = {"NN": "NOUN", "JJ": "ADJ"}
-
-
-@dataclass(frozen=True)
-class Replacement:
-    start: int
-    end: int
-    old: str
-    new: str
-    kind: str  # antonym, glove, glove_nearest (no neighbour had the tag)
-
-    def to_dict(self) -> dict:
-        return {"start": self.start, "end": self.end, "old": self.old, "new": self.new, "kind": self.kind}
 
 
 # reasons of `same_meaning` that refuse a proper noun's neighbour; any reason refuses a common word's

@@ -85,14 +85,14 @@ def run(examples, resources, seed: int, cls, config: dict):
             reasons[out.reason] += 1
             continue
         perturbed += 1
-        sentences = out.example.provenance[-1]["sentences"]
-        hits = [p for s in sentences if (p := paraphrase_pairs(s.get("replacements", []), resources))]
+        sentences = out.example.provenance[-1].sentences
+        hits = [p for s in sentences if (p := paraphrase_pairs(s.replacements, resources))]
         paraphrased += bool(hits)
         pairs.update(f"{w.lower()}->{n.lower()} ({why})" for hit in hits for w, n, why in hit)
-        glove.update(f"{r['word'].lower()}->{r['new'].lower()}" for s in sentences
-                     for r in s["replacements"] if r["kind"] == "glove")
-        gold += any(contains_gold(s["sentence"], ex.answer) for s in sentences)
-        if any(s.get("fallback_not") for s in sentences):
+        glove.update(f"{r.old.lower()}->{r.new.lower()}" for s in sentences
+                     for r in s.replacements if r.kind == "glove")
+        gold += any(contains_gold(s.sentence, ex.answer) for s in sentences)
+        if any(s.negation_fallback for s in sentences):
             fallback += 1
             fallback_meta += asks_what_passage_states(ex.question) or bool(ABOUT_PASSAGE_RE.search(ex.question))
             fallback_ids.add(ex.id)
@@ -133,10 +133,10 @@ def write_examples(path: str, examples, outcomes, n: int) -> None:
     done = [(e, o) for e, o in zip(examples, outcomes) if o.perturbed]
     for ex, out in done[::max(1, len(done) // n)][:n]:
         lines.append(f"== {ex.id}\nQ: {ex.question}\nOPTIONS: {list(ex.options)}\nGOLD: {ex.answer}")
-        for s in out.example.provenance[-1]["sentences"]:
-            lines.append(f"  + {s['sentence']}\n    distractor: {s['distractor']['text']!r}"
-                         f"  negation fallback: {s['fallback_not']}")
-            for r in s["replacements"]:
+        for s in out.example.provenance[-1].sentences:
+            lines.append(f"  + {s.sentence}\n    distractor: {s.answer!r}"
+                         f"  negation fallback: {s.negation_fallback}")
+            for r in s.replacements:
                 lines.append(f"    {r}")
         lines.append("")
     Path(path).write_text("\n".join(lines), encoding="utf-8")

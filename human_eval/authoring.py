@@ -12,10 +12,12 @@ submission keeps the example, whether it fooled the model, and its edit history,
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from advrace.core.errors import ConfigError
 from advrace.core.examples import Answer, MCExample, SpanExample
+from advrace.core.provenance import Authored
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import BLANK_RE
 from advrace.models.checkpoint_info import checkpoint_objective
@@ -205,11 +207,11 @@ def export_authored(db_path, out_dir, name: str = "human-authored", task: str | 
 
 def _authored_example(row: dict):
     ex = row["example"]
-    record = {"op": "authored", "author": row["author"], "model": row["model"], "fooled": row["fooled"],
-              "source": ex.get("source"), "history": row["history"]}
+    record = Authored(author=row["author"], model=row["model"], fooled=row["fooled"], source=ex.get("source"),
+                      history=tuple(row["history"] or ()))
     if "context" in ex:
-        record["model_answer"] = (row["output"].get("prediction") or {}).get("text")
-        record["model_f1"] = row["output"].get("model_f1")
+        record = dataclasses.replace(record, model_answer=(row["output"].get("prediction") or {}).get("text"),
+                                     model_f1=row["output"].get("model_f1"))
         return SpanExample(id=f"authored-{row['id']}", title=ex.get("title") or "authored", context=ex["context"],
                            question=ex["question"], answers=tuple(Answer(a["text"], a["answer_start"])
                                                                   for a in ex["answers"]),

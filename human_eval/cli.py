@@ -187,7 +187,7 @@ def _run(args) -> int:
         return 0
     if cmd == "export-authored":
         manifest = authoring.export_authored(args.db, args.out, task=args.task)
-        fooled = sum(1 for ex in read_split(args.out, "human_authored") if ex.provenance[0]["fooled"])
+        fooled = sum(1 for ex in read_split(args.out, "human_authored") if ex.provenance[0].fooled)
         print(f"wrote {args.out}: {plural(manifest['splits']['human_authored']['count'], manifest['task'] + ' question')} "
               f"in split human_authored, {fooled} of which fooled the model")
         return 0

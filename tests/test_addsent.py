@@ -6,6 +6,7 @@ import pytest
 
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
+from advrace.core.provenance import AttackSummary, SentencesInserted
 from advrace.resources import get_resources
 from advrace.core.text import words
 from advrace.attacks.addsent import AddSent, contains_gold, declarative, new_number
@@ -81,7 +82,7 @@ def summary(example):
 def run(attack, example):
     out = attack.apply(example)
     assert out.perturbed, out.reason
-    return out.example, summary(out.example)["sentences"]
+    return out.example, summary(out.example).sentences
 
 
 def test_config_is_validated():
@@ -149,16 +150,16 @@ def test_glove_replacements_keep_pos_and_change_stem(addsent, res):
     _, sentences = run(addsent, ex)
     doc = res.parse(ex.question)
     by_offset = {t.idx: t for t in doc}
-    glove = [r for s in sentences for r in s["replacements"] if r["kind"] == "glove"]
-    assert {r["word"] for r in glove} == {"farmer", "horse"}
+    glove = [r for s in sentences for r in s.replacements if r.kind == "glove"]
+    assert {r.old for r in glove} == {"farmer", "horse"}
     for rep in glove:
-        tok = by_offset[rep["position"]]
-        assert tok.text == rep["word"]
-        assert res.word_pos(rep["new"]) == tok.pos_
-        assert res.stem(rep["new"]) != res.stem(rep["word"])
-        assert rep["new"].lower() not in {w.lower() for w in words(ex.question)}
-    first = {r["word"]: r["new"] for r in sentences[0]["replacements"] if r["kind"] == "glove"}
-    second = {r["word"]: r["new"] for r in sentences[1]["replacements"] if r["kind"] == "glove"}
+        tok = by_offset[rep.start]
+        assert tok.text == rep.old
+        assert res.word_pos(rep.new) == tok.pos_
+        assert res.stem(rep.new) != res.stem(rep.old)
+        assert rep.new.lower() not in {w.lower() for w in words(ex.question)}
+    first = {r.old: r.new for r in sentences[0].replacements if r.kind == "glove"}
+    second = {r.old: r.new for r in sentences[1].replacements if r.kind == "glove"}
     assert first != second
 
 
@@ -168,11 +169,11 @@ def test_names_keep_their_case_and_numbers_move(addsent):
     _, sentences = run(addsent, ex)
     years = []
     for s in sentences:
-        reps = {r["word"]: r for r in s["replacements"]}
-        assert reps["Tom"]["new"][0].isupper() and reps["Paris"]["new"][0].isupper()
-        assert reps["1998"]["kind"] == "number"
-        years.append(int(reps["1998"]["new"]))
-        assert s["sentence"].startswith(reps["Tom"]["new"] + " ")
+        reps = {r.old: r for r in s.replacements}
+        assert reps["Tom"].new[0].isupper() and reps["Paris"].new[0].isupper()
+        assert reps["1998"].kind == "number"
+        years.append(int(reps["1998"].new))
+        assert s.sentence.startswith(reps["Tom"].new + " ")
     assert len(set(years)) == 2 and all(1 <= abs(y - 1998) <= 10 for y in years)
 
 
@@ -182,17 +183,17 @@ def test_at_most_one_antonym_per_sentence(addsent, res):
     _, sentences = run(addsent, ex)
     targets = []
     for s in sentences:
-        antonyms = [r for r in s["replacements"] if r["kind"] == "antonym"]
+        antonyms = [r for r in s.replacements if r.kind == "antonym"]
         assert len(antonyms) == 1
-        targets.append(antonyms[0]["word"])
-        assert not s["fallback_not"]
+        targets.append(antonyms[0].old)
+        assert not s.negation_fallback
     assert targets[0] != targets[1]  # three targets: the second sentence uses another one
     for s in sentences:
-        for rep in s["replacements"]:
-            if rep["kind"] == "antonym" and rep["word"] == "old":
-                assert rep["new"] in res.antonyms("old", "ADJ")
-            if rep["kind"] == "antonym" and rep["word"] == "won":
-                assert rep["new"] == "lost"
+        for rep in s.replacements:
+            if rep.kind == "antonym" and rep.old == "old":
+                assert rep.new in res.antonyms("old", "ADJ")
+            if rep.kind == "antonym" and rep.old == "won":
+                assert rep.new == "lost"
 
 
 def test_no_change_of_meaning_is_left_unperturbed(no_fallback, res):
@@ -209,10 +210,10 @@ def test_not_fallback_with_real_resources(with_fallback):
     ex = mc("Who can drive?", ["Jack", "Tom", "Mary", "Mike"])
     _, sentences = run(with_fallback, ex)
     for s in sentences:
-        assert s["fallback_not"]
-        assert s["sentence"].startswith("Who cannot drive ")
-        assert [r["kind"] for r in s["replacements"]] == ["negation"]
-        assert s["question"] == "Who cannot drive?"
+        assert s.negation_fallback
+        assert s.sentence.startswith("Who cannot drive ")
+        assert [r.kind for r in s.replacements] == ["negation"]
+        assert s.question == "Who cannot drive?"
 
 
 @pytest.mark.parametrize("question, mutated", [
@@ -225,8 +226,8 @@ def test_not_fallback_with_real_resources(with_fallback):
 ])
 def test_not_fallback_forms(negating, question, mutated):
     _, sentences = run(negating, mc(question, ["football", "the piano", "swimming", "chess"]))
-    assert all(s["fallback_not"] for s in sentences)
-    assert {s["question"] for s in sentences} == {mutated}
+    assert all(s.negation_fallback for s in sentences)
+    assert {s.question for s in sentences} == {mutated}
 
 
 @pytest.mark.parametrize("question", [
@@ -269,9 +270,9 @@ def test_blank_gets_the_distractor(addsent):
             ["famous scientists", "football players", "mountains", "pianists"])
     _, sentences = run(addsent, ex)
     for s in sentences:
-        assert "_" not in s["sentence"]
-        assert s["sentence"].endswith(" about " + s["distractor"]["text"] + ".")
-        assert s["sentence"].startswith("Mrs ")  # a title is not a name to replace
+        assert "_" not in s.sentence
+        assert s.sentence.endswith(" about " + s.answer + ".")
+        assert s.sentence.startswith("Mrs ")  # a title is not a name to replace
 
 
 def test_trailing_dots_are_a_blank(addsent):
@@ -279,9 +280,9 @@ def test_trailing_dots_are_a_blank(addsent):
             ["he was hungry", "His mother was ill.", "he liked the smell", "it was raining"])
     _, sentences = run(addsent, ex)
     for s in sentences:
-        text = s["distractor"]["text"]
-        assert "..." not in s["sentence"]
-        assert s["sentence"].endswith(" because " + text[0].lower() + text[1:].rstrip(".") + ".")
+        text = s.answer
+        assert "..." not in s.sentence
+        assert s.sentence.endswith(" because " + text[0].lower() + text[1:].rstrip(".") + ".")
 
 
 def test_two_different_insertions(addsent):
@@ -289,12 +290,12 @@ def test_two_different_insertions(addsent):
             label=1)
     new, sentences = run(addsent, ex)
     assert len(sentences) == 2
-    assert sentences[0]["sentence"] != sentences[1]["sentence"]
-    assert sentences[0]["distractor"]["index"] != sentences[1]["distractor"]["index"]
+    assert sentences[0].sentence != sentences[1].sentence
+    assert sentences[0].option != sentences[1].option
     for s in sentences:
-        assert s["distractor"]["index"] != ex.label
-        assert s["distractor"]["text"] == ex.options[s["distractor"]["index"]]
-        assert s["question"] != ex.question
+        assert s.option != ex.label
+        assert s.answer == ex.options[s.option]
+        assert s.question != ex.question
     assert new.options == ex.options and new.label == ex.label and new.question == ex.question
 
 
@@ -302,13 +303,13 @@ def test_insert_positions_match_the_passage(addsent, res):
     ex = mc("Why did the farmer sell his horse?",
             ["He needed money", "The horse was old", "He wanted a car", "His son asked him to"])
     new, sentences = run(addsent, ex)
-    insert = next(r for r in new.provenance if r.get("op") == "insert")
-    assert [p["text"] for p in insert["sentences"]] == [s["sentence"] for s in sentences]
+    insert = next(r for r in new.provenance if isinstance(r, SentencesInserted))
+    assert [p.text for p in insert.sentences] == [s.sentence for s in sentences]
     boundaries = set(res.sentence_starts(ex.passage)) | {len(ex.passage)}
-    for placed in insert["sentences"]:
-        start, text = placed["start"], placed["text"]
+    for placed in insert.sentences:
+        start, text = placed.start, placed.text
         assert new.passage[start:start + len(text)] == text
-        assert placed["at"] in boundaries
+        assert placed.at in boundaries
     assert len(new.passage) > len(ex.passage)
 
 
@@ -316,18 +317,18 @@ def test_gold_text_never_inserted(res):
     ex = mc("Why did Tom go to the park?", ["the park", "near the park", "the zoo", "the school"])
     for seed in range(8):
         new, sentences = run(AddSent({}, seed=seed, resources=res), ex)
-        used = {s["distractor"]["index"] for s in sentences}
+        used = {s.option for s in sentences}
         assert used == {2, 3}
         for s in sentences:
-            assert "the park" not in s["sentence"].lower()
-            assert not contains_gold(s["sentence"], ex.answer)
+            assert "the park" not in s.sentence.lower()
+            assert not contains_gold(s.sentence, ex.answer)
 
 
 def test_gold_words_are_never_candidates(addsent):
     ex = mc("Tom lives in a small  _  near the mountains.", ["village", "town", "city", "farm"])
     _, sentences = run(addsent, ex)
     for s in sentences:
-        assert "village" not in s["sentence"].lower()
+        assert "village" not in s.sentence.lower()
 
 
 def test_deterministic_per_seed(res):
@@ -363,8 +364,8 @@ def test_cannot_perturb_is_raised_directly(addsent):
 def test_other_insertion_counts(res, n):
     ex = mc("Why did the farmer sell his horse?", ["money", "age", "a car", "his son"])
     new, sentences = run(AddSent({"insertions": n}, seed=5, resources=res), ex)
-    assert len(sentences) == n == len({s["sentence"] for s in sentences})
-    assert len({s["distractor"]["index"] for s in sentences}) == n
+    assert len(sentences) == n == len({s.sentence for s in sentences})
+    assert len({s.option for s in sentences}) == n
 
 
 def test_summarize(with_fallback, no_fallback):
@@ -378,7 +379,7 @@ def test_summarize(with_fallback, no_fallback):
     for e in examples:
         out = with_fallback.apply(e)
         outs.append(out.example if out.perturbed else
-                    e.with_provenance(attack="addsent", unchanged=out.reason))
+                    e.with_provenance(AttackSummary("addsent", unchanged=out.reason)))
     stats = with_fallback.summarize(outs)
     assert stats["questions"] == 4 and stats["perturbed"] == 2
     assert stats["negated_questions_skipped"] == 1
@@ -386,14 +387,14 @@ def test_summarize(with_fallback, no_fallback):
     assert stats["negation_fallback_questions"] == pytest.approx(0.5)
     kinds = stats["replacements_by_kind"]
     assert kinds["negation"] == 2 and kinds["glove"] >= 4 and kinds["antonym"] == 2
-    inserted = [s["sentence"] for o in outs[:2] for s in summary(o)["sentences"]]
+    inserted = [s.sentence for o in outs[:2] for s in summary(o).sentences]
     assert stats["avg_inserted_words"] == pytest.approx(sum(len(words(s)) for s in inserted) / 4)
     assert with_fallback.summarize([])["negation_fallback_share"] == 0.0
     default = [no_fallback.apply(e) for e in examples]
     assert [o.reason for o in default] == ["no change of meaning", None, "no distinct distractor",
                                            "negated question"]
     stats = no_fallback.summarize([o.example if o.perturbed else
-                               o.example.with_provenance(attack="addsent", unchanged=o.reason) for o in default])
+                               o.example.with_provenance(AttackSummary("addsent", unchanged=o.reason)) for o in default])
     assert stats["perturbed"] == 1 and stats["negation_fallback_share"] == 0.0
     assert stats["negated_questions_skipped"] == 1 and "negation" not in stats["replacements_by_kind"]
 
@@ -460,10 +461,10 @@ def test_only_synonyms_fall_back_to_negation(res, neighbours):
     attack = AddSent({"negation_fallback": True}, seed=11, resources=resources)
     _, sentences = run(attack, ex)
     for s in sentences:
-        assert s["fallback_not"]
-        assert [r["kind"] for r in s["replacements"]] == ["negation"]
-        assert "intent" not in s["sentence"] and "behaviour" not in s["sentence"]
-        assert "purpose of Tom's behavior" in s["sentence"]
+        assert s.negation_fallback
+        assert [r.kind for r in s.replacements] == ["negation"]
+        assert "intent" not in s.sentence and "behaviour" not in s.sentence
+        assert "purpose of Tom's behavior" in s.sentence
 
 
 def test_a_sentence_that_keeps_the_meaning_is_negated(res):
@@ -476,10 +477,10 @@ def test_a_sentence_that_keeps_the_meaning_is_negated(res):
     plan = unfiltered.plan(ex, unfiltered.rng_for(ex))
     edits, fallback = unfiltered.variant(plan, 0)
     assert not fallback and [e[2] for e in edits] == ["tale"]
-    assert edits[0][3]["same_meaning"] == "synonym" and edits[0][3]["changes_meaning"] is False
+    assert edits[0][3].same_meaning == "synonym" and edits[0][3].changes_meaning is False
     filtered = AddSent({"negation_fallback": True}, seed=11, resources=resources)
     edits, fallback = filtered.variant(plan, 0)
-    assert fallback and [e[3]["kind"] for e in edits] == ["negation"]
+    assert fallback and [e[3].kind for e in edits] == ["negation"]
     assert AddSent({"negation_fallback": False}, seed=11, resources=resources).variant(plan, 0) == ([], True)
 
 
@@ -488,11 +489,11 @@ def test_replacement_records_say_the_meaning_changed(addsent):
             ["He needed money", "The horse was old", "He wanted a car", "His son asked him to"])
     _, sentences = run(addsent, ex)
     for s in sentences:
-        for rep in s["replacements"]:
-            assert rep["changes_meaning"] is True
-            if rep["kind"] == "glove":
-                assert rep["same_meaning"] is None and rep["pos"] == "NOUN"
-                assert {"word", "new", "kind", "position"} <= set(rep)
+        for rep in s.replacements:
+            assert rep.changes_meaning is True
+            if rep.kind == "glove":
+                assert rep.same_meaning is None and rep.pos == "NOUN"
+                assert ex.question[rep.start:rep.end] == rep.old
 
 
 def test_truth_words_are_kept(addsent):
@@ -501,8 +502,8 @@ def test_truth_words_are_kept(addsent):
             ["Tom is happy", "Tom is sad", "Tom is tired", "Tom is ill"])
     _, sentences = run(addsent, ex)
     for s in sentences:
-        assert "TRUE" in s["sentence"]
-        assert not {r["word"].lower() for r in s["replacements"]} & {"true"}
+        assert "TRUE" in s.sentence
+        assert not {r.old.lower() for r in s.replacements} & {"true"}
 
 
 def test_framing_words_are_kept(addsent, with_fallback):
@@ -511,4 +512,4 @@ def test_framing_words_are_kept(addsent, with_fallback):
     assert addsent.apply(ex).reason == "no change of meaning"  # only framing words to change
     _, sentences = run(with_fallback, ex)
     for s in sentences:
-        assert not {r["word"].lower() for r in s["replacements"]} & {"words", "sentence"}
+        assert not {r.old.lower() for r in s.replacements} & {"words", "sentence"}

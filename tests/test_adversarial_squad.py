@@ -121,10 +121,10 @@ def test_sentences_are_appended_or_prepended_with_offsets_kept(tmp_path):
             for a in ex.answers:
                 assert ex.context[a.start:a.end] == a.text
             record = ex.provenance[-1]
-            if "unchanged" in record:
+            if record.unchanged:
                 continue
             changed += 1
-            sentence = record["sentence"]
+            sentence = record.sentences[0].sentence
             if prepend:
                 assert ex.context == sentence + " " + orig.context
                 assert ex.answers[0].start == orig.answers[0].start + len(sentence) + 1
@@ -159,24 +159,24 @@ def test_model_dependent_adversaries(span_model, tmp_path):
     assert "model-dependent" in (out / "README.md").read_text()
     for ex in read_split(out, "addsent"):
         record = ex.provenance[-1]
-        if "unchanged" not in record:
-            assert record["model_f1"] == min(record["candidate_f1"])
-            assert ex.context.endswith(record["sentence"])
+        if not record.unchanged:
+            assert record.model_f1 == min(record.candidate_f1)
+            assert ex.context.endswith(record.sentences[0].sentence)
     for split in ("addany", "addcommon"):
         for ex in read_split(out, split):
             record = ex.provenance[-1]
-            trace = record["trace"]
+            trace = record.search.trace
             assert all(b <= a for a, b in zip(trace, trace[1:]))  # accepted moves never raise it
             # the record's value is its trace's last, at the same precision
-            assert record["expected_f1"] == trace[-1] <= trace[0] and record["queries"] > 1
-            assert len(record["sentence"].split()) == 3
+            assert record.search.expected_f1 == trace[-1] <= trace[0] and record.search.queries > 1
+            assert len(record.sentences[0].sentence.split()) == 3
             for a in ex.answers:
                 assert ex.context[a.start:a.end] == a.text
     from advrace.attacks.adversarial_squad import OFFENSIVE
 
     common = set(get_resources().common_words(1000)) - OFFENSIVE
     for ex in read_split(out, "addcommon"):
-        assert all(w in common for w in ex.provenance[-1]["sentence"].rstrip(".").split())
+        assert all(w in common for w in ex.provenance[-1].sentences[0].sentence.rstrip(".").split())
 
 
 # grammar: sentences seen on XQuAD before the rules checked what they inflect

@@ -10,6 +10,7 @@ import pytest
 from advrace.cli import main
 from advrace.core.config import config_from_dict
 from advrace.core.examples import Answer, MCExample, SpanExample
+from advrace.core.provenance import AdversarialSentence, AttackSummary, NewDistractors, Replacement, TextReplaced
 from advrace.release import audit as A
 from advrace.release import build_release, read_split
 
@@ -32,8 +33,12 @@ def checks(attack, src, ex, ctx):
 
 
 def addsent_record(sentence, replacements, fallback=False):
-    return {"attack": "addsent", "sentences": [{"sentence": sentence, "replacements": replacements,
-                                                "fallback_not": fallback}]}
+    return AttackSummary("addsent", sentences=(AdversarialSentence(sentence, replacements=tuple(replacements),
+                                                                   negation_fallback=fallback),))
+
+
+def rep(old, new, kind, start, pos=None):
+    return Replacement(start, start + len(old), old, new, kind, pos=pos)
 
 
 # --------------------------------------------------------------------------- AddSent
@@ -42,35 +47,34 @@ def addsent_record(sentence, replacements, fallback=False):
 def test_inserted_gold_answer_is_flagged(ctx):
     src = mc()
     sentence = "Where does Jim live in a small village."
-    ex = src.insert_sentence(sentence, 0).with_provenance(**addsent_record(sentence, []))
+    ex = src.insert_sentence(sentence, 0).with_provenance(addsent_record(sentence, []))
     assert checks("addsent", src, ex, ctx) == [A.GOLD_IN_INSERT]
     clean = "Where does Jim live by the sea."
-    ex = src.insert_sentence(clean, 0).with_provenance(**addsent_record(clean, []))
+    ex = src.insert_sentence(clean, 0).with_provenance(addsent_record(clean, []))
     assert checks("addsent", src, ex, ctx) == []
 
 
 def test_a_sentence_of_synonyms_only_is_flagged_and_a_real_change_is_not(ctx):
     src = mc(question="What is the main purpose of the story?")
     para = "What is the main intent of the tale by the sea."
-    reps = [{"word": "purpose", "new": "intent", "kind": "glove", "position": 17},
-            {"word": "story", "new": "tale", "kind": "glove", "position": 32}]
-    ex = src.insert_sentence(para, 0).with_provenance(**addsent_record(para, reps))
+    reps = [rep("purpose", "intent", "glove", 17), rep("story", "tale", "glove", 32)]
+    ex = src.insert_sentence(para, 0).with_provenance(addsent_record(para, reps))
     assert checks("addsent", src, ex, ctx) == [A.PARAPHRASE]
     for changed, sentence in (
-            ([reps[0], {"word": "story", "new": "song", "kind": "glove", "position": 32}],
+            ([reps[0], rep("story", "song", "glove", 32)],
              "What is the main intent of the song by the sea."),
-            ([reps[0], {"word": "main", "new": "minor", "kind": "antonym", "position": 12}],
+            ([reps[0], rep("main", "minor", "antonym", 12)],
              "What is the minor intent of the tale by the sea.")):
-        ex = src.insert_sentence(sentence, 0).with_provenance(**addsent_record(sentence, changed))
+        ex = src.insert_sentence(sentence, 0).with_provenance(addsent_record(sentence, changed))
         assert checks("addsent", src, ex, ctx) == []
-    ex = src.insert_sentence(para, 0).with_provenance(**addsent_record(para, reps, fallback=True))
+    ex = src.insert_sentence(para, 0).with_provenance(addsent_record(para, reps, fallback=True))
     assert checks("addsent", src, ex, ctx) == [A.NEGATION_HINT]  # a hint, whatever its words
 
 
 def test_text_changed_besides_the_insertion_is_flagged_but_spacing_is_not(ctx):
     src = mc()
     sentence = "Where does Jim live by the sea."
-    ex = src.insert_sentence(sentence, 48).with_provenance(**addsent_record(sentence, []))
+    ex = src.insert_sentence(sentence, 48).with_provenance(addsent_record(sentence, []))
     assert checks("addsent", src, ex, ctx) == []
     glued = dataclasses.replace(ex, passage=ex.passage.replace("mountains. Where", "mountains.Where"))
     assert checks("addsent", src, glued, ctx) == []
@@ -84,20 +88,20 @@ def test_sentences_on_negated_questions_not_sentences_and_meta_text_are_flagged(
     """Read on held-out RACE: an EXCEPT question restated with a wrong option says it is the
     exception; a sentence made with "not" rules an option out; "We can infer from the passage
     that ..." inside the passage is about the passage."""
-    reps = [{"word": "village", "new": "town", "kind": "glove", "position": 20, "pos": "NOUN"}]
+    reps = [rep("village", "town", "glove", 20, "NOUN")]
     for question, sentence, record, want in [
             ("Tom lives in all of these EXCEPT _ .", "Tom lives in all of these town EXCEPT by the sea.",
              reps, A.REGISTRY["negated_restated"].flag),
             ("What can we infer from the passage?", "We can infer from the passage that Jim lives by the sea.",
-             [{"word": "Tom", "new": "Jim", "kind": "glove", "position": 0, "pos": "PROPN"}],
+             [rep("Tom", "Jim", "glove", 0, "PROPN")],
              A.REGISTRY["meta_text"].flag)]:
         src = mc(question=question)
-        ex = src.insert_sentence(sentence, 0).with_provenance(**addsent_record(sentence, record))
+        ex = src.insert_sentence(sentence, 0).with_provenance(addsent_record(sentence, record))
         assert want in checks("addsent", src, ex, ctx), question
     src = mc(question="Where does Tom live?")
     sentence = "Where does Tom not live by the sea."
-    ex = src.insert_sentence(sentence, 0).with_provenance(**addsent_record(
-        sentence, [{"word": "", "new": "not", "kind": "negation", "position": 14}], fallback=True))
+    ex = src.insert_sentence(sentence, 0).with_provenance(addsent_record(
+        sentence, [rep("", "not", "negation", 14)], fallback=True))
     assert checks("addsent", src, ex, ctx) == [A.NEGATION_HINT]
 
 
@@ -105,12 +109,12 @@ def test_a_squad_sentence_whose_change_vanished_is_flagged(ctx):
     context = "Savery patented his steam pump in 1698."
     src = SpanExample(id="s1", title="t", context=context, question="When did Savery patent his steam pump?",
                       answers=(Answer("1698", 34),))
-    reps = [{"start": 9, "end": 15, "old": "Savery", "new": "Newcomen", "kind": "glove"}]
+    reps = (Replacement(9, 15, "Savery", "Newcomen", "glove"),)
     for sentence, flagged in [("Savery patented his steam pump in 1997.", True),
                               ("Newcomen patented his steam pump in 1997.", False),
                               ("Newcomen's steam pump was patented in 1997.", False)]:
         ex = src.insert_sentence(sentence, len(context)).with_provenance(
-            attack="addonesent", sentence=sentence, replacements=reps)
+            AttackSummary("addonesent", sentences=(AdversarialSentence(sentence, replacements=reps),)))
         assert (A.REGISTRY["change_vanished"].flag in checks("addonesent", src, ex, ctx)) is flagged, sentence
 
 
@@ -119,11 +123,11 @@ def test_a_squad_sentence_whose_change_vanished_is_flagged(ctx):
 
 def test_swaps_that_move_an_end_letter_or_touch_options_or_gold_are_flagged(ctx):
     src = mc()
-    good = src.replace_spans("passage", [(4, 9, "lvies")]).with_provenance(attack="charswap")
+    good = src.replace_spans("passage", [(4, 9, "lvies")]).with_provenance(AttackSummary("charswap"))
     assert checks("charswap", src, good, ctx) == []
-    moved = src.replace_spans("passage", [(4, 9, "livse")]).with_provenance(attack="charswap")
+    moved = src.replace_spans("passage", [(4, 9, "livse")]).with_provenance(AttackSummary("charswap"))
     assert checks("charswap", src, moved, ctx) == [A.LETTER_MOVED]
-    options = good.replace_options(["In a big ctiy.", *good.options[1:]]).with_provenance(attack="charswap")
+    options = good.replace_options(["In a big ctiy.", *good.options[1:]]).with_provenance(AttackSummary("charswap"))
     assert A.OPTION_CHANGED in checks("charswap", src, options, ctx)
 
     context = "The Danube flows into the Black Sea."
@@ -132,8 +136,7 @@ def test_swaps_that_move_an_end_letter_or_touch_options_or_gold_are_flagged(ctx)
     start = context.index("Black")
     swapped = dataclasses.replace(
         squad, context=context.replace("Black", "Balck"), answers=(Answer("Balck Sea", start),),
-        provenance=({"op": "replace", "field": "context",
-                     "edits": [{"start": start, "end": start + 5, "old": "Black", "new": "Balck"}]},))
+        provenance=(TextReplaced("context", (Replacement(start, start + 5, "Black", "Balck"),)),))
     found = checks("charswap", squad, swapped, ctx)
     assert A.SWAP_IN_GOLD in found and A.GOLD_CHANGED in found
 
@@ -145,7 +148,8 @@ def replaced(src, new):
     options = list(src.options)
     for slot, text in zip([i for i in range(len(options)) if i != src.label], new):
         options[slot] = text
-    return src.replace_options(options).with_provenance(attack="distractor_generation", new_distractors=list(new))
+    record = NewDistractors(original=src.distractors, new=tuple(new))
+    return src.replace_options(options).with_provenance(AttackSummary("distractor_generation", distractors=record))
 
 
 def test_new_distractors_that_give_the_answer_away_or_repeat_it_are_flagged(ctx):
@@ -223,7 +227,7 @@ def test_squad_sentences_with_gold_unknown_forms_or_wh_words_are_flagged(ctx):
                            ("The Bears won the what cup.", [A.WH_LEFT]),
                            ("the texans won the cup.", [A.GOLD_IN_INSERT])]:
         ex = src.insert_sentence(sentence, len(context)).with_provenance(
-            attack="addonesent", sentence=sentence, replacements=[])
+            AttackSummary("addonesent", sentences=(AdversarialSentence(sentence),)))
         assert checks("addonesent", src, ex, ctx) == want, sentence
 
 
@@ -231,6 +235,7 @@ def test_squad_sentences_with_gold_unknown_forms_or_wh_words_are_flagged(ctx):
 
 LEAKY = '''
 from advrace.attacks.base import Attack, register
+from advrace.core.provenance import AttackSummary
 from advrace.release.audit import check_gold_in_insert, register_checks
 
 @register
@@ -241,7 +246,7 @@ class Leaky(Attack):
 
     def perturb(self, example, rng):
         text = example.answer if len(example.question) % 2 else "Nobody knows where"
-        return example.insert_sentence(text, 0).with_provenance(attack=self.name)
+        return example.insert_sentence(text, 0).with_provenance(AttackSummary(self.name))
 
 register_checks("leaky_test", check_gold_in_insert)
 '''

@@ -60,7 +60,7 @@ def test_charswap_on_multiple_choice(charswap):
     assert len(alpha_tokens(new.passage)) == len(alpha_tokens(ex.passage))
     assert "2019" in new.passage and "twelve" in new.passage  # unlinked words untouched
     rec = new.provenance[-1]
-    assert rec["attack"] == "charswap" and rec["question_swaps"] == 3 and rec["passage_swaps"] == 5
+    assert rec.attack == "charswap" and rec.swaps.question == 3 and rec.swaps.passage == 5
 
 
 def test_charswap_is_deterministic_and_seeded():

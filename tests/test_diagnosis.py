@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from advrace.core.examples import MCExample
+from advrace.core.provenance import SentencesInserted
 from advrace.resources import get_resources
 from advrace.attacks.diagnosis import Diagnosis
 
@@ -35,21 +36,21 @@ def test_inserts_question_with_correct_answer(res, seed):
     assert out.perturbed
     new = out.example
     record = new.provenance[-1]
-    assert record["attack"] == "diagnosis" and record["answer"] == "the piano"
-    sentence = record["sentence"]
+    assert record.attack == "diagnosis" and record.sentences[0].answer == "the piano"
+    sentence = record.sentences[0].sentence
     assert sentence == "What does Mary practise after school the piano."
-    insert = next(r for r in new.provenance if r.get("op") == "insert")
-    placed = insert["sentences"][0]
-    assert placed["text"] == sentence
-    assert placed["at"] in set(res.sentence_starts(ex.passage)) | {len(ex.passage)}
-    assert new.passage[placed["start"]:placed["start"] + len(sentence)] == sentence
+    insert = next(r for r in new.provenance if isinstance(r, SentencesInserted))
+    placed = insert.sentences[0]
+    assert placed.text == sentence
+    assert placed.at in set(res.sentence_starts(ex.passage)) | {len(ex.passage)}
+    assert new.passage[placed.start:placed.start + len(sentence)] == sentence
     assert new.options == ex.options and new.label == ex.label and new.question == ex.question
 
 
 def test_blank_takes_the_answer(diagnosis):
     ex = mc(".Every morning Tom walks to  _  with his sister.", ["school", "the park", "work"], 0)
     record = diagnosis.apply(ex).example.provenance[-1]
-    assert record["sentence"] == "Every morning Tom walks to school with his sister."
+    assert record.sentences[0].sentence == "Every morning Tom walks to school with his sister."
 
 
 def test_summarize_is_a_dict(diagnosis):

@@ -82,13 +82,13 @@ def test_distractor_extraction_release(setup, tmp_path):
     for ex in read_split(out, "distractor_extraction"):
         orig = originals[ex.source_id]
         assert ex.answer == orig.answer  # the correct option keeps its text, the label follows it
-        record = ex.provenance[-1]
-        if "unchanged" in record:
+        record = ex.provenance[-1].distractors
+        if record is None:
             assert ex.options == orig.options
             continue
-        assert record["original_distractors"] == list(orig.distractors)
-        new = record["new_distractors"]
-        assert 1 <= len(new) <= 3 and len(new) + record["kept_original"] == 3
+        assert record.original == orig.distractors
+        new = record.new
+        assert 1 <= len(new) <= 3 and len(new) + record.kept_original == 3
         assert all(d in orig.passage and d != orig.answer for d in new)
         assert set(ex.distractors) == set(new) | set(orig.distractors[len(new):])
         moved += ex.label != orig.label
@@ -115,12 +115,12 @@ def test_distractor_generation_release(setup, tmp_path):
     for ex in read_split(out, "distractor_generation"):
         orig = originals[ex.source_id]
         assert ex.label == orig.label and ex.answer == orig.answer  # shuffle is off by default
-        record = ex.provenance[-1]
-        if "unchanged" in record:
+        record = ex.provenance[-1].distractors
+        if record is None:
             continue
         replaced += 1
-        new = record["new_distractors"]
-        assert 1 <= len(record["candidates"]) <= 6
+        new = record.new
+        assert 1 <= len(record.candidates) <= 6
         assert all(jaccard_distance(x, y) > 0.5 for i, x in enumerate(new) for y in new[i + 1:])
         assert all(d.lower() != orig.answer.lower() for d in new)
         if orig.answer[0].isupper():  # dressed like the answer (the tiny tokenizer is uncased)
@@ -255,15 +255,15 @@ def test_each_filter_rejects_its_plant_with_its_reason(setup):
                            options=TRUE.options, label=0)
     attack = planted(setup)
     why, true, unchanged = attack.apply_batch([WHY, TRUE, all_stated])
-    record = why.example.provenance[-1]
-    assert record["rejected"] == {"contains the answer": 1, "a paraphrase of the answer": 1,
-                                  "not grounded in the passage": 1,
-                                  "form: length unlike the other options": 1}
-    assert record["new_distractors"] == ["Because he went to school by bus.", "Because Mrs. Green said so."]
-    assert record["kept_original"] == 1 and why.example.distractors[-1] == "Because Mary played the piano."
-    record = true.example.provenance[-1]
-    assert record["rejected"] == {"stated in the passage": 1}
-    assert record["new_distractors"] == ["Tom's sister is his teacher.", "Mrs. Green lives with Tom."]
+    record = why.example.provenance[-1].distractors
+    assert record.rejected == {"contains the answer": 1, "a paraphrase of the answer": 1,
+                               "not grounded in the passage": 1,
+                               "form: length unlike the other options": 1}
+    assert record.new == ("Because he went to school by bus.", "Because Mrs. Green said so.")
+    assert record.kept_original == 1 and why.example.distractors[-1] == "Because Mary played the piano."
+    record = true.example.provenance[-1].distractors
+    assert record.rejected == {"stated in the passage": 1}
+    assert record.new == ("Tom's sister is his teacher.", "Mrs. Green lives with Tom.")
     # nothing left: the question stays as it was, and says why
     assert not unchanged.perturbed and unchanged.example == all_stated
     assert unchanged.reason == "every candidate rejected, most often as 'stated in the passage'"
@@ -276,17 +276,17 @@ def test_each_filter_rejects_its_plant_with_its_reason(setup):
 def test_stated_sentences_are_fine_where_the_question_asks_for_one_fact(setup):
     attack = planted(setup)
     attack.candidates = lambda shard, progress=False: [[STATED, "Because Mrs. Green said so."]]
-    record = attack.apply_batch([WHY])[0].example.provenance[-1]
-    assert record["new_distractors"] == [STATED, "Because Mrs. Green said so."] and record["rejected"] == {}
+    record = attack.apply_batch([WHY])[0].example.provenance[-1].distractors
+    assert record.new == (STATED, "Because Mrs. Green said so.") and record.rejected == {}
 
 
 def test_each_filter_can_be_turned_off(setup):
     attack = planted(setup, max_answer_cosine=None, min_grounded_share=0.0, reject_form_giveaways=False,
                      reject_stated_in_passage=False, max_overlap_each_other=1.0)
-    why, true = (o.example.provenance[-1] for o in attack.apply_batch([WHY, TRUE]))
-    assert why["rejected"] == {"contains the answer": 1}
-    assert why["new_distractors"] == ["Because he felt exhausted.", "It's very dangerous.", "Friday."]
-    assert true["rejected"] == {} and true["new_distractors"][0] == STATED
+    why, true = (o.example.provenance[-1].distractors for o in attack.apply_batch([WHY, TRUE]))
+    assert why.rejected == {"contains the answer": 1}
+    assert why.new == ("Because he felt exhausted.", "It's very dangerous.", "Friday.")
+    assert true.rejected == {} and true.new[0] == STATED
 
 
 NOT = MCExample(id="not", passage=STORY, question="Which of the following is NOT mentioned in the story?", label=3,
@@ -303,9 +303,9 @@ def test_negated_questions_keep_their_options_unless_the_config_asks_for_stated_
     assert not kept.perturbed and kept.example == NOT and kept.reason == "negated question"
     assert why.perturbed
     stated = planted(setup, negated_questions="stated", max_overlap_each_other=1.0).apply_batch([NOT])[0]
-    record = stated.example.provenance[-1]
-    assert record["new_distractors"] == [STATED]
-    assert record["rejected"] == {"not stated in the passage, for a negated question": 2}
+    record = stated.example.provenance[-1].distractors
+    assert record.new == (STATED,)
+    assert record.rejected == {"not stated in the passage, for a negated question": 2}
     with pytest.raises(ConfigError, match="negated_questions"):
         planted(setup, negated_questions="yes")
 
@@ -319,16 +319,17 @@ def test_select_with_a_reader_keeps_its_favourite_candidates(setup):
     candidates = WHY_CANDIDATES
     attack = planted(setup, select_with="sliding-window", max_overlap_each_other=1.0)
     attack.candidates = lambda shard, progress=False: [list(candidates)]
-    record = attack.apply_batch([WHY])[0].example.provenance[-1]
+    record = attack.apply_batch([WHY])[0].example.provenance[-1].distractors
     gold, *scores = SlidingWindow().scores(STORY, WHY.question, [WHY.answer, *candidates])
     best = sorted(range(len(candidates)), key=lambda j: (-scores[j], j))[:3]
-    assert record["new_distractors"] == [candidates[j] for j in best] != candidates[:3]
-    assert record["reader_scores"] == [significant(scores[j]) for j in best]  # 4 significant digits
-    assert record["gold_reader_score"] == significant(gold)
+    assert record.new == tuple(candidates[j] for j in best) != tuple(candidates[:3])
+    # one reader: still a list of one score each, to 4 significant digits
+    assert record.reader_scores == tuple((significant(scores[j]),) for j in best)
+    assert record.gold_reader_scores == (significant(gold),)
     # the subclass's rule against near-copies still applies to the reader's order
     strict = planted(setup, select_with="sliding-window", max_overlap_each_other=0.2)
     strict.candidates = attack.candidates
-    chosen = strict.apply_batch([WHY])[0].example.provenance[-1]["new_distractors"]
+    chosen = strict.apply_batch([WHY])[0].example.provenance[-1].distractors.new
     assert chosen[0] == candidates[best[0]] and all(
         token_overlap(a, b) <= 0.2 for i, a in enumerate(chosen) for b in chosen[i + 1:])
 
@@ -343,8 +344,8 @@ def test_new_distractors_never_repeat_each_other(setup):
     attack = planted(setup, max_overlap_each_other=1.0)
     attack.candidates = lambda shard, progress=False: [["Because of the bus.", "Because of a bus.",
                                                         "Because Mrs. Green said so."]]
-    record = attack.apply_batch([WHY])[0].example.provenance[-1]
-    assert record["new_distractors"] == ["Because of the bus.", "Because Mrs. Green said so."]
+    record = attack.apply_batch([WHY])[0].example.provenance[-1].distractors
+    assert record.new == ("Because of the bus.", "Because Mrs. Green said so.")
 
 
 def test_select_with_several_readers_ranks_by_their_mean_rank(setup):
@@ -356,14 +357,14 @@ def test_select_with_several_readers_ranks_by_their_mean_rank(setup):
     candidates = WHY_CANDIDATES
     attack = planted(setup, select_with="sliding-window, sliding-window:distance", max_overlap_each_other=1.0)
     attack.candidates = lambda shard, progress=False: [list(candidates)]
-    record = attack.apply_batch([WHY])[0].example.provenance[-1]
+    record = attack.apply_batch([WHY])[0].example.provenance[-1].distractors
     options = [WHY.answer, *candidates]
     rows = [SlidingWindow().scores(STORY, WHY.question, options),
             SlidingWindow(distance=True).scores(STORY, WHY.question, options)]
     best = sorted(range(len(candidates)), key=lambda j: (ensemble_rank(rows, j + 1), j))[:3]
-    assert record["new_distractors"] == [candidates[j] for j in best]
-    assert record["reader_scores"] == [[significant(r[j + 1]) for r in rows] for j in best]
-    assert record["gold_reader_score"] == [significant(r[0]) for r in rows]
+    assert record.new == tuple(candidates[j] for j in best)
+    assert record.reader_scores == tuple(tuple(significant(r[j + 1]) for r in rows) for j in best)
+    assert record.gold_reader_scores == tuple(significant(r[0]) for r in rows)
     info = attack.describe()["select_with"]
     assert info["name"] == "sliding-window,sliding-window:distance" and len(info["readers"]) == 2
     with pytest.raises(ConfigError, match="several separated by commas"):
@@ -379,15 +380,16 @@ def test_select_with_is_recorded_in_the_manifest(setup, tmp_path):
     assert info["select_with"] == {"name": "sliding-window", "checkpoint_sha256": None}
     assert info["config"]["select_with"] == "sliding-window"
     assert info["paraphrase_encoder"]["name"] == "minilm"
-    replaced = [ex.provenance[-1] for ex in read_split(out, "distractor_extraction")
-                if "new_distractors" in ex.provenance[-1]]
+    replaced = [ex.provenance[-1].distractors for ex in read_split(out, "distractor_extraction")
+                if ex.provenance[-1].distractors]
     assert replaced
     for record in replaced:
-        assert len(record["reader_scores"]) == len(record["new_distractors"])
-        assert record["reader_scores"] == sorted(record["reader_scores"], reverse=True)
-        assert isinstance(record["gold_reader_score"], float) and isinstance(record["rejected"], dict)
+        assert len(record.reader_scores) == len(record.new)
+        assert record.reader_scores == tuple(sorted(record.reader_scores, reverse=True))
+        assert len(record.gold_reader_scores) == 1 and isinstance(record.rejected, dict)
     stats = json.loads((out / "stats.json").read_text())["splits"]["distractor_extraction"]["attack_stats"]
     assert stats["select_with"] == "sliding-window" and isinstance(stats["rejected"], dict)
+    assert len(stats["avg_gold_reader_score"]) == len(stats["avg_new_distractor_reader_score"]) == 1
     again, _ = _build(setup, tmp_path, splits, "rel2")
     assert again["splits"] == manifest["splits"]  # byte-identical split files
     # a checkpoint reader is named portably and hashed, never by its path
@@ -420,7 +422,7 @@ def test_an_answer_naming_other_options_keeps_its_question_and_no_candidate_name
     kept, changed = attack.apply_batch([both, WHY])
     assert not kept.perturbed and kept.example == both
     assert kept.reason == "the answer refers to the other options"
-    assert changed.example.provenance[-1]["rejected"].get("refers to the other options") == 1
+    assert changed.example.provenance[-1].distractors.rejected.get("refers to the other options") == 1
 
 
 def test_splits_that_differ_only_in_choosing_share_one_model_pass(setup, tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ import pytest
 from advrace.core.distractors import (insert_answer_span, replace_distractors, select_distractors,
                                  sentence_starts, token_overlap)
 from advrace.core.examples import MCExample
+from advrace.core.provenance import OptionsReplaced
 
 PASSAGE = "Tom lives in a village. He walks to school!  Mary plays the piano? She is good."
 
@@ -34,7 +35,7 @@ def test_rng_decides_position():
     ex = example()
     at = random.Random(3).choice(sentence_starts(PASSAGE))
     new, start, _ = insert_answer_span(ex, random.Random(3))
-    assert new.provenance[-1]["sentences"][0]["at"] == at
+    assert new.provenance[-1].sentences[0].at == at
     positions = {insert_answer_span(ex, random.Random(s))[1] for s in range(40)}
     assert len(positions) > 1
 
@@ -82,7 +83,7 @@ def test_replace_distractors_full():
     assert kept == 0
     assert new.options == ("A", ex.options[1], "B", "C")
     assert new.label == 1 and new.answer == ex.answer
-    assert new.provenance[-1]["op"] == "replace_options"
+    assert isinstance(new.provenance[-1], OptionsReplaced)
 
 
 def test_replace_distractors_fallback():
@@ -126,7 +127,7 @@ def test_label_follows_the_answer_after_replacement_and_reordering(label):
     assert new.answer == answer
     assert sorted(new.distractors) == ["D1", "D2", "D3"]
     assert new.options[new.label] == answer
-    assert len(new.provenance) == 1 and new.provenance[0]["op"] == "replace_options"
+    assert len(new.provenance) == 1 and isinstance(new.provenance[0], OptionsReplaced)
     with pytest.raises(ValueError):
         replace_distractors(ex, ["D1"], order=[0, 0, 1, 2])
 

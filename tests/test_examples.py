@@ -4,6 +4,7 @@ import pytest
 
 from advrace.core.errors import EditError
 from advrace.core.examples import Answer, MCExample, SpanExample, example_from_record
+from advrace.core.provenance import AttackSummary, Replacement, SentencesInserted
 
 
 def mc():
@@ -40,17 +41,17 @@ def test_insert_sentence_spacing(at, expected):
     new = mc().insert_sentence("New one.", at)
     assert new.passage == expected
     assert new.label == 2 and new.answer == "three"
-    [rec] = new.provenance[-1]["sentences"]
-    assert new.provenance[-1]["op"] == "insert" and rec["at"] == at
-    assert new.passage[rec["start"]:rec["start"] + len("New one.")] == "New one."
+    [rec] = new.provenance[-1].sentences
+    assert isinstance(new.provenance[-1], SentencesInserted) and rec.at == at
+    assert new.passage[rec.start:rec.start + len("New one.")] == "New one."
 
 
 def test_insert_several_sentences_at_once():
     ex = mc()
     new = ex.insert_sentences([("B b.", 9), ("A a.", 0), ("C c.", 9), ("D d.", 30)])
     assert new.passage == "A a. One two. B b. C c. Three four. Five six. D d."
-    for rec in new.provenance[-1]["sentences"]:
-        assert new.passage[rec["start"]:rec["start"] + len(rec["text"])] == rec["text"]
+    for rec in new.provenance[-1].sentences:
+        assert new.passage[rec.start:rec.start + len(rec.text)] == rec.text
     sp = span()
     moved = sp.insert_sentences([("X x.", 0), ("Y y.", 20)])
     for a in moved.answers:
@@ -78,8 +79,8 @@ def test_replace_spans_moves_answers_and_records_provenance():
     assert new.context.startswith("Lyon and Paris is in France.")
     for a in new.answers:
         assert new.context[a.start:a.end] == a.text
-    edits = new.provenance[-1]["edits"]
-    assert edits[0] == {"start": 0, "end": 5, "old": "Paris", "new": "Lyon and Paris"}
+    edits = new.provenance[-1].replacements
+    assert edits[0] == Replacement(start=0, end=5, old="Paris", new="Lyon and Paris")
     assert ex.context.startswith("Paris")  # the original is untouched
 
 
@@ -104,9 +105,9 @@ def test_replace_options_keeps_or_moves_label():
     assert new.answer == "three" and new.label == 2
     moved = ex.replace_options(["three", "b", "c", "d"], label=0)
     assert moved.answer == "three"
-    assert moved.provenance[-1]["old"] == list(ex.options)
+    assert moved.provenance[-1].old == ex.options
 
 
 def test_records_round_trip():
-    for ex in (mc().insert_sentence("Hi there.", 0), span().with_provenance(attack="x")):
+    for ex in (mc().insert_sentence("Hi there.", 0), span().with_provenance(AttackSummary("x"))):
         assert example_from_record(ex.to_record()) == ex

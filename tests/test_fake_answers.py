@@ -8,7 +8,8 @@ import pytest
 from advrace.resources import get_resources
 from advrace.attacks.adversarial_squad import AddSentConfig, doubled_words, readability_problem, sentence_candidates
 from advrace.attacks.fake_answers import FAKES, FakePool, type_key
-from advrace.attacks.question_mutation import Replacement, mutate_question
+from advrace.attacks.question_mutation import mutate_question
+from advrace.core.provenance import AdversarialSentence, Replacement
 from advrace.core.checks import REGISTRY, TextContext
 from advrace.core.examples import Answer, SpanExample
 from conftest import FixedNeighbourResources
@@ -97,9 +98,8 @@ def test_common_noun_fakes_share_the_heads_wordnet_file(res):
 def lost_replacements(sentence, mutated, reps, res=None):
     """The shared change_vanished check, as the attack asks it."""
     ctx = TextContext(same_meaning_fn=res.same_meaning if res else None)
-    record = {"mutated_question": mutated, "replacements": [r.to_dict() for r in reps]}
-    lost = REGISTRY["change_vanished"].lost(sentence, record, ctx)
-    return [r for r in reps if r.to_dict() in lost]
+    record = AdversarialSentence(sentence, question=mutated, replacements=tuple(reps))
+    return REGISTRY["change_vanished"].lost(sentence, record, ctx)
 
 
 def test_a_change_that_vanished_is_caught():
@@ -121,9 +121,8 @@ def test_a_sentence_that_lost_the_change_is_never_a_candidate(res):
     cands, rejected = sentence_candidates(ex, res, cfg, rng=random.Random(0), pool=pool)
     mutated_words = set()
     for c in cands:
-        assert lost_replacements(c["sentence"], c["mutated_question"],
-                                 [Replacement(**r) for r in c["replacements"]]) == []
-        mutated_words |= {r["new"] for r in c["replacements"]}
+        assert lost_replacements(c.sentence, c.question, list(c.replacements)) == []
+        mutated_words |= {r.new for r in c.replacements}
     assert cands or rejected
 
 

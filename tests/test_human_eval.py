@@ -304,7 +304,7 @@ def test_authoring_api_records_edits_and_exports_a_release(mc_release, tmp_path)
     assert check_release(tmp_path / "authored")["splits"]["human_authored"]["count"] == 1
     ex = read_split(tmp_path / "authored", "human_authored")[0]
     record = ex.provenance[0]
-    assert record["author"] == "alice" and record["fooled"] and len(record["history"]) == 2
+    assert record.author == "alice" and record.fooled and len(record.history) == 2
     assert ex.options[ex.label] == "by the sea" and manifest["task"] == MULTIPLE_CHOICE
 
 

@@ -332,8 +332,8 @@ def test_model_dependent_squad_adversaries(setup, bf16):
     addany = get_attack("addany")({**config, "bf16": bf16})
     records = [o.example.provenance[-1] for o in addany.apply_batch(examples)]
     for r in records:
-        assert 0.0 <= r["expected_f1"] == r["trace"][-1] <= r["trace"][0] <= 1.0
-        assert len(r["sentence"].split()) == 2 and r["queries"] > 1
+        assert 0.0 <= r.search.expected_f1 == r.search.trace[-1] <= r.search.trace[0] <= 1.0
+        assert len(r.sentences[0].sentence.split()) == 2 and r.search.queries > 1
     assert addany.describe()["inference"] == here(bf16)
     if not bf16:
         default = get_attack("addany")(config)

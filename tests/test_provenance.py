@@ -1,14 +1,24 @@
-"""Provenance records: each type survives JSON unchanged, and the records of release format 1 read
-as the same typed records."""
+"""Provenance records: each type survives JSON unchanged, a release of format 1 reads as the same
+typed records (and verifies and audits as it did), and a release of an unknown format says which
+file and to upgrade advrace."""
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
+from advrace.cli import main
+from advrace.core.config import config_from_dict
 from advrace.core.provenance import (AdversarialSentence, AttackSummary, Authored, FieldsRemoved, NewDistractors,
                                      OptionsReplaced, PlacedSentence, ProvenanceError, Replacement,
-                                     SentencesInserted, Swaps, TextReplaced, WordSearch, from_json, to_json,
-                                     upgrade_v1)
+                                     SentencesInserted, Swaps, TextReplaced, WordSearch, from_json, summary_of,
+                                     to_json, upgrade_v1)
+from advrace.release import audit as A
+from advrace.release import build_release, read_split, split_file
+from advrace.release.records import FORMAT_VERSION, ReleaseFormatError
+
+PREVIOUS = Path(__file__).parent / "previous_release" / "addsent-0.1.0-d7b608c"
 
 GLOVE = Replacement(14, 18, "Fire", "Raid", "glove", pos="PROPN", same_meaning=None, changes_meaning=True)
 RECORDS = [
@@ -95,3 +105,52 @@ def test_format_1_layouts_read_as_one_vocabulary():
     edit = upgrade_v1({"op": "replace", "field": "question",
                        "edits": [{"start": 6, "end": 14, "old": "European", "new": "Euorpean"}]})
     assert edit == TextReplaced("question", (Replacement(6, 14, "European", "Euorpean"),))
+
+
+def test_a_release_is_written_in_format_2_and_read_back_as_built(tmp_path):
+    cfg = config_from_dict({"name": "p", "data": {"path": "@sample/race", "format": "race-dir", "limit": 3},
+                            "splits": ["charswap"], "workers": 1})
+    build_release(cfg, tmp_path / "r")
+    assert json.loads((tmp_path / "r" / "manifest.json").read_text())["format_version"] == FORMAT_VERSION == 2
+    line = json.loads((tmp_path / "r" / split_file("charswap")).read_text().splitlines()[0])
+    assert [r["type"] for r in json.loads(line["provenance"])] == ["replace", "replace", "attack"]
+    [ex, *_] = read_split(tmp_path / "r", "charswap")
+    assert [type(r) for r in ex.provenance] == [TextReplaced, TextReplaced, AttackSummary]
+    assert ex.provenance[-1].swaps.words > 0
+
+
+def test_a_format_1_release_reads_verifies_and_audits_as_before(capsys):
+    manifest = json.loads((PREVIOUS / "manifest.json").read_text())
+    assert manifest["format_version"] == 1 < FORMAT_VERSION
+    examples = read_split(PREVIOUS, "addsent")
+    summaries = [summary_of(ex.provenance, "addsent") for ex in examples]
+    perturbed = [(ex, s) for ex, s in zip(examples, summaries) if not s.unchanged]
+    assert perturbed and all(len(s.sentences) == 2 for _, s in perturbed)
+    for ex, s in perturbed:
+        inserted = next(r for r in ex.provenance if isinstance(r, SentencesInserted))
+        assert [p.text for p in inserted.sentences] == [e.sentence for e in s.sentences]
+        for entry in s.sentences:
+            assert ex.options[entry.option] == entry.answer
+    assert main(["verify", str(PREVIOUS)]) == 0
+    # the audit's results on this release before format 2 (advrace at d715cbf, the same context)
+    audit = A.audit_release(PREVIOUS, ctx=A.AuditContext(overrides={"max_answer_cosine": None}))["addsent"]
+    assert audit.counts() == {"checked": 77, "flagged": 15, "unchecked": [], "by_check": {
+        "a 'not' sentence rules out an option": 6, "sentence only paraphrases the question": 3,
+        "sentence restates a negated question": 5, "sentence talks about the passage": 2}}
+    capsys.readouterr()
+    assert main(["audit", str(PREVIOUS)]) == 1
+    assert "15 questions flagged" in capsys.readouterr().out
+
+
+def test_an_unknown_format_version_names_the_manifest_and_says_to_upgrade(tmp_path, capsys):
+    future = tmp_path / "future"
+    shutil.copytree(PREVIOUS, future)
+    manifest = json.loads((future / "manifest.json").read_text())
+    (future / "manifest.json").write_text(json.dumps({**manifest, "format_version": 99}))
+    with pytest.raises(ReleaseFormatError, match=r"future/manifest.json: release format version 99.*upgrade advrace"):
+        read_split(future, "addsent")
+    for command in ("verify", "audit"):
+        assert main([command, str(future)]) == ReleaseFormatError.exit_code
+        err = capsys.readouterr().err
+        assert "manifest.json: release format version 99" in err and "upgrade advrace" in err
+        assert "Traceback" not in err

@@ -4,6 +4,7 @@ import pytest
 
 from advrace.core.config import config_from_dict
 from advrace.core.errors import ConfigError
+from advrace.core.provenance import FieldsRemoved, TextReplaced
 from advrace.release import build_release, read_split, runner
 from advrace.release.runner import passage_groups
 
@@ -38,8 +39,8 @@ def test_option_only_splits_from_any_split(race_dir, tmp_path):
             assert ex.passage == "" and ex.question == ""
             assert ex.options == orig[ex.source_id].options and ex.label == orig[ex.source_id].label
     chained = read_split(out, "option_only_charswap")[0].provenance
-    assert any(r.get("op") == "replace" for r in chained)  # the charswap edits come first
-    assert chained[-2] == {"op": "remove", "fields": ["passage", "question"]}
+    assert any(isinstance(r, TextReplaced) for r in chained)  # the charswap edits come first
+    assert chained[-2] == FieldsRemoved(("passage", "question"))
 
 
 def test_from_must_name_an_earlier_split(race_dir, tmp_path):

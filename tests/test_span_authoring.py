@@ -10,6 +10,7 @@ from advrace.cli import main as advrace_main
 from advrace.core.config import config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.core.examples import SpanExample
+from advrace.core.provenance import Authored
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.human_eval import report, store
 from advrace.human_eval.authoring import (AuthoringModel, export_authored, load_authoring_model, model_task,
@@ -177,8 +178,8 @@ def test_authored_span_questions_go_through_a_study(author_model, squad_release,
     assert all(isinstance(ex, SpanExample) for ex in examples)
     assert [ex.answers[0].text for ex in examples] == ["Black Sea", "Vienna"]
     record = examples[0].provenance[0]
-    assert record["op"] == "authored" and record["author"] == "alice" and record["history"]
-    assert record["model_answer"] == record["history"][-1]["output"]["prediction"]["text"]
+    assert isinstance(record, Authored) and record.author == "alice" and record.history
+    assert record.model_answer == record.history[-1]["output"]["prediction"]["text"]
 
     out = create_study(tmp_path / "authored", tmp_path / "v.db", per_split=5, annotators=1)
     annotator = next(iter(out["annotators"].values()))

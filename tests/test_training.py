@@ -12,6 +12,7 @@ import torch
 import yaml
 
 from advrace.core.errors import ConfigError
+from advrace.core.provenance import AttackSummary
 from advrace.formats import load
 from conftest import PASSAGE, SPECIAL, tiny
 from advrace.training import config_from_dict, load_config, train
@@ -157,7 +158,7 @@ def test_targeted_adds_a_quarter_of_perturbed_copies(race_dir):
         orig = by_id[ex.source_id]
         assert (ex.passage, ex.question) != (orig.passage, orig.question)
         assert ex.options == orig.options and ex.label == orig.label
-        assert any(p.get("attack") == "charswap" for p in ex.provenance)
+        assert any(isinstance(p, AttackSummary) and p.attack == "charswap" for p in ex.provenance)
     assert len({e.source_id for e in added}) == 2
     again, _ = build_train_set(recipe, examples, seed=3)
     assert again == out

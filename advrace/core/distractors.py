@@ -33,8 +33,8 @@ def insert_answer_span(example: MCExample, rng: random.Random) -> tuple[MCExampl
     """
     at = rng.choice(sentence_starts(example.passage))
     new = example.insert_sentence(example.answer.strip(), at)
-    placed = new.provenance[-1]["sentences"][0]
-    return new, placed["start"], placed["start"] + len(placed["text"])
+    placed = new.provenance[-1].sentences[0]
+    return new, placed.start, placed.start + len(placed.text)
 
 
 def token_overlap(a: str, b: str) -> float:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from advrace.core.errors import EditError
-from advrace.core.numbers import significant_floats
+from advrace.core.provenance import (FieldsRemoved, OptionsReplaced, PlacedSentence, Record, Replacement,
+                                     SentencesInserted, TextReplaced, from_json, rounded, to_json)
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 
 Span = tuple[int, int, str]  # (start, end, replacement) in the text before the edit
@@ -67,12 +68,8 @@ def _insertion(text: str, at: int, sentence: str) -> Span:
     return (at, at, prefix + sentence + suffix)
 
 
-def _replace_record(field_name: str, text: str, edits: Sequence[Span]) -> dict:
-    return {
-        "op": "replace",
-        "field": field_name,
-        "edits": [{"start": s, "end": e, "old": text[s:e], "new": r} for s, e, r in edits],
-    }
+def _replace_record(field_name: str, text: str, edits: Sequence[Span]) -> TextReplaced:
+    return TextReplaced(field_name, tuple(Replacement(s, e, text[s:e], r) for s, e, r in edits))
 
 
 class _Editable:
@@ -80,7 +77,7 @@ class _Editable:
 
     TEXT_FIELDS: tuple[str, ...] = ()
 
-    def _evolve(self, record: dict | None = None, **changes):
+    def _evolve(self, record: Record | None = None, **changes):
         if record is not None:
             changes["provenance"] = self.provenance + (record,)
         return dataclasses.replace(self, **changes)
@@ -91,7 +88,7 @@ class _Editable:
                             f"choose one of {', '.join(self.TEXT_FIELDS)}")
         return getattr(self, name)
 
-    def _edited(self, name: str, edits: Sequence[Span], record: dict):
+    def _edited(self, name: str, edits: Sequence[Span], record: Record):
         raise NotImplementedError
 
     def replace_spans(self, name: str, edits: Iterable[Span]):
@@ -121,18 +118,17 @@ class _Editable:
             edit = _insertion(text, at, " ".join(sent for _, sent in by_pos[at]))
             offset = at + shift + (len(edit[2]) - len(edit[2].lstrip(" ")))
             for i, sentence in by_pos[at]:
-                placed.append((i, {"text": sentence, "at": at, "start": offset}))
+                placed.append((i, PlacedSentence(sentence, at, offset)))
                 offset += len(sentence) + 1
             edits.append(edit)
             shift += len(edit[2])
-        record = {"op": "insert", "field": name, "sentences": [p for _, p in sorted(placed, key=lambda x: x[0])]}
+        record = SentencesInserted(name, tuple(p for _, p in sorted(placed, key=lambda x: x[0])))
         return self._edited(name, edits, record)
 
-    def with_provenance(self, **record):
-        """Append a free-form provenance record (an attack's summary of what it did). Its floats
-        (scores, traces) are kept to 4 significant digits (`advrace.core.numbers`), so that a
-        library's change of summation order does not change a release's bytes."""
-        return self._evolve(significant_floats(dict(record)))
+    def with_provenance(self, record: Record):
+        """Append a provenance record (an attack's summary of what it did). Its floats (scores,
+        traces) are kept to 4 significant digits (`advrace.core.provenance.rounded`)."""
+        return self._evolve(rounded(record))
 
 
 @dataclass(frozen=True)
@@ -145,7 +141,7 @@ class MCExample(_Editable):
     options: tuple[str, ...]
     label: int
     source_id: str = ""
-    provenance: tuple[dict, ...] = field(default=())
+    provenance: tuple[Record, ...] = field(default=())
 
     TEXT_FIELDS = ("passage", "question")
     task = MULTIPLE_CHOICE
@@ -175,26 +171,25 @@ class MCExample(_Editable):
         """New options; the label stays on the same index unless a new one is given."""
         options = tuple(options)
         label = self.label if label is None else label
-        record = {"op": "replace_options", "old": list(self.options), "new": list(options),
-                  "old_label": self.label, "label": label}
+        record = OptionsReplaced(self.options, options, self.label, label)
         return self._evolve(record, options=options, label=label)
 
     def without_context(self) -> "MCExample":
         """Only the options left: the passage and question are emptied (the PQ-remove probe)."""
-        record = {"op": "remove", "fields": ["passage", "question"]}
+        record = FieldsRemoved(("passage", "question"))
         return self._evolve(record, passage="", question="")
 
     def to_record(self) -> dict:
         return {"id": self.id, "source_id": self.source_id, "passage": self.passage,
                 "question": self.question, "options": list(self.options), "label": self.label,
-                "provenance": list(self.provenance)}
+                "provenance": [to_json(r) for r in self.provenance]}
 
     @classmethod
     def from_record(cls, record: dict) -> "MCExample":
         return cls(id=record["id"], passage=record["passage"], question=record["question"],
                    options=tuple(record["options"]), label=int(record["label"]),
                    source_id=record.get("source_id", ""),
-                   provenance=tuple(record.get("provenance", ())))
+                   provenance=tuple(from_json(r) for r in record.get("provenance", ())))
 
 
 @dataclass(frozen=True)
@@ -217,7 +212,7 @@ class SpanExample(_Editable):
     question: str
     answers: tuple[Answer, ...]
     source_id: str = ""
-    provenance: tuple[dict, ...] = field(default=())
+    provenance: tuple[Record, ...] = field(default=())
 
     TEXT_FIELDS = ("context", "question")
     task = EXTRACTIVE_QA
@@ -249,7 +244,7 @@ class SpanExample(_Editable):
                 "context": self.context, "question": self.question,
                 "answers": {"text": [a.text for a in self.answers],
                             "answer_start": [a.start for a in self.answers]},
-                "provenance": list(self.provenance)}
+                "provenance": [to_json(r) for r in self.provenance]}
 
     @classmethod
     def from_record(cls, record: dict) -> "SpanExample":
@@ -258,7 +253,7 @@ class SpanExample(_Editable):
                    question=record["question"],
                    answers=tuple(Answer(t, s) for t, s in zip(ans["text"], ans["answer_start"])),
                    source_id=record.get("source_id", ""),
-                   provenance=tuple(record.get("provenance", ())))
+                   provenance=tuple(from_json(r) for r in record.get("provenance", ())))
 
 
 Example = MCExample | SpanExample

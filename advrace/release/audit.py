@@ -28,6 +28,8 @@ from typing import Callable, Iterable
 from advrace.core.checks import OPTION, QUESTION, REGISTRY, SENTENCE, Subject, checks_for
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
+from advrace.core.provenance import (AdversarialSentence, AttackSummary, FieldsRemoved, OptionsReplaced,
+                                     SentencesInserted, TextReplaced)
 from advrace.core.text import WORD_RE
 from advrace.core.validity import normalise
 from advrace.release.records import NO_ATTACK, read_split
@@ -61,7 +63,7 @@ def _nows(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def _new_records(source, example) -> list[dict]:
+def _new_records(source, example) -> list:
     """The provenance records the attack added on top of its source example."""
     return list(example.provenance[len(source.provenance):])
 
@@ -69,35 +71,33 @@ def _new_records(source, example) -> list[dict]:
 # --------------------------------------------------------------------------- generic
 
 
-def _replay(source, records: list[dict]) -> dict:
+def _replay(source, records: list) -> dict:
     """The source's fields after the recorded edits, as far as the records say; a record that
     does not fit the text it claims to edit is reported as the string under '_problem'."""
     mc = isinstance(source, MCExample)
     fields = {"question": source.question, ("passage" if mc else "context"): getattr(source, "passage" if mc else "context")}
     options = list(source.options) if mc else None
     for rec in records:
-        op = rec.get("op")
-        name = rec.get("field")
-        if op == "replace" and name in fields:
-            text, out, last = fields[name], [], 0
-            for e in sorted(rec.get("edits", ()), key=lambda e: e["start"]):
-                if text[e["start"]:e["end"]] != e.get("old", text[e["start"]:e["end"]]):
-                    return {"_problem": f"{name}: the edit at {e['start']} does not find {e['old']!r}"}
-                out += [text[last:e["start"]], e["new"]]
-                last = e["end"]
-            fields[name] = "".join(out) + text[last:]
-        elif op == "insert" and name in fields:
-            text, by_at = fields[name], {}
-            for s in rec.get("sentences", ()):
-                by_at.setdefault(s["at"], []).append(s["text"])
+        if isinstance(rec, TextReplaced) and rec.field in fields:
+            text, out, last = fields[rec.field], [], 0
+            for e in sorted(rec.replacements, key=lambda e: e.start):
+                if text[e.start:e.end] != e.old:
+                    return {"_problem": f"{rec.field}: the edit at {e.start} does not find {e.old!r}"}
+                out += [text[last:e.start], e.new]
+                last = e.end
+            fields[rec.field] = "".join(out) + text[last:]
+        elif isinstance(rec, SentencesInserted) and rec.field in fields:
+            text, by_at = fields[rec.field], {}
+            for s in rec.sentences:
+                by_at.setdefault(s.at, []).append(s.text)
             for at in sorted(by_at, reverse=True):
                 text = text[:at] + " " + " ".join(by_at[at]) + " " + text[at:]
-            fields[name] = text
-        elif op == "remove":
-            for name in rec.get("fields", ()):
+            fields[rec.field] = text
+        elif isinstance(rec, FieldsRemoved):
+            for name in rec.fields:
                 fields[name] = ""
-        elif op == "replace_options" and mc:
-            options = list(rec["new"])
+        elif isinstance(rec, OptionsReplaced) and mc:
+            options = list(rec.new)
     fields["options"] = options
     return fields
 
@@ -130,8 +130,8 @@ def check_edits(sources: list, examples: list, ctx) -> Iterable[Flag]:
 
 
 def _inserted(source, example) -> list[str]:
-    return [s["text"] for rec in _new_records(source, example) if rec.get("op") == "insert"
-            for s in rec.get("sentences", ())]
+    return [s.text for rec in _new_records(source, example) if isinstance(rec, SentencesInserted)
+            for s in rec.sentences]
 
 
 def _gold_texts(example) -> list[str]:
@@ -151,18 +151,9 @@ def check_gold_in_insert(sources: list, examples: list, ctx) -> Iterable[Flag]:
                     break
 
 
-def _sentence_entries(source, example) -> list[dict]:
-    """The provenance entries of the sentences an attack inserted (RACE AddSent keeps a list of
-    them in one record, the SQuAD adversaries one record per sentence)."""
-    out = []
-    for rec in _new_records(source, example):
-        if "attack" not in rec:
-            continue
-        if isinstance(rec.get("sentences"), list):
-            out += [e for e in rec["sentences"] if isinstance(e, dict) and "sentence" in e]
-        elif "sentence" in rec:
-            out.append(rec)
-    return out
+def _sentence_entries(source, example) -> list[AdversarialSentence]:
+    """The adversarial sentences the attack's summaries record."""
+    return [s for rec in _new_records(source, example) if isinstance(rec, AttackSummary) for s in rec.sentences]
 
 
 def check_sentences(sources: list, examples: list, ctx) -> Iterable[Flag]:
@@ -170,11 +161,11 @@ def check_sentences(sources: list, examples: list, ctx) -> Iterable[Flag]:
     checks = [c for c in checks_for(ctx.attack, SENTENCE) if c.enabled(ctx.settings)]
     for i, (src, ex) in enumerate(zip(sources, examples)):
         for entry in _sentence_entries(src, ex):
-            subject = Subject(src, entry["sentence"], record=entry)
+            subject = Subject(src, entry.sentence, record=entry)
             for check in checks:
                 why = check.refuse(subject, ctx, ctx.settings)
                 if why:
-                    yield i, check.flag, f"{entry['sentence']!r}: {why}"
+                    yield i, check.flag, f"{entry.sentence!r}: {why}"
 
 
 def check_lexicon(sources: list, examples: list, ctx) -> Iterable[Flag]:
@@ -207,13 +198,13 @@ def check_swaps(sources: list, examples: list, ctx) -> Iterable[Flag]:
             yield i, OPTION_CHANGED, "the options differ from the source's"
         spans = [] if isinstance(ex, MCExample) else [(a.start, a.end) for a in src.answers]
         for rec in _new_records(src, ex):
-            if rec.get("op") != "replace":
+            if not isinstance(rec, TextReplaced):
                 continue
-            for e in rec.get("edits", ()):
-                if _swap_problem(e["old"], e["new"]):
-                    yield i, LETTER_MOVED, f"{e['old']!r} -> {e['new']!r}"
-                if rec.get("field") == "context" and any(e["start"] < end and start < e["end"] for start, end in spans):
-                    yield i, SWAP_IN_GOLD, f"{e['old']!r} -> {e['new']!r} at {e['start']}"
+            for e in rec.replacements:
+                if _swap_problem(e.old, e.new):
+                    yield i, LETTER_MOVED, f"{e.old!r} -> {e.new!r}"
+                if rec.field == "context" and any(e.start < end and start < e.end for start, end in spans):
+                    yield i, SWAP_IN_GOLD, f"{e.old!r} -> {e.new!r} at {e.start}"
 
 
 # --------------------------------------------------------------------------- new distractors

@@ -27,12 +27,10 @@ from advrace.models.loading import checkpoint_name
 from advrace.models.sharding import process_state
 from advrace.release.audit import AuditContext, audit_split
 from advrace.release.card import dataset_card
-from advrace.release.records import NO_ATTACK, dumps, in_split, split_file, squad_json, to_record
+from advrace.release.records import FORMAT_VERSION, NO_ATTACK, dumps, in_split, split_file, squad_json, to_record
 from advrace.release.runner import ORIGINAL, SplitResult, check_splits, passage_key, run_splits
 from advrace.release.stats import split_stats
 from advrace.resources import get_resources
-
-FORMAT_VERSION = 1
 
 
 # --------------------------------------------------------------------------- the manifest, portable

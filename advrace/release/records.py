@@ -7,10 +7,45 @@ import hashlib
 import json
 from pathlib import Path
 
-from advrace.core.errors import ConfigError
+from advrace import __version__
+from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.examples import SpanExample, example_from_record
+from advrace.core.provenance import from_json, upgrade_v1
 
 NO_ATTACK = "none"  # the `attack` of a record that no attack made (the original split, say)
+# The layout of a release's records. 2: provenance as typed records (advrace.core.provenance);
+# 1: each attack's own dicts, read through `upgrade_v1`.
+FORMAT_VERSION = 2
+PROVENANCE_READERS = {1: upgrade_v1, 2: from_json}
+
+
+class ReleaseFormatError(AdvraceError):
+    """A release written in a format that this advrace cannot read."""
+
+    exit_code = 2
+
+
+def check_format(manifest: dict, path) -> int:
+    """The manifest's release format version, if this advrace reads it; ReleaseFormatError if not."""
+    version = manifest.get("format_version")
+    if version not in PROVENANCE_READERS:
+        known = ", ".join(map(str, PROVENANCE_READERS))
+        raise ReleaseFormatError(
+            f"{path}: release format version {version!r}, but advrace {__version__} reads versions {known}; "
+            "upgrade advrace (pip install --upgrade advrace) to read this release")
+    return version
+
+
+def release_format(release_dir: str | Path) -> int:
+    """The format version of a release folder (the current one for a folder with no manifest)."""
+    path = Path(release_dir) / "manifest.json"
+    if not path.is_file():
+        return FORMAT_VERSION
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: invalid JSON ({exc})") from None
+    return check_format(manifest, path)
 
 
 def split_file(split: str) -> str:
@@ -44,19 +79,26 @@ def to_record(example, split: str, attack: str, perturbed: bool) -> dict:
             **rec, "provenance": provenance}
 
 
-def from_record(record: dict):
-    if isinstance(record.get("provenance"), str):
-        record = {**record, "provenance": json.loads(record["provenance"])}
-    return example_from_record(record)
+def from_record(record: dict, version: int = FORMAT_VERSION, where: str = "record"):
+    """The example of a release record written in format `version`."""
+    provenance = record.get("provenance") or []
+    if isinstance(provenance, str):
+        provenance = json.loads(provenance)
+    read = PROVENANCE_READERS[version]
+    example = example_from_record({**record, "provenance": []})
+    return dataclasses.replace(example, provenance=tuple(
+        read(r, f"{where}, provenance {n}") for n, r in enumerate(provenance)))
 
 
 def read_split(release_dir: str | Path, split: str) -> list:
-    """The examples of one split of a release, in file order."""
+    """The examples of one split of a release, in file order, whatever format version wrote it."""
     path = Path(release_dir) / split_file(split)
     if not path.is_file():
         raise ConfigError(f"{release_dir}: no split {split!r} (expected {path})")
+    version = release_format(release_dir)
     with open(path, encoding="utf-8") as f:
-        return [from_record(json.loads(line)) for line in f if line.strip()]
+        return [from_record(json.loads(line), version, f"{path}, line {n}")
+                for n, line in enumerate(f, start=1) if line.strip()]
 
 
 def squad_json(examples: list[SpanExample]) -> dict:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from advrace.core.config import ReleaseConfig, SplitSpec
 from advrace.core.errors import ConfigError
 from advrace.core.paths import MODEL, WHERE_PATHS_ARE_READ, missing_paths
+from advrace.core.provenance import AttackSummary
 from advrace.core.tasks import MULTIPLE_CHOICE
 
 ORIGINAL = "original"
@@ -100,7 +101,7 @@ def make_attacks(cfg: ReleaseConfig, resources, task: str | None = None) -> list
 def settle(attack, outcome) -> tuple:
     """(example, perturbed, reason); an unchanged example records why in its provenance."""
     new = outcome.example if outcome.perturbed else outcome.example.with_provenance(
-        attack=attack.name, unchanged=outcome.reason)
+        AttackSummary(attack.name, unchanged=outcome.reason))
     return new, outcome.perturbed, outcome.reason
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from advrace.core.errors import ConfigError, VerifyError
 from advrace.core.text import plural
-from advrace.release.records import sha256_file
+from advrace.release.records import check_format, sha256_file
 
 
 # What a copy of a release on the Hub carries besides the release: git's attributes file, and the
@@ -28,9 +28,11 @@ def load_manifest(release_dir: str | Path) -> dict:
         raise ConfigError(f"{release_dir}: no manifest.json; is this an advrace release? "
                           "(`advrace build ... --out DIR` writes one)")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise VerifyError(f"{path}: invalid JSON ({exc})") from None
+    check_format(manifest, path)
+    return manifest
 
 
 def verify_release(release_dir: str | Path) -> list[str]:

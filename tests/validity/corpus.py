@@ -32,6 +32,7 @@ from typing import Iterator
 import yaml
 
 from advrace.core.examples import Answer, MCExample, SpanExample
+from advrace.core.provenance import AdversarialSentence, AttackSummary, NewDistractors, Replacement
 
 HERE = Path(__file__).resolve().parent
 SAMPLES = HERE.parents[1] / "advrace" / "sample_data"
@@ -158,9 +159,11 @@ def _addsent(item: dict, src: MCExample, iid: str) -> MCExample:
         said = sentence.lower()
         wrong = [i for i in range(len(src.options)) if i != src.label]
         k = next((i for i in wrong if src.options[i].rstrip(".").lower() in said), wrong[0])
-    entry = {"sentence": sentence, "question": item.get("mutated", mutated), "replacements": reps,
-             "distractor": {"text": src.options[k], "index": k}, "fallback_not": bool(item.get("fallback_not"))}
-    return src.insert_sentence(sentence, len(src.passage)).with_provenance(attack="addsent", sentences=[entry])
+    replacements = tuple(Replacement(r["position"], r["position"] + len(r["word"]), r["word"], r["new"], r["kind"],
+                                     pos=r.get("pos")) for r in reps)
+    entry = AdversarialSentence(sentence, question=item.get("mutated", mutated), replacements=replacements,
+                                answer=src.options[k], option=k, negation_fallback=bool(item.get("fallback_not")))
+    return src.insert_sentence(sentence, len(src.passage)).with_provenance(AttackSummary("addsent", sentences=(entry,)))
 
 
 def _addonesent(item: dict, src: SpanExample, iid: str) -> SpanExample:
@@ -170,12 +173,13 @@ def _addonesent(item: dict, src: SpanExample, iid: str) -> SpanExample:
         rep = _parse_rep(text)
         start = _find_word(question, rep["word"], at)
         at = start + len(rep["word"])
-        reps.append({"start": start, "end": at, "old": rep["word"], "new": rep["new"], "kind": rep["kind"]})
-    mutated = item.get("mutated") or _mutate(question, [{"word": r["old"], "new": r["new"]} for r in reps])[0]
+        reps.append(Replacement(start, at, rep["word"], rep["new"], rep["kind"]))
+    mutated = item.get("mutated") or _mutate(question, [{"word": r.old, "new": r.new} for r in reps])[0]
     sentence = item["sent"]
+    entry = AdversarialSentence(sentence, question=mutated, replacements=tuple(reps), answer=item.get("fake", ""),
+                                answer_type=item.get("type", ""), rule="written")
     return src.insert_sentence(sentence, len(src.context)).with_provenance(
-        attack="addonesent", sentence=sentence, rule="written", fake_answer=item.get("fake", ""),
-        answer_type=item.get("type", ""), mutated_question=mutated, replacements=reps)
+        AttackSummary("addonesent", sentences=(entry,)))
 
 
 def _distractors(item: dict, src: MCExample, attack: str) -> MCExample:
@@ -183,7 +187,8 @@ def _distractors(item: dict, src: MCExample, attack: str) -> MCExample:
     options = list(src.options)
     for slot, text in zip([i for i in range(len(options)) if i != src.label], new):
         options[slot] = text
-    return src.replace_options(options).with_provenance(attack=attack, new_distractors=new)
+    record = NewDistractors(original=src.distractors, new=tuple(new))
+    return src.replace_options(options).with_provenance(AttackSummary(attack, distractors=record))
 
 
 def kind_flag(spec: dict) -> str:

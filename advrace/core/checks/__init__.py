@@ -14,10 +14,11 @@ through `CheckContext`, so that this floor imports no lexicon or model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Mapping, Protocol, Sequence
 
 from advrace.core.errors import ConfigError
+from advrace.core.provenance import AdversarialSentence
 from advrace.core.registry import import_submodules
 
 OPTION = "option"  # a new distractor beside the question's other options
@@ -45,12 +46,12 @@ class Subject:
     """What one check judges. `example` is the question as it was before the attack (its
     passage, question, answer and original options); `text` is the new option or the inserted
     sentence (empty for a question-scope check); `others` the options the new one sits beside;
-    `record` the provenance entry that made it (an inserted sentence's), when there is one."""
+    `record` the provenance record of an inserted sentence, for a sentence-scope check."""
 
     example: object
     text: str = ""
     others: tuple[str, ...] = ()
-    record: Mapping = field(default_factory=dict)
+    record: AdversarialSentence | None = None
 
 
 class Check:

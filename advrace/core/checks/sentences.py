@@ -1,12 +1,13 @@
 """Checks of a sentence that AddSent (RACE) or Jia & Liang's adversaries (SQuAD) insert: it must
 state a wrong answer to a *different* question, so that the gold stays the one right answer and
-the sentence does not hint at it. Each subject's `record` is the sentence's provenance entry
-(`sentence`, the mutated `question`, its `replacements`, `fallback_not`)."""
+the sentence does not hint at it. Each subject's `record` is the sentence's provenance record
+(an `AdversarialSentence`: the mutated `question`, its `replacements`, its `answer`)."""
 
 from __future__ import annotations
 
 import re
 
+from advrace.core.provenance import Replacement
 from advrace.core.text import words
 from advrace.core.validity import negated_question, suffix_stem
 
@@ -24,22 +25,17 @@ META_RE = re.compile(
     r"(?:tell|show|say|mention|state|suggest|imply)", re.IGNORECASE)
 
 
-def replaced_word(rep: dict) -> str:
-    """The replaced word of a replacement record: AddSent writes `word`, the SQuAD mutation `old`."""
-    return rep.get("word", rep.get("old", ""))
-
-
-def paraphrase_pairs(replacements: list[dict], ctx) -> list[tuple[str, str, str]] | None:
+def paraphrase_pairs(replacements, ctx) -> list[tuple[str, str, str]] | None:
     """(old, new, reason) for each replacement when every one keeps the word's meaning, else None:
     such a sentence restates the question. A name (PROPN) changes on purpose (London -> Melbourne)
     and WordNet judges it as any word: a synonym name is no name change."""
-    pairs_in = [(replaced_word(rep), rep.get("new", "")) for rep in replacements]
-    if not replacements or any(rep.get("kind") in MEANING_KINDS for rep in replacements) \
+    pairs_in = [(rep.old, rep.new) for rep in replacements]
+    if not replacements or any(rep.kind in MEANING_KINDS for rep in replacements) \
             or not all(old and new for old, new in pairs_in):
         return None
     pairs = []
     for rep, (old, new) in zip(replacements, pairs_in):
-        reason = ctx.same_meaning(old, new, rep.get("pos") if rep.get("pos") in SENSE_POS else None)
+        reason = ctx.same_meaning(old, new, rep.pos if rep.pos in SENSE_POS else None)
         if reason is None:
             return None
         pairs.append((old, new, reason))
@@ -60,9 +56,9 @@ class NearMeaning(SentenceCheck):
 
     def refuse(self, subject, ctx, settings):
         rec = subject.record
-        if rec.get("fallback_not") or not rec.get("replacements"):
+        if rec.negation_fallback or not rec.replacements:
             return None
-        pairs = paraphrase_pairs(rec["replacements"], ctx)
+        pairs = paraphrase_pairs(rec.replacements, ctx)
         return ", ".join(f"{old}->{new} ({why})" for old, new, why in pairs) if pairs else None
 
 
@@ -89,7 +85,7 @@ class NegationHint(SentenceCheck):
     attacks = RACE_ADDSENT
 
     def refuse(self, subject, ctx, settings):
-        return "negated the question" if subject.record.get("fallback_not") else None
+        return "negated the question" if subject.record.negation_fallback else None
 
 
 @register
@@ -122,31 +118,30 @@ class ChangeVanished(SentenceCheck):
 
     name, flag = "change_vanished", "the question's change vanished from the sentence"
 
-    def lost(self, sentence: str, record, ctx) -> list[dict]:
-        """The replacements (records) whose new word is not in the sentence (an irregular form
+    def lost(self, sentence: str, record, ctx) -> list[Replacement]:
+        """The replacements whose new word is not in the sentence (an irregular form
         such as "saw" for "see" counts), or whose old word is back more often than the mutated
         question and the inserted answer hold it."""
         said = words(sentence)
         stems = {_stem(w.lower()) for w in said}
-        mutated = record.get("mutated_question") or record.get("question") or ""
-        filler = record.get("fake_answer") or (record.get("distractor") or {}).get("text", "")
+        mutated, filler = record.question, record.answer
         out = []
-        for rep in record.get("replacements", ()):
-            if rep.get("kind") == "negation":
+        for rep in record.replacements:
+            if rep.kind == "negation":
                 continue
-            missing = [w for w in words(rep.get("new", "")) if _stem(w.lower()) not in stems]
+            missing = [w for w in words(rep.new) if _stem(w.lower()) not in stems]
             gone = any(not any(ctx.same_meaning(w, s, "VERB") == "inflection" for s in said) for w in missing)
-            old = replaced_word(rep)
+            old = rep.old
             back = bool(old) and bool(mutated) and _count(old, sentence) > _count(old, mutated) + _count(old, filler)
             if gone or back:
                 out.append(rep)
         return out
 
     def refuse(self, subject, ctx, settings):
-        if subject.record.get("fallback_not"):
+        if subject.record.negation_fallback:
             return None
         lost = self.lost(subject.text, subject.record, ctx)
-        return "; ".join(f"{replaced_word(r)!r} -> {r.get('new')!r} is lost" for r in lost) or None
+        return "; ".join(f"{r.old!r} -> {r.new!r} is lost" for r in lost) or None
 
 
 # Answer types (advrace.attacks.fake_answers) by what a reader tells apart at once: a name, a
@@ -178,7 +173,7 @@ class FakeAnswerType(SentenceCheck):
 
     def refuse(self, subject, ctx, settings):
         rec, ex = subject.record, subject.example
-        fake = rec.get("fake_answer")
+        fake = rec.answer
         answers = getattr(ex, "answers", ())
         at = subject.text.lower().find(fake.lower()) if fake else -1
         if at < 0 or not answers:
