@@ -271,6 +271,24 @@ def test_adversarial_run_and_cli(tokenizer_dir, race_dir, tmp_path, capsys):
     assert "unknown key(s) lrr" in capsys.readouterr().err
 
 
+def test_adversarial_copies_are_not_reused_across_release_formats(tokenizer_dir, race_dir, tmp_path,
+                                                                  monkeypatch):
+    """The saved copies are records of the release format; one written by another format's
+    advrace must be remade, not misread."""
+    from advrace.training import loop
+
+    cfg = tiny(tokenizer_dir, race_dir, tmp_path, recipe={
+        "task": "adversarial", "attacks": ["charswap"], "workers": 1})
+    path = tmp_path / "adv.yaml"
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    names = []
+    for version, out in ((loop.FORMAT_VERSION, tmp_path / "now"), (loop.FORMAT_VERSION - 1, tmp_path / "old")):
+        monkeypatch.setattr(loop, "FORMAT_VERSION", version)
+        assert main([str(path), "--output-dir", str(out), "--max-steps", "1", "--quiet"]) == 0
+        names.append([p.name for p in (out / "data").glob("adversarial-*.json")])
+    assert len(names[0]) == len(names[1]) == 1 and names[0] != names[1]
+
+
 def test_data_from_a_release_split(race_dir, tmp_path):
     from advrace.core.config import config_from_dict as release_config
     from advrace.release import build_release

@@ -34,6 +34,7 @@ from advrace.core.text import plural
 from advrace.models.feature_store import FeatureStore, default_cache_dir
 from advrace.models.loading import from_pretrained, model_source, transformers_quiet
 from advrace.models.precision import fp32_load_kwargs, warn_if_emulated
+from advrace.release import FORMAT_VERSION
 
 from . import checkpoints
 from .checkpoints import TrainerState
@@ -353,7 +354,7 @@ def _train_examples(cfg: TrainConfig, acc, out: Path, cache_dir: Path | None, ex
     recipe = cfg.recipe.to_dict()
     recipe.pop("workers")
     h = hashlib.sha256(json.dumps({"recipe": recipe, "seed": seed, "advrace": __version__,
-                                   "examples": examples_sha256(examples)},
+                                   "format": FORMAT_VERSION, "examples": examples_sha256(examples)},
                                   sort_keys=True, default=str).encode())
     name = f"adversarial-{h.hexdigest()[:16]}.json"
     record = out / "data" / name
