@@ -36,7 +36,7 @@ apt:
 $(STAMP): setup.py Makefile $(LOCK) | apt
 	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python $(PIP_INSTALL) -c $(LOCK) $(TORCH)
-	$(BIN)/python $(PIP_INSTALL) -c $(LOCK) -e ".[offline,test]"
+	$(BIN)/python $(PIP_INSTALL) -c $(LOCK) -e ".[offline,test,docs]"
 	$(BIN)/python $(PIP_INSTALL) -c $(LOCK) --no-deps $(NO_DEPS_PACKAGES)
 	$(BIN)/advrace env --check --lock $(LOCK)
 	touch $(STAMP)
@@ -46,7 +46,7 @@ latest-env: | apt
 	rm -rf $(LATEST_VENV)
 	$(PYTHON) -m venv $(LATEST_VENV)
 	$(LATEST_VENV)/bin/python $(PIP_INSTALL) $(TORCH)
-	$(LATEST_VENV)/bin/python $(PIP_INSTALL) -e ".[offline,test]"
+	$(LATEST_VENV)/bin/python $(PIP_INSTALL) -e ".[offline,test,docs]"
 	$(LATEST_VENV)/bin/python $(PIP_INSTALL) --no-deps $(NO_DEPS_PACKAGES)
 
 test-latest: latest-env

@@ -53,6 +53,8 @@ setup(
         # selenium drives Debian's chromium (chromium-driver) in the web app's browser tests; a slow
         # test runs lm-eval on an exported folder
         "test": ["pytest>=7", "selenium>=4.20", *LM_EVAL],
+        # the documentation site (mkdocs.yml); tests/test_docs.py builds it with --strict
+        "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5", "mkdocstrings-python>=1.10"],
     },
     entry_points={"console_scripts": ["advrace=advrace.cli:main"]},
 )
