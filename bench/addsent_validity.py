@@ -38,6 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import results  # noqa: E402  (bench/results.py)
 from advrace.attacks.addsent import ABOUT_PASSAGE_RE, AddSent, contains_gold  # noqa: E402
 from advrace.core.validity import asks_what_passage_states, negated_question  # noqa: E402
 from advrace.formats import load  # noqa: E402
@@ -106,17 +107,17 @@ def accuracy(reader, examples) -> list[bool]:
     return [max(range(len(s)), key=s.__getitem__) == ex.label for s, ex in zip(scores, examples)]
 
 
-def score_readers(examples, results) -> None:
+def score_readers(examples, runs) -> None:
     from advrace.models.readers import make_baseline
 
     print("reader accuracy (%), all questions (unperturbed ones count as in the original):")
-    fb = [i for i, ex in enumerate(examples) if ex.id in results["old"]["fallback_ids"]]
+    fb = [i for i, ex in enumerate(examples) if ex.id in runs["old"]["fallback_ids"]]
     for name in ("sliding-window", "similarity"):
         reader = make_baseline(name)
         orig = accuracy(reader, examples)
         line = f"    {name:15} original {100 * sum(orig) / len(orig):5.2f}"
         by_label = {}
-        for label, r in results.items():
+        for label, r in runs.items():
             acc = by_label[label] = accuracy(reader, [o.example for o in r["outcomes"]])
             share = 100 * sum(acc) / len(acc)
             line += f"  {label} {share:5.2f} (drop {100 * (sum(orig) - sum(acc)) / len(acc):5.2f} points)"
@@ -151,12 +152,13 @@ def main() -> None:
     ap.add_argument("--readers", action="store_true", help="score with the built-in readers too")
     ap.add_argument("--examples", type=int, default=0, help="write this many 'new' examples")
     ap.add_argument("--examples-out", default="/tmp/addsent_examples_race.txt")
+    results.add_argument(ap)
     args = ap.parse_args()
     examples = load(args.path, args.format, limit=args.limit).examples
     resources = get_resources()
-    results = {}
+    runs = {}
     for label, cls, config in RUNS:
-        r = results[label] = run(examples, resources, args.seed, cls, config)
+        r = runs[label] = run(examples, resources, args.seed, cls, config)
         n = len(examples)
         print(f"{label:9}  questions {n}  perturbed {r['perturbed']}  near-meaning sentence "
               f"{r['paraphrased']} ({100 * r['paraphrased'] / n:.2f}% of questions)  gold in sentence "
@@ -167,12 +169,17 @@ def main() -> None:
         for pair, count in r["pairs"].most_common(15):
             print(f"        {count:4}  {pair}")
     print("most frequent GloVe replacements, new, to read for near meanings WordNet misses:")
-    print("   ", ", ".join(f"{p} {c}" for p, c in results["new"]["glove"].most_common(40)))
+    print("   ", ", ".join(f"{p} {c}" for p, c in runs["new"]["glove"].most_common(40)))
     if args.readers:
-        score_readers(examples, results)
+        score_readers(examples, runs)
     if args.examples:
-        write_examples(args.examples_out, examples, results["new"]["outcomes"], args.examples)
+        write_examples(args.examples_out, examples, runs["new"]["outcomes"], args.examples)
         print(f"wrote {args.examples} examples to {args.examples_out}")
+    if args.record:
+        n = len(examples)
+        results.record("addsent_validity", {"questions": n, **{
+            f"{label}: near-meaning / 'not' sentences / negated left out":
+                f"{100 * r['paraphrased'] / n:.2f}% / {r['fallback']} / {r['negated']}" for label, r in runs.items()}})
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import results  # noqa: E402  (bench/results.py)
 from advrace.release import audit as A  # noqa: E402
 
 
@@ -47,6 +48,7 @@ def main(argv=None) -> int:
     ap.add_argument("--kinds", default=",".join(corpus.KINDS + corpus.KNOWN_MISSES),
                     help="comma-separated kinds (default: all, the known misses too)")
     ap.add_argument("--wrong", action="store_true", help="list the items the audit gets wrong")
+    results.add_argument(ap)
     args = ap.parse_args(argv)
     kinds = [k for k in args.kinds.split(",") if k]
     ctx = A.AuditContext(overrides={"max_answer_cosine": None})
@@ -84,6 +86,9 @@ def main(argv=None) -> int:
             label = "valid" if item.valid else "invalid"
             print(f"  {item.id} [{label}] {item.why}")
             print(f"    flags: {[name for name, _ in flags] or 'none'}")
+    if args.record:
+        results.record("audit_quality", {f"{r[0]} ({r[1]} items)": f"precision {r[3]}, recall {r[4]}" for r in rows},
+                       argv)
     return 0
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import results  # noqa: E402  (bench/results.py)
 from advrace.formats import load  # noqa: E402
 from advrace.human_eval.span_authoring import N_BEST, SpanAuthoringModel  # noqa: E402
 
@@ -34,6 +35,7 @@ def main() -> int:
     ap.add_argument("model")
     ap.add_argument("path", nargs="?", default=str(SAMPLE))
     ap.add_argument("--limit", type=int, default=50, help="questions timed (default 50)")
+    results.add_argument(ap)
     args = ap.parse_args()
     examples = load(args.path, limit=args.limit).examples
     page = SpanAuthoringModel(args.model)
@@ -53,6 +55,10 @@ def main() -> int:
     print(f"page analysis (answer + importance): median {1000 * a:.0f} ms, max {1000 * max(analyse):.0f} ms")
     print(f"evaluation read (answer only):       median {1000 * e:.0f} ms, max {1000 * max(evaluate):.0f} ms")
     print(f"ratio: the page takes {a / e:.2f}x evaluation's time per question")
+    if args.record:
+        results.record("authoring_latency", {"questions": len(examples), "window tokens": scorer.max_length,
+                                             "page median ms": f"{1000 * a:.0f}",
+                                             "evaluation median ms": f"{1000 * e:.0f}", "ratio": f"{a / e:.2f}x"})
     return 0
 
 

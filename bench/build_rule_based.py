@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import results  # noqa: E402  (bench/results.py)
 from advrace.core.config import config_from_dict  # noqa: E402
 from advrace.formats import load  # noqa: E402
 from advrace.resources import Resources, get_resources  # noqa: E402
@@ -60,6 +61,7 @@ def main() -> int:
     ap.add_argument("--baseline-questions", type=int, default=150,
                     help="questions timed for the baseline (it is slow; its rate is per question)")
     ap.add_argument("--seed", type=int, default=2021)
+    results.add_argument(ap)
     args = ap.parse_args()
 
     cfg = config_from_dict({"seed": args.seed, "splits": args.attacks.split(","),
@@ -77,7 +79,7 @@ def main() -> int:
         resources.preload(attack.uses)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    _, results = run_splits(cfg, examples, resources, workers=workers, progress=True)
+    _, built = run_splits(cfg, examples, resources, workers=workers, progress=True)
     fast_s = time.perf_counter() - t0
     fast_qps = len(examples) / fast_s
     own, children = peak_rss_mb()
@@ -95,7 +97,7 @@ def main() -> int:
     base_s = time.perf_counter() - t0
     base_qps = len(base) / base_s
 
-    perturbed = {split: sum(r.perturbed) for split, r in results.items()}
+    perturbed = {split: sum(r.perturbed) for split, r in built.items()}
     print(f"resources loaded in {load_s:.1f} s (not counted below)")
     print(f"builder : {len(examples)} questions in {fast_s:.1f} s = {fast_qps:.1f} questions/s "
           f"(perturbed: {perturbed})")
@@ -103,6 +105,11 @@ def main() -> int:
           f"(full parse of the passage for every question, 1 worker)")
     print(f"speed-up: {fast_qps / base_qps:.1f}x over the baseline")
     print(f"peak memory: {own:.0f} MB main process, {children:.0f} MB largest worker")
+    if args.record:
+        results.record("build_rule_based", {
+            "questions": len(examples), "passages": n_passages, "attacks": args.attacks, "workers": workers,
+            "build s": f"{fast_s:.1f}", "speed-up over the baseline": f"{fast_qps / base_qps:.1f}x",
+            "peak MB main / largest worker": f"{own:.0f} / {children:.0f}"})
     return 0
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import results  # noqa: E402  (bench/results.py)
 import advrace.attacks.distractor_generation as dg  # noqa: E402
 from advrace.models import beam_search as bs  # noqa: E402
 
@@ -92,8 +93,8 @@ def write_race_jsonl(examples: list, path: Path) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
 
-def time_builds(examples: list, model: str, repeat: int, threads: int | None) -> int:
-    """Whole `advrace build` commands with each decoder: median seconds, releases compared."""
+def time_builds(examples: list, model: str, repeat: int, threads: int | None) -> dict:
+    """Whole `advrace build` commands with each decoder: median seconds, releases compared (the figures)."""
     tmp = Path(tempfile.mkdtemp(prefix="dg-bench-"))
     data = tmp / "questions.jsonl"
     write_race_jsonl(examples, data)
@@ -121,7 +122,8 @@ def time_builds(examples: list, model: str, repeat: int, threads: int | None) ->
     split = Path("data") / "distractor_generation-00000-of-00001.jsonl"
     same = (tmp / "new" / split).read_bytes() == (tmp / "old" / split).read_bytes()
     print(f"  releases' DG records identical: {same}")
-    return 0 if same else 1
+    return {"build s/question, new / old": f"{new / n:.2f} / {old / n:.2f}", "build speed-up": f"{old / new:.2f}x",
+            "releases identical": same}
 
 
 def main() -> int:
@@ -141,6 +143,7 @@ def main() -> int:
     p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     p.add_argument("--build", action="store_true", help="also time whole `advrace build` commands")
     p.add_argument("--repeat", type=int, default=1, help="runs of each build command (median)")
+    results.add_argument(p)
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -166,6 +169,8 @@ def main() -> int:
         print(f"{label:34} {times[which] / n:7.2f} s/question ({times[which]:.1f} s)")
     print(f"{'speed-up':34} {times['old'] / times['new']:7.2f}x")
     status = 0
+    figures = {"questions": n, "beam": cfg.beam_size, "s/question, new / old":
+               f"{times['new'] / n:.2f} / {times['old'] / n:.2f}", "speed-up": f"{times['old'] / times['new']:.2f}x"}
     for which in ("new", "new1"):
         same = sum(a == b for a, b in zip(cands[which], cands["old"]))
         same_h = sum(same_hypotheses(a, b) for a, b in zip(hyps[which], hyps["old"]))
@@ -174,8 +179,13 @@ def main() -> int:
         print(f"{which} vs old: identical candidate lists {same}/{n}, identical hypotheses {same_h}/{n} "
               f"(largest score difference {worst:.1e})")
         status |= int(not same == same_h == n)
+        figures[f"{which} vs old, identical candidate lists"] = f"{same}/{n}"
     if args.build:
-        status |= time_builds(examples, args.model, args.repeat, args.threads)
+        built = time_builds(examples, args.model, args.repeat, args.threads)
+        status |= int(not built["releases identical"])
+        figures.update(built)
+    if args.record:
+        results.record("dg_causal_lm", figures)
     return status
 
 

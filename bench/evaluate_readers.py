@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import results  # noqa: E402  (bench/results.py)
 from advrace.evaluation.scoring import select_splits  # noqa: E402
 from advrace.models.mc_encoding import question_with_option  # noqa: E402
 from advrace.models.readers import SimilarityReader, SlidingWindow, passage_sentences, tokens  # noqa: E402
@@ -141,7 +142,8 @@ def run(reader, split_examples: dict) -> tuple[float, dict, dict]:
     return sum(per_split.values()), per_split, scores
 
 
-def compare(name: str, new, baseline, split_examples: dict) -> None:
+def compare(name: str, new, baseline, split_examples: dict) -> str:
+    """Prints the timings of both; returns the figures in a line."""
     n = sum(len(v) for v in split_examples.values())
     base_s, base_splits, base_scores = run(baseline, split_examples)
     new_s, new_splits, new_scores = run(new, split_examples)
@@ -156,6 +158,8 @@ def compare(name: str, new, baseline, split_examples: dict) -> None:
     print(f"  advrace:  {n / new_s:8.1f} questions/s ({new_s:.2f} s)")
     print(f"  speed-up: {base_s / new_s:.2f}x; identical predictions: {100 * same / n:.1f}%; "
           f"largest score difference: {gap:.2g}")
+    return (f"{n / new_s:.1f} against {n / base_s:.1f} questions/s ({base_s / new_s:.2f}x), "
+            f"identical predictions {100 * same / n:.1f}%")
 
 
 def main(argv=None) -> int:
@@ -166,6 +170,7 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-size", type=int, default=32,
                     help="similarity encoder batch size (default: 32, what `advrace evaluate` uses)")
     ap.add_argument("--threads", type=int, help="torch threads (default: torch's, one per core)")
+    results.add_argument(ap)
     args = ap.parse_args(argv)
 
     import torch
@@ -179,9 +184,10 @@ def main(argv=None) -> int:
     print(f"{n} questions in {len(names)} splits ({', '.join(names)}); torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads")
 
-    compare("sliding-window", SlidingWindow(), BaselineSlidingWindow(), split_examples)
-    compare("sliding-window:distance", SlidingWindow(distance=True), BaselineSlidingWindow(distance=True),
-            split_examples)
+    figures = {"questions": n, "splits": len(names), "torch threads": torch.get_num_threads()}
+    figures["sliding-window"] = compare("sliding-window", SlidingWindow(), BaselineSlidingWindow(), split_examples)
+    figures["sliding-window:distance"] = compare("sliding-window:distance", SlidingWindow(distance=True),
+                                                 BaselineSlidingWindow(distance=True), split_examples)
 
     reader = SimilarityReader(batch_size=args.batch_size)
     baseline = BaselineSimilarity(reader.model, reader.tokenizer, args.batch_size, reader.max_length)
@@ -198,8 +204,11 @@ def main(argv=None) -> int:
         return encode(texts, **kw)
 
     reader.encode = counting
-    compare("similarity", reader, baseline, split_examples)
+    figures["similarity"] = compare("similarity", reader, baseline, split_examples)
     print(f"  texts encoded: baseline {baseline.encoded}, advrace {sum(encoded)}")
+    if args.record:
+        figures["similarity texts encoded, baseline / advrace"] = f"{baseline.encoded} / {sum(encoded)}"
+        results.record("evaluate_readers", figures, argv)
     return 0
 
 

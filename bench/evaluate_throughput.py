@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import results  # noqa: E402  (bench/results.py)
 from advrace.evaluation.scoring import select_splits  # noqa: E402
 from advrace.models.mc_scoring import load_checkpoint  # noqa: E402
 from advrace.models.mc_encoding import encode_mc, question_with_option  # noqa: E402
@@ -84,6 +85,10 @@ def bf16_vs_fp32(scorer, examples, args) -> int:
     gap = max(abs(x - y) for a, b in zip(fp, bf) for x, y in zip(a, b))
     print(f"bf16 / fp32 time: {bf_s / fp_s:.2f}x (bf16 {kind}); identical predictions {same}/{len(examples)}, "
           f"largest score difference {gap:.3g}")
+    if args.record:
+        results.record("evaluate_throughput", {"questions": len(examples), "bf16": kind,
+                                               "bf16 / fp32 time": f"{bf_s / fp_s:.2f}x",
+                                               "identical predictions": f"{same}/{len(examples)}"}, args.argv)
     return 0
 
 
@@ -124,7 +129,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-bf16", dest="bf16", action="store_const", const=False, default=None)
     ap.add_argument("--bf16-vs-fp32", action="store_true",
                     help="time fp32, then bf16 forced on, and print the ratio (no baseline)")
+    results.add_argument(ap)
     args = ap.parse_args(argv)
+    args.argv = argv
 
     import torch
     from accelerate import Accelerator
@@ -173,6 +180,11 @@ def main(argv=None) -> int:
     print(f"speed-up: {base_s / fast_s:.2f}x; identical predictions: {100 * same:.1f}%")
     print(f"median gap between the two best options' scores: {margins[len(margins) // 2]:.2g} "
           "(tiny gaps, as from an untrained classifier head, flip under bf16 rounding)")
+    if args.record:
+        results.record("evaluate_throughput", {
+            "questions": len(examples), "mean tokens": f"{sum(lengths) / len(lengths):.0f}",
+            "bf16 autocast": "on" if scorer.bf16 else "off", "speed-up over the padded fp32 baseline":
+            f"{base_s / fast_s:.2f}x", "identical predictions": f"{100 * same:.1f}%"}, argv)
     return 0
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import results  # noqa: E402  (bench/results.py)
 from advrace.models.beam_search import beam_search  # noqa: E402
 from advrace.core.config import DataSpec  # noqa: E402
 from advrace.formats import load  # noqa: E402
@@ -42,7 +43,7 @@ def run(decoder_cls, model, tokenizer, sources, args) -> tuple[float, list]:
     import torch
 
     banned = (tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.mask_token_id, tokenizer.unk_token_id)
-    results = []
+    candidates = []
     start = time.perf_counter()
     for i in range(0, len(sources), args.batch_size):
         chunk = sources[i:i + args.batch_size]
@@ -53,8 +54,8 @@ def run(decoder_cls, model, tokenizer, sources, args) -> tuple[float, list]:
         hyps = beam_search(decoder_cls(model), ids, torch.tensor([len(s) for s in chunk]),
                            beam_size=args.beam, max_length=args.max_tokens, eos_id=tokenizer.sep_token_id,
                            banned=banned)
-        results += [[h.tokens for h in hs] for hs in hyps]
-    return time.perf_counter() - start, results
+        candidates += [[h.tokens for h in hs] for hs in hyps]
+    return time.perf_counter() - start, candidates
 
 
 def main() -> int:
@@ -69,6 +70,7 @@ def main() -> int:
     p.add_argument("--source-length", type=int, default=192)
     p.add_argument("--batch-size", type=int, default=2, help="questions per beam-search batch")
     p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    results.add_argument(p)
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -86,6 +88,11 @@ def main() -> int:
     print(f"speed-up:            {full_s / cached_s:8.1f}x")
     same = sum(a == b for a, b in zip(cached, full))
     print(f"identical candidate lists: {same}/{n}")
+    if args.record:
+        results.record("generate_distractors", {
+            "questions": n, "beam": args.beam, "max tokens": args.max_tokens,
+            "questions/s, cached / full re-encoding": f"{n / cached_s:.3f} / {n / full_s:.3f}",
+            "speed-up": f"{full_s / cached_s:.1f}x", "identical candidate lists": f"{same}/{n}"})
     return 0 if same == n else 1
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import results  # noqa: E402  (bench/results.py)
 from advrace.models.llm_scoring import load_causal_scorer  # noqa: E402
 from advrace.release import check_release, read_split  # noqa: E402
 
@@ -76,6 +77,7 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int, default=40, help="questions, the split's first (default: 40)")
     p.add_argument("--batch-size", type=int, default=8, help="questions per batch for both (default: 8; "
                                                              "lm-eval gets 4x as many rows, one per option)")
+    results.add_argument(p)
     args = p.parse_args(argv)
     check_release(args.release)
     examples = read_split(args.release, args.split)[:args.limit]
@@ -100,6 +102,11 @@ def main(argv=None) -> int:
     print(f"advrace: {advrace_s:.1f} s; lm-eval: {lm_eval_s:.1f} s; largest log-likelihood gap {gap:.2e}")
     print(f"advrace {ours_qps:.2f} q/s, lm-eval {theirs_qps:.2f} q/s: {ours_qps / theirs_qps:.1f}x; "
           f"{100 * same / n:.0f}% same predictions (acc) and {100 * same_norm / n:.0f}% (acc_norm)")
+    if args.record:
+        results.record("llm_scoring", {
+            "questions": n, "model": args.model, "questions/s, advrace / lm-eval": f"{ours_qps:.2f} / {theirs_qps:.2f}",
+            "speed-up": f"{ours_qps / theirs_qps:.1f}x", "same predictions, acc / acc_norm":
+            f"{100 * same / n:.0f}% / {100 * same_norm / n:.0f}%", "largest log-likelihood gap": f"{gap:.2e}"}, argv)
     return 0
 
 

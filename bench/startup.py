@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import results  # noqa: E402  (bench/results.py)
 from advrace.formats import load  # noqa: E402
 from advrace.release.export import advrace_record  # noqa: E402
 
@@ -62,6 +63,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="10,500", help="comma-separated question counts")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workers", type=int, help="advrace build --workers (default: one per core)")
+    results.add_argument(ap)
     args = ap.parse_args()
 
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -90,6 +92,7 @@ def main() -> int:
         noop = median_times({"python -c pass": [py, "-c", "pass"],
                              "advrace --help": [py, "-m", "advrace", "--help"],
                              "advrace attacks": [py, "-m", "advrace", "attacks"]}, env, args.repeat)
+        figures = {f"{name} s": f"{s:.2f}" for name, s in noop.items()}
         print(f"{os.cpu_count()} cores, median of {args.repeat} runs, seconds (start-up included)")
         for name, s in noop.items():
             print(f"  {name:<18} {s:6.2f}")
@@ -98,6 +101,10 @@ def main() -> int:
             print(f"{n:>5} questions: advrace build {t['advrace']:6.2f}, original script "
                   f"{t['original']:6.2f}: {t['original'] / t['advrace']:.1f}x faster; "
                   f"{t['advrace'] / noop['advrace --help']:.1f}x `advrace --help`")
+            figures[f"{n} questions, advrace / original s"] = (f"{t['advrace']:.2f} / {t['original']:.2f} "
+                                                               f"({t['original'] / t['advrace']:.1f}x)")
+    if args.record:
+        results.record("startup", figures)
     return 0
 
 

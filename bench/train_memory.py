@@ -28,6 +28,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import results  # bench/results.py
+
 ROOT = Path(__file__).resolve().parents[1]
 
 DRIVER = """
@@ -63,6 +65,7 @@ def main() -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="config overrides, as for `advrace train` (repeatable)")
     ap.add_argument("--skip-full", action="store_true", help="only the slice: runs 1 and 2")
+    results.add_argument(ap)
     args = ap.parse_args()
 
     config = str(Path(args.config).resolve())  # the runs start in the repository, not here
@@ -75,20 +78,24 @@ def main() -> int:
         if not args.skip_full:
             runs += [("cache, all, cold", [f"feature_cache={tmp / 'cache'}", "train.limit=null"]),
                      ("cache, all, warm", [f"feature_cache={tmp / 'cache'}", "train.limit=null"])]
-        results = []
+        measured = []
         for i, (name, extra) in enumerate(runs):
             print(f"{name} ...", file=sys.stderr, flush=True)
-            results.append((name, run(config, common + extra, tmp / f"run-{i}")))
+            measured.append((name, run(config, common + extra, tmp / f"run-{i}")))
 
-    base = results[0][1]
+    base = measured[0][1]
     print(f"{args.config} on {args.path} ({' '.join(args.set) or 'as configured'})")
     print(f"{'run':20} {'questions':>9} {'features':>9} {'main MB':>8} {'workers MB':>10} "
           f"{'first step s':>12} {'main memory':>12} {'first step':>10}")
-    for name, r in results:
+    for name, r in measured:
         print(f"{name:20} {r['questions']:9,} {r['features']:9,} {r['main_mb']:8.0f} {r['workers_mb']:10.0f} "
               f"{r['first_step']:12.1f} {r['main_mb'] / base['main_mb']:11.2f}x "
               f"{r['first_step'] / base['first_step']:9.2f}x")
     print("(the last two columns: against the eager run on the slice)")
+    if args.record:
+        results.record("train_memory", {
+            name: f"{r['features']:,} features, peak {r['main_mb']:,.0f} MB main / {r['workers_mb']:,.0f} MB worker, "
+                  f"first step {r['first_step']:.1f} s" for name, r in measured})
     return 0
 
 
