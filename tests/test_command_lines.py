@@ -1,9 +1,11 @@
-"""Every command line that the README and `--help` show, checked so that none can rot.
+"""Every command line that the README, the documentation pages (`docs/`) and `--help` show, checked so
+that none can rot.
 
 Each is parsed by the real parser, every file it names in the repository must exist and every
 config it names must load. A concrete one (no placeholders) then runs, in the order shown, in a
 sandbox folder laid out like a user's: tiny RACE and SQuAD data at the paths the examples name,
-tiny checkpoints in `runs/`, the repository's `configs/`. Training commands run one step on a tiny
+tiny checkpoints in `runs/`, the repository's `configs/`: one folder for the README, one for the
+documentation pages in the site's order, one for `--help`. Training commands run one step on a tiny
 model; the few that cannot run here (several processes, a server, a GPU grid) are listed in
 PARSE_ONLY with the reason, and a stale entry there fails too.
 """
@@ -21,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import make_race_dir, squad_doc
 
@@ -70,9 +73,35 @@ def _command(line: str) -> str | None:
     return None
 
 
-def readme_lines() -> list[str]:
-    """Command lines of the README's code blocks and of its inline code that starts with `advrace `."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def doc_pages() -> list[Path]:
+    """The README, then every page of docs/ in the site's order (mkdocs.yml's nav), then any page outside it."""
+    def flatten(entries):
+        for entry in entries:
+            value = next(iter(entry.values())) if isinstance(entry, dict) else entry
+            if isinstance(value, list):
+                yield from flatten(value)
+            else:
+                yield REPO / "docs" / value
+
+    config = yaml.load((REPO / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_MkDocsLoader)
+    pages = list(dict.fromkeys(flatten(config["nav"])))
+    return [REPO / "README.md"] + pages + sorted(set((REPO / "docs").rglob("*.md")) - set(pages))
+
+
+class _MkDocsLoader(yaml.SafeLoader):
+    """mkdocs.yml may use MkDocs' own tags (!ENV, !relative); their values do not matter here."""
+
+
+_MkDocsLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+
+
+def _where(page: Path) -> str:
+    return str(page.relative_to(REPO))
+
+
+def page_lines(page: Path) -> list[str]:
+    """Command lines of a page's code blocks."""
+    text = page.read_text(encoding="utf-8")
     lines = []
     for block in re.findall(r"^```[a-z]*\n(.*?)^```", text, re.S | re.M):
         for line in re.sub(r"\\\n\s*", " ", block).splitlines():
@@ -82,10 +111,10 @@ def readme_lines() -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def readme_mentions() -> list[str]:
+def page_mentions(page: Path) -> list[str]:
     """Inline code naming an advrace command: often a fragment, so only its command and flags
     are checked."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
     prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
     return list(dict.fromkeys(re.findall(r"`((?:accelerate launch -m )?advrace [a-z][^`]*)`", prose)))
 
@@ -139,18 +168,25 @@ def _parse_only(line: str) -> str | None:
     return next((why for prefix, why in PARSE_ONLY.items() if line.startswith(prefix)), None)
 
 
-ALL_LINES = [("README", line) for line in readme_lines()] + [("--help", line) for line in help_lines()]
-MENTIONS = readme_mentions()
+PAGES = doc_pages()
+ALL_LINES = [(_where(page), line) for page in PAGES for line in page_lines(page)] + [
+    ("--help", line) for line in help_lines()]
+MENTIONS = list(dict.fromkeys((_where(page), m) for page in PAGES for m in page_mentions(page)))
+SOURCES = {"README": lambda where: where == "README.md", "docs": lambda where: where.startswith("docs/"),
+           "--help": lambda where: where == "--help"}
 
 
 def test_lines_were_found():
-    """The collectors see the README's and the help's examples (an empty list would pass everything)."""
-    readme = [line for where, line in ALL_LINES if where == "README"]
-    shown = [line for where, line in ALL_LINES if where == "--help"]
-    assert any(line.startswith("advrace build configs/release/sample.yaml") for line in readme)
-    assert any(line.startswith("advrace human-eval create") for line in shown)
+    """The collectors see the README's, the pages' and the help's examples (an empty list would pass everything)."""
+    readme = [line for where, line in ALL_LINES if SOURCES["README"](where)]
+    docs = [line for where, line in ALL_LINES if SOURCES["docs"](where)]
+    shown = [line for where, line in ALL_LINES if SOURCES["--help"](where)]
+    assert "make test" in readme and "make demo" in readme
+    assert any(line.startswith("advrace build configs/release/sample.yaml") for line in docs)
+    assert any(line.startswith("advrace human-eval create") for line in docs + shown)
     assert any("-m advrace train" in line for line in shown)
-    assert len(readme) >= 20 and len(shown) >= 15
+    assert {where for where, _ in ALL_LINES} >= {"docs/getting-started.md", "docs/building.md", "docs/human-eval.md"}
+    assert len(readme) >= 5 and len(docs) >= 40 and len(shown) >= 15
 
 
 def test_parse_only_entries_are_still_shown():
@@ -234,20 +270,20 @@ def test_command_line_parses(where, line):
     _load_config(argv)
 
 
-@pytest.mark.parametrize("line", MENTIONS, ids=[m[:70] for m in MENTIONS])
-def test_command_mentioned_in_the_readme_exists(line):
+@pytest.mark.parametrize("where,line", MENTIONS, ids=[f"{w}: {m[:70]}" for w, m in MENTIONS])
+def test_command_mentioned_in_the_docs_exists(where, line):
     argv, _ = _argv(line)
     _check_files(line, argv)
-    _check_flags("README", line, argv)
+    _check_flags(where, line, argv)
 
 
-def test_files_named_in_help_and_readme_exist(monkeypatch):
+def test_files_named_in_help_and_docs_exist(monkeypatch):
     """Also outside the examples: an option's "e.g. configs/..." or a module to run with -m."""
     from advrace.cli import _parser
 
     monkeypatch.setenv("COLUMNS", "1000")  # argparse would wrap a long path over two lines
     texts = {" ".join(prefix) or "advrace": parser.format_help() for prefix, parser in _parsers(_parser())}
-    texts["README.md"] = (REPO / "README.md").read_text(encoding="utf-8")
+    texts.update({_where(page): page.read_text(encoding="utf-8") for page in PAGES})
     for where, text in texts.items():
         for path in re.findall(r"(?<![\w/.-])((?:configs|bench)/[\w./-]*\w)", text):
             assert (REPO / path).exists(), f"{where} names {path}, which the repository does not have"
@@ -352,7 +388,7 @@ def _predictions_file(root: Path, argv: list[str]) -> None:
 def _runnable(source: str) -> list[tuple[str, str]]:
     out = []
     for where, line in ALL_LINES:
-        if where != source or line.startswith("make ") or _parse_only(line):
+        if not SOURCES[source](where) or line.startswith("make ") or _parse_only(line):
             continue
         if line.split()[0] in LAUNCHERS and " -m " not in line:
             out.append((where, line))
@@ -361,7 +397,7 @@ def _runnable(source: str) -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("source", ["README", "--help"])
+@pytest.mark.parametrize("source", list(SOURCES))
 def test_every_concrete_command_line_runs(source, sandbox, monkeypatch, capsys):
     """In the order shown, each source in a folder of its own: later examples use what earlier
     ones wrote."""
