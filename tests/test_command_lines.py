@@ -48,7 +48,6 @@ PARSE_ONLY = {
                                                          "(tests/test_human_eval_browser.py runs the loop)",
     "advrace human-eval report squad-check.db": "reports on that study (tests/test_human_eval_browser.py)",
     "advrace build my-release.yaml": "a config the reader writes, shown above it in the README",
-    "advrace build de-dev.yaml": "a config the reader writes",
     "advrace push releases/race-test alice/advrace-race-test --private": "online; the dry run runs here",
     "advrace push releases/race-test my-lab/": "online; the dry run runs here",
     "advrace evaluate releases/race-test --model HuggingFaceTB/": "Hub LLMs on a GPU; tests/test_llm_scoring.py "
