@@ -25,9 +25,6 @@ from .hub import load_hub  # isort: skip
 
 import_submodules(__name__, __path__)  # any other format module of this folder, listed after these
 
-# The built-in names, for code written before the registry; format_names() adds plugins.
-FORMATS = tuple(REGISTRY)
-
 
 def detect_format(path: str) -> str:
     """Guess the format from the path (and, for .json, the top-level shape): the first format,
@@ -82,6 +79,6 @@ def load(path: str, format: str | None = None, *, lenient: bool = False, limit: 
     return result
 
 
-__all__ = ["FORMATS", "PLUGIN_GROUP", "REGISTRY", "Format", "LoadResult", "Probe", "detect_format",
+__all__ = ["PLUGIN_GROUP", "REGISTRY", "Format", "LoadResult", "Probe", "detect_format",
            "format_names", "get_format", "load", "load_advrace_json", "load_hub", "load_race_dir",
            "load_race_jsonl", "load_squad", "register_format", "unregister_format"]
