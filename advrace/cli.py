@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
@@ -21,6 +20,7 @@ from advrace.core.text import plural
 from advrace.evaluation import add_evaluate_parser
 from advrace.formats import format_names
 from advrace.human_eval.cli import add_human_eval_parser
+from advrace.models.loading import transformers_quiet
 from advrace.release import audit_release, build_release, check_release, export_advrace, export_lm_eval
 from advrace.release.lm_eval_export import LM_EVAL
 from advrace.release.push import add_push_parser
@@ -269,35 +269,6 @@ def _attacks(args) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def library_bars_silenced(silence: bool):
-    """`--quiet` also for the bars that Transformers and the Hub draw while loading a model. The
-    variable reaches a Transformers imported later (and worker processes); one already imported
-    is told directly. Both are put back afterwards, for callers of `main` in a longer process
-    that had imported Transformers already."""
-    if not silence:
-        yield
-        return
-    before = os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS")
-    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-    hf_logging = sys.modules.get("transformers.utils.logging")
-    # A Transformers first imported meanwhile read the variable and keeps its bars off: turning
-    # them on again would only warn that the Hub's copy of the variable has priority.
-    restore = hf_logging is not None and hf_logging.is_progress_bar_enabled()
-    if hf_logging is not None:
-        hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
-        else:
-            os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = before
-        hf_logging = sys.modules.get("transformers.utils.logging")
-        if hf_logging is not None and restore:
-            hf_logging.enable_progress_bar()
-
-
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = _parser()  # asks the registries, which load third-party plugins
@@ -306,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     args = parser.parse_args(argv)
     try:
-        with library_bars_silenced(getattr(args, "quiet", False)):
+        with transformers_quiet(getattr(args, "quiet", False)):
             return args.handler(args)
     except AdvraceError as exc:
         print(f"advrace {args.command}: error: {exc}", file=sys.stderr)

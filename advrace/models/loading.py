@@ -274,24 +274,41 @@ def from_pretrained(cls, source: str, *, new_head: str = TRAINING_HEAD, quiet: b
     return model
 
 
+_HUB_BARS = "HF_HUB_DISABLE_PROGRESS_BARS"
+
+
 @contextlib.contextmanager
 def transformers_quiet(quiet: bool = True, *, logs: bool = False):
-    """No Transformers progress bars inside (with `logs`, no messages below errors either), both
-    put back as they were afterwards, for callers in a longer process. `quiet=False` leaves them
-    alone, so a caller can pass its own --quiet."""
+    """No progress bars from Transformers and the Hub inside (with `logs`, no Transformers
+    messages below errors either), all put back as they were afterwards, for callers in a longer
+    process. `quiet=False` leaves them alone, so a caller can pass its own --quiet.
+
+    Transformers is not imported for the bars alone (a CharSwap build never needs it): the Hub's
+    environment variable reaches a Transformers imported later, and worker processes; one already
+    imported is told directly."""
     if not quiet:
         yield
         return
-    from transformers.utils import logging as hf_logging
-
-    level = hf_logging.get_verbosity()
-    bars = hf_logging.is_progress_bar_enabled()
+    before = os.environ.get(_HUB_BARS)
+    os.environ[_HUB_BARS] = "1"
+    if logs:
+        import transformers.utils.logging  # noqa: F401  (deferred: start-up time)
+    hf_logging = sys.modules.get("transformers.utils.logging")
+    # A Transformers first imported inside read the variable and keeps its bars off: turning them
+    # on again would only warn that the Hub's copy of the variable has priority.
+    bars = hf_logging is not None and hf_logging.is_progress_bar_enabled()
+    level = hf_logging.get_verbosity() if logs else None
     if logs:
         hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+    if hf_logging is not None:
+        hf_logging.disable_progress_bar()
     try:
         yield
     finally:
+        if before is None:
+            os.environ.pop(_HUB_BARS, None)
+        else:
+            os.environ[_HUB_BARS] = before
         if logs:
             hf_logging.set_verbosity(level)
         if bars:
