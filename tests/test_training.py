@@ -723,6 +723,23 @@ def test_an_encoder_weight_missing_is_still_a_warning(encoder_dir, transformers_
     assert "classifier" not in warning[0]
 
 
+def test_a_failed_load_still_shows_transformers_report(encoder_dir, transformers_warnings, caplog):
+    """The report is held back only when the load succeeds: a failure's error points to it."""
+    from safetensors.torch import load_file, save_file
+    from transformers import AutoModelForMultipleChoice
+
+    from advrace.models.loading import from_pretrained
+
+    path = encoder_dir / "model.safetensors"
+    tensors = load_file(str(path))
+    tensors["encoder.layer.1.output.dense.weight"] = tensors["encoder.layer.1.output.dense.weight"][:, :8].contiguous()
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    with pytest.raises(RuntimeError, match="above report"):
+        from_pretrained(AutoModelForMultipleChoice, str(encoder_dir), quiet=True)
+    shown = [r.getMessage() for r in caplog.records if r.name == "transformers.modeling_utils"]
+    assert any("encoder.layer.1.output.dense.weight" in message for message in shown)
+
+
 def test_training_from_an_encoder_says_one_line_about_its_head(encoder_dir, tokenizer_dir, race_dir,
                                                                tmp_path, transformers_warnings, capfd):
     cfg = tiny(tokenizer_dir, race_dir, tmp_path, model=str(encoder_dir), model_config=None,

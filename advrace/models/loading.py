@@ -180,18 +180,27 @@ TRAINING_HEAD = "expected when fine-tuning from an encoder"
 _SHOWN_KEYS = 6
 
 
-class _HeldReport(logging.Filter):
-    """Holds back the LOAD REPORT banner that transformers logs as a warning after loading."""
+class _HeldRecords(logging.Filter):
+    """Holds back what transformers' model loader logs while a model loads, so that its load
+    report can be told from other messages by where it was logged (transformers'
+    loading_report module), not by its wording."""
 
     def __init__(self):
         super().__init__()
         self.held: list[logging.LogRecord] = []
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if "LOAD REPORT" in record.getMessage():
-            self.held.append(record)
-            return False
-        return True
+        self.held.append(record)
+        return False
+
+    def replay(self, logger: logging.Logger, *, report: bool) -> None:
+        """Log the held records again, the load report only when `report`."""
+        from transformers.utils import loading_report
+
+        report_file = os.path.realpath(loading_report.__file__)
+        for record in self.held:
+            if report or os.path.realpath(record.pathname) != report_file:
+                logger.handle(record)
 
 
 def _keys(keys) -> str:
@@ -260,16 +269,16 @@ def from_pretrained(cls, source: str, *, new_head: str = TRAINING_HEAD, quiet: b
     if not isinstance(cls, type):
         return cls.from_pretrained(source, **kwargs)
     logger = logging.getLogger("transformers.modeling_utils")
-    report = _HeldReport()
-    logger.addFilter(report)
+    held = _HeldRecords()
+    logger.addFilter(held)
     try:
         model, info = cls.from_pretrained(source, output_loading_info=True, **kwargs)
     except BaseException:
-        logger.removeFilter(report)
-        for record in report.held:
-            logger.handle(record)
+        logger.removeFilter(held)
+        held.replay(logger, report=True)
         raise
-    logger.removeFilter(report)
+    logger.removeFilter(held)
+    held.replay(logger, report=False)
     report_loading(model, info, source, new_head, quiet)
     return model
 
