@@ -1,6 +1,6 @@
 """Distractor generation (DG, AdvRACE section 3.2): new distractors written by a generator.
 
-Backend `unilm` (the paper's): the UniLM-style seq2seq model of advrace.unilm, trained with
+Backend `unilm` (the paper's): the UniLM-style seq2seq model of advrace.models.unilm, trained with
 `advrace train configs/train/dg-unilm-cpu.yaml` (objective `distractor_generation`). Backend
 `causal_lm`: a decoder-only LM, either fine-tuned by objective `causal_lm`
 (`configs/train/dg-cpu.yaml`) or used zero-shot (a local folder, a Hub name, or `smollm2` for

@@ -2,7 +2,7 @@
 over a whole split, and the replacement of the three distractors (AdvRACE sections 3.1-3.2).
 
 A subclass proposes ranked candidate distractors for a batch of questions (`candidates`); this
-class filters them (DESIGN.md, "Validity": a new distractor must not be the answer in other words,
+class filters them (advrace.core.checks: a new distractor must not be the answer in other words,
 a sentence the passage states where the question asks what it states, about nothing in the
 passage, or give itself away by its form), optionally re-ranks the survivors by a reader's scores
 (SWAG's adversarial filtering), chooses three per question (`select`), keeps an original

@@ -1,5 +1,5 @@
 """Benchmark: how well `advrace audit` tells valid attacked items from invalid ones, on the
-labelled validity corpus of tests/validity/ (issue 26).
+labelled validity corpus of tests/validity/.
 
 Each kind of violation (near_meaning, negated_options, negated_restated, negation_hint,
 meta_text, change_vanished, fake_type) has items written for advrace from the sample data, valid

@@ -3,7 +3,7 @@
 Four runs of the same config, each in its own process, stopped after one optimiser step:
 
 1. eager: features encoded into Python objects in memory (`feature_cache: false`), as every run
-   did before issue 17, on the first SLICE questions: the baseline, on data it can hold;
+   did before the feature cache, on the first SLICE questions: the baseline, on data it can hold;
 2. the feature cache (Arrow, memory-mapped) on the same slice, from an empty cache;
 3. the feature cache on all of PATH, from an empty cache;
 4. the same again: the cache is warm, nothing is encoded.

@@ -1,4 +1,4 @@
-"""Every config value is checked against its field's type by one checker (advrace.checking)."""
+"""Every config value is checked against its field's type by one checker (advrace.core.checking)."""
 
 from __future__ import annotations
 

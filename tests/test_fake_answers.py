@@ -1,5 +1,5 @@
 """Typed fake answers from the data (fake_answers.FakePool), the checks that keep the question's
-change in the added sentence, and the spread of GloVe substitutions (issue 26)."""
+change in the added sentence, and the spread of GloVe substitutions."""
 
 import random
 

@@ -609,7 +609,7 @@ def test_an_entry_point_objective_is_loaded_only_when_named(plugin):
         config_from_dict({"train": "x", "objective": "no_question_test", "no_question_test": {"keep_question": "yes"}})
 
 
-# ---------------------------------------------------------------- learning-rate schedule (issue 15)
+# ---------------------------------------------------------------- learning-rate schedule
 
 
 def scheduled_lrs(warmup: int, total: int, processes: int) -> list[float]:
@@ -659,7 +659,7 @@ def test_first_optimiser_step_runs_at_a_learning_rate_above_zero(tokenizer_dir, 
     assert log_records(tmp_path / "whole") == log_records(tmp_path / "cut")
 
 
-# ---------------------------------------------------------------- the new head's one line (issue 15)
+# ---------------------------------------------------------------- the new head's one line
 
 
 @pytest.fixture

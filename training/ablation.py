@@ -58,7 +58,7 @@ class Grid:
     batch_size: int = 16
     max_length: int | None = None  # None: each run scored at the length it was trained with
     bf16: bool | None = None
-    baselines: tuple[str, ...] = ()  # built-in readers scored beside the runs (advrace.baselines)
+    baselines: tuple[str, ...] = ()  # built-in readers scored beside the runs (advrace.models.readers)
     source_file: str | None = None
 
 

@@ -41,7 +41,7 @@ RUN_ONLY_KEYS = ("name", "description", "max_steps", "save_every_steps", "keep_c
 
 @dataclass(frozen=True)
 class DataConfig:
-    """A data set: a file or folder (`path`, read by advrace.loaders), or one split of a release."""
+    """A data set: a file or folder (`path`, read by advrace.formats), or one split of a release."""
 
     path: str = ""
     format: str | None = None

@@ -1,6 +1,6 @@
 """Training-set recipes: plain fine-tuning, adversarial data augmentation, and the option-only probe.
 
-Adversarial copies are made by `advrace.runner.run_splits`, the code that builds releases, so a
+Adversarial copies are made by `advrace.release.runner.run_splits`, the code that builds releases, so a
 model is trained against exactly the perturbations it is later tested on. Slices come from a
 seeded permutation of the training set: `targeted` attacks round(fraction * N) questions with
 one attack, `mixed` gives each attack its own disjoint slice. Only perturbed copies are added; a

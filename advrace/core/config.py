@@ -70,7 +70,7 @@ class ReleaseConfig:
 
 
 def _build(cls, values, where: str):
-    """`cls` from a mapping, every value checked against its field's type (advrace.checking)."""
+    """`cls` from a mapping, every value checked against its field's type (advrace.core.checking)."""
     return build_dataclass(cls, values, where, skip=("source_file",))
 
 

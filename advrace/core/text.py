@@ -10,14 +10,14 @@ WORD_RE = re.compile(r"\w+(?:['’]\w+)*")
 # A purely alphabetic token with no letter, digit, underscore or apostrophe glued to it, so that
 # "year," yields "year" and "don't" or "3rd" yield nothing an attack may scramble.
 ALPHA_TOKEN_RE = re.compile(r"(?<![\w'’])[A-Za-z]+(?![\w'’])")
-# The gap after a sentence's closing punctuation; the second also takes any run of newlines,
-# since a passage's lines (titles, list items) often end without punctuation.
 # A fill-in-the-blank question's blank, as RACE writes it: a run of underscores. The encoder
 # fills it with each option.
 BLANK_RE = re.compile(r"_+(?:\s*_+)*")
 # AddSent also fills an empty pair of parentheses, which some RACE questions use as a blank; the
 # encoder does not, so that scores stay those of the paper's input format.
 BLANK_OR_PARENS_RE = re.compile(BLANK_RE.pattern + r"|\(\s*\)")
+# The gap after a sentence's closing punctuation; the second also takes any run of newlines,
+# since a passage's lines (titles, list items) often end without punctuation.
 SENTENCE_BREAK_RE = re.compile(r"(?<=[.!?])\s+")
 SENTENCE_OR_LINE_BREAK_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 

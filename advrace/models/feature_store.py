@@ -180,7 +180,7 @@ def _encode_batch(batch: dict, indices: list[int], *, encode, cls):
 @dataclasses.dataclass
 class FeatureStore:
     """Where encoded features live: `directory` (a cache of Arrow tables), or None to encode into
-    Python objects in memory, as before issue 17 (small inputs, and the baseline of
+    Python objects in memory, as before the cache existed (small inputs, and the baseline of
     bench/train_memory.py). `workers`: `map` processes; None: every core for large inputs."""
 
     directory: Path | None

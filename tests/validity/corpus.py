@@ -1,4 +1,4 @@
-"""The labelled validity corpus (issue 26): attacked items written for advrace, valid and invalid,
+"""The labelled validity corpus: attacked items written for advrace, valid and invalid,
 one YAML file per kind of violation, that `advrace audit` must flag iff they are invalid.
 
 Each file is `{kind, attack, flag, items: [...]}`; `flag` names the registered check
