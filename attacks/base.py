@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from advrace.core.checking import build_dataclass
 from advrace.core.seeding import hashed_rng
 from advrace.core.errors import ConfigError
-from advrace.core.registry import load_plugins
+from advrace.core.registry import Registry
 from advrace.core.tasks import TASKS
 from advrace.resources import get_resources
 
@@ -101,16 +101,16 @@ def config_from_dict(cls: type, values: dict, what: str):
     return build_dataclass(cls, values, f"{what}: config")
 
 
+PLUGIN_GROUP = "advrace.attacks"
 # name -> the attack classes of that name, with disjoint tasks: "addsent" is AdvRACE's for
 # multiple choice and Jia and Liang's for SQuAD.
-REGISTRY: dict[str, list[type[Attack]]] = {}
-PLUGIN_GROUP = "advrace.attacks"
+REGISTRY: Registry[list[type[Attack]]] = Registry("attack", PLUGIN_GROUP)
 
 
 def register(cls: type[Attack]) -> type[Attack]:
     """Class decorator: an attack module registers its attack when imported (third-party ones
     are imported through the `advrace.attacks` entry-point group)."""
-    classes = REGISTRY.setdefault(cls.name, [])
+    classes = REGISTRY.add(cls.name, [cls])  # a taken name gives back its list
     if cls not in classes:
         clash = [c for c in classes if set(c.tasks) & set(cls.tasks)]
         if clash:
@@ -121,11 +121,7 @@ def register(cls: type[Attack]) -> type[Attack]:
 
 def attacks_named(name: str) -> list[type[Attack]]:
     """Every attack class of that name (one per task), or an error listing the known names."""
-    load_plugins(PLUGIN_GROUP)
-    classes = REGISTRY.get(name)
-    if not classes:
-        raise ConfigError(f"unknown attack {name!r}; available: {', '.join(available_attacks())}")
-    return list(classes)
+    return list(REGISTRY.lookup(name))
 
 
 def get_attack(name: str, task: str | None = None) -> type[Attack]:
@@ -141,10 +137,8 @@ def get_attack(name: str, task: str | None = None) -> type[Attack]:
 
 
 def attack_classes() -> list[type[Attack]]:
-    load_plugins(PLUGIN_GROUP)
-    return [cls for name in sorted(REGISTRY) for cls in REGISTRY[name]]
+    return [cls for name in available_attacks() for cls in REGISTRY[name]]
 
 
 def available_attacks() -> list[str]:
-    load_plugins(PLUGIN_GROUP)
-    return sorted(REGISTRY)
+    return sorted(REGISTRY.names())

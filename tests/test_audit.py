@@ -258,7 +258,7 @@ def leaky(install_plugin):
     yield
     from advrace.attacks import base
 
-    base.REGISTRY.pop("leaky_test", None)
+    base.REGISTRY.unregister("leaky_test")
     A.CHECKS.pop("leaky_test", None)
     A.UNCHECKED.pop("leaky_test", None)
 

@@ -370,7 +370,7 @@ def test_a_recipes_task_key_is_its_kind_and_written_back_as_task():
      "unknown key"),
     ({"train": "x", "model_config": {"model_type": "bert"}}, "needs a 'tokenizer'"),
     ({"train": "x", "model_config": {"hidden_size": 8}, "tokenizer": "t"}, "model_type"),
-    ({"train": "x", "objective": "qa"}, "objective must be one of"),
+    ({"train": "x", "objective": "qa"}, "objective: unknown training objective 'qa'; choose one of"),
     ({"train": "x", "objective": "span_extraction", "recipe": "option_only"}, "takes task 'finetune'"),
     ({"train": "x", "objective": "span_extraction", "span_extraction": {"doc_stride": 0}},
      "doc_stride must be an integer >= 1"),
@@ -468,7 +468,7 @@ def lead_only():
     register_objective(LeadOnly)
     LeadOnly.fed = []
     yield LeadOnly
-    REGISTRY.pop(LeadOnly.name, None)
+    REGISTRY.unregister(LeadOnly.name)
 
 
 def test_a_new_objective_registers_and_trains_through_the_same_loop(lead_only, tokenizer_dir, race_dir,
@@ -595,7 +595,7 @@ def plugin(install_plugin):
 
     install_plugin("no_question_plugin", PLUGIN, PLUGIN_GROUP, "no_question_test")
     yield registry
-    REGISTRY.pop("no_question_test", None)
+    REGISTRY.unregister("no_question_test")
 
 
 def test_an_entry_point_objective_is_loaded_only_when_named(plugin):

@@ -5,49 +5,40 @@ checker."""
 
 from __future__ import annotations
 
-from advrace.core.errors import ConfigError
-from advrace.core.registry import load_plugins
+from advrace.core.registry import Registry
 from advrace.core.tasks import TASKS
 
 from .base import Format
 
 PLUGIN_GROUP = "advrace.formats"
-REGISTRY: dict[str, Format] = {}  # in registration order, which is the order names are listed in
+# one Format object per name, in registration order, which is the order names are listed in
+REGISTRY: Registry[Format] = Registry("format", PLUGIN_GROUP)
 
 
 def register_format(cls: type[Format]) -> type[Format]:
     """Class decorator: a format module registers its format when imported."""
     if not cls.name or not cls.tasks or not set(cls.tasks) <= set(TASKS):
         raise ValueError(f"format {cls.__name__} needs a name and tasks from {TASKS}")
-    known = REGISTRY.get(cls.name)
-    if known is None:
-        REGISTRY[cls.name] = cls()
-    elif type(known) is not cls:
-        raise ValueError(f"two formats named {cls.name!r}: {type(known).__qualname__} and "
-                         f"{cls.__qualname__}")
+    if cls.name not in REGISTRY or type(REGISTRY[cls.name]) is not cls:
+        REGISTRY.add(cls.name, cls())
     return cls
 
 
 def unregister_format(name: str) -> None:
     """Forget a format (a test's, say); unknown names are ignored."""
-    REGISTRY.pop(name, None)
+    REGISTRY.unregister(name)
 
 
 def get_format(name: str) -> Format:
-    load_plugins(PLUGIN_GROUP)
-    fmt = REGISTRY.get(name)
-    if fmt is None:
-        raise ConfigError(f"unknown format {name!r}; choose one of {', '.join(format_names())}")
-    return fmt
+    return REGISTRY.lookup(name)
 
 
 def format_names() -> tuple[str, ...]:
     """Every registered format's name, built-in ones first, as --format lists them."""
-    load_plugins(PLUGIN_GROUP)
-    return tuple(REGISTRY)
+    return REGISTRY.names()
 
 
 def detection_order() -> list[Format]:
     """The formats in the order detection asks them: by priority, then registration."""
-    load_plugins(PLUGIN_GROUP)
+    REGISTRY.load_plugins()
     return sorted(REGISTRY.values(), key=lambda fmt: -fmt.priority)

@@ -21,12 +21,11 @@ from typing import Any, ClassVar
 
 from advrace.core.checking import build_dataclass
 from advrace.core.errors import ConfigError
-from advrace.core.registry import load_plugins
+from advrace.core.registry import Registry
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.models.feature_store import tokenizer_fingerprint
 
 PLUGIN_GROUP = "advrace.objectives"
-REGISTRY: dict[str, type[Objective]] = {}
 
 
 @dataclass(frozen=True)
@@ -126,6 +125,9 @@ def settings_dict(settings) -> dict:
     return {f.metadata.get("key", f.name): values[f.name] for f in dataclasses.fields(settings)}
 
 
+REGISTRY: Registry[type[Objective]] = Registry("training objective", PLUGIN_GROUP)
+
+
 def register_objective(cls: type[Objective]) -> type[Objective]:
     """Class decorator: an objective module registers its objective when imported (third-party
     ones are imported through the `advrace.objectives` entry-point group)."""
@@ -134,28 +136,17 @@ def register_objective(cls: type[Objective]) -> type[Objective]:
         raise TypeError(f"{cls.__name__}.name must be an identifier (it names a config section), got {name!r}")
     if not (isinstance(cls.Settings, type) and dataclasses.is_dataclass(cls.Settings)):
         raise TypeError(f"{cls.__name__}.Settings must be a dataclass")
-    known = REGISTRY.get(name)
-    if known is not None and known is not cls:
-        raise ValueError(f"two training objectives named {name!r}: {known.__module__}.{known.__qualname__} "
-                         f"and {cls.__module__}.{cls.__qualname__}")
-    REGISTRY[name] = cls
-    return cls
+    return REGISTRY.register(cls)
 
 
 def objective_names() -> tuple[str, ...]:
     """Every objective, third-party ones included."""
-    load_plugins(PLUGIN_GROUP)
-    return tuple(sorted(REGISTRY))
+    return tuple(sorted(REGISTRY.names()))
 
 
 def objective_class(name: str, where: str = "objective") -> type[Objective]:
     """The objective registered as `name`; entry points are read only for a name not built in."""
-    if name not in REGISTRY:
-        load_plugins(PLUGIN_GROUP)
-    try:
-        return REGISTRY[name]
-    except (KeyError, TypeError):
-        raise ConfigError(f"{where} must be one of {', '.join(objective_names())}, got {name!r}") from None
+    return REGISTRY.lookup(name, where)
 
 
 def get_objective(cfg) -> Objective:

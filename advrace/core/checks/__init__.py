@@ -19,7 +19,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 from advrace.core.errors import ConfigError
 from advrace.core.provenance import AdversarialSentence
-from advrace.core.registry import import_submodules
+from advrace.core.registry import Registry, import_submodules
 
 OPTION = "option"  # a new distractor beside the question's other options
 QUESTION = "question"  # a question whose options or text an attack would change
@@ -85,17 +85,15 @@ class Check:
         return f"<check {self.name}>"
 
 
-REGISTRY: dict[str, Check] = {}
+REGISTRY: Registry[Check] = Registry("check")  # one object per check, in registration order
 
 
 def register(check: Check | type) -> Check | type:
     """Add a check (an instance, or a class with no arguments); usable as a class decorator."""
     instance = check() if isinstance(check, type) else check
     if not instance.name or instance.scope not in SCOPES:
-        raise ConfigError(f"check {instance!r}: needs a name and a scope among {', '.join(SCOPES)}")
-    if instance.name in REGISTRY and type(REGISTRY[instance.name]) is not type(instance):
-        raise ConfigError(f"two checks are named {instance.name!r}")
-    REGISTRY[instance.name] = instance
+        raise ValueError(f"check {instance!r}: needs a name and a scope among {', '.join(SCOPES)}")
+    REGISTRY.add(instance.name, instance)
     return check
 
 
