@@ -54,7 +54,9 @@ class Attack(ABC):
     probe: ClassVar[bool] = False
 
     def __init__(self, config: dict | None = None, seed: int = 0, resources=None):
-        self.config = config_from_dict(self.Config, config or {}, f"attack {self.name!r}")
+        # unknown keys and values of the wrong type are refused here, when the attack is made,
+        # not when it first reads the value
+        self.config = build_dataclass(self.Config, config or {}, f"attack {self.name!r}: config")
         self.seed = int(seed)
         self._resources = resources
 
@@ -93,12 +95,6 @@ class Attack(ABC):
 
     def describe(self) -> dict:
         return {"attack": self.name, "config": dataclasses.asdict(self.config), "seed": self.seed}
-
-
-def config_from_dict(cls: type, values: dict, what: str):
-    """The attack's Config from a mapping: unknown keys and values of the wrong type are refused
-    here, when the attack is made, not when it first reads the value."""
-    return build_dataclass(cls, values, f"{what}: config")
 
 
 PLUGIN_GROUP = "advrace.attacks"

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import results  # noqa: E402  (bench/results.py)
-from advrace.core.config import config_from_dict  # noqa: E402
+from advrace.core.config import release_config_from_dict  # noqa: E402
 from advrace.formats import load  # noqa: E402
 from advrace.resources import Resources, get_resources  # noqa: E402
 from advrace.release.runner import Runner, default_workers, make_attacks, run_splits  # noqa: E402
@@ -64,8 +64,8 @@ def main() -> int:
     results.add_argument(ap)
     args = ap.parse_args()
 
-    cfg = config_from_dict({"seed": args.seed, "splits": args.attacks.split(","),
-                            "workers": args.workers})
+    cfg = release_config_from_dict({"seed": args.seed, "splits": args.attacks.split(","),
+                                    "workers": args.workers})
     loaded = load(args.path, args.format, limit=args.limit)
     examples = loaded.examples
     n_passages = len({ex.passage for ex in examples})

@@ -27,12 +27,12 @@ def grid(tokenizer_dir, race_dir, tmp_path, **extra):
 
 
 def test_grid_on_the_sample_trains_each_run_and_writes_one_matrix(tokenizer_dir, race_dir, tmp_path):
-    from advrace.core.config import config_from_dict
+    from advrace.core.config import release_config_from_dict
     from advrace.release import build_release
 
     release = tmp_path / "release"
-    build_release(config_from_dict({"data": {"path": "@sample/race", "limit": 24}, "seed": 1, "workers": 1,
-                                    "splits": ["charswap", "diagnosis", "option_only"]}), release)
+    build_release(release_config_from_dict({"data": {"path": "@sample/race", "limit": 24}, "seed": 1, "workers": 1,
+                                            "splits": ["charswap", "diagnosis", "option_only"]}), release)
     sample = {"train.path": "@sample/race", "train.limit": 40, "dev.path": "@sample/race", "dev.limit": 12}
     g = grid_from_dict(grid(tokenizer_dir, race_dir, tmp_path, release={"path": str(release)}, set=sample,
                             baselines=["sliding-window"]))
@@ -89,13 +89,13 @@ def test_ablate_checks_and_reads_the_release_once(tokenizer_dir, race_dir, tmp_p
     import advrace.evaluation.scoring as scoring
     import advrace.training.ablation as ablation
     import advrace.training.loop as loop
-    from advrace.core.config import config_from_dict
+    from advrace.core.config import release_config_from_dict
     from advrace.evaluation import score_release
     from advrace.release import build_release, check_release, read_split
 
     release = tmp_path / "release"
-    build_release(config_from_dict({"data": {"path": str(race_dir)}, "seed": 1, "workers": 1,
-                                    "splits": ["charswap", "option_only"]}), release)
+    build_release(release_config_from_dict({"data": {"path": str(race_dir)}, "seed": 1, "workers": 1,
+                                            "splits": ["charswap", "option_only"]}), release)
     alone = {"run": score_release(release, PreferFirst(), progress=False),
              "sliding-window": score_release(release, "sliding-window", progress=False)}
     checks, reads = [], []

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.release import build_release, read_split
 from advrace.resources import get_resources
 from advrace.attacks import get_attack
@@ -107,7 +107,7 @@ def test_readability_checks(res, sentence, problem):
 def _squad_release(tmp_path, splits):
     path = tmp_path / "squad.json"
     path.write_text(json.dumps(squad_doc()), encoding="utf-8")
-    cfg = config_from_dict({"name": "s", "data": {"path": str(path)}, "seed": 3, "splits": splits, "workers": 1})
+    cfg = release_config_from_dict({"name": "s", "data": {"path": str(path)}, "seed": 3, "splits": splits, "workers": 1})
     return build_release(cfg, tmp_path / "rel"), tmp_path / "rel"
 
 

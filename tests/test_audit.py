@@ -8,7 +8,7 @@ import json
 import pytest
 
 from advrace.cli import main
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.core.examples import Answer, MCExample, SpanExample
 from advrace.core.provenance import AdversarialSentence, AttackSummary, NewDistractors, Replacement, TextReplaced
 from advrace.release import audit as A
@@ -264,9 +264,9 @@ def leaky(install_plugin):
 
 
 def _config(**extra):
-    return config_from_dict({"name": "audit-test", "data": {"path": "@sample/race", "format": "race-dir",
-                                                            "limit": 12},
-                             "splits": ["leaky_test", "charswap"], "workers": 1, **extra})
+    return release_config_from_dict({"name": "audit-test", "data": {"path": "@sample/race", "format": "race-dir",
+                                                                    "limit": 12},
+                                     "splits": ["leaky_test", "charswap"], "workers": 1, **extra})
 
 
 def test_a_build_records_the_audit_and_the_card_warns(leaky, tmp_path, capsys):
@@ -309,8 +309,8 @@ def test_drop_flagged_keeps_every_question_and_leaves_flagged_ones_unchanged(lea
 
 def test_the_rule_based_sample_splits_pass_the_audit(tmp_path):
     out = tmp_path / "rel"
-    cfg = config_from_dict({"name": "s", "data": {"path": "@sample/race", "format": "race-dir"},
-                            "splits": ["addsent", "charswap", "diagnosis", "option_only"]})
+    cfg = release_config_from_dict({"name": "s", "data": {"path": "@sample/race", "format": "race-dir"},
+                                    "splits": ["addsent", "charswap", "diagnosis", "option_only"]})
     build_release(cfg, out)
     stats = json.loads((out / "stats.json").read_text())
     assert {split: a["flagged"] for split, a in stats["audit"].items()} == \
@@ -320,8 +320,8 @@ def test_the_rule_based_sample_splits_pass_the_audit(tmp_path):
 
 def test_audit_refuses_an_unknown_split(tmp_path):
     out = tmp_path / "rel"
-    build_release(config_from_dict({"name": "s", "data": {"path": "@sample/race", "limit": 4},
-                                    "splits": ["charswap"]}), out)
+    build_release(release_config_from_dict({"name": "s", "data": {"path": "@sample/race", "limit": 4},
+                                            "splits": ["charswap"]}), out)
     assert main(["audit", str(out), "--split", "addsent"]) == 2
 
 

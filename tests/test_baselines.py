@@ -82,12 +82,12 @@ def test_similarity_scores_do_not_depend_on_the_batch(reader):
 def test_evaluate_takes_built_in_readers_by_name(tmp_path):
     import json
 
-    from advrace.core.config import config_from_dict
+    from advrace.core.config import release_config_from_dict
     from advrace.evaluation import evaluate_command
     from advrace.release import build_release
     from conftest import make_race_dir
 
-    cfg = config_from_dict({"data": {"path": str(make_race_dir(tmp_path))}, "splits": ["charswap"], "workers": 1})
+    cfg = release_config_from_dict({"data": {"path": str(make_race_dir(tmp_path))}, "splits": ["charswap"], "workers": 1})
     build_release(cfg, tmp_path / "rel")
     summary = evaluate_command(tmp_path / "rel", ["sliding-window", "sliding-window:distance"], [],
                                tmp_path / "report", progress=False)
@@ -264,12 +264,12 @@ class PlainReader:
 
 
 def test_evaluate_shows_reader_progress_and_quiet_shows_nothing(tmp_path, capsys):
-    from advrace.core.config import config_from_dict
+    from advrace.core.config import release_config_from_dict
     from advrace.evaluation import evaluate_command
     from advrace.release import build_release
     from conftest import make_race_dir
 
-    cfg = config_from_dict({"data": {"path": str(make_race_dir(tmp_path))}, "splits": ["charswap"], "workers": 1})
+    cfg = release_config_from_dict({"data": {"path": str(make_race_dir(tmp_path))}, "splits": ["charswap"], "workers": 1})
     build_release(cfg, tmp_path / "rel")
     capsys.readouterr()
     evaluate_command(tmp_path / "rel", ["sliding-window", PlainReader()], [], tmp_path / "report", progress=True)

@@ -10,14 +10,14 @@ import yaml
 
 from advrace.core.checking import build_dataclass, describe
 from advrace.cli import main
-from advrace.core.config import config_from_dict as release_config
+from advrace.core.config import release_config_from_dict
 from advrace.core.config import load_config as load_release
 from advrace.core.errors import ConfigError
 from advrace.attacks import get_attack
 from conftest import tiny
 from advrace.training.ablation import grid_from_dict
 from advrace.training.config import apply_overrides
-from advrace.training.config import config_from_dict as train_config
+from advrace.training.config import train_config_from_dict
 from advrace.training.config import load_config as load_train
 
 
@@ -183,7 +183,7 @@ def test_cli_build_checks_attack_configs_before_reading_data(tmp_path, capsys):
 
 def test_release_split_seed_must_be_an_integer(tmp_path, capsys):
     with pytest.raises(ConfigError, match=r"splits\[0\].seed must be an integer or null, got 'abc'"):
-        release_config({"splits": [{"attack": "charswap", "seed": "abc"}]})
+        release_config_from_dict({"splits": [{"attack": "charswap", "seed": "abc"}]})
     config = tmp_path / "r.yaml"
     config.write_text("splits:\n  - attack: charswap\n    seed: abc\n", encoding="utf-8")
     assert main(["build", str(config), "--data", "@sample/race", "--out", str(tmp_path / "out")]) == 2
@@ -191,8 +191,8 @@ def test_release_split_seed_must_be_an_integer(tmp_path, capsys):
 
 
 def test_release_values_are_type_checked():
-    cfg = release_config({"seed": 3, "workers": None, "data": {"limit": None, "lenient": True},
-                          "splits": [{"attack": "charswap", "seed": None, "config": None}]})
+    cfg = release_config_from_dict({"seed": 3, "workers": None, "data": {"limit": None, "lenient": True},
+                                    "splits": [{"attack": "charswap", "seed": None, "config": None}]})
     assert cfg.workers is None and cfg.data.limit is None and cfg.splits[0].seed is None
     assert cfg.splits[0].config == {}
     for values, message in [({"seed": "abc"}, r"config.seed must be an integer, got 'abc'"),
@@ -201,7 +201,7 @@ def test_release_values_are_type_checked():
                             ({"splits": [{"attack": "charswap", "config": ["x"]}]},
                              r"splits\[0\].config must be a mapping")]:
         with pytest.raises(ConfigError, match=message):
-            release_config(values)
+            release_config_from_dict(values)
 
 
 def test_release_yaml_exponent_needs_no_dot(tmp_path):
@@ -250,13 +250,13 @@ def test_objective_sections_are_checked_by_the_same_checker(tmp_path, capsys):
 
 
 def test_training_ranges_still_checked_after_types():
-    assert train_config({"train": "x", "lr": "2e-5"}).lr == 2e-5
+    assert train_config_from_dict({"train": "x", "lr": "2e-5"}).lr == 2e-5
     with pytest.raises(ConfigError, match=r"config.lr must be a number > 0, got 0.0"):
-        train_config({"train": "x", "lr": 0})
+        train_config_from_dict({"train": "x", "lr": 0})
     with pytest.raises(ConfigError, match=r"config.train.limit must be an integer >= 0, got -1"):
-        train_config(apply_overrides({"train": "x"}, ["train.limit=-1"]))
+        train_config_from_dict(apply_overrides({"train": "x"}, ["train.limit=-1"]))
     with pytest.raises(ConfigError, match=r"config.train: unknown key\(s\) limt"):
-        train_config({"train": {"path": "x", "limt": 1}})
+        train_config_from_dict({"train": {"path": "x", "limt": 1}})
 
 
 # ---------------------------------------------------------------- ablation grids

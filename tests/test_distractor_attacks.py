@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.core.distractors import jaccard_distance, token_overlap
 from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
@@ -29,8 +29,8 @@ def setup(tmp_path_factory):
 
 
 def _build(setup, tmp_path, splits, name="rel"):
-    cfg = config_from_dict({"name": "t", "data": {"path": str(setup["race"])}, "seed": 7,
-                            "splits": splits})
+    cfg = release_config_from_dict({"name": "t", "data": {"path": str(setup["race"])}, "seed": 7,
+                                    "splits": splits})
     manifest = build_release(cfg, tmp_path / name)
     return manifest, tmp_path / name
 
@@ -178,10 +178,10 @@ def test_rule_based_splits_can_feed_a_model_split(setup, tmp_path):
 
 BUILD_DRIVER = """
 import json, sys
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.release import build_release
 
-build_release(config_from_dict(json.loads(sys.argv[1])), sys.argv[2])
+build_release(release_config_from_dict(json.loads(sys.argv[1])), sys.argv[2])
 from accelerate import PartialState
 print(f"processes {PartialState().num_processes}")  # one write: the two processes share stdout
 """
@@ -437,10 +437,10 @@ def test_splits_that_differ_only_in_choosing_share_one_model_pass(setup, tmp_pat
 
     monkeypatch.setattr(DistractorGeneration, "candidates", counted)
     model = setup["dg"]["final"]
-    cfg = config_from_dict({"name": "dg-twice", "data": {"path": str(setup["race"])}, "seed": 3, "splits": [
+    cfg = release_config_from_dict({"name": "dg-twice", "data": {"path": str(setup["race"])}, "seed": 3, "splits": [
         {"attack": "distractor_generation", "config": {"model": model, "beam_size": 4}},
         {"attack": "distractor_generation", "name": "dg_sw", "config": {"model": model, "beam_size": 4,
-                                                                          "select_with": "sliding-window"}},
+                                                                                  "select_with": "sliding-window"}},
         {"attack": "distractor_generation", "name": "dg_beam3", "config": {"model": model, "beam_size": 3}}]})
     build_release(cfg, tmp_path / "rel")
     n = len(read_split(tmp_path / "rel", "original"))

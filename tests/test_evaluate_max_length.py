@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.evaluation import add_evaluate_parser, evaluate_command, load_checkpoint
 from advrace.models import mc_scoring, span_scoring
 from advrace.models.span_scoring import load_span_model
@@ -23,7 +23,7 @@ def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("trained")
     race = make_race_dir(tmp)
     run = train(tiny(make_tokenizer(tmp), race, tmp, max_length=40, epochs=1), progress=False)
-    build_release(config_from_dict({"data": {"path": str(race)}, "splits": ["charswap"], "workers": 1}),
+    build_release(release_config_from_dict({"data": {"path": str(race)}, "splits": ["charswap"], "workers": 1}),
                   tmp / "rel")
     return {"final": run["final"], "release": tmp / "rel", "tmp": tmp}
 
@@ -105,8 +105,8 @@ def test_span_models_read_in_windows_of_the_recorded_length(trained, tmp_path, l
     scorer = load_span_model(str(folder), max_length=64)
     assert (scorer.max_length, scorer.doc_stride) == (64, 16)
     (tmp_path / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
-    build_release(config_from_dict({"data": {"path": str(tmp_path / "squad.json")}, "splits": ["charswap"],
-                                    "workers": 1}), tmp_path / "qa")
+    build_release(release_config_from_dict({"data": {"path": str(tmp_path / "squad.json")}, "splits": ["charswap"],
+                                            "workers": 1}), tmp_path / "qa")
     lengths_used.clear()
     evaluate_command(tmp_path / "qa", [str(folder)], [], tmp_path / "report", progress=False)
     assert source(tmp_path / "report", f"{tmp_path.name}/span")["max_length"] == 48 and set(lengths_used) == {48}

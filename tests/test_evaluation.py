@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import (ModelLoadError, PredictionsError, add_evaluate_parser, evaluate_command,
                                 load_checkpoint, score_predictions, score_release, unique_names)
@@ -29,8 +29,8 @@ def write_race(root: Path) -> Path:
 def mc_release(tmp_path_factory) -> Path:
     """original, charswap and the option_only probe over 7 RACE questions."""
     tmp = tmp_path_factory.mktemp("mc")
-    cfg = config_from_dict({"data": {"path": str(write_race(tmp / "RACE" / "test"))},
-                            "splits": ["charswap", "option_only"], "workers": 1})
+    cfg = release_config_from_dict({"data": {"path": str(write_race(tmp / "RACE" / "test"))},
+                                    "splits": ["charswap", "option_only"], "workers": 1})
     build_release(cfg, tmp / "release")
     return tmp / "release"
 
@@ -39,7 +39,7 @@ def mc_release(tmp_path_factory) -> Path:
 def qa_release(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("qa")
     (tmp / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
-    cfg = config_from_dict({"data": {"path": str(tmp / "squad.json")}, "splits": ["charswap"], "workers": 1})
+    cfg = release_config_from_dict({"data": {"path": str(tmp / "squad.json")}, "splits": ["charswap"], "workers": 1})
     build_release(cfg, tmp / "release")
     return tmp / "release"
 

@@ -21,7 +21,7 @@ from advrace.models.mc_scoring import CheckpointScorer
 from advrace.models.seq2seq_encoding import Seq2SeqFeature
 from advrace.models.seq2seq_encoding import training_features as seq2seq_features
 from advrace.models.span_encoding import SpanWindow, encode_windows, span_training_examples
-from advrace.training import config_from_dict, train
+from advrace.training import train, train_config_from_dict
 from advrace.training.objectives import get_objective
 from advrace.training.objectives.multiple_choice import MultipleChoice
 from conftest import squad_doc, tiny
@@ -153,7 +153,7 @@ def test_a_subclass_that_encodes_otherwise_has_its_own_key(tokenizer_dir, race_d
             return super().features(tokenizer, [dataclasses.replace(e, question=e.question.upper())
                                                 for e in examples], seed, dev)
 
-    cfg = config_from_dict(tiny(tokenizer_dir, race_dir, tmp_path))
+    cfg = train_config_from_dict(tiny(tokenizer_dir, race_dir, tmp_path))
     plain = get_objective(cfg)
     assert Shouting(cfg).encoding_key(1, False) != plain.encoding_key(1, False)
     assert plain.encoding_key(1, False) == plain.encoding_key(2, True)  # shared with evaluation

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from advrace.cli import _parser as advrace_parser, main as advrace_main
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.tasks import MULTIPLE_CHOICE
@@ -52,7 +52,7 @@ def request(url, data=None, headers=None):
 @pytest.fixture(scope="module")
 def mc_release(tmp_path_factory):
     root = tmp_path_factory.mktemp("he")
-    cfg = config_from_dict({"data": {"path": str(make_race_dir(root))}, "splits": ["charswap"], "workers": 1})
+    cfg = release_config_from_dict({"data": {"path": str(make_race_dir(root))}, "splits": ["charswap"], "workers": 1})
     build_release(cfg, root / "rel")
     return root / "rel"
 
@@ -176,7 +176,7 @@ def test_text_is_escaped(mc_release, tmp_path):
 def test_squad_items_take_a_span(tmp_path):
     path = tmp_path / "squad.json"
     path.write_text(json.dumps(squad_doc()), encoding="utf-8")
-    build_release(config_from_dict({"data": {"path": str(path)}, "splits": [], "workers": 1}), tmp_path / "rel")
+    build_release(release_config_from_dict({"data": {"path": str(path)}, "splits": [], "workers": 1}), tmp_path / "rel")
     out = create_study(tmp_path / "rel", tmp_path / "q.db", per_split=3, annotators=2, seed=0)
     server, url = start(tmp_path / "q.db")
     try:
@@ -394,7 +394,7 @@ def test_create_on_every_interface_links_to_this_machine(mc_release, tmp_path, c
 @pytest.fixture(scope="module")
 def probe_release(tmp_path_factory):
     root = tmp_path_factory.mktemp("probes")
-    cfg = config_from_dict({"data": {"path": str(make_race_dir(root))}, "workers": 1, "splits": [
+    cfg = release_config_from_dict({"data": {"path": str(make_race_dir(root))}, "workers": 1, "splits": [
         "charswap", "option_only", {"attack": "option_only", "name": "pq_charswap", "from": "charswap"}]})
     build_release(cfg, root / "rel")
     return root / "rel"
@@ -436,7 +436,7 @@ def test_splits_nobody_annotated_report_na_not_zero(mc_release, tmp_path):
     # SQuAD: human F1 is n/a too, and a study nobody answered still reports
     path = tmp_path / "squad.json"
     path.write_text(json.dumps(squad_doc()), encoding="utf-8")
-    build_release(config_from_dict({"data": {"path": str(path)}, "splits": [], "workers": 1}), tmp_path / "sq")
+    build_release(release_config_from_dict({"data": {"path": str(path)}, "splits": [], "workers": 1}), tmp_path / "sq")
     create_study(tmp_path / "sq", tmp_path / "q.db", per_split=2, annotators=1)
     entry = report.write(tmp_path / "q.db", tmp_path / "qout")["splits"]["original"]
     assert entry["human_f1"] is None and entry["human_f1_ci"] is None

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.core.examples import MCExample
 from advrace.human_eval import report
 from advrace.human_eval.authoring import AuthoringModel, export_authored
@@ -55,8 +55,8 @@ def study(tmp_path):
                           "Where does Tom live?", ("In a small village", "By the sea", "In a city", "<b>x</b>"), 0)]
     write_release({"original": passages}, tmp_path / "evil", name="evil", source={"name": "t"})
     root = tmp_path / "race"
-    build_release(config_from_dict({"data": {"path": str(make_race_dir(root))}, "splits": ["charswap"],
-                                    "workers": 1}), tmp_path / "rel")
+    build_release(release_config_from_dict({"data": {"path": str(make_race_dir(root))}, "splits": ["charswap"],
+                                            "workers": 1}), tmp_path / "rel")
     out = create_study(tmp_path / "rel", tmp_path / "study.db", per_split=2, annotators=2, seed=4)
     evil = create_study(tmp_path / "evil", tmp_path / "evil.db", per_split=1, annotators=1)
     server, url = serve(tmp_path / "study.db")
@@ -185,7 +185,7 @@ def _tiny_release(tmp_path):
 def _squad_release(tmp_path):
     path = tmp_path / "squad.json"
     path.write_text(json.dumps(squad_doc()), encoding="utf-8")
-    build_release(config_from_dict({"data": {"path": str(path)}, "splits": [], "workers": 1}), tmp_path / "squad")
+    build_release(release_config_from_dict({"data": {"path": str(path)}, "splits": [], "workers": 1}), tmp_path / "squad")
     return tmp_path / "squad"
 
 

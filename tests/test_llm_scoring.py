@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from advrace.cli import main as cli_main
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.formats import load
@@ -43,11 +43,11 @@ def setup(tmp_path_factory):
     qa.save_pretrained(root / "qa")
     tok.save_pretrained(root / "qa")
     mc_release = root / "mc"
-    build_release(config_from_dict({"data": {"path": str(race)}, "splits": ["charswap"], "workers": 1}), mc_release)
+    build_release(release_config_from_dict({"data": {"path": str(race)}, "splits": ["charswap"], "workers": 1}), mc_release)
     (root / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
     qa_release = root / "squad"
-    build_release(config_from_dict({"data": {"path": str(root / "squad.json")}, "splits": ["charswap"],
-                                    "workers": 1}), qa_release)
+    build_release(release_config_from_dict({"data": {"path": str(root / "squad.json")}, "splits": ["charswap"],
+                                            "workers": 1}), qa_release)
     return {"root": root, "race": race, "tok": tok, "lm": lm, "qa": str(root / "qa"), "mc": mc_release,
             "squad": qa_release, "examples": load(str(race)).examples}
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from advrace.cli import main
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError, VerifyError
 from advrace.metrics import squad_em_f1
 from advrace.models.llm_prompts import option_continuation, race_prompt, squad_prompt
@@ -26,8 +26,8 @@ from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc
 
 def _release(root: Path, data: Path, name: str) -> Path:
     out = root / name
-    build_release(config_from_dict({"name": name, "data": {"path": str(data)}, "seed": 3,
-                                    "splits": ["charswap"], "workers": 1}), out)
+    build_release(release_config_from_dict({"name": name, "data": {"path": str(data)}, "seed": 3,
+                                            "splits": ["charswap"], "workers": 1}), out)
     return out
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from advrace.core.config import ReleaseConfig, config_from_dict, load_config
+from advrace.core.config import ReleaseConfig, load_config, release_config_from_dict
 from advrace.core.errors import ConfigError, DataError, VerifyError
 from advrace.release import (build_release, check_release, export_advrace, read_split, split_file,
                              verify_release)
@@ -13,8 +13,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def cfg_for(path, **extra) -> ReleaseConfig:
-    return config_from_dict({"name": "t", "data": {"path": str(path)}, "seed": 3,
-                             "splits": [{"attack": "charswap"}], **extra})
+    return release_config_from_dict({"name": "t", "data": {"path": str(path)}, "seed": 3,
+                                     "splits": [{"attack": "charswap"}], **extra})
 
 
 def tree_bytes(root: Path) -> dict:
@@ -187,9 +187,9 @@ def test_export_advrace_format(race_dir, tmp_path):
 
 def test_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="unknown key"):
-        config_from_dict({"splits": [{"attack": "charswap", "sed": 1}]})
+        release_config_from_dict({"splits": [{"attack": "charswap", "sed": 1}]})
     with pytest.raises(ConfigError, match="used twice"):
-        config_from_dict({"splits": ["charswap", "charswap"]})
+        release_config_from_dict({"splits": ["charswap", "charswap"]})
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: [unclosed")
     with pytest.raises(ConfigError, match="invalid YAML"):

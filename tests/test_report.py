@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.release import build_release, read_split
@@ -23,7 +23,7 @@ def mc_release(tmp_path_factory) -> Path:
     for sub, n, k in [("high", 1, 3), ("middle", 2, 2), ("middle", 10, 2)]:
         (root / sub).mkdir(parents=True, exist_ok=True)
         (root / sub / f"{n}.txt").write_text(json.dumps(race_passage(f"{sub}{n}.txt", k)), encoding="utf-8")
-    cfg = config_from_dict({"data": {"path": str(root)}, "splits": ["charswap", "option_only"], "workers": 1})
+    cfg = release_config_from_dict({"data": {"path": str(root)}, "splits": ["charswap", "option_only"], "workers": 1})
     build_release(cfg, tmp / "release")
     return tmp / "release"
 
@@ -279,7 +279,7 @@ def test_report_says_how_each_model_was_run(mc_release, tmp_path, bf16):
 
 def test_squad_report_has_em_and_f1_tables(tmp_path):
     (tmp_path / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
-    cfg = config_from_dict({"data": {"path": str(tmp_path / "squad.json")}, "splits": ["charswap"], "workers": 1})
+    cfg = release_config_from_dict({"data": {"path": str(tmp_path / "squad.json")}, "splits": ["charswap"], "workers": 1})
     build_release(cfg, tmp_path / "release")
     preds = {}
     for split in ("original", "charswap"):

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.core.provenance import FieldsRemoved, TextReplaced
 from advrace.release import build_release, read_split, runner
@@ -14,7 +14,7 @@ def tree_bytes(root: Path) -> dict:
 
 
 def cfg(path, splits, **extra):
-    return config_from_dict({"data": {"path": str(path)}, "seed": 11, "splits": splits, **extra})
+    return release_config_from_dict({"data": {"path": str(path)}, "seed": 11, "splits": splits, **extra})
 
 
 SPLITS = ["addsent", "charswap", "diagnosis", {"attack": "option_only"},

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from advrace.cli import main as advrace_main
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.core.examples import SpanExample
 from advrace.core.provenance import Authored
@@ -36,7 +36,7 @@ def author_model(span_model):
 def squad_release(tmp_path_factory):
     root = tmp_path_factory.mktemp("squad-rel")
     (root / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
-    build_release(config_from_dict({"data": {"path": str(root / "squad.json")}, "splits": [], "workers": 1}),
+    build_release(release_config_from_dict({"data": {"path": str(root / "squad.json")}, "splits": [], "workers": 1}),
                   root / "rel")
     return root / "rel"
 

@@ -15,7 +15,7 @@ from advrace.core.errors import ConfigError
 from advrace.core.provenance import AttackSummary
 from advrace.formats import load
 from conftest import PASSAGE, SPECIAL, tiny
-from advrace.training import config_from_dict, load_config, train
+from advrace.training import load_config, train, train_config_from_dict
 from advrace.training.cli import main
 from advrace.training.data import BucketBatchSampler, encode
 from advrace.training.objectives import PLUGIN_GROUP, REGISTRY, objective_names, register_objective
@@ -147,7 +147,7 @@ def test_a_resumed_run_is_prepared_from_its_checkpoint_and_trains_on_a_copy_of_i
 
 def test_targeted_adds_a_quarter_of_perturbed_copies(race_dir):
     examples = load(str(race_dir)).examples
-    recipe = config_from_dict({"train": "x", "recipe": {
+    recipe = train_config_from_dict({"train": "x", "recipe": {
         "task": "adversarial", "mode": "targeted", "attacks": ["charswap"], "workers": 1}}).recipe
     out, report = build_train_set(recipe, examples, seed=3)
     added = out[len(examples):]
@@ -177,7 +177,7 @@ def test_unperturbable_questions_are_replaced(race_dir, monkeypatch):
 
     monkeypatch.setattr(CharSwap, "perturb", picky)
     examples = load(str(race_dir)).examples
-    recipe = config_from_dict({"train": "x", "recipe": {
+    recipe = train_config_from_dict({"train": "x", "recipe": {
         "task": "adversarial", "attacks": "charswap", "fraction": 0.4, "workers": 1}}).recipe
     out, report = build_train_set(recipe, examples, seed=0)
     added = out[len(examples):]
@@ -188,7 +188,7 @@ def test_unperturbable_questions_are_replaced(race_dir, monkeypatch):
 
 def test_mixed_gives_each_attack_a_disjoint_slice():
     examples = load(SAMPLE_RACE).examples
-    recipe = config_from_dict({"train": "x", "recipe": {
+    recipe = train_config_from_dict({"train": "x", "recipe": {
         "task": "adversarial", "mode": "mixed", "attacks": ["charswap", "option_only"],
         "workers": 1}}).recipe
     out, report = build_train_set(recipe, examples, seed=1)
@@ -290,13 +290,13 @@ def test_adversarial_copies_are_not_reused_across_release_formats(tokenizer_dir,
 
 
 def test_data_from_a_release_split(race_dir, tmp_path):
-    from advrace.core.config import config_from_dict as release_config
+    from advrace.core.config import release_config_from_dict
     from advrace.release import build_release
     from advrace.training.config import data_from_dict
     from advrace.training.data import load_examples
 
-    build_release(release_config({"data": {"path": str(race_dir)}, "splits": ["charswap"],
-                                  "workers": 1}), tmp_path / "rel")
+    build_release(release_config_from_dict({"data": {"path": str(race_dir)}, "splits": ["charswap"],
+                                          "workers": 1}), tmp_path / "rel")
     spec = data_from_dict({"release": str(tmp_path / "rel"), "split": "charswap", "limit": 5}, "dev")
     attacked = load_examples(spec)
     original = load_examples(data_from_dict({"release": str(tmp_path / "rel")}, "dev"))
@@ -377,7 +377,7 @@ def test_a_recipes_task_key_is_its_kind_and_written_back_as_task():
 ])
 def test_config_errors(values, message):
     with pytest.raises(ConfigError, match=message):
-        config_from_dict(values)
+        train_config_from_dict(values)
 
 
 def test_errors_found_before_training(tokenizer_dir, race_dir, tmp_path):
@@ -540,17 +540,17 @@ def test_set_reaches_objective_sections(lead_only, tmp_path):
 ])
 def test_objective_sections_are_checked(values, message):
     with pytest.raises(ConfigError, match=message) as info:
-        config_from_dict({"train": "x", **values})
+        train_config_from_dict({"train": "x", **values})
     assert info.value.exit_code == 2
 
 
 def test_flat_settings_of_the_chosen_objective_are_read_as_its_section():
     """The layout before per-objective sections still reads the same."""
-    flat = config_from_dict({"train": "x", "objective": "span_extraction", "doc_stride": 64})
-    section = config_from_dict({"train": "x", "objective": "span_extraction",
-                                "span_extraction": {"doc_stride": 64}})
+    flat = train_config_from_dict({"train": "x", "objective": "span_extraction", "doc_stride": 64})
+    section = train_config_from_dict({"train": "x", "objective": "span_extraction",
+                                      "span_extraction": {"doc_stride": 64}})
     assert flat == section and flat.to_dict()["span_extraction"] == {"doc_stride": 64, "max_answer_tokens": 30}
-    assert "doc_stride" not in flat.to_dict() and "span_extraction" not in config_from_dict({"train": "x"}).to_dict()
+    assert "doc_stride" not in flat.to_dict() and "span_extraction" not in train_config_from_dict({"train": "x"}).to_dict()
 
 
 def test_a_checkpoint_from_before_objective_sections_is_refused_saying_what_to_do(tokenizer_dir, race_dir,
@@ -599,14 +599,14 @@ def plugin(install_plugin):
 
 
 def test_an_entry_point_objective_is_loaded_only_when_named(plugin):
-    config_from_dict({"train": "x", "objective": "span_extraction", "span_extraction": {"doc_stride": 8}})
+    train_config_from_dict({"train": "x", "objective": "span_extraction", "span_extraction": {"doc_stride": 8}})
     assert PLUGIN_GROUP not in plugin._LOADED and "no_question_plugin" not in sys.modules
-    cfg = config_from_dict({"train": "x", "objective": "no_question_test",
-                            "no_question_test": {"keep_question": True}})
+    cfg = train_config_from_dict({"train": "x", "objective": "no_question_test",
+                                  "no_question_test": {"keep_question": True}})
     assert cfg.settings.keep_question is True and type(cfg.settings).__module__ == "no_question_plugin"
     assert "no_question_test" in objective_names()
     with pytest.raises(ConfigError, match=r"no_question_test.keep_question must be true or false, got 'yes'"):
-        config_from_dict({"train": "x", "objective": "no_question_test", "no_question_test": {"keep_question": "yes"}})
+        train_config_from_dict({"train": "x", "objective": "no_question_test", "no_question_test": {"keep_question": "yes"}})
 
 
 # ---------------------------------------------------------------- learning-rate schedule

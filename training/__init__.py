@@ -7,7 +7,7 @@ option-only probes), span extractors and distractor generators, and objectives o
 transformers are loaded only when training starts.
 """
 
-from .config import TrainConfig, config_from_dict, load_config
+from .config import TrainConfig, load_config, train_config_from_dict
 
 
 def train(config, output_dir=None, resume=False, progress=True) -> dict:
@@ -17,4 +17,4 @@ def train(config, output_dir=None, resume=False, progress=True) -> dict:
     return run(config, output_dir=output_dir, resume=resume, progress=progress)
 
 
-__all__ = ["TrainConfig", "config_from_dict", "load_config", "train"]
+__all__ = ["TrainConfig", "load_config", "train", "train_config_from_dict"]

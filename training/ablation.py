@@ -27,7 +27,7 @@ from advrace.evaluation.report import write_report
 from advrace.models.readers import BASELINES, is_baseline
 from advrace.release import build_release, check_release, read_split
 
-from .config import check_paths, config_from_dict, resolve_paths, resolve_setting, set_values
+from .config import check_paths, resolve_paths, resolve_setting, set_values, train_config_from_dict
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def grid_from_dict(values: dict, where: str = "ablation config", folder: str | N
         raise ConfigError(f"{where}: run name(s) {', '.join(sorted(clash))} clash with baselines")
 
     for run in grid.runs:
-        config_from_dict(run_config(grid, run), f"{where}: run {run.name!r}: config")
+        train_config_from_dict(run_config(grid, run), f"{where}: run {run.name!r}: config")
     return grid
 
 
@@ -167,7 +167,7 @@ def check_grid_paths(grid: Grid) -> None:
         raise ConfigError(f"{where}: release.config {grid.release.config}: no such config file (see "
                           f"configs/release/ for examples){WHERE_PATHS_ARE_READ}")
     for run in grid.runs:
-        check_paths(dataclasses.replace(config_from_dict(run_config(grid, run), f"{where}: run {run.name!r}"),
+        check_paths(dataclasses.replace(train_config_from_dict(run_config(grid, run), f"{where}: run {run.name!r}"),
                                         source_file=f"{where}: run {run.name!r}"))
 
 
@@ -202,7 +202,7 @@ def ablate(grid: Grid, output_dir: str | Path | None = None, *, resume: bool = F
             raise ConfigError(f"run {run.name!r}: evaluate_on names split(s) {', '.join(unknown)} "
                               f"that {release} lacks; it has {', '.join(manifest['splits'])}")
         run_dir = out / "runs" / run.name
-        result = train(config_from_dict(run_config(grid, run), f"run {run.name!r}"), output_dir=run_dir,
+        result = train(train_config_from_dict(run_config(grid, run), f"run {run.name!r}"), output_dir=run_dir,
                        resume=resume, progress=progress)
         model = result["best"] or result["final"]
         splits = list(run.evaluate_on) if run.evaluate_on else None

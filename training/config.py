@@ -18,7 +18,7 @@ from typing import Any
 
 from advrace.core.checking import build_dataclass, check_keys, check_value
 from advrace.core.config import DataSpec, SplitSpec, parse_settings, read_yaml, resolve_release_paths
-from advrace.core.config import config_from_dict as release_config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.core.paths import (DATA, MODEL, PATH, WHERE_PATHS_ARE_READ, config_folder, data_kind, is_missing,
                                 missing_paths, named_path, resolve, resolve_settings)
@@ -254,7 +254,8 @@ def _objective_section(values: Any, where: str) -> tuple[dict, type, Any]:
     return v, cls, cls.settings_from_dict(section, f"{where}.{name}")
 
 
-def config_from_dict(values: Any, where: str = "config") -> TrainConfig:
+def train_config_from_dict(values: Any, where: str = "config") -> TrainConfig:
+    """A training config from its mapping (a YAML file's); `where` names it in errors."""
     v, objective, settings = _objective_section(values, where)
     v = check_keys(TrainConfig, v, where, skip=("source_file", "settings"))
     if "train" not in v:
@@ -400,7 +401,7 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
     """A training config file, its relative paths read from its folder, then `--set` overrides
     (`overrides`), whose paths are relative to the shell's folder."""
     values = resolve_paths(read_yaml(path, "configs/train/"), config_folder(path))
-    cfg = config_from_dict(apply_overrides(values, overrides or []), str(path))
+    cfg = train_config_from_dict(apply_overrides(values, overrides or []), str(path))
     return dataclasses.replace(cfg, source_file=str(path))
 
 
@@ -409,7 +410,7 @@ def as_config(config) -> TrainConfig:
     if isinstance(config, TrainConfig):
         return config
     if isinstance(config, dict):
-        return config_from_dict(config)
+        return train_config_from_dict(config)
     if isinstance(config, (str, Path)):
         return load_config(config)
     raise ConfigError(f"expected a training config (path, mapping or TrainConfig), got "

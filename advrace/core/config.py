@@ -74,7 +74,8 @@ def _build(cls, values, where: str):
     return build_dataclass(cls, values, where, skip=("source_file",))
 
 
-def config_from_dict(values: dict, where: str = "config") -> ReleaseConfig:
+def release_config_from_dict(values: dict, where: str = "config") -> ReleaseConfig:
+    """A release config from its mapping (a YAML file's, or --set's); `where` names it in errors."""
     values = dict(values or {})
     data = _build(DataSpec, values.pop("data", {}) or {}, f"{where}: data")
     splits = []
@@ -160,7 +161,7 @@ def load_config(path: str | None) -> ReleaseConfig:
     if path is None:
         return ReleaseConfig()
     values = resolve_release_paths(read_yaml(path, "configs/release/"), config_folder(path))
-    return dataclasses.replace(config_from_dict(values, str(path)), source_file=str(path))
+    return dataclasses.replace(release_config_from_dict(values, str(path)), source_file=str(path))
 
 
 def parse_settings(items, example: str) -> dict[str, Any]:
@@ -208,7 +209,7 @@ def with_settings(cfg: ReleaseConfig, items) -> ReleaseConfig:
             raise ConfigError(f"--set {key}: not a setting of a release config; use splits.SPLIT.KEY "
                               f"(e.g. {SET_EXAMPLE}), data.KEY, resources.KEY or one of "
                               f"{', '.join(sorted(top))}")
-    return dataclasses.replace(config_from_dict(values, "--set"), source_file=cfg.source_file)
+    return dataclasses.replace(release_config_from_dict(values, "--set"), source_file=cfg.source_file)
 
 
 def with_overrides(cfg: ReleaseConfig, *, data=None, format=None, attacks=None, seed=None, limit=None,

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.release import build_release, split_file
 from advrace.attacks import attack_classes, get_attack
 
@@ -106,7 +106,7 @@ def _sample_words() -> list[str]:
 
     words = set()
     for name in ("@sample/race", "@sample/squad"):
-        root = Path(config_from_dict({"data": {"path": name}}).data.resolved_path())
+        root = Path(release_config_from_dict({"data": {"path": name}}).data.resolved_path())
         for path in sorted(p for p in ([root] if root.is_file() else root.rglob("*")) if p.is_file()):
             for text in strings(json.loads(path.read_text(encoding="utf-8"))):
                 words.update(re.findall(r"[a-z]+", text.lower()))
@@ -185,7 +185,7 @@ def build(root: Path, workers: int = 1, rule_based_only: bool = False) -> Built:
             if rule_based_only:
                 cfg = {**cfg, "splits": [s for s in cfg["splits"] if not is_model_based(task, s)]}
             out = root / task
-            manifests[task] = build_release(config_from_dict(cfg), out)
+            manifests[task] = build_release(release_config_from_dict(cfg), out)
             for split in manifests[task]["splits"]:
                 files[task, split] = (out / split_file(split)).read_bytes()
     return Built(files, manifests, models)
