@@ -38,7 +38,7 @@ from advrace.models.checkpoint_info import training_info
 from advrace.models.loading import MINILM, checkpoint_name
 from advrace.models.mc_scoring import make_mc_scorer
 from advrace.models.paraphrase import paraphrase_cosines
-from advrace.models.readers import BASELINES, is_baseline
+from advrace.models.readers import READERS, is_builtin_reader
 from advrace.models.precision import inference_device, precision_info, use_bf16
 from advrace.models.sharding import map_sharded
 from advrace.resources.packages import package_version
@@ -198,7 +198,7 @@ class DistractorAttack(CheckpointAttack):
         if not 0.0 <= cfg.min_grounded_share <= 1.0:
             raise ConfigError(f"{what}: min_grounded_share must be between 0 and 1 (0: no grounding filter)")
         if cfg.select_with is not None and not all(models_named(cfg.select_with)):
-            raise ConfigError(f"{what}: select_with must name a reader ({', '.join(BASELINES[:3])}) "
+            raise ConfigError(f"{what}: select_with must name a reader ({', '.join(READERS[:3])}) "
                               "or a multiple-choice checkpoint folder, or several separated by commas, "
                               "or be null")
         if cfg.negated_questions not in NEGATED_MODES:
@@ -224,7 +224,7 @@ class DistractorAttack(CheckpointAttack):
         ensemble) each so under `readers`, their names joined by commas; None without one."""
         if self.config.select_with is None:
             return None
-        infos = [{"name": name, "checkpoint_sha256": None} if is_baseline(name) else
+        infos = [{"name": name, "checkpoint_sha256": None} if is_builtin_reader(name) else
                  {"name": checkpoint_name(name), "checkpoint_sha256": checkpoint_sha256(name)}
                  for name in models_named(self.config.select_with)]
         if len(infos) == 1:

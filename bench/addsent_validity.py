@@ -108,12 +108,12 @@ def accuracy(reader, examples) -> list[bool]:
 
 
 def score_readers(examples, runs) -> None:
-    from advrace.models.readers import make_baseline
+    from advrace.models.readers import make_reader
 
     print("reader accuracy (%), all questions (unperturbed ones count as in the original):")
     fb = [i for i, ex in enumerate(examples) if ex.id in runs["old"]["fallback_ids"]]
     for name in ("sliding-window", "similarity"):
-        reader = make_baseline(name)
+        reader = make_reader(name)
         orig = accuracy(reader, examples)
         line = f"    {name:15} original {100 * sum(orig) / len(orig):5.2f}"
         by_label = {}

@@ -25,7 +25,7 @@ from advrace.models.loading import saved_architectures
 from advrace.models.mc_encoding import (MCFeature, collate_mc, encode_mc, encode_with_offsets,
                                          question_with_option)
 from advrace.models.mc_scoring import CheckpointScorer, make_mc_scorer
-from advrace.models.readers import is_baseline
+from advrace.models.readers import is_builtin_reader
 from advrace.release import write_release
 
 from . import store
@@ -48,7 +48,7 @@ class AuthoringModel:
         self.name = str(model).rstrip("/").split("/")[-1]
         scorer = make_mc_scorer(model, batch_size=1, max_length=max_length, bf16=False)
         checkpoint = isinstance(scorer, CheckpointScorer)
-        self.baseline = None if checkpoint else scorer
+        self.builtin_reader = None if checkpoint else scorer
         self.scorer = scorer if checkpoint else None
         self.max_length = max_length
         if checkpoint:
@@ -57,8 +57,8 @@ class AuthoringModel:
 
     def analyse(self, passage: str, question: str, options: list[str]) -> dict:
         example = MCExample("draft", passage, question, tuple(options), 0)
-        if self.baseline is not None:
-            scores = self.baseline.predict_mc([example])[0]
+        if self.builtin_reader is not None:
+            scores = self.builtin_reader.predict_mc([example])[0]
             return {"probabilities": softmax(scores), "prediction": argmax(scores), "importance": None}
         return self._gradients(example)
 
@@ -150,7 +150,7 @@ def model_task(model: str) -> str:
     """extractive_qa for a span checkpoint (trained by `advrace train` with objective
     span_extraction, or any model whose config names a *ForQuestionAnswering architecture),
     multiple_choice for anything else, built-in readers included."""
-    if is_baseline(model):
+    if is_builtin_reader(model):
         return MULTIPLE_CHOICE
     objective = checkpoint_objective(model)
     if objective is not None:

@@ -471,7 +471,7 @@ def test_one_factory_makes_every_multiple_choice_scorer(setup, monkeypatch):
     assert isinstance(reader, CheckpointScorer) and attack._readers()[0] is reader
     assert reader.batch_size == 3 and reader.max_length <= 64
     assert reader.device.type == next(reader.model.parameters()).device.type == inference_device().type
-    monkeypatch.setattr(mc_scoring, "make_baseline", lambda name, **kwargs: (name, kwargs))
+    monkeypatch.setattr(mc_scoring, "make_reader", lambda name, **kwargs: (name, kwargs))
     assert make_scorer("similarity", batch_size=16, max_length=None, bf16=None, accelerator=None) == \
            ("similarity", {"batch_size": 32})
     sw = get_attack("distractor_extraction")({"model": folder, "select_with": "similarity", "batch_size": 5})

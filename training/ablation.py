@@ -24,7 +24,7 @@ from advrace.core.paths import PATH, WHERE_PATHS_ARE_READ, config_folder, resolv
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.evaluation import score_release
 from advrace.evaluation.report import write_report
-from advrace.models.readers import BASELINES, is_baseline
+from advrace.models.readers import READERS, is_builtin_reader
 from advrace.release import build_release, check_release, read_split
 
 from .config import check_paths, resolve_paths, resolve_setting, set_values, train_config_from_dict
@@ -134,10 +134,10 @@ def grid_from_dict(values: dict, where: str = "ablation config", folder: str | N
     for i, n in enumerate(names):
         if n in names[:i]:
             raise ConfigError(f"{where}: runs[{i}] needs a unique 'name'; {n!r} is taken")
-    wrong = [b for b in grid.baselines if not is_baseline(b)]
+    wrong = [b for b in grid.baselines if not is_builtin_reader(b)]
     if wrong:
         raise ConfigError(f"{where}: unknown baseline(s) {', '.join(wrong)}; built-in readers: "
-                          f"{', '.join(BASELINES)}")
+                          f"{', '.join(READERS)}")
     clash = set(grid.baselines) & set(names)
     if clash:
         raise ConfigError(f"{where}: run name(s) {', '.join(sorted(clash))} clash with baselines")

@@ -20,7 +20,7 @@ from advrace.evaluation.scoring import check_fits, make_accelerator, make_scorer
 from advrace.formats import load as load_data
 from advrace.models.llm_scoring import GENERATION, LOGLIKELIHOOD, MC_METHODS
 from advrace.models.loading import model_name
-from advrace.models.readers import is_baseline
+from advrace.models.readers import is_builtin_reader
 from advrace.release import check_release, read_split
 
 
@@ -89,7 +89,7 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     labels = report_labels(models, predictions)
     launched = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if accelerator is None and (launched or not all(hasattr(m, "predict_mc") or hasattr(m, "predict_qa")
-                                                    or is_baseline(m) for m in models)):
+                                                    or is_builtin_reader(m) for m in models)):
         accelerator = make_accelerator()
     main = accelerator is None or accelerator.is_main_process
     # Scoring a predictions file needs every split (an id may name any); models only those scored.
@@ -109,7 +109,7 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
             print(f"scoring {label} on {plural(len(names), 'split')}", flush=True)
         scores[label] = score_splits(split_examples, scorer, accelerator, progress and main, task=task)
         is_object = hasattr(model, "predict_mc") or hasattr(model, "predict_qa")
-        sources[label] = {"kind": "scorer" if is_object else "built-in" if is_baseline(model) else "model",
+        sources[label] = {"kind": "scorer" if is_object else "built-in" if is_builtin_reader(model) else "model",
                           "path": str(model) if isinstance(model, (str, os.PathLike)) else model_name(model)}
         inference = getattr(scorer, "inference", None)
         if isinstance(inference, dict):  # the readers that run a network say how it computed

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from advrace.models.checkpoint_info import training_info
 from advrace.models.loading import checkpoint_name, model_name
-from advrace.models.readers import is_baseline
+from advrace.models.readers import is_builtin_reader
 
 # TrainConfig's default `name` (advrace/training/config.py, a floor this package may not import;
 # tests/test_report_statistics.py checks the two agree): a run that kept it was not named, and
@@ -44,7 +44,7 @@ def report_label(model) -> str:
     two folder names), a Hub or built-in name as given, a scorer object by its `name`."""
     if not isinstance(model, (str, os.PathLike)):
         label = model_name(model)
-    elif is_baseline(str(model)) or not _is_folder(model):
+    elif is_builtin_reader(str(model)) or not _is_folder(model):
         label = str(model)
     else:
         label = run_name(model) or checkpoint_name(str(model))
@@ -73,7 +73,7 @@ def report_labels(models, predictions=()) -> list[str]:
     labels = [report_label(m) for m in models]
     repeated = {label for label in labels if labels.count(label) > 1}
     for k, model in enumerate(models):
-        if labels[k] in repeated and _is_folder(model) and not is_baseline(str(model)) \
+        if labels[k] in repeated and _is_folder(model) and not is_builtin_reader(str(model)) \
                 and run_name(model) is not None:
             labels[k] = f"{labels[k]}/{Path(str(model)).expanduser().resolve().name}"
     labels += [_UNSAFE.sub("_", Path(p).stem).strip() or "predictions" for p in predictions]

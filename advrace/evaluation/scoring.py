@@ -16,7 +16,7 @@ from advrace.metrics import load_metric, squad_em_f1
 from advrace.models.llm_scoring import LOGLIKELIHOOD, load_causal_scorer
 from advrace.models.loading import KIND_TEXT, checkpoint_kind, model_name
 from advrace.models.mc_scoring import make_mc_scorer
-from advrace.models.readers import is_baseline
+from advrace.models.readers import is_builtin_reader
 from advrace.models.sharding import map_sharded
 from advrace.models.span_scoring import load_span_model
 from advrace.release import check_release, read_split
@@ -167,7 +167,7 @@ def check_fits(model, task: str, release) -> str | None:
     release of `task`; ConfigError (exit 2) naming what it is and what would fit when it cannot,
     so that no model is scored with a randomly initialised head. None: a scorer object, a
     built-in reader, or a model whose config cannot be read here (loading says why)."""
-    if hasattr(model, "predict_mc") or hasattr(model, "predict_qa") or is_baseline(model):
+    if hasattr(model, "predict_mc") or hasattr(model, "predict_qa") or is_builtin_reader(model):
         return None
     kind, arch = checkpoint_kind(str(model))
     if kind is None or kind in FITS[task]:
@@ -186,10 +186,10 @@ def make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MULTIP
     already read it."""
     if hasattr(model, "predict_mc" if task == MULTIPLE_CHOICE else "predict_qa"):
         return model
-    if not is_baseline(model) and (kind or checkpoint_kind(str(model))[0]) == "causal_lm":
+    if not is_builtin_reader(model) and (kind or checkpoint_kind(str(model))[0]) == "causal_lm":
         return load_causal_scorer(model, batch_size=batch_size, bf16=bf16, accelerator=accelerator, **(llm or {}))
     if task != MULTIPLE_CHOICE:
-        if is_baseline(model):
+        if is_builtin_reader(model):
             raise ConfigError(f"{model}: the built-in readers answer multiple-choice questions only")
         return load_span_model(str(model), batch_size=batch_size, max_length=max_length, bf16=bf16)
     return make_mc_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,

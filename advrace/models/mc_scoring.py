@@ -17,7 +17,7 @@ from advrace.models.feature_store import (STORE_FROM, FeatureStore, default_cach
 from advrace.models.loading import ModelLoadError, Wording, load_model, model_name
 from advrace.models.mc_encoding import MCFeature, collate_mc, encode_mc, encoding_key, length_sorted_batches
 from advrace.models.precision import attention_backends, precision_info, use_bf16
-from advrace.models.readers import is_baseline, make_baseline
+from advrace.models.readers import is_builtin_reader, make_reader
 
 WORDING = Wording(
     missing="{name}: no such model folder (give a folder written by save_pretrained, or a Hugging "
@@ -124,7 +124,7 @@ def make_mc_scorer(model: str | os.PathLike, *, batch_size: int, max_length: int
     apart from the checkpoint's because the batch changes a reader's padding, hence its floats,
     and each caller keeps the batches it has always used.
     """
-    if is_baseline(model):
-        return make_baseline(model, **({} if reader_batch_size is None else {"batch_size": reader_batch_size}))
+    if is_builtin_reader(model):
+        return make_reader(model, **({} if reader_batch_size is None else {"batch_size": reader_batch_size}))
     return load_checkpoint(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
                            accelerator=accelerator, place=place)

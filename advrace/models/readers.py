@@ -36,7 +36,7 @@ from advrace.models.precision import precision_info
 TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 SLIDING_WINDOW = "sliding-window"
 SIMILARITY = "similarity"
-BASELINES = (SLIDING_WINDOW, f"{SLIDING_WINDOW}:distance", SIMILARITY, f"{SIMILARITY}:ENCODER")
+READERS = (SLIDING_WINDOW, f"{SLIDING_WINDOW}:distance", SIMILARITY, f"{SIMILARITY}:ENCODER")
 ENCODER_WORDING = Wording(missing=None, failed="{what}: cannot load the encoder {name!r} ({error}); give a "
                                                "local folder, or use the offline MiniLM (`similarity`)")
 
@@ -45,13 +45,13 @@ def tokens(text: str) -> list[str]:
     return TOKEN_RE.findall(text.lower())
 
 
-def is_baseline(name) -> bool:
+def is_builtin_reader(name) -> bool:
     if not isinstance(name, str):
         return False
     return name in (SLIDING_WINDOW, f"{SLIDING_WINDOW}:distance", SIMILARITY) or name.startswith(f"{SIMILARITY}:")
 
 
-def make_baseline(name: str, **kwargs):
+def make_reader(name: str, **kwargs):
     if name == SLIDING_WINDOW:
         return SlidingWindow()
     if name == f"{SLIDING_WINDOW}:distance":
@@ -59,7 +59,7 @@ def make_baseline(name: str, **kwargs):
     if name == SIMILARITY or name.startswith(f"{SIMILARITY}:"):
         encoder = name.partition(":")[2] or MINILM
         return SimilarityReader(encoder, **{k: v for k, v in kwargs.items() if k == "batch_size"})
-    raise ConfigError(f"unknown built-in model {name!r}; built-in models: {', '.join(BASELINES)}")
+    raise ConfigError(f"unknown built-in model {name!r}; built-in models: {', '.join(READERS)}")
 
 
 class SlidingWindow:

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from advrace.models.readers import SimilarityReader, SlidingWindow, is_baseline, make_baseline, tokens
+from advrace.models.readers import SimilarityReader, SlidingWindow, is_builtin_reader, make_reader, tokens
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 
@@ -38,10 +38,10 @@ def test_sliding_window_distance_term():
 
 
 def test_names():
-    assert is_baseline("sliding-window") and is_baseline("similarity:/models/e5")
-    assert not is_baseline("runs/best") and not is_baseline(None)
+    assert is_builtin_reader("sliding-window") and is_builtin_reader("similarity:/models/e5")
+    assert not is_builtin_reader("runs/best") and not is_builtin_reader(None)
     with pytest.raises(ConfigError, match="built-in models"):
-        make_baseline("sliding")
+        make_reader("sliding")
 
 
 @pytest.fixture(scope="module")
@@ -362,7 +362,7 @@ def test_paraphrase_cosines_do_not_depend_on_what_was_asked_before():
 def test_similarity_readers_share_the_encoder_weights_not_their_caches():
     from advrace.models.paraphrase import encoder_for
 
-    reader = make_baseline("similarity", batch_size=32)
+    reader = make_reader("similarity", batch_size=32)
     shared = encoder_for()
     assert reader.model is shared.model and reader.tokenizer is shared.tokenizer
     assert reader is not shared and reader._cache is not shared._cache
