@@ -38,9 +38,8 @@ from advrace.core.numbers import significant
 from advrace.core.provenance import AdversarialSentence, AttackSummary, Replacement, summary_of
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import BLANK_OR_PARENS_RE as BLANK_RE
-from advrace.core.text import WORD_RE, count_words
-from advrace.core.validity import END_PUNCT_RE, asks_what_passage_states, negated_question
-from advrace.core.validity import normalise as option_key  # "Tom." and "tom" are one choice
+from advrace.core.text import WORD_RE, count_words, fold_case_and_spaces
+from advrace.core.validity import END_PUNCT_RE, asks_what_passage_states, negated_question, option_key
 from advrace.resources.inflection import (indefinite_article, inflect_verb, irregular_forms,
                                           match_case)
 from advrace.resources.wordnet import verb_exceptions
@@ -122,11 +121,6 @@ def clean_question(question: str) -> str:
     return LEADING_JUNK_RE.sub("", question).strip()
 
 
-def normalise(text: str) -> str:
-    """Case- and space-insensitive form used to compare option and sentence text."""
-    return " ".join(text.split()).lower()
-
-
 def _keeps_capital(text: str, resources) -> bool:
     """Whether the option's first word must stay capitalised mid-sentence (a name, 'I', 'TV',
     a title such as 'Cooking Meals With the Sun')."""
@@ -192,7 +186,7 @@ def contains_gold(sentence: str, gold: str) -> bool:
     """Whether the sentence states the gold option's text; a one-character gold ('A', '3') would
     match nearly any sentence, so it is not checked."""
     key = option_key(gold)
-    return len(key) >= 2 and key in normalise(sentence)
+    return len(key) >= 2 and key in fold_case_and_spaces(sentence)
 
 
 # numbers
@@ -569,7 +563,7 @@ class AddSent(Attack):
             raise CannotPerturb("no change of meaning (question about the passage)" if about_passage
                                 else "no negation point")
         variants = usable
-        original = normalise(question)
+        original = fold_case_and_spaces(question)
         starts = list(res.sentence_starts(example.passage)) + [len(example.passage)]
 
         chosen, used_options, sentences = [], set(), set()
@@ -578,13 +572,13 @@ class AddSent(Attack):
             k = j % len(variants)
             for edits, fallback in [variants[k]] + variants[:k] + variants[k + 1:]:
                 mutated = self.apply_edits(example.question, edits)
-                if normalise(clean_question(mutated)) == original:
+                if fold_case_and_spaces(clean_question(mutated)) == original:
                     continue
                 for i in distractors:
                     if i in used_options:
                         continue
                     sentence = declarative(mutated, example.options[i], res)
-                    if not sentence or normalise(sentence) in sentences:
+                    if not sentence or fold_case_and_spaces(sentence) in sentences:
                         refused["no new sentence"] += 1
                         continue
                     if contains_gold(sentence, gold):
@@ -607,7 +601,7 @@ class AddSent(Attack):
                 raise CannotPerturb(max(refused, key=lambda r: (refused[r], r)) if refused else "no new sentence")
             entry, i = found
             used_options.add(i)
-            sentences.add(normalise(entry.sentence))
+            sentences.add(fold_case_and_spaces(entry.sentence))
             chosen.append(entry)
         inserts = [(c.sentence, rng.choice(starts)) for c in chosen]
         return example.insert_sentences(inserts).with_provenance(AttackSummary(self.name, sentences=tuple(chosen)))

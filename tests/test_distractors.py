@@ -160,7 +160,7 @@ def test_match_format_lowers_a_first_word_only_where_the_passage_writes_it_lower
 
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states,  # noqa: E402
                                    duplicate_options, form_giveaway, grounded_share, negated_question,
-                                   normalise, repeats_question, same_option, stated_in_passage)
+                                   option_key, repeats_question, same_option, stated_in_passage)
 from advrace.resources import load_stopwords  # noqa: E402
 
 STORY = ("Tom was tired after the long walk, so he felt exhausted and went to bed early. The next "
@@ -301,8 +301,8 @@ def test_form_giveaway():
     assert form_giveaway("At home", ["in a city", "by the sea"]) == "starts in upper case, unlike the other options"
 
 
-def test_duplicate_options_and_normalise():
-    assert normalise("  Tom  went.  ") == "tom went"
+def test_duplicate_options_and_option_key():
+    assert option_key("  Tom  went.  ") == "tom went"
     assert duplicate_options(["Tom.", "Mary", "tom", "Mary!"]) == [2, 3]
     assert duplicate_options(["a", "b"]) == []
 

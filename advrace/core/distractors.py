@@ -12,7 +12,7 @@ import re
 from typing import Sequence
 
 from advrace.core.examples import MCExample
-from advrace.core.text import sentence_breaks, words
+from advrace.core.text import fold_case_and_spaces, sentence_breaks, words
 
 
 def sentence_starts(text: str) -> list[int]:
@@ -54,10 +54,6 @@ def jaccard_distance(a: str, b: str) -> float:
     return 1.0 - len(wa & wb) / len(union) if union else 1.0
 
 
-def _normalise(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
 def select_distractors(candidates: Sequence[str], answer: str, *, k: int = 3,
                        max_overlap_answer: float = 0.5, max_overlap_each_other: float = 0.5,
                        min_jaccard_distance: float | None = None) -> list[str]:
@@ -70,11 +66,11 @@ def select_distractors(candidates: Sequence[str], answer: str, *, k: int = 3,
     when `min_jaccard_distance` is given, by a Jaccard distance not above it (distractor
     generation). Candidates without any word count as empty. Returned texts are stripped.
     """
-    norm_answer = _normalise(answer)
+    norm_answer = fold_case_and_spaces(answer)
     chosen: list[str] = []
 
     def too_close(candidate: str, other: str) -> bool:
-        if _normalise(candidate) == _normalise(other):
+        if fold_case_and_spaces(candidate) == fold_case_and_spaces(other):
             return True
         if min_jaccard_distance is not None:
             return jaccard_distance(candidate, other) <= min_jaccard_distance
@@ -84,7 +80,7 @@ def select_distractors(candidates: Sequence[str], answer: str, *, k: int = 3,
         if len(chosen) >= k:
             break
         candidate = candidate.strip()
-        norm = _normalise(candidate)
+        norm = fold_case_and_spaces(candidate)
         if not words(candidate):
             continue
         if norm_answer and (norm_answer in norm or norm in norm_answer):

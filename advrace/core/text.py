@@ -22,6 +22,12 @@ SENTENCE_BREAK_RE = re.compile(r"(?<=[.!?])\s+")
 SENTENCE_OR_LINE_BREAK_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
+def fold_case_and_spaces(text: str) -> str:
+    """Lower case, every run of spaces one space: the form in which two texts are compared as
+    the same words."""
+    return " ".join(text.split()).lower()
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """`1 split`, `2 splits`, `0 questions`: a count with its noun in the right number."""
     return f"{n:,} {word if n == 1 else many or word + 's'}"

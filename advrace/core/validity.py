@@ -75,8 +75,9 @@ def _passage_tokens(passage: str) -> tuple[str, ...]:
 END_PUNCT_RE = re.compile(r"[\s.?!,;:]+$")
 
 
-def normalise(text: str) -> str:
-    """Case-, space- and end-punctuation-insensitive form: 'Tom.' and 'tom' are one option."""
+def option_key(text: str) -> str:
+    """What tells options apart, insensitive to case, spaces and end punctuation: 'Tom.' and
+    'tom' are one option."""
     return END_PUNCT_RE.sub("", " ".join(text.lower().split()))
 
 
@@ -159,7 +160,7 @@ def answer_equivalence(candidate: str, answer: str, *, max_overlap: float = 0.5,
     contained in the answer (by whole words), holds every content word of the answer (with
     `stopwords`: "He was my son" for "His son"), or more than `max_overlap` of the words of the
     shorter of the two are the other's. A one-character answer ('A', '3') is not searched for."""
-    cand, gold = normalise(candidate), normalise(answer)
+    cand, gold = option_key(candidate), option_key(answer)
     if not cand or not gold:
         return None
     if cand == gold:
@@ -196,7 +197,7 @@ def option_core(text: str) -> str:
 
 def same_option(a: str, b: str) -> bool:
     core_a, core_b = option_core(a), option_core(b)
-    return core_a == core_b if core_a or core_b else normalise(a) == normalise(b)
+    return core_a == core_b if core_a or core_b else option_key(a) == option_key(b)
 
 
 def repeats_question(candidate: str, question: str, stopwords: Iterable[str]) -> bool:
@@ -326,7 +327,7 @@ def duplicate_options(options: Sequence[str]) -> list[int]:
     """Indices of options that repeat an earlier one (case, spaces and end punctuation aside)."""
     seen, out = set(), []
     for i, option in enumerate(options):
-        key = normalise(option)
+        key = option_key(option)
         if key in seen:
             out.append(i)
         seen.add(key)

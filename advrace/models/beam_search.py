@@ -24,7 +24,7 @@ class Hypothesis:
     finished: bool
 
 
-def _normalise(logprob: float, length: int, length_penalty: float) -> float:
+def _length_normalised(logprob: float, length: int, length_penalty: float) -> float:
     return logprob / (max(length, 1) ** length_penalty)
 
 
@@ -70,7 +70,7 @@ def beam_search(decoder, source_ids: torch.Tensor, source_lengths: torch.Tensor,
                 prefix = alive_tokens[q][beam]
                 if token == eos_id:
                     if not done[q] and len(finished[q]) < beam_size:
-                        finished[q].append(Hypothesis(prefix, s, _normalise(s, length, length_penalty), True))
+                        finished[q].append(Hypothesis(prefix, s, _length_normalised(s, length, length_penalty), True))
                     continue
                 j = len(kept)
                 next_tokens[q][j], origin[q][j], scores[q][j] = token, beam, s
@@ -96,7 +96,7 @@ def beam_search(decoder, source_ids: torch.Tensor, source_lengths: torch.Tensor,
         if not done[q]:  # ran out of length: live hypotheses count too
             for tokens, s in zip(alive_tokens[q], alive_scores[q].tolist()):
                 if s != float("-inf") and tokens:
-                    hyps.append(Hypothesis(tokens, s, _normalise(s, len(tokens), length_penalty), False))
+                    hyps.append(Hypothesis(tokens, s, _length_normalised(s, len(tokens), length_penalty), False))
         unique: dict[tuple[int, ...], Hypothesis] = {}
         for h in hyps:
             if h.tokens not in unique or h.score > unique[h.tokens].score:

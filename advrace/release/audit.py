@@ -31,7 +31,7 @@ from advrace.core.examples import MCExample
 from advrace.core.provenance import (AdversarialSentence, AttackSummary, FieldsRemoved, OptionsReplaced,
                                      SentencesInserted, TextReplaced)
 from advrace.core.text import WORD_RE
-from advrace.core.validity import normalise
+from advrace.core.validity import option_key
 from advrace.release.records import NO_ATTACK, read_split
 from advrace.release.runner import ORIGINAL
 from advrace.release.verify import load_manifest
@@ -211,8 +211,8 @@ def check_swaps(sources: list, examples: list, ctx) -> Iterable[Flag]:
 
 
 def _new_options(source, example) -> list[tuple[int, str]]:
-    old = {normalise(o) for o in source.options}
-    return [(i, o) for i, o in enumerate(example.options) if i != example.label and normalise(o) not in old]
+    old = {option_key(o) for o in source.options}
+    return [(i, o) for i, o in enumerate(example.options) if i != example.label and option_key(o) not in old]
 
 
 def check_options(sources: list, examples: list, ctx) -> Iterable[Flag]:
