@@ -59,7 +59,7 @@ class CharSwap(Attack):
     def perturb(self, example, rng):
         cfg, res = self.config, self.resources
         mc = example.task == MULTIPLE_CHOICE
-        passage_field = "passage" if mc else "context"
+        passage_field = example.passage_field
         protected = () if mc else example.answer_spans()
 
         question_edits = self._swaps(example.question, rng, self._eligible) if cfg.attack_question else []
@@ -73,11 +73,11 @@ class CharSwap(Attack):
             def linked(word: str) -> bool:
                 return self._eligible(word) and (word.lower() in lower or res.stem(word) in stems)
 
-            passage_edits = self._swaps(getattr(example, passage_field), rng, linked, protected)
+            passage_edits = self._swaps(example.passage_text, rng, linked, protected)
 
         if not question_edits and not passage_edits:
             raise CannotPerturb("no eligible word")
         new = example.replace_spans("question", question_edits).replace_spans(passage_field, passage_edits)
-        total = count_words(example.question) + count_words(getattr(example, passage_field))
+        total = count_words(example.question) + count_words(example.passage_text)
         swaps = Swaps(question=len(question_edits), passage=len(passage_edits), words=total)
         return new.with_provenance(AttackSummary(self.name, swaps=swaps))

@@ -111,3 +111,11 @@ def test_replace_options_keeps_or_moves_label():
 def test_records_round_trip():
     for ex in (mc().insert_sentence("Hi there.", 0), span().with_provenance(AttackSummary("x"))):
         assert example_from_record(ex.to_record()) == ex
+
+
+def test_passage_field_names_the_text_an_insertion_goes_into():
+    for ex, field in [(mc(), "passage"), (span(), "context")]:
+        assert ex.passage_field == field and ex.passage_text == getattr(ex, field)
+        inserted = ex.insert_sentence("Nobody knows.", 0)
+        assert getattr(inserted, field).startswith("Nobody knows. ") and inserted.question == ex.question
+        assert inserted.provenance[-1]["field"] == field

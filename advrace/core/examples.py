@@ -82,6 +82,17 @@ class _Editable:
             changes["provenance"] = self.provenance + (record,)
         return dataclasses.replace(self, **changes)
 
+    @property
+    def passage_field(self) -> str:
+        """The field that holds the text the question is about: `passage` (multiple choice) or
+        `context` (SQuAD)."""
+        return self.TEXT_FIELDS[0]
+
+    @property
+    def passage_text(self) -> str:
+        """The passage or context: what questions of one passage share."""
+        return getattr(self, self.passage_field)
+
     def _text_field(self, name: str) -> str:
         if name not in self.TEXT_FIELDS:
             raise EditError(f"{type(self).__name__} has no editable text field {name!r}; "
@@ -106,7 +117,7 @@ class _Editable:
     def insert_sentences(self, inserts: Sequence[tuple[str, int]], name: str | None = None):
         """Insert several sentences at once, each `(sentence, at)` with `at` a position in the text
         before any of them; sentences at the same position keep their order."""
-        name = name or self.TEXT_FIELDS[0]
+        name = name or self.passage_field
         text = self._text_field(name)
         by_pos: dict[int, list[tuple[int, str]]] = {}
         for i, (sentence, at) in enumerate(inserts):

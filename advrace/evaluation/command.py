@@ -42,12 +42,9 @@ def few_shot_pool(path, k: int, split_examples: dict, task: str) -> list:
     kind = "MCExample" if task == MULTIPLE_CHOICE else "SpanExample"
     if examples and type(examples[0]).__name__ != kind:
         raise ConfigError(f"--few-shot-file {path}: holds {type(examples[0]).__name__}s; this release needs {kind}s")
-    def text(ex) -> str:
-        return ex.passage if task == MULTIPLE_CHOICE else ex.context
-
     released = [ex for exs in split_examples.values() for ex in exs]
-    seen_ids, seen_texts = {ex.source_id for ex in released}, {text(ex) for ex in released}
-    pool = [ex for ex in examples if ex.source_id not in seen_ids and text(ex) not in seen_texts]
+    seen_ids, seen_texts = {ex.source_id for ex in released}, {ex.passage_text for ex in released}
+    pool = [ex for ex in examples if ex.source_id not in seen_ids and ex.passage_text not in seen_texts]
     if len(pool) < k:
         raise ConfigError(f"--few-shot-file {path}: {len(pool)} of its {len(examples)} questions are not in the "
                           f"release, fewer than --few-shot {k}")

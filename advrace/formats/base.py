@@ -43,7 +43,7 @@ class LoadResult:
     @property
     def passages(self) -> int:
         """Distinct passages (RACE) or contexts (SQuAD) among the examples."""
-        return len({getattr(ex, "passage", None) or getattr(ex, "context", "") for ex in self.examples})
+        return len({ex.passage_text for ex in self.examples})
 
     @property
     def levels(self) -> list[str]:

@@ -75,7 +75,7 @@ def _replay(source, records: list) -> dict:
     """The source's fields after the recorded edits, as far as the records say; a record that
     does not fit the text it claims to edit is reported as the string under '_problem'."""
     mc = isinstance(source, MCExample)
-    fields = {"question": source.question, ("passage" if mc else "context"): getattr(source, "passage" if mc else "context")}
+    fields = {"question": source.question, source.passage_field: source.passage_text}
     options = list(source.options) if mc else None
     for rec in records:
         if isinstance(rec, TextReplaced) and rec.field in fields:

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 from collections import Counter
+from operator import attrgetter
 from pathlib import Path
 
 from advrace import __version__
@@ -28,7 +29,7 @@ from advrace.models.sharding import process_state
 from advrace.release.audit import AuditContext, audit_split
 from advrace.release.card import dataset_card
 from advrace.release.records import FORMAT_VERSION, NO_ATTACK, dumps, in_split, split_file, squad_json, to_record
-from advrace.release.runner import ORIGINAL, SplitResult, check_splits, passage_key, run_splits
+from advrace.release.runner import ORIGINAL, SplitResult, check_splits, run_splits
 from advrace.release.stats import split_stats
 from advrace.resources import get_resources
 
@@ -184,7 +185,7 @@ def _selected(cfg: ReleaseConfig, loaded: LoadResult) -> tuple[LoadResult, dict 
         raise ConfigError(f"--sample {n}: {loaded.source} has only {plural(available, 'question')}"
                           f"{' within the limit' if limit is not None else ''}; give at most {available}, "
                           "or drop --sample to use them all")
-    chosen, drawn = select(loaded.examples, n, cfg.seed, key=passage_key,
+    chosen, drawn = select(loaded.examples, n, cfg.seed, key=attrgetter("passage_text"),
                            stratum=lambda ex: race_level(ex.id))
     selection = {"method": "sample", "questions": n, "seed": cfg.seed, "from": available,
                  "passages": drawn.passages, **({"by_level": drawn.by_stratum} if drawn.by_stratum else {}),

@@ -17,7 +17,6 @@ from advrace.core.config import ReleaseConfig, SplitSpec
 from advrace.core.errors import ConfigError
 from advrace.core.paths import MODEL, WHERE_PATHS_ARE_READ, missing_paths
 from advrace.core.provenance import AttackSummary
-from advrace.core.tasks import MULTIPLE_CHOICE
 
 ORIGINAL = "original"
 CHUNK_PASSAGES = 16
@@ -30,16 +29,11 @@ class SplitResult:
     reasons: list[str | None]
 
 
-def passage_key(ex) -> str:
-    """What a question shares with the others of its passage (RACE) or paragraph (SQuAD)."""
-    return ex.passage if ex.task == MULTIPLE_CHOICE else ex.context
-
-
 def passage_groups(examples: list) -> list[list[int]]:
     """Indices of examples grouped by passage (or context), in order of first appearance."""
     groups: dict[str, list[int]] = {}
     for i, ex in enumerate(examples):
-        groups.setdefault(passage_key(ex), []).append(i)
+        groups.setdefault(ex.passage_text, []).append(i)
     return list(groups.values())
 
 

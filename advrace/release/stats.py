@@ -16,13 +16,13 @@ def _mean(values: list[float]) -> float:
 def split_stats(examples: list, originals: dict, perturbed: list[bool], reasons: Counter) -> dict:
     """AdvRACE Table 5 lengths, plus how much the attack changed relative to the original."""
     mc = bool(examples) and isinstance(examples[0], MCExample)
-    body = "passage" if mc else "context"
+    body = examples[0].passage_field if examples else "context"
     stats = {
         "count": len(examples),
         "perturbed": sum(perturbed),
         "unperturbed": len(examples) - sum(perturbed),
         "unperturbed_reasons": dict(sorted(reasons.items())),
-        f"avg_{body}_words": _mean([count_words(getattr(e, body)) for e in examples]),
+        f"avg_{body}_words": _mean([count_words(e.passage_text) for e in examples]),
         "avg_question_words": _mean([count_words(e.question) for e in examples]),
     }
     if mc:
