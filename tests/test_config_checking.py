@@ -296,3 +296,15 @@ def test_ablation_accepts_lists_single_names_and_nulls(tokenizer_dir, race_dir, 
     assert g.bf16 is None and g.batch_size == 4 and g.baselines == ("similarity",)
     assert g.runs[0].evaluate_on == ("option_only",) and g.runs[1].recipe == {"task": "finetune"}
     assert g.overrides == {"lr": "1e-4"} and g.output_dir == "runs/ablation"
+
+
+def test_data_split_is_read_as_the_data_sets_part():
+    """`data.split` keeps its name in configs and manifests; in Python it is DataSpec.part, so
+    that `split` means a release split only."""
+    from advrace.core.config import with_settings
+
+    cfg = release_config_from_dict({"data": {"path": "ehovy/race", "split": "validation"}})
+    assert cfg.data.part == "validation" and cfg.to_dict()["data"]["split"] == "validation"
+    assert with_settings(cfg, ["data.split=train"]).data.part == "train"
+    with pytest.raises(ConfigError, match=r"config: data: unknown key\(s\) part"):
+        release_config_from_dict({"data": {"part": "train"}})

@@ -521,13 +521,13 @@ def test_hub_race_rows(fake_hub):
     assert res.format == "hub" and res.files == [] and res.read == 3
     assert res.source == "ehovy/race:all"
     assert res.fingerprint() == loaders.load_hub("ehovy/race:all").fingerprint()
-    assert res.fingerprint() != loaders.load_hub("ehovy/race", split="validation").fingerprint()
+    assert res.fingerprint() != loaders.load_hub("ehovy/race", part="validation").fingerprint()
 
 
 def test_hub_config_split_and_load_dispatch(fake_hub):
     hub = fake_hub([hub_row("m1.txt")])
-    loaders.load_hub("ehovy/race:middle", split="validation")
-    res = load("ehovy/race", split="train", limit=1)
+    loaders.load_hub("ehovy/race:middle", part="validation")
+    res = load("ehovy/race", part="train", limit=1)
     assert hub.calls == [("ehovy/race", "middle", "validation"), ("ehovy/race", "all", "train")]
     assert res.kept == 1 and res.format == "hub"
 
@@ -548,7 +548,7 @@ def test_hub_squad_rows(fake_hub):
         {"id": "s2", "title": "Eiffel", "context": SQUAD_CONTEXT, "question": "When?",
          "answers": {"text": ["1889"], "answer_start": [46]}},
     ])
-    res = loaders.load_hub("rajpurkar/squad", split="validation")
+    res = loaders.load_hub("rajpurkar/squad", part="validation")
     assert hub.calls == [("rajpurkar/squad", None, "validation")]
     assert [e.id for e in res.examples] == ["s1", "s2"]
     assert res.examples[0].answers == (Answer("Paris", 23), Answer("1889", 46))
@@ -584,7 +584,7 @@ class TsvTest(Format):
     tasks = (MULTIPLE_CHOICE,)
     description = "tab-separated questions"
 
-    def load(self, path, *, lenient=False, limit=None, n_options=4, split="test"):
+    def load(self, path, *, lenient=False, limit=None, n_options=4, part="test"):
         examples = []
         for line in Path(path).read_text(encoding="utf-8").splitlines()[:limit]:
             ex_id, passage, question, *options, answer = line.split("\t")
@@ -665,24 +665,24 @@ def test_an_entry_point_format_is_imported_when_first_asked_for(install_plugin):
 # ---------------------------------------------------------------- what was read: split, passages, levels
 
 
-def test_readers_report_the_split_their_folders_and_files_name(tmp_path):
+def test_readers_report_the_part_their_folders_and_files_name(tmp_path):
     root = race_tree(tmp_path / "one")
-    assert loaders.load_race_dir(str(root / "dev" / "middle")).split == "dev"
-    assert loaders.load_race_dir(str(root / "test")).split == "test"
-    assert loaders.load_race_dir(str(root)).split == "dev+test"  # RACE/ holds both
+    assert loaders.load_race_dir(str(root / "dev" / "middle")).part == "dev"
+    assert loaders.load_race_dir(str(root / "test")).part == "test"
+    assert loaders.load_race_dir(str(root)).part == "dev+test"  # RACE/ holds both
     plain = tmp_path / "test_like_pytest0" / "mine"  # only exact folder names count
     write(plain / "1.txt", passage("high1.txt"))
-    assert loaders.load_race_dir(str(plain)).split is None
+    assert loaders.load_race_dir(str(plain)).part is None
     squad = write(tmp_path / "data" / "dev-v1.1.json", squad_doc([qa("q1")]))
-    assert loaders.load_squad(str(squad)).split == "dev"
-    assert loaders.load_squad(str(write(tmp_path / "xquad.en.json", squad_doc([qa("q1")])))).split is None
+    assert loaders.load_squad(str(squad)).part == "dev"
+    assert loaders.load_squad(str(write(tmp_path / "xquad.en.json", squad_doc([qa("q1")])))).part is None
     rows = write_jsonl(tmp_path / "train.jsonl.gz", [hub_row("high1.txt")], gz=True)
-    assert loaders.load_race_jsonl(str(rows)).split == "train"
+    assert loaders.load_race_jsonl(str(rows)).part == "train"
     adv = write(tmp_path / "sets" / "test" / "dis.json", {"high1.txt-0": adv_rec()})
-    assert loaders.load_advrace_json(str(adv)).split == "test"
+    assert loaders.load_advrace_json(str(adv)).part == "test"
     copy = tmp_path / "elsewhere" / "deeper" / "dev"
     shutil.copytree(root / "dev", copy)
-    assert loaders.load_race_dir(str(copy)).split == "dev"
+    assert loaders.load_race_dir(str(copy)).part == "dev"
 
 
 def test_readers_count_passages_and_race_levels(tmp_path):
@@ -694,18 +694,18 @@ def test_readers_count_passages_and_race_levels(tmp_path):
     assert (squad.kept, squad.passages, squad.levels) == (2, 1, [])
 
 
-def test_hub_reports_the_split_it_asked_for(fake_hub):
+def test_hub_reports_the_part_it_asked_for(fake_hub):
     fake_hub([hub_row("middle1.txt")])
-    res = loaders.load_hub("ehovy/race:middle", split="validation")
-    assert res.split == "validation" and res.levels == ["middle"]
+    res = loaders.load_hub("ehovy/race:middle", part="validation")
+    assert res.part == "validation" and res.levels == ["middle"]
 
 
-def test_split_words_are_whole_words_and_validation_is_dev():
-    from advrace.formats.base import canonical_split, split_words
-    assert split_words("dev-v1.1.json") == ["dev"]
-    assert split_words("The RACE Validation and test sets") == ["validation", "test"]
-    assert split_words("devtools contest") == []
-    assert [canonical_split(s) for s in ("train", "dev", "validation", "test", "dev+test")] == [
+def test_part_words_are_whole_words_and_validation_is_dev():
+    from advrace.formats.base import canonical_part, part_words
+    assert part_words("dev-v1.1.json") == ["dev"]
+    assert part_words("The RACE Validation and test sets") == ["validation", "test"]
+    assert part_words("devtools contest") == []
+    assert [canonical_part(s) for s in ("train", "dev", "validation", "test", "dev+test")] == [
         "train", "dev", "dev", "test", "dev+test"]
 
 

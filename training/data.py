@@ -35,7 +35,7 @@ def load_examples(spec: DataConfig, default_hub_split: str = "train",
             examples = examples[:spec.limit]
     else:
         examples = load(resolve_data_path(spec), spec.format, lenient=spec.lenient, limit=spec.limit,
-                        split=spec.split or default_hub_split).examples
+                        part=spec.split or default_hub_split).examples
     wrong = [ex for ex in examples if ex.task not in tasks]
     if wrong:
         want = " or ".join(TASK_WORDS.get(t, t) for t in tasks)

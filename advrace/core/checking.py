@@ -8,6 +8,7 @@ checker, so they accept and refuse the same things.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import numbers
@@ -62,6 +63,19 @@ def build_dataclass(cls: type, values: Any, where: str, skip: tuple[str, ...] = 
                 and f.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{where}: {key!r} is required ({describe(hint)})")
     return cls(**kwargs)
+
+
+def config_dict(value: Any) -> Any:
+    """A config dataclass as the mapping a config file spells it, each field under its key (see
+    `build_dataclass`), nested ones too: what `dataclasses.asdict` gives, but for renamed keys."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.metadata.get("key", f.name): config_dict(getattr(value, f.name))
+                for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return type(value)(config_dict(v) for v in value)
+    if isinstance(value, dict):
+        return {k: config_dict(v) for k, v in value.items()}
+    return copy.deepcopy(value)
 
 
 def check_range(value: Any, bounds: Mapping, where: str) -> None:

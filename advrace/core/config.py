@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from advrace.core.checking import build_dataclass
+from advrace.core.checking import build_dataclass, config_dict
 from advrace.core.errors import ConfigError
 from advrace.core.paths import SAMPLE_PREFIX, config_folder, data_kind, resolve, resolve_settings
 
@@ -39,7 +39,8 @@ class DataSpec:
     lenient: bool = False
     limit: int | None = None  # the first N questions read
     sample: int | None = None  # a seeded sample of N (of those read), whole passages together
-    split: str = "test"
+    # the data set's part a source of several (the hub) is read from; a config file's `split`
+    part: str = field(default="test", metadata={"key": "split"})
 
     def resolved_path(self) -> str:
         """`@sample/race` and `@sample/squad` name the sample bundled with the package."""
@@ -63,7 +64,7 @@ class ReleaseConfig:
     source_file: str | None = None
 
     def to_dict(self) -> dict:
-        d = dataclasses.asdict(self)
+        d = config_dict(self)
         d.pop("source_file")
         d.pop("workers")
         return d
@@ -189,7 +190,7 @@ def with_settings(cfg: ReleaseConfig, items) -> ReleaseConfig:
     settings = parse_settings(items, SET_EXAMPLE)
     if not settings:
         return cfg
-    values = dataclasses.asdict(cfg)
+    values = config_dict(cfg)
     values.pop("source_file")
     values["splits"] = list(values["splits"])
     splits = {(s["name"] or s["attack"]): s for s in values["splits"]}

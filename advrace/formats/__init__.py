@@ -53,14 +53,15 @@ def _mismatch(path: str, fmt: str, exc: str | None) -> DataError | None:
 
 
 def load(path: str, format: str | None = None, *, lenient: bool = False, limit: int | None = None,
-         n_options: int = 4, split: str = "test") -> LoadResult:
-    """Load `path` in `format` (detected when None); `split` applies to the hub only.
+         n_options: int = 4, part: str = "test") -> LoadResult:
+    """Load `path` in `format` (detected when None); `part` (the data set's train, dev or test
+    split) applies to the hub only.
 
     When the data does not read as the format asked for but looks like another one, the error
     names that one, so a config's format left over from other data is easy to fix.
     """
     path = os.fspath(path)
-    options = dict(lenient=lenient, limit=limit, n_options=n_options, split=split)
+    options = dict(lenient=lenient, limit=limit, n_options=n_options, part=part)
     if format is None:
         return get_format(detect_format(path)).load(path, **options)
     fmt = get_format(format)

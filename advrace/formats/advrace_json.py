@@ -75,7 +75,7 @@ class AdvraceJson(Format):
     description = "an AdvRACE release file"
     priority = -1  # any dict of records fits, so formats with named top-level keys go first
 
-    def load(self, path, *, lenient=False, limit=None, n_options=4, split="test") -> LoadResult:
+    def load(self, path, *, lenient=False, limit=None, n_options=4, part="test") -> LoadResult:
         return load_advrace_json(path, lenient=lenient, limit=limit, n_options=n_options)
 
     def detect(self, probe: Probe) -> bool:

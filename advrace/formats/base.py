@@ -34,7 +34,7 @@ class LoadResult:
     read: int
     skipped: list[dict] = field(default_factory=list)
     _digest: str = field(default="", repr=False, compare=False)
-    split: str | None = None  # the source's own split as read (see split_named); None: not named
+    part: str | None = None  # the data set's own split as read (see part_named); None: not named
 
     @property
     def kept(self) -> int:
@@ -59,8 +59,8 @@ class LoadResult:
         return self._digest or examples_sha256(self.examples)
 
 
-SPLIT_NAMES = ("train", "dev", "validation", "test")
-SPLIT_ALIASES = {"validation": "dev"}  # names of one split: a card compares splits by these
+PART_NAMES = ("train", "dev", "validation", "test")
+PART_ALIASES = {"validation": "dev"}  # names of one part: a card compares parts by these
 RACE_LEVEL = re.compile(r"(high|middle)\d")
 
 
@@ -70,36 +70,36 @@ def race_level(example_id: str) -> str:
     return m.group(1) if m else ""
 
 
-def split_words(text: str) -> list[str]:
-    """The split names among `text`'s words, as written and in SPLIT_NAMES order; a whole word
-    only, so `devtools` or `contest` names none. File names, recipe names and descriptions are
-    read alike, so a card's check agrees with what a manifest records."""
+def part_words(text: str) -> list[str]:
+    """The names of a data set's parts among `text`'s words, as written and in PART_NAMES order;
+    a whole word only, so `devtools` or `contest` names none. File names, recipe names and
+    descriptions are read alike, so a card's check agrees with what a manifest records."""
     words = set(re.findall(r"[a-z]+", text.lower()))
-    return [s for s in SPLIT_NAMES if s in words]
+    return [s for s in PART_NAMES if s in words]
 
 
-def canonical_split(name: str) -> str:
-    """One name per split (`validation` is `dev`), for comparing splits named differently."""
-    return SPLIT_ALIASES.get(name, name)
+def canonical_part(name: str) -> str:
+    """One name per part (`validation` is `dev`), for comparing parts named differently."""
+    return PART_ALIASES.get(name, name)
 
 
-def split_named(path: str, files=()) -> str | None:
-    """The data set's own split as its folder and file names say: `dev` for RACE/dev/middle or
+def part_named(path: str, files=()) -> str | None:
+    """The data set's own part (train, dev, test) as its folder and file names say: `dev` for RACE/dev/middle or
     dev-v1.1.json, `dev+test` for a folder holding RACE's dev/ and test/. Only the data's own
     names and those of its two nearest folders count (exactly, not as parts of a longer name),
     so where a copy sits does not change what a release says about it."""
-    below = {part.lower() for rel in files for part in rel.split("/")[:-1]}
-    found = [s for s in SPLIT_NAMES if s in below]
+    below = {folder.lower() for rel in files for folder in rel.split("/")[:-1]}
+    found = [s for s in PART_NAMES if s in below]
     if found:
         return "+".join(found)
     path = os.path.abspath(path)
     if os.path.isfile(path):
-        found = split_words(os.path.basename(path))
+        found = part_words(os.path.basename(path))
         if len(found) == 1:
             return found[0]
         path = os.path.dirname(path)
     for _ in range(3):
-        if os.path.basename(path).lower() in SPLIT_NAMES:
+        if os.path.basename(path).lower() in PART_NAMES:
             return os.path.basename(path).lower()
         path = os.path.dirname(path)
     return None
@@ -167,8 +167,9 @@ class Format:
     priority: int = 0  # asked before formats of lower priority; ties in registration order
 
     def load(self, path: str, *, lenient: bool = False, limit: int | None = None,
-             n_options: int = 4, split: str = "test") -> LoadResult:
-        """Read `path`; `split` means something only to sources with splits, such as the hub."""
+             n_options: int = 4, part: str = "test") -> LoadResult:
+        """Read `path`; `part` (train, dev, test...) means something only to sources that hold
+        several, such as the hub."""
         raise NotImplementedError
 
     def detect(self, probe: Probe) -> bool:
@@ -230,12 +231,12 @@ class Collector:
             raise err
         self.skipped.append(err.as_dict())
 
-    def result(self, source: str, fmt: str, files: list[str], digest: str, split: str | None = None
+    def result(self, source: str, fmt: str, files: list[str], digest: str, part: str | None = None
                ) -> LoadResult:
-        """The result; `split` defaults to what the source's folder and file names say."""
+        """The result; `part` defaults to what the source's folder and file names say."""
         return LoadResult(examples=self.examples, source=source, format=fmt, files=sorted(files),
                           read=self.read, skipped=self.skipped, _digest=digest,
-                          split=split if split is not None else split_named(source, files))
+                          part=part if part is not None else part_named(source, files))
 
 
 class Hasher:

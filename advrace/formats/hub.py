@@ -46,7 +46,7 @@ def _hub_span(row: dict) -> SpanExample:
                         answer_set(pairs))
 
 
-def _hub_load(repo: str, config: str | None, split: str):
+def _hub_load(repo: str, config: str | None, part: str):
     try:
         import datasets  # deferred for start-up time: it takes seconds, and only the hub needs it
     except ImportError:
@@ -54,7 +54,7 @@ def _hub_load(repo: str, config: str | None, split: str):
                           "or pass a local path instead") from None
     label = f"{repo}" + (f":{config}" if config else "")
     try:
-        return datasets.load_dataset(repo, config, split=split)
+        return datasets.load_dataset(repo, config, split=part)
     except Exception as e:  # any hub failure leaves the user with the same fix: a local copy
         kind = type(e).__name__
         offline = isinstance(e, (ConnectionError, TimeoutError)) or any(
@@ -62,25 +62,25 @@ def _hub_load(repo: str, config: str | None, split: str):
         why = ("the Hugging Face hub is unreachable" if offline
                else "the Hugging Face hub could not provide it")
         local = "" if os.path.exists(repo) else f" (there is no local file or folder {repo!r} either)"
-        raise ConfigError(f"cannot load {label!r} split {split!r}: {why} ({kind}: {e}); "
+        raise ConfigError(f"cannot load {label!r} split {part!r}: {why} ({kind}: {e}); "
                           f"download the data and pass a local path instead "
                           f"(a RACE folder, a .jsonl file or a SQuAD .json){local}") from None
 
 
-def load_hub(name, split: str = "test", *, lenient: bool = False, limit: int | None = None,
+def load_hub(name, part: str = "test", *, lenient: bool = False, limit: int | None = None,
              n_options: int = 4) -> LoadResult:
     """A hub dataset (`owner/name[:config]`); RACE rows become MCExamples, SQuAD rows SpanExamples."""
     check_args(limit, n_options)
     repo, config = _hub_name(str(name))
     canonical = repo + (f":{config}" if config else "")
-    ds = _hub_load(repo, config, split)
+    ds = _hub_load(repo, config, part)
     columns = set(getattr(ds, "column_names", None) or [])
     span = {"context", "answers"} <= columns
     if not span and not set(RACE_ROW_FIELDS) <= columns:
-        raise ConfigError(f"{canonical!r} split {split!r} has columns {sorted(columns)}; expected "
+        raise ConfigError(f"{canonical!r} split {part!r} has columns {sorted(columns)}; expected "
                           f"RACE columns {list(RACE_ROW_FIELDS)} or SQuAD columns "
                           "['id', 'title', 'context', 'question', 'answers']")
-    file = f"{canonical} ({split} split)"
+    file = f"{canonical} ({part} split)"
     out = Collector(lenient, limit)
     seen: dict[str, int] = {}
     for i, row in enumerate(ds):
@@ -98,8 +98,8 @@ def load_hub(name, split: str = "test", *, lenient: bool = False, limit: int | N
             k = seen.get(eid, 0)
             seen[eid] = k + 1
         out.add(file, record, lambda row=row, k=k: race_row(row, k, n_options))
-    digest = hashlib.sha256(f"hub\0{canonical}\0{split}".encode("utf-8")).hexdigest()
-    return out.result(canonical, NAME, [], digest, split=split)
+    digest = hashlib.sha256(f"hub\0{canonical}\0{part}".encode("utf-8")).hexdigest()
+    return out.result(canonical, NAME, [], digest, part=part)
 
 
 @register_format
@@ -109,8 +109,8 @@ class Hub(Format):
     description = "a Hugging Face hub dataset"
     local = False
 
-    def load(self, path, *, lenient=False, limit=None, n_options=4, split="test") -> LoadResult:
-        return load_hub(path, split, lenient=lenient, limit=limit, n_options=n_options)
+    def load(self, path, *, lenient=False, limit=None, n_options=4, part="test") -> LoadResult:
+        return load_hub(path, part, lenient=lenient, limit=limit, n_options=n_options)
 
     def detect(self, probe: Probe) -> bool:
         return not probe.exists and looks_like_dataset_name(probe.path)

@@ -74,7 +74,7 @@ class RaceDir(Format):
     tasks = (MULTIPLE_CHOICE,)
     description = "a RACE folder"
 
-    def load(self, path, *, lenient=False, limit=None, n_options=4, split="test") -> LoadResult:
+    def load(self, path, *, lenient=False, limit=None, n_options=4, part="test") -> LoadResult:
         return load_race_dir(path, lenient=lenient, limit=limit, n_options=n_options)
 
     def detect(self, probe: Probe) -> bool:

@@ -66,7 +66,7 @@ class RaceJsonl(Format):
     tasks = (MULTIPLE_CHOICE,)
     description = "RACE JSON lines"
 
-    def load(self, path, *, lenient=False, limit=None, n_options=4, split="test") -> LoadResult:
+    def load(self, path, *, lenient=False, limit=None, n_options=4, part="test") -> LoadResult:
         return load_race_jsonl(path, lenient=lenient, limit=limit, n_options=n_options)
 
     def detect(self, probe: Probe) -> bool:

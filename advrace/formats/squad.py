@@ -88,7 +88,7 @@ class Squad(Format):
     description = "SQuAD v1.1 JSON"
     priority = 1  # named top-level keys: asked before the looser RACE and AdvRACE shapes
 
-    def load(self, path, *, lenient=False, limit=None, n_options=4, split="test") -> LoadResult:
+    def load(self, path, *, lenient=False, limit=None, n_options=4, part="test") -> LoadResult:
         return load_squad(path, lenient=lenient, limit=limit, n_options=n_options)
 
     def detect(self, probe: Probe) -> bool:

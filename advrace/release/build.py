@@ -216,7 +216,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
         if not cfg.data.path:
             raise ConfigError("no input data: give --data PATH or a config with data.path")
         loaded = load(cfg.data.resolved_path(), cfg.data.format, lenient=cfg.data.lenient,
-                      limit=cfg.data.limit, split=cfg.data.split)
+                      limit=cfg.data.limit, part=cfg.data.part)
     loaded, selection = _selected(cfg, loaded)
     examples = loaded.examples
     if not examples:
@@ -270,7 +270,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
             "read": loaded.read,
             "kept": loaded.kept,
             "skipped": loaded.skipped,
-            "split": loaded.split,
+            "split": loaded.part,
             "passages": loaded.passages,
             **({"levels": levels} if levels else {}),
             **({"selection": selection} if selection else {}),

@@ -6,21 +6,21 @@ from __future__ import annotations
 from advrace.core.config import ReleaseConfig
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import plural
-from advrace.formats.base import canonical_split, split_words
+from advrace.formats.base import canonical_part, part_words
 
 
-def named_splits(text: str) -> set[str]:
-    """The splits a recipe's free text names (`advrace-race-test`, "the RACE test set")."""
-    return {canonical_split(w) for w in split_words(text)}
+def named_parts(text: str) -> set[str]:
+    """The data set's parts a recipe's free text names (`advrace-race-test`, "the RACE test set")."""
+    return {canonical_part(w) for w in part_words(text)}
 
 
-def _read_splits(split: str) -> set[str]:
-    return {canonical_split(s) for s in split.split("+")}
+def _read_parts(part: str) -> set[str]:
+    return {canonical_part(p) for p in part.split("+")}
 
 
-def contradicts(text: str, split: str | None) -> bool:
-    """Whether `text` names a split other than the one read (never when the read one is unknown)."""
-    return bool(split) and bool(named_splits(text) - _read_splits(split))
+def contradicts(text: str, part: str | None) -> bool:
+    """Whether `text` names a part other than the one read (never when the read one is unknown)."""
+    return bool(part) and bool(named_parts(text) - _read_parts(part))
 
 
 def source_line(src: dict, task: str) -> str:
@@ -44,17 +44,17 @@ def source_line(src: dict, task: str) -> str:
     return f"Source: {', '.join(parts)}; {count}; source fingerprint `{src['fingerprint'][:16]}`."
 
 
-def _recipe_note(cfg: ReleaseConfig, split: str | None) -> list[str]:
+def _recipe_note(cfg: ReleaseConfig, part: str | None) -> list[str]:
     """A recipe reused on other data (race-test.yaml with --data RACE/dev) keeps its name, so
     the card says that the name is wrong and leaves a wrong description out."""
     clash = [(what, text) for what, text in (("name", cfg.name), ("description", cfg.description))
-             if contradicts(text, split)]
+             if contradicts(text, part)]
     if not clash:
         return []
-    others = sorted(set().union(*(named_splits(text) for _, text in clash)) - _read_splits(split))
+    others = sorted(set().union(*(named_parts(text) for _, text in clash)) - _read_parts(part))
     subject = " and ".join(f"name (`{cfg.name}`)" if what == "name" else "description" for what, _ in clash)
     return [f"The recipe's {subject} {'name' if len(clash) > 1 else 'names'} the {' and '.join(others)} "
-            f"split, but the data read is the **{split}** split: this card describes what was read"
+            f"split, but the data read is the **{part}** split: this card describes what was read"
             + (", without that description" if clash[-1][0] == "description" else "") + ".", ""]
 
 
