@@ -118,4 +118,4 @@ def test_passage_field_names_the_text_an_insertion_goes_into():
         assert ex.passage_field == field and ex.passage_text == getattr(ex, field)
         inserted = ex.insert_sentence("Nobody knows.", 0)
         assert getattr(inserted, field).startswith("Nobody knows. ") and inserted.question == ex.question
-        assert inserted.provenance[-1]["field"] == field
+        assert inserted.provenance[-1].field == field

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from advrace.cli import main
-from advrace.core.config import config_from_dict
+from advrace.core.config import release_config_from_dict
 from advrace.core.provenance import (AdversarialSentence, AttackSummary, Authored, FieldsRemoved, NewDistractors,
                                      OptionsReplaced, PlacedSentence, ProvenanceError, Replacement,
                                      SentencesInserted, Swaps, TextReplaced, WordSearch, from_json, summary_of,
@@ -108,7 +108,7 @@ def test_format_1_layouts_read_as_one_vocabulary():
 
 
 def test_a_release_is_written_in_format_2_and_read_back_as_built(tmp_path):
-    cfg = config_from_dict({"name": "p", "data": {"path": "@sample/race", "format": "race-dir", "limit": 3},
+    cfg = release_config_from_dict({"name": "p", "data": {"path": "@sample/race", "format": "race-dir", "limit": 3},
                             "splits": ["charswap"], "workers": 1})
     build_release(cfg, tmp_path / "r")
     assert json.loads((tmp_path / "r" / "manifest.json").read_text())["format_version"] == FORMAT_VERSION == 2

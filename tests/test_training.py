@@ -341,9 +341,9 @@ def test_a_recipes_task_key_is_its_kind_and_written_back_as_task():
     assert mix.recipe.kind == "adversarial"
     assert mix.to_dict()["recipe"]["task"] == mix.plan()["recipe"]["task"] == "adversarial"
     assert "kind" not in mix.to_dict()["recipe"]
-    assert config_from_dict(yaml.safe_load(yaml.safe_dump(mix.to_dict()))) == mix
+    assert train_config_from_dict(yaml.safe_load(yaml.safe_dump(mix.to_dict()))) == mix
     with pytest.raises(ConfigError, match="unknown key.*kind; known: .*task"):
-        config_from_dict({"train": "x", "recipe": {"kind": "finetune"}})
+        train_config_from_dict({"train": "x", "recipe": {"kind": "finetune"}})
 
 
 @pytest.mark.parametrize("values, message", [

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advrace.core.checking import build_dataclass, check_keys, check_value
+from advrace.core.checking import build_dataclass, check_keys, check_value, config_dict
 from advrace.core.config import DataSpec, SplitSpec, parse_settings, read_yaml, resolve_release_paths
 from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
@@ -26,7 +26,7 @@ from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.formats import format_names
 from advrace.models.loading import MINILM
 
-from .objectives import objective_class, objective_names, setting_keys, settings_dict
+from .objectives import objective_class, objective_names, setting_keys
 
 RECIPE_KINDS = ("finetune", "adversarial", "option_only")
 MODES = ("targeted", "mixed")
@@ -72,7 +72,7 @@ class RecipeConfig:
 
     def to_dict(self) -> dict:
         """The recipe as a config gives it (`task` for `kind`)."""
-        return settings_dict(self)
+        return config_dict(self)
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         """The config as a YAML file gives it, the objective's section after `objective`."""
-        section = settings_dict(self.objective_settings())
+        section = config_dict(self.objective_settings())
         d = {}
         for key, value in dataclasses.asdict(self).items():
             if key == "recipe":

@@ -10,9 +10,9 @@ built in (or when every name is listed).
 from advrace.core.registry import import_submodules
 
 from .base import (PLUGIN_GROUP, REGISTRY, NoSettings, Objective, get_objective, objective_class,
-                   objective_names, register_objective, setting_keys, settings_dict)
+                   objective_names, register_objective, setting_keys)
 
 import_submodules(__name__, __path__)
 
 __all__ = ["PLUGIN_GROUP", "REGISTRY", "NoSettings", "Objective", "get_objective", "objective_class",
-           "objective_names", "register_objective", "setting_keys", "settings_dict"]
+           "objective_names", "register_objective", "setting_keys"]

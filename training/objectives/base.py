@@ -19,7 +19,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from advrace.core.checking import build_dataclass
+from advrace.core.checking import build_dataclass, config_dict
 from advrace.core.errors import ConfigError
 from advrace.core.registry import Registry
 from advrace.core.tasks import MULTIPLE_CHOICE
@@ -66,7 +66,7 @@ class Objective:
         """What `features` depends on besides the examples and the tokenizer."""
         features = type(self).features
         return {"objective": self.name, "features": f"{features.__module__}.{features.__qualname__}",
-                "settings": settings_dict(self.settings), "max_length": self.cfg.max_length,
+                "settings": config_dict(self.settings), "max_length": self.cfg.max_length,
                 "seed": seed, "dev": dev}
 
     def encoded(self, store, tokenizer, parts: list, seed: int, dev: bool = False,
@@ -117,12 +117,6 @@ def dev_token_scores(loader, accelerator, score_batch) -> dict:
 def setting_keys(settings_class: type) -> tuple[str, ...]:
     """The keys of a settings section, as a config spells them."""
     return tuple(f.metadata.get("key", f.name) for f in dataclasses.fields(settings_class))
-
-
-def settings_dict(settings) -> dict:
-    """A settings dataclass as its config section."""
-    values = dataclasses.asdict(settings)
-    return {f.metadata.get("key", f.name): values[f.name] for f in dataclasses.fields(settings)}
 
 
 REGISTRY: Registry[type[Objective]] = Registry("training objective", PLUGIN_GROUP)
