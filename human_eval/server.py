@@ -202,13 +202,16 @@ def save(db, person, item, form) -> str | None:
     text, start = form.get("answer_text", ""), form.get("answer_start", "")
     if not text.strip():
         return "select the answer in the paragraph, or mark the question unanswerable"
-    if start.isdigit() and p["context"][int(start):int(start) + len(text)] == text:
-        begin = int(start)
-    elif text in p["context"]:
-        begin = p["context"].index(text)
-    else:
+    if text not in p["context"]:
         return "the answer must be a span of the paragraph"
-    store.save_annotation(db, person["id"], item["id"], answer_text=text, answer_start=begin, comment=comment)
+    if not start.isdigit():
+        return f"the answer “{text}” came without its position in the paragraph; select it again with the mouse"
+    found = p["context"][int(start):int(start) + len(text)]
+    if found != text:
+        # Never moved to another occurrence: that would store a span the annotator did not select.
+        return (f"the answer “{text}” does not match the paragraph at character {start} "
+                f"(“{found}” is there); select it again with the mouse")
+    store.save_annotation(db, person["id"], item["id"], answer_text=text, answer_start=int(start), comment=comment)
     return None
 
 

@@ -189,7 +189,7 @@ def test_squad_items_take_a_span(tmp_path):
                 item = store.item(conn, row["item_id"])
                 gold = item["payload"]["answers"][0]
                 answer = gold["text"] if k == 0 else "Danube"
-                offset = gold["answer_start"] if k == 0 else ""
+                offset = gold["answer_start"] if k == 0 else item["payload"]["context"].index("Danube")
                 status, page_html, _ = request(f"{url}/a/{token}/item/{row['position']}",
                                                {"choice": "answer", "answer_text": answer,
                                                 "answer_start": str(offset), "csrf": csrf})
@@ -204,6 +204,30 @@ def test_squad_items_take_a_span(tmp_path):
     assert entry["annotations"] == 6 and entry["valid_rate"] == 1.0
     assert entry["correct_rate"] == pytest.approx(0.5)
     assert 0.5 <= entry["human_f1"] < 1.0
+
+
+def test_a_span_whose_offset_does_not_match_is_refused_not_moved(tmp_path):
+    """The annotator's client must send where the selection starts; a span that is not at that
+    offset (or has none) is refused, never stored at another occurrence of the same words."""
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(squad_doc()), encoding="utf-8")
+    build_release(config_from_dict({"data": {"path": str(path)}, "splits": [], "workers": 1}), tmp_path / "rel")
+    out = create_study(tmp_path / "rel", tmp_path / "q.db", per_split=3, annotators=1, seed=0)
+    token = list(out["annotators"].values())[0]
+    server, url = start(tmp_path / "q.db")
+    try:
+        _, html, _ = request(f"{url}/a/{token}/item/0")
+        csrf = csrf_of(html)
+        for offset, told in [("0", "at character 0 (“The Da” is there)"), ("", "without its position")]:
+            status, page, _ = request(f"{url}/a/{token}/item/0", {"choice": "answer", "answer_text": "Danube",
+                                                                   "answer_start": offset, "csrf": csrf})
+            assert status == 422 and "Question 1 of 3" in page
+            assert "the answer “Danube”" in page and told in page
+        conn = store.connect(tmp_path / "q.db")
+        assert store.annotation(conn, 1, store.queue(conn, 1)[0]["item_id"]) is None
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_report_numbers_by_hand(mc_release, tmp_path):

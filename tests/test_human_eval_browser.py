@@ -143,6 +143,42 @@ def test_requests_without_or_with_another_token_are_refused(browser, study):
     assert "wrong form token" in browser.find_element(By.CLASS_NAME, "error").text
 
 
+def test_a_span_selected_after_an_emoji_is_stored_where_it_was_selected(browser, tmp_path):
+    """The DOM counts UTF-16 units, the server characters: the page sends the character offset."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    doc = squad_doc()
+    para = doc["data"][0]["paragraphs"][0]
+    para["context"] = "\U0001F30A " + para["context"]
+    for qa in para["qas"]:
+        qa["answers"][0]["answer_start"] += 2
+    (tmp_path / "squad.json").write_text(json.dumps(doc), encoding="utf-8")
+    build_release(config_from_dict({"data": {"path": str(tmp_path / "squad.json")}, "splits": [], "workers": 1}),
+                  tmp_path / "rel")
+    token = list(create_study(tmp_path / "rel", tmp_path / "e.db", per_split=1, annotators=1)["annotators"].values())[0]
+    server, url = serve(tmp_path / "e.db")
+    try:
+        browser.get(f"{url}/a/{token}/item/0")
+
+        def select_sea(d):
+            d.execute_script(
+                "const box = document.getElementById('context'); const t = box.firstChild;"
+                "const s = t.textContent.indexOf('Black Sea'); const r = document.createRange();"
+                "r.setStart(t, s); r.setEnd(t, s + 9);"
+                "const sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(r);"
+                "box.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));")
+            return d.find_element(By.ID, "selected").text == "Black Sea"
+
+        WebDriverWait(browser, 10).until(select_sea)
+        _save(browser, "/progress")
+    finally:
+        server.shutdown()
+        server.server_close()
+    row = sqlite3.connect(tmp_path / "e.db").execute("SELECT answer_text, answer_start FROM annotations").fetchone()
+    assert row == ("Black Sea", para["context"].index("Black Sea"))
+
+
 def test_author_edits_and_sees_the_prediction_change(browser, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait

@@ -19,7 +19,8 @@ function spanSelection() {
     const e = Math.max(range.startOffset, range.endOffset);
     if (e <= s) return;
     text.value = node.textContent.slice(s, e);
-    start.value = String(s);
+    // The server counts characters (code points), the DOM UTF-16 units: they differ after an emoji.
+    start.value = String(Array.from(node.textContent.slice(0, s)).length);
     shown.textContent = text.value;
     const answer = document.getElementById("choice-answer");
     if (answer) answer.checked = true;
