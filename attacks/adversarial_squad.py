@@ -34,7 +34,7 @@ import functools
 import random
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from advrace.core.checks import REGISTRY as CHECKS, Subject, TextContext
 from advrace.core.errors import ConfigError
@@ -416,15 +416,16 @@ OFFENSIVE = frozenset({"fuck", "fucking", "shit", "damn", "ass", "bitch", "sex",
 @dataclass(frozen=True)
 class AddAnyConfig:
     model: str = ""
-    length: int = 10  # words in the added sentence (d)
-    epochs: int = 6
-    candidates: int = 20  # random common words per position
-    common_words: int = 1000
-    restarts: int = 4  # random restarts added after `restart_after` epochs without success
-    restart_after: int = 3
-    n_best: int = 10  # answers in the model's distribution for the expected F1
-    batch_size: int = 32
-    max_length: int = 384
+    length: int = field(default=10, metadata={"min": 1})  # words in the added sentence (d)
+    epochs: int = field(default=6, metadata={"min": 1})
+    candidates: int = field(default=20, metadata={"min": 1})  # random common words per position
+    common_words: int = field(default=1000, metadata={"min": 1})
+    # random restarts added after `restart_after` epochs without success
+    restarts: int = field(default=4, metadata={"min": 0})
+    restart_after: int = field(default=3, metadata={"min": 0})
+    n_best: int = field(default=10, metadata={"min": 1})  # answers in the model's distribution for the expected F1
+    batch_size: int = field(default=32, metadata={"min": 1})
+    max_length: int = field(default=384, metadata={"min": 8})
     bf16: bool | None = False  # as DistractorAttackConfig.bf16: fp32 unless asked
 
 
@@ -467,7 +468,7 @@ class AddAny(_ModelDependent):
         """
         cfg = self.config
         common, question = self._words(example)
-        if cfg.length < 1 or not common:
+        if not common:
             raise CannotPerturb("no words to search over")
         particles = [[rng.choice(common) for _ in range(cfg.length)]]
         scores = [self.expected_f1(example, [" ".join(particles[0]) + "."])[0]]

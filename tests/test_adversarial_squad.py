@@ -4,7 +4,9 @@ import json
 
 import pytest
 
+from advrace.cli import main
 from advrace.core.config import release_config_from_dict
+from advrace.core.errors import ConfigError
 from advrace.release import build_release, read_split
 from advrace.resources import get_resources
 from advrace.attacks import get_attack
@@ -143,6 +145,26 @@ def test_addsent_name_dispatches_on_the_task():
     assert get_attack("addsent", "extractive_qa").__module__ == "advrace.attacks.adversarial_squad"
     with pytest.raises(Exception, match="does not apply to extractive_qa"):
         get_attack("diagnosis", "extractive_qa")
+
+
+@pytest.mark.parametrize("key, value, allowed", [("length", 0, ">= 1"), ("common_words", 0, ">= 1"),
+                                                 ("candidates", 0, ">= 1"), ("epochs", 0, ">= 1"),
+                                                 ("n_best", 0, ">= 1"), ("restarts", -1, ">= 0"),
+                                                 ("max_length", 4, ">= 8")])
+def test_addany_settings_out_of_range_are_config_errors(key, value, allowed):
+    for name in ("addany", "addcommon"):
+        with pytest.raises(ConfigError) as info:
+            get_attack(name)({"model": "runs/squad", key: value})
+        assert str(info.value) == f"attack {name!r}: config.{key} must be an integer {allowed}, got {value}"
+
+
+def test_cli_build_refuses_addany_with_no_words_before_reading_anything(tmp_path, capsys):
+    config = tmp_path / "r.yaml"
+    config.write_text("splits:\n  - attack: addany\n    config: {model: runs/squad, length: 0}\n", encoding="utf-8")
+    code = main(["build", str(config), "--data", str(tmp_path / "missing.json"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "attack 'addany': config.length must be an integer >= 1, got 0" in err
 
 
 def test_model_dependent_adversaries(span_model, tmp_path):
