@@ -189,6 +189,13 @@ def contains_gold(sentence: str, gold: str) -> bool:
     return len(key) >= 2 and key in fold_case_and_spaces(sentence)
 
 
+def search_failure(refused: Counter, found: int, wanted: int) -> str:
+    """Why the search for sentence `found` + 1 failed: the most frequent refusal of its candidates
+    (the first met on a tie), and how many sentences were found before it when any were."""
+    why = max(refused, key=refused.get) if refused else "edits leave the question unchanged"
+    return f"only {found} of {wanted} sentences: {why}" if found else why
+
+
 # numbers
 
 
@@ -598,7 +605,7 @@ class AddSent(Attack):
                 if found:
                     break
             if found is None:
-                raise CannotPerturb(max(refused, key=lambda r: (refused[r], r)) if refused else "no new sentence")
+                raise CannotPerturb(search_failure(refused, j, cfg.insertions))
             entry, i = found
             used_options.add(i)
             sentences.add(fold_case_and_spaces(entry.sentence))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from advrace.core.errors import ConfigError
@@ -9,7 +11,7 @@ from advrace.core.examples import MCExample
 from advrace.core.provenance import AttackSummary, SentencesInserted
 from advrace.resources import get_resources
 from advrace.core.text import words
-from advrace.attacks.addsent import AddSent, contains_gold, declarative, new_number
+from advrace.attacks.addsent import AddSent, contains_gold, declarative, new_number, search_failure
 from advrace.resources.inflection import inflection_candidates
 from advrace.attacks.base import CannotPerturb
 
@@ -351,6 +353,26 @@ def test_not_enough_distractors(addsent):
     assert not one.perturbed and one.reason == "no distinct distractor"
     assert AddSent({"insertions": 1}, resources=addsent.resources).apply(
         mc("Where does Tom live?", ["a village", "a city", "a city", "a village"])).perturbed
+
+
+def test_a_failed_search_says_which_sentence_failed_and_why(addsent):
+    """'Knife.' makes the first sentence; every other distractor contains the gold 'fork', so the
+    second sentence is what fails, and the reason says so rather than that none could be made."""
+    out = addsent.apply(mc("What can you use to put food in your mouth?",
+                           ["fork", "Knife.", "Knife or fork.", "Knife and fork"]))
+    assert not out.perturbed and out.reason == "only 1 of 2 sentences: gold answer in sentence"
+    assert AddSent({"insertions": 1}, resources=addsent.resources).apply(
+        mc("What can you use to put food in your mouth?", ["fork", "Knife.", "Knife or fork.", "Knife and fork"])
+    ).perturbed
+
+
+def test_a_tie_of_refusals_is_reported_as_the_first_met_not_by_name():
+    refused = Counter()
+    for why in ("a 'not' sentence rules out an option", "gold answer in sentence",
+                "gold answer in sentence", "a 'not' sentence rules out an option"):
+        refused[why] += 1
+    assert search_failure(refused, 0, 2) == "a 'not' sentence rules out an option"
+    assert search_failure(Counter(), 0, 2) == "edits leave the question unchanged"
 
 
 def test_cannot_perturb_is_raised_directly(addsent):
