@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import weakref
 from abc import abstractmethod
 from collections import Counter
 from dataclasses import dataclass
@@ -148,7 +149,15 @@ SELECTION_FIELDS = frozenset({"shuffle", "max_overlap_answer", "match_answer_for
                               "negated_questions",
                               "select_with", "select_with_pool", "select_with_max_length",
                               "max_overlap_each_other", "min_jaccard_distance"})
-_CANDIDATES: dict = {}  # see DistractorAttack._cached_candidates
+
+
+class _Candidates(dict):
+    """One proposing setting's candidates by question (a dict that can be weakly referenced)."""
+
+
+# Per proposing setting, the candidates shared by the attacks alive at once (one build's splits)
+# and gone with them, so that no build, ablation run or test leaves its candidates behind.
+_CANDIDATES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def _distinct(candidates: list[str]) -> list[str]:
@@ -263,19 +272,23 @@ class DistractorAttack(CheckpointAttack):
         return [self._replace(ex, v) for ex, v in zip(examples, vetted)]
 
     def _cached_candidates(self, examples: list, progress: bool) -> list[list[str]]:
-        """The model's candidates, computed once per process for splits that differ only in how
-        they filter and choose (`SELECTION_FIELDS`): a release with DG with and without
+        """The model's candidates, computed once for the splits of one build that differ only in
+        how they filter and choose (`SELECTION_FIELDS`): a release with DG with and without
         `select_with` runs the generator once. The key holds the checkpoint's sha256, every other
         config value and the proposing method itself, so nothing else can share an entry."""
         config = {k: v for k, v in dataclasses.asdict(self.config).items() if k not in SELECTION_FIELDS}
         key = (type(self).__name__, self.checkpoint_sha256, json.dumps(config, sort_keys=True, default=str),
                getattr(self.candidates, "__func__", self.candidates))
-        keyed = [(key, ex.source_id, ex.passage, ex.question, ex.options) for ex in examples]
-        todo = list({k: ex for k, ex in zip(keyed, examples) if k not in _CANDIDATES}.items())
+        cache = _CANDIDATES.get(key)
+        if cache is None:
+            cache = _CANDIDATES[key] = _Candidates()
+        self._candidates_held = cache  # kept alive by this attack, as long as it is
+        keyed = [(ex.source_id, ex.passage, ex.question, ex.options) for ex in examples]
+        todo = list({k: ex for k, ex in zip(keyed, examples) if k not in cache}.items())
         if todo:
             for (k, _), cands in zip(todo, self.candidates([ex for _, ex in todo], progress)):
-                _CANDIDATES[k] = list(cands)
-        return [_CANDIDATES[k] for k in keyed]
+                cache[k] = list(cands)
+        return [cache[k] for k in keyed]
 
     @functools.cached_property
     def _checks(self) -> tuple[list, list, list, TextContext, dict]:

@@ -1,5 +1,6 @@
 """Distractor extraction and generation end to end, on tiny models trained here in seconds."""
 
+import gc
 import json
 
 import pytest
@@ -11,7 +12,7 @@ from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
 from advrace.formats import load
 from advrace.release import build_release, read_split
-from advrace.attacks import get_attack
+from advrace.attacks import get_attack, model_based
 from advrace.attacks.model_based import checkpoint_sha256
 from advrace.models.loading import checkpoint_name
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, tiny
@@ -445,6 +446,19 @@ def test_splits_that_differ_only_in_choosing_share_one_model_pass(setup, tmp_pat
     build_release(cfg, tmp_path / "rel")
     n = len(read_split(tmp_path / "rel", "original"))
     assert calls == [n, n]  # the select_with split reused the first pass; another beam size did not
+    gc.collect()
+    assert len(model_based._CANDIDATES) == 0  # gone with the build's attacks
+
+
+def test_the_candidate_cache_does_not_grow_across_builds(setup, tmp_path):
+    """Ablations and test runs build many releases in one process: each build's candidates go
+    with it, whatever its settings."""
+    for beam in (4, 3, 2):
+        cfg = config_from_dict({"data": {"path": str(setup["race"])}, "splits": [
+            {"attack": "distractor_generation", "config": {"model": setup["dg"]["final"], "beam_size": beam}}]})
+        build_release(cfg, tmp_path / f"beam{beam}")
+        gc.collect()
+        assert sum(len(c) for c in model_based._CANDIDATES.values()) == 0
 
 
 def test_one_factory_makes_every_multiple_choice_scorer(setup, monkeypatch):
