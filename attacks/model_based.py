@@ -44,7 +44,7 @@ from advrace.models.precision import inference_device, precision_info, use_bf16
 from advrace.models.sharding import map_sharded
 from advrace.resources.packages import package_version
 
-from .base import Attack, Outcome
+from .base import Attack, CannotPerturb, Outcome
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,12 @@ class CheckpointAttack(Attack):
         return self.apply_batch([example])[0]
 
     def perturb(self, example, rng):
-        return self.apply(example).example
+        """The example as a batch of one (its own seeded generator, not `rng`), under the
+        interface's contract: a question the batch leaves unchanged raises CannotPerturb."""
+        out = self.apply(example)
+        if not out.perturbed:
+            raise CannotPerturb(out.reason)
+        return out.example
 
 
 def _minilm_version() -> str:

@@ -13,6 +13,7 @@ from advrace.core.numbers import significant
 from advrace.formats import load
 from advrace.release import build_release, read_split
 from advrace.attacks import get_attack, model_based
+from advrace.attacks.base import CannotPerturb
 from advrace.attacks.model_based import checkpoint_sha256
 from advrace.models.loading import checkpoint_name
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, tiny
@@ -309,6 +310,15 @@ def test_negated_questions_keep_their_options_unless_the_config_asks_for_stated_
     assert record.rejected == {"not stated in the passage, for a negated question": 2}
     with pytest.raises(ConfigError, match="negated_questions"):
         planted(setup, negated_questions="yes")
+
+
+def test_perturb_raises_cannot_perturb_for_a_question_it_leaves(setup):
+    """`perturb` keeps the attack interface's contract for a caller outside the release runner."""
+    attack = planted(setup)
+    with pytest.raises(CannotPerturb) as info:
+        attack.perturb(NOT, attack.rng_for(NOT))
+    assert info.value.reason == "negated question"
+    assert attack.perturb(WHY, attack.rng_for(WHY)) == attack.apply(WHY).example != WHY
 
 
 WHY_CANDIDATES = ["Because he went to school by bus.", "Because Mrs. Green said so.",
