@@ -12,7 +12,7 @@ import yaml
 from advrace.cli import main
 from advrace.core.config import load_config
 from advrace.core.errors import ConfigError
-from advrace.core.paths import DATA, MODEL, PATH, named_path, resolve
+from advrace.core.paths import DATA, MODEL, PATH, looks_like_model_name, missing_paths, named_path, resolve
 from conftest import make_race_dir, make_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,7 +45,8 @@ def test_what_counts_as_a_path(tmp_path):
     assert resolve("./de", folder, MODEL) == str(tmp_path / "configs" / "de")
     assert resolve("a/b/c", folder, MODEL) == str(tmp_path / "configs" / "a" / "b" / "c")
     assert resolve("owner/local", folder, MODEL) == str(tmp_path / "configs" / "owner" / "local")  # it exists there
-    for name in ("bert-base-uncased", "roberta-large", "owner/model", "minilm", "smollm2", "sliding-window",
+    assert resolve("owner/model", folder, MODEL) == str(tmp_path / "configs" / "owner" / "model")  # owner is here
+    for name in ("bert-base-uncased", "roberta-large", "org/model", "minilm", "smollm2", "sliding-window",
                  "sliding-window:distance", "similarity", "similarity:minilm"):
         assert resolve(name, folder, MODEL) == name, name
     assert resolve("similarity:../enc", folder, MODEL) == f"similarity:{tmp_path / 'enc'}"
@@ -80,6 +81,49 @@ def test_loading_a_config_by_a_relative_name_keeps_paths_relative(monkeypatch):
     cfg = load_config("configs/release/sample.yaml")
     assert [s.config["model"] for s in cfg.splits if "model" in s.config] == ["runs/de-sample/final",
                                                                             "runs/dg-sample/final"]
+
+
+def test_owner_name_is_a_path_when_a_folder_of_that_owner_is_here(tmp_path, monkeypatch):
+    """`runs/dg` beside `runs/` is a run not trained yet, not a Hub id; `org/name` with no `org`
+    folder stays a Hub id (nothing here downloads)."""
+    (tmp_path / "configs" / "runs").mkdir(parents=True)
+    folder = str(tmp_path / "configs")
+    assert resolve("runs/dg", folder, MODEL) == str(tmp_path / "configs" / "runs" / "dg")
+    assert resolve("org/name", folder, MODEL) == "org/name"
+    monkeypatch.chdir(tmp_path / "configs")
+    assert not looks_like_model_name("runs/dg") and looks_like_model_name("org/name")
+    assert looks_like_model_name("runs/dg", str(tmp_path)) and not looks_like_model_name("runs/dg", folder)
+    assert missing_paths({"model": "runs/dg", "select_with": "org/reader"}) == [("model", "runs/dg", MODEL)]
+
+
+def test_a_run_not_trained_yet_is_reported_missing_with_how_to_train_it(tmp_path, monkeypatch, capsys):
+    (tmp_path / "runs" / "de").mkdir(parents=True)
+    config = _write(tmp_path / "release.yaml", {"data": {"path": "nowhere"}, "splits": [
+        {"attack": "distractor_generation", "config": {"model": "runs/dg"}}]})
+    monkeypatch.chdir(tmp_path / "runs")  # the config's folder is not the shell's
+    assert main(["build", str(config), "--out", "out"]) == 2
+    err = capsys.readouterr().err
+    assert f"model {tmp_path / 'runs' / 'dg'}: no such folder; train it with `advrace train " \
+           f"configs/train/dg-cpu.yaml --output-dir {tmp_path / 'runs' / 'dg'}`" in err
+    monkeypatch.chdir(tmp_path)
+    assert main(["build", "--data", "nowhere", "--attacks", "distractor_generation", "--out", "out",
+                 "--set", "splits.distractor_generation.model=runs/dg"]) == 2
+    assert "model runs/dg: no such folder; train it with" in capsys.readouterr().err
+
+
+def test_the_loader_reports_a_run_not_trained_yet_without_asking_the_hub(tmp_path, monkeypatch):
+    from advrace.attacks import get_attack
+    from advrace.core.examples import MCExample
+
+    (tmp_path / "runs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert get_attack("distractor_generation")({"model": "org/name"}).config.backend == "causal_lm"  # a Hub id
+    attack = get_attack("distractor_generation")({"model": "runs/dg"})
+    ex = MCExample(id="q", passage="Tom walked home.", question="Where did Tom walk?",
+                   options=("home", "to school", "to the park", "to town"), label=0)
+    with pytest.raises(ConfigError, match=r"no checkpoint folder runs/dg; make one with `advrace train "
+                                          r"configs/train/dg-cpu.yaml`"):
+        attack.apply_batch([ex])
 
 
 # --------------------------------------------------------------------------- releases

@@ -14,8 +14,9 @@ Three kinds of setting:
   built-in (`minilm`, `smollm2`, the readers `sliding-window`, `similarity[:ENCODER]`).
 
 A DATA or MODEL value that could be a name (`owner/name`, `bert-base-uncased`) is a path only
-when it exists next to the config file; anything else (`./x`, `../runs/de/final`, `a/b/c`,
-`data.jsonl`) is a path. Write `./NAME` to mean a folder that does not exist yet.
+when it exists next to the config file, or (a MODEL) when its `owner` is a folder there
+(`runs/dg` beside `runs/`); anything else (`./x`, `../runs/de/final`, `a/b/c`, `data.jsonl`)
+is a path. Write `./NAME` to mean a folder that does not exist yet.
 """
 
 from __future__ import annotations
@@ -49,10 +50,15 @@ _DATA_SUFFIXES = (".json", ".jsonl", ".gz", ".txt", ".csv", ".tsv", ".parquet")
 _BUILT_IN = re.compile(r"[A-Za-z][\w-]+")
 
 
-def looks_like_model_name(name: str) -> bool:
+def looks_like_model_name(name: str, folder: str | None = None) -> bool:
     """A Hub model id or a built-in name (`bert-base-uncased`, `owner/name`, `minilm`): what the
-    checkpoint loader may look up by name when no such local folder exists."""
-    return not name.startswith((".", "/", "~")) and bool(_MODEL_ID.fullmatch(name))
+    checkpoint loader may look up by name when no such local folder exists. An `owner/name`
+    whose owner is a folder here (seen from `folder`; None: the shell's) is a path, as `runs/dg`
+    is beside `runs/` before that run is trained: a folder to report missing, not a Hub id."""
+    if name.startswith((".", "/", "~")) or not _MODEL_ID.fullmatch(name):
+        return False
+    owner, slash, _ = name.partition("/")
+    return not (slash and os.path.isdir(_join(folder, owner)))
 
 
 def looks_like_dataset_name(name: str) -> bool:
@@ -103,7 +109,7 @@ def _located(value: str, kind: str, folder: str | None) -> tuple[str, str] | Non
         if colon and _BUILT_IN.fullmatch(head):
             found = _located(arg, MODEL, folder)
             return None if found is None else (head + colon + found[0], found[1])
-        if looks_like_model_name(value) and not _exists(_join(folder, value)):
+        if looks_like_model_name(value, folder) and not _exists(_join(folder, value)):
             return None
     elif kind == DATA and looks_like_dataset_name(value) and not _exists(_join(folder, value)):
         return None
