@@ -33,7 +33,7 @@ from advrace.core.numbers import significant
 from advrace.core.paths import models_named
 from advrace.core.provenance import AttackSummary, NewDistractors, summary_of
 from advrace.core.tasks import MULTIPLE_CHOICE
-from advrace.core.text import count_words, words
+from advrace.core.text import count_words
 from advrace.core.validity import same_option
 from advrace.models.checkpoint_info import training_info
 from advrace.models.loading import MINILM, checkpoint_name

@@ -464,7 +464,7 @@ def test_the_candidate_cache_does_not_grow_across_builds(setup, tmp_path):
     """Ablations and test runs build many releases in one process: each build's candidates go
     with it, whatever its settings."""
     for beam in (4, 3, 2):
-        cfg = config_from_dict({"data": {"path": str(setup["race"])}, "splits": [
+        cfg = release_config_from_dict({"data": {"path": str(setup["race"])}, "splits": [
             {"attack": "distractor_generation", "config": {"model": setup["dg"]["final"], "beam_size": beam}}]})
         build_release(cfg, tmp_path / f"beam{beam}")
         gc.collect()

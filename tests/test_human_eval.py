@@ -211,7 +211,7 @@ def test_a_span_whose_offset_does_not_match_is_refused_not_moved(tmp_path):
     offset (or has none) is refused, never stored at another occurrence of the same words."""
     path = tmp_path / "squad.json"
     path.write_text(json.dumps(squad_doc()), encoding="utf-8")
-    build_release(config_from_dict({"data": {"path": str(path)}, "splits": [], "workers": 1}), tmp_path / "rel")
+    build_release(release_config_from_dict({"data": {"path": str(path)}, "splits": [], "workers": 1}), tmp_path / "rel")
     out = create_study(tmp_path / "rel", tmp_path / "q.db", per_split=3, annotators=1, seed=0)
     token = list(out["annotators"].values())[0]
     server, url = start(tmp_path / "q.db")

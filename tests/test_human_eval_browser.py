@@ -154,7 +154,7 @@ def test_a_span_selected_after_an_emoji_is_stored_where_it_was_selected(browser,
     for qa in para["qas"]:
         qa["answers"][0]["answer_start"] += 2
     (tmp_path / "squad.json").write_text(json.dumps(doc), encoding="utf-8")
-    build_release(config_from_dict({"data": {"path": str(tmp_path / "squad.json")}, "splits": [], "workers": 1}),
+    build_release(release_config_from_dict({"data": {"path": str(tmp_path / "squad.json")}, "splits": [], "workers": 1}),
                   tmp_path / "rel")
     token = list(create_study(tmp_path / "rel", tmp_path / "e.db", per_split=1, annotators=1)["annotators"].values())[0]
     server, url = serve(tmp_path / "e.db")

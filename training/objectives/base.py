@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from advrace.core.checking import build_dataclass, config_dict
-from advrace.core.errors import ConfigError
 from advrace.core.registry import Registry
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.models.feature_store import tokenizer_fingerprint
