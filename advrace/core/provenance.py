@@ -16,6 +16,7 @@ reader scores are always one per reader. Records become JSON only at the file bo
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from dataclasses import dataclass, field
@@ -198,10 +199,23 @@ TYPE_KEY = "type"
 # --------------------------------------------------------------------------- JSON, at the file boundary
 
 
+@functools.cache
+def _shape(cls: type) -> tuple[dict, tuple[dataclasses.Field, ...], tuple[str, ...], dict]:
+    """A record type's field types, fields, required field names (in field order) and defaults
+    by name (`dataclasses.MISSING` for a required field), worked out once per type: reading a
+    release builds every record through here. The defaults are for comparing only; never hand
+    one out, a default_factory's value is shared."""
+    fields = dataclasses.fields(cls)
+    defaults = {f.name: _default(f) for f in fields}
+    required = tuple(name for name, default in defaults.items() if default is dataclasses.MISSING)
+    return typing.get_type_hints(cls), fields, required, defaults
+
+
 def _plain(value):
     if dataclasses.is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if getattr(value, f.name) != _default(f)}
+        _, fields, _, defaults = _shape(type(value))
+        return {f.name: _plain(getattr(value, f.name)) for f in fields
+                if getattr(value, f.name) != defaults[f.name]}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
@@ -248,13 +262,12 @@ def _typed(value, hint, where: str):
 def _build(cls: type, data, where: str):
     if not isinstance(data, dict):
         raise ProvenanceError(f"{where}: expected an object for {cls.__name__}, got {data!r}")
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
+    hints, _, required, defaults = _shape(cls)
+    unknown = sorted(set(data) - defaults.keys())
     if unknown:
         raise ProvenanceError(f"{where}: {cls.__name__} has no field {', '.join(map(repr, unknown))}; "
                               "was the release written by a newer advrace? Upgrade advrace to read it")
-    missing = [f.name for f in dataclasses.fields(cls) if f.name not in data and _default(f) is dataclasses.MISSING]
+    missing = [name for name in required if name not in data]
     if missing:
         raise ProvenanceError(f"{where}: {cls.__name__} lacks {', '.join(map(repr, missing))}")
     return cls(**{k: _typed(v, hints[k], f"{where}.{k}") for k, v in data.items()})
