@@ -149,9 +149,11 @@ def _put_back(sources: list, res: SplitResult, why: dict[int, str]) -> SplitResu
         [f"audit: {why[i]}" if i in why else r for i, r in enumerate(res.reasons)])
 
 
-def _audited(attack, sources: list, res: SplitResult, ctx: AuditContext, drop: bool,
-             source_put_back: frozenset[int] = frozenset()) -> tuple[SplitResult, dict, frozenset[int]]:
-    """The split's audit counts and, with `drop`, the split with each flagged example put back
+def _audited(attack: str, sources: list, res: SplitResult, ctx: AuditContext, drop: bool,
+             source_put_back: frozenset[int] = frozenset(), *,
+             config: dict | None = None) -> tuple[SplitResult, dict, frozenset[int]]:
+    """The split's audit by attack `attack` with its `config` (as `advrace audit` reads both
+    from the manifest): its counts and, with `drop`, the split with each flagged example put back
     as its source (unperturbed, the audit's reason given), so every split keeps its questions;
     and the positions put back here or in a split this one was built from.
 
@@ -162,8 +164,7 @@ def _audited(attack, sources: list, res: SplitResult, ctx: AuditContext, drop: b
     """
     if source_put_back:
         res = _put_back(sources, res, dict.fromkeys(source_put_back, SOURCE_DROPPED))
-    # the split's own settings, as `advrace audit` reads them from the manifest
-    audit = audit_split(attack.name, sources, res.examples, ctx, attack.describe()["config"])
+    audit = audit_split(attack, sources, res.examples, ctx, config)
     counts = audit.counts()
     if not drop or not counts["flagged"]:
         return res, counts, source_put_back
@@ -239,14 +240,16 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
     for spec, attack in zip(cfg.splits, attacks):
         split, res = spec.split, results[spec.split]
         sources = examples if spec.source == ORIGINAL else results[spec.source].examples
+        split_info[split] = {**attack.describe(), "source": spec.source}
         if ctx is not None:
+            # the split's own settings, as `advrace audit` reads them from the manifest
             res, stats.setdefault("audit", {})[split], put_back[split] = _audited(
-                attack, sources, res, ctx, cfg.drop_flagged, put_back[spec.source])
+                attack.name, sources, res, ctx, cfg.drop_flagged, put_back[spec.source],
+                config=split_info[split]["config"])
             results[split] = res
         split_examples[split] = [in_split(ex, split) for ex in res.examples]
         splits[split] = [to_record(ex, split, attack.name, flag)
                          for ex, flag in zip(split_examples[split], res.perturbed)]
-        split_info[split] = {**attack.describe(), "source": spec.source}
         reasons = Counter(r for r, flag in zip(res.reasons, res.perturbed) if not flag)
         stats["splits"][split] = split_stats(res.examples, originals, res.perturbed, reasons)
         summary = attack.summarize(res.examples)
