@@ -12,7 +12,7 @@ import re
 from statistics import median
 from typing import Iterable, Sequence
 
-from advrace.core.text import split_sentences, words
+from advrace.core.text import fold_case_and_spaces, split_sentences, words
 
 # A question that asks what the passage states or lets one infer: every sentence the passage
 # states answers it, so such a sentence cannot be a distractor.
@@ -78,7 +78,7 @@ END_PUNCT_RE = re.compile(r"[\s.?!,;:]+$")
 def option_key(text: str) -> str:
     """What tells options apart, insensitive to case, spaces and end punctuation: 'Tom.' and
     'tom' are one option."""
-    return END_PUNCT_RE.sub("", " ".join(text.lower().split()))
+    return END_PUNCT_RE.sub("", fold_case_and_spaces(text))
 
 
 def asks_what_passage_states(question: str) -> bool:

@@ -19,8 +19,8 @@ def register_format(cls: type[Format]) -> type[Format]:
     """Class decorator: a format module registers its format when imported."""
     if not cls.name or not cls.tasks or not set(cls.tasks) <= set(TASKS):
         raise ValueError(f"format {cls.__name__} needs a name and tasks from {TASKS}")
-    if cls.name not in REGISTRY or type(REGISTRY[cls.name]) is not cls:
-        REGISTRY.add(cls.name, cls())
+    if type(REGISTRY.get(cls.name)) is not cls:  # the same class again: keep its object, make none
+        REGISTRY.add(cls.name, cls())  # another class of a taken name is refused there
     return cls
 
 

@@ -180,6 +180,9 @@ TRAINING_HEAD = "expected when fine-tuning from an encoder"
 _SHOWN_KEYS = 6
 
 
+_REPORT_MODULE = "loading_report"  # transformers.utils.loading_report, as a log record names it
+
+
 class _HeldRecords(logging.Filter):
     """Holds back what transformers' model loader logs while a model loads, so that its load
     report can be told from other messages by where it was logged (transformers'
@@ -194,12 +197,11 @@ class _HeldRecords(logging.Filter):
         return False
 
     def replay(self, logger: logging.Logger, *, report: bool) -> None:
-        """Log the held records again, the load report only when `report`."""
-        from transformers.utils import loading_report
-
-        report_file = os.path.realpath(loading_report.__file__)
+        """Log the held records again, the load report only when `report`. The report is what
+        transformers' loading_report module logged, told by the module name of the record (its
+        file's name), so nothing is imported: transformers 4.x has no such module."""
         for record in self.held:
-            if report or os.path.realpath(record.pathname) != report_file:
+            if report or record.module != _REPORT_MODULE:
                 logger.handle(record)
 
 

@@ -151,7 +151,7 @@ def check_gold_in_insert(sources: list, examples: list, ctx) -> Iterable[Flag]:
                     break
 
 
-def _sentence_entries(source, example) -> list[AdversarialSentence]:
+def _adversarial_sentences(source, example) -> list[AdversarialSentence]:
     """The adversarial sentences the attack's summaries record."""
     return [s for rec in _new_records(source, example) if isinstance(rec, AttackSummary) for s in rec.sentences]
 
@@ -160,12 +160,12 @@ def check_sentences(sources: list, examples: list, ctx) -> Iterable[Flag]:
     """The shared sentence checks (advrace.core.checks.sentences) on every inserted sentence."""
     checks = [c for c in checks_for(ctx.attack, SENTENCE) if c.enabled(ctx.settings)]
     for i, (src, ex) in enumerate(zip(sources, examples)):
-        for entry in _sentence_entries(src, ex):
-            subject = Subject(src, entry.sentence, record=entry)
+        for sentence in _adversarial_sentences(src, ex):
+            subject = Subject(src, sentence.sentence, record=sentence)
             for check in checks:
                 why = check.refuse(subject, ctx, ctx.settings)
                 if why:
-                    yield i, check.flag, f"{entry.sentence!r}: {why}"
+                    yield i, check.flag, f"{sentence.sentence!r}: {why}"
 
 
 def check_lexicon(sources: list, examples: list, ctx) -> Iterable[Flag]:

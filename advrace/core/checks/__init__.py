@@ -23,7 +23,7 @@ from advrace.core.registry import Registry, import_submodules
 
 OPTION = "option"  # a new distractor beside the question's other options
 QUESTION = "question"  # a question whose options or text an attack would change
-SENTENCE = "sentence"  # a sentence an attack inserts, with its provenance entry
+SENTENCE = "sentence"  # a sentence an attack inserts, with its provenance record (an `AdversarialSentence`)
 SCOPES = (OPTION, QUESTION, SENTENCE)
 
 
