@@ -181,7 +181,7 @@ FAKE_TYPE = CHECKS["fake_type"]
 
 def sentence_candidates(example, resources, config: AddSentConfig, second_set: bool = False,
                         rng: random.Random | None = None, pool: FakePool | None = None,
-                        paragraph_answers=None) -> tuple[list[dict], Counter]:
+                        paragraph_answers=None) -> tuple[list[AdversarialSentence], Counter]:
     """Candidate adversarial sentences (`AdversarialSentence` records) and why others were dropped.
 
     `pool` gives the typed fake answers (an empty pool: the fixed lists only); `paragraph_answers`
@@ -458,7 +458,7 @@ class AddAny(_ModelDependent):
             out.append((exp, top))
         return out
 
-    def search(self, example, rng: random.Random) -> dict:
+    def search(self, example, rng: random.Random) -> tuple[list[str], WordSearch]:
         """Coordinate descent over the words of the sentence (Jia and Liang, section 4.2).
 
         `trace` is the expected F1 of the returned sentence from its random start to its last
@@ -475,9 +475,10 @@ class AddAny(_ModelDependent):
         traces = [[significant(scores[0][0])]]
         queries = 1
 
-        def result(k: int, success: bool, epochs: int) -> dict:
-            return {"words": particles[k], "expected_f1": traces[k][-1], "top_f1": significant(scores[k][1]),
-                    "success": success, "epochs": epochs, "queries": queries, "trace": traces[k]}
+        def result(k: int, success: bool, epochs: int) -> tuple[list[str], WordSearch]:
+            return particles[k], WordSearch(expected_f1=traces[k][-1], top_f1=significant(scores[k][1]),
+                                            success=success, epochs=epochs, queries=queries,
+                                            trace=tuple(traces[k]))
 
         for epoch in range(cfg.epochs):
             if epoch == cfg.restart_after and len(particles) == 1:
@@ -507,15 +508,24 @@ class AddAny(_ModelDependent):
     def apply_batch(self, examples, state=None, progress=False):
         from tqdm.auto import tqdm
 
+        def search_or_reason(ex):
+            try:
+                return self.search(ex, self.rng_for(ex))
+            except CannotPerturb as exc:  # left unchanged, its reason counted, as other failures are
+                return exc.reason
+
         def run(shard):
-            return [self.search(ex, self.rng_for(ex)) for ex in
+            return [search_or_reason(ex) for ex in
                     tqdm(shard, desc=self.name, unit="q", disable=not progress, leave=False)]
 
         results = map_sharded(run, examples, state)
         out = []
         for ex, r in zip(examples, results):
-            sentence = " ".join(r["words"]) + "."
-            search = WordSearch(**{k: v for k, v in r.items() if k != "words"})
+            if isinstance(r, str):
+                out.append(Outcome(ex, False, r))
+                continue
+            words, search = r
+            sentence = " ".join(words) + "."
             out.append(Outcome(_place(ex, sentence, False).with_provenance(AttackSummary(
                 self.name, sentences=(AdversarialSentence(sentence),), search=search)), True))
         return out

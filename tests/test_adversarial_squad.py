@@ -167,6 +167,29 @@ def test_cli_build_refuses_addany_with_no_words_before_reading_anything(tmp_path
     assert "attack 'addany': config.length must be an integer >= 1, got 0" in err
 
 
+class _NoCommonWords:
+    """The real resources with no common words left to search over."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def common_words(self, n):
+        return []
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def test_addany_with_no_words_to_search_leaves_the_example_unchanged_with_its_reason(res, squad_file):
+    from advrace.formats import load
+
+    examples = load(str(squad_file)).examples
+    attack = get_attack("addany")({"model": "runs/squad"}, resources=_NoCommonWords(res))
+    outcomes = attack.apply_batch(examples)  # no model is loaded: the search stops before querying it
+    assert [(o.perturbed, o.reason) for o in outcomes] == [(False, "no words to search over")] * len(examples)
+    assert [o.example for o in outcomes] == examples
+
+
 def test_model_dependent_adversaries(span_model, tmp_path):
     manifest, out = _squad_release(tmp_path, [
         {"attack": "addsent", "config": {"model": span_model, "max_length": 64}},
