@@ -25,7 +25,6 @@ the question, which is again a hint.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import random
 import re
@@ -37,8 +36,7 @@ from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
 from advrace.core.provenance import AdversarialSentence, AttackSummary, Replacement, summary_of
 from advrace.core.tasks import MULTIPLE_CHOICE
-from advrace.core.text import BLANK_OR_PARENS_RE as BLANK_RE
-from advrace.core.text import WORD_RE, count_words, fold_case_and_spaces
+from advrace.core.text import BLANK_OR_PARENS_RE, WORD_RE, count_words, fold_case_and_spaces
 from advrace.core.validity import END_PUNCT_RE, asks_what_passage_states, negated_question, option_key
 from advrace.resources.inflection import (indefinite_article, inflect_verb, irregular_forms,
                                           match_case)
@@ -163,7 +161,7 @@ def declarative(question: str, option: str, resources=None) -> str:
     Several blanks take the option's ';'-separated parts when their number matches."""
     q = clean_question(question)
     option = " ".join(option.split())
-    blanks = list(BLANK_RE.finditer(q))
+    blanks = list(BLANK_OR_PARENS_RE.finditer(q))
     if blanks:
         parts = [p.strip() for p in option.split(";")] if len(blanks) > 1 else [option]
         if len(parts) != len(blanks) or not all(parts):
@@ -420,7 +418,7 @@ class AddSent(Attack):
         cfg, res = self.config, self.resources
         question = example.question
         doc = res.parse(question)
-        blanks = [m.span() for m in BLANK_RE.finditer(question)]
+        blanks = [m.span() for m in BLANK_OR_PARENS_RE.finditer(question)]
         taken = {w.lower() for w in WORD_RE.findall(question)}
         gold_words = {w.lower() for w in WORD_RE.findall(example.answer)}
         want = cfg.insertions + 2
@@ -463,10 +461,10 @@ class AddSent(Attack):
                              {new.lower() for new, _ in used.values()}), cands[order[0]])
                 used[key] = pick
             new = match_case(used[key][0], tok.text)
-            record = Replacement(tok.idx, tok.idx + len(tok.text), tok.text, new, used[key][1], changes_meaning=True)
-            if used[key][1] == "glove":
-                same = self._same_meaning(tok, new)
-                record = dataclasses.replace(record, pos=tok.pos_, same_meaning=same, changes_meaning=same is None)
+            glove = used[key][1] == "glove"
+            same = self._same_meaning(tok, new) if glove else None  # asked of GloVe's near words only
+            record = Replacement(tok.idx, tok.idx + len(tok.text), tok.text, new, used[key][1],
+                                 pos=tok.pos_ if glove else None, same_meaning=same, changes_meaning=same is None)
             edits.append((tok.idx, tok.idx + len(tok.text), new, record))
         if plan.antonyms:
             tok, forms = plan.antonyms[j % len(plan.antonyms)]

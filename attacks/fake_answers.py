@@ -595,16 +595,12 @@ class FakePool:
             return data[:k]
         if key[0] in NOUN_TYPES or key[0] in VERB_TYPES:
             return []
+        # a fake of the fixed lists must have the refined key (a country of the list for a country, not its "Chicago")
         fixed = [f for kind in _FIXED_KINDS.get(key[0], (key[0],)) for f in FAKES.get(kind, ((), ()))[int(second_set)]
-                 if fits(f) and self._fixed_fits(kind, f, key)]
+                 if fits(f) and refined_key(kind, f, self.resources) == key]
         rng.shuffle(fixed)  # each prepared batch starts the list elsewhere
         fixed.sort(key=lambda f: self.uses[f])
         return fixed[:k]
-
-    def _fixed_fits(self, kind: str, text: str, key: tuple) -> bool:
-        """Whether a fake of the fixed lists has the refined key (a country of the list for a
-        country, not its "Chicago")."""
-        return refined_key(kind, text, self.resources) == key
 
     def use(self, text: str) -> None:
         self.uses[text] += 1

@@ -12,7 +12,6 @@ submission keeps the example, whether it fooled the model, and its edit history,
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from advrace.core.errors import ConfigError
@@ -21,7 +20,7 @@ from advrace.core.provenance import Authored
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import BLANK_RE
 from advrace.models.checkpoint_info import checkpoint_objective
-from advrace.models.loading import saved_architectures
+from advrace.models.loading import model_name, saved_architectures
 from advrace.models.mc_encoding import (MCFeature, collate_mc, encode_mc, encode_with_offsets,
                                          question_with_option)
 from advrace.models.mc_scoring import CheckpointScorer, make_mc_scorer
@@ -45,7 +44,7 @@ class AuthoringModel:
     template = "author.html"
 
     def __init__(self, model: str, max_length: int | None = None):
-        self.name = str(model).rstrip("/").split("/")[-1]
+        self.name = model_name(model)
         scorer = make_mc_scorer(model, batch_size=1, max_length=max_length, bf16=False)
         checkpoint = isinstance(scorer, CheckpointScorer)
         self.builtin_reader = None if checkpoint else scorer
@@ -178,11 +177,13 @@ def submit(db, person_id: int, draft: dict, output: dict, model) -> tuple[int, b
     return store.add_submission(db, person_id, example, fooled, output, model.name, draft), fooled
 
 
-def export_authored(db_path, out_dir, name: str = "human-authored", task: str | None = None) -> dict:
+def export_authored(db_path, out_dir, name: str = "human-authored",
+                    task: str | None = None) -> tuple[dict, int]:
     """The submissions as a release with one split, `human_authored` (each record keeps its
-    author, the model, whether it fooled the model, and its edit history in provenance). A
-    release holds one task: span questions become a SQuAD release, multiple-choice ones a RACE
-    one; a database with both needs `task`."""
+    author, the model, whether it fooled the model, and its edit history in provenance): its
+    manifest, and how many of its questions fooled the model. A release holds one task: span
+    questions become a SQuAD release, multiple-choice ones a RACE one; a database with both
+    needs `task`."""
     conn = store.connect(db_path)
     try:
         rows = store.submissions(conn)
@@ -201,17 +202,19 @@ def export_authored(db_path, out_dir, name: str = "human-authored", task: str | 
     if task not in by_task:
         raise ConfigError(f"{db_path}: no {task} submissions to export (there are {', '.join(sorted(by_task))})")
     examples = [_authored_example(r) for r in by_task[task]]
-    return write_release({"human_authored": examples}, Path(out_dir), name=name,
-                         source={"name": Path(str(db_path)).name, "format": "human-eval study"})
+    manifest = write_release({"human_authored": examples}, Path(out_dir), name=name,
+                             source={"name": Path(str(db_path)).name, "format": "human-eval study"})
+    return manifest, sum(1 for ex in examples if ex.provenance[0].fooled)
 
 
 def _authored_example(row: dict):
     ex = row["example"]
+    span = "context" in ex  # a span question also keeps the model's answer and F1
     record = Authored(author=row["author"], model=row["model"], fooled=row["fooled"], source=ex.get("source"),
-                      history=tuple(row["history"] or ()))
-    if "context" in ex:
-        record = dataclasses.replace(record, model_answer=(row["output"].get("prediction") or {}).get("text"),
-                                     model_f1=row["output"].get("model_f1"))
+                      history=tuple(row["history"] or ()),
+                      model_answer=(row["output"].get("prediction") or {}).get("text") if span else None,
+                      model_f1=row["output"].get("model_f1") if span else None)
+    if span:
         return SpanExample(id=f"authored-{row['id']}", title=ex.get("title") or "authored", context=ex["context"],
                            question=ex["question"], answers=tuple(Answer(a["text"], a["answer_start"])
                                                                   for a in ex["answers"]),

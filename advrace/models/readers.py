@@ -36,7 +36,10 @@ from advrace.models.precision import precision_info
 TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 SLIDING_WINDOW = "sliding-window"
 SIMILARITY = "similarity"
-READERS = (SLIDING_WINDOW, f"{SLIDING_WINDOW}:distance", SIMILARITY, f"{SIMILARITY}:ENCODER")
+_ENCODER = "ENCODER"  # in READERS: any encoder's name or folder after the colon
+READERS = (SLIDING_WINDOW, f"{SLIDING_WINDOW}:distance", SIMILARITY, f"{SIMILARITY}:{_ENCODER}")
+_NAMES = tuple(r for r in READERS if not r.endswith(f":{_ENCODER}"))  # taken as they are
+_PREFIXES = tuple(r.removesuffix(_ENCODER) for r in READERS if r.endswith(f":{_ENCODER}"))  # "similarity:"
 ENCODER_WORDING = Wording(missing=None, failed="{what}: cannot load the encoder {name!r} ({error}); give a "
                                                "local folder, or use the offline MiniLM (`similarity`)")
 
@@ -48,7 +51,7 @@ def tokens(text: str) -> list[str]:
 def is_builtin_reader(name) -> bool:
     if not isinstance(name, str):
         return False
-    return name in (SLIDING_WINDOW, f"{SLIDING_WINDOW}:distance", SIMILARITY) or name.startswith(f"{SIMILARITY}:")
+    return name in _NAMES or name.startswith(_PREFIXES)
 
 
 def make_reader(name: str, **kwargs):
