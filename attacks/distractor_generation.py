@@ -44,7 +44,8 @@ class DistractorGenerationConfig(DistractorAttackConfig):
     backend: str | None = None  # unilm or causal_lm; None: the checkpoint's (see the module doc)
     # None: 50 for unilm (the paper's); 20 for causal_lm, whose steps cost a 135M-parameter LM
     # per beam (SmolLM2: ~1.2 s a question on 2 CPU cores): on RACE dev-middle, 20 beams gave
-    # 1,018 questions new distractors where 10 gave 849 (README, "Measured on RACE dev-middle")
+    # 1,018 questions new distractors where 10 gave 849 (docs/results.md, "Validity of the
+    # splits on RACE dev-middle")
     beam_size: int | None = None
     max_target_tokens: int = 24  # the longest distractor, in tokens
     length_penalty: float = 1.0
@@ -55,11 +56,12 @@ class DistractorGenerationConfig(DistractorAttackConfig):
     prompt: str = PROMPT  # causal_lm; a fine-tuned model was trained on this one
     batch_size: int = 4  # questions decoded together (unilm and causal_lm)
     # Generated text about the passage: at 0.5, DG chosen by the similarity reader was no harder
-    # for sliding-window on RACE dev-middle; at 0.75 it was (README, "Distractor filters").
+    # for sliding-window on RACE dev-middle; at 0.75 it was (docs/attacks/distractors.md,
+    # "Distractor filters").
     min_grounded_share: float = 0.75
     # SWAG's adversarial filtering by both built-in readers: the passing candidates they rank
     # highest together. Without it, a CPU-trained generator cost the readers 12% and 16% on RACE
-    # dev-middle; with it, 17% and 22% (README). null: the generator's own rank.
+    # dev-middle; with it, 17% and 22% (docs/results.md). null: the generator's own rank.
     select_with: str | None = "similarity,sliding-window"
 
 

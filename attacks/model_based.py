@@ -57,15 +57,17 @@ class DistractorAttackConfig:
     # None: bf16 where the device computes it natively, so the split depends on the hardware
     bf16: bool | None = False
     match_answer_format: bool = True  # capitalise and end new distractors like the answer
-    # The validity checks (advrace.core.checks.options, README "Distractor filters"), applied to
-    # the candidates before choosing, in that order; these settings are the audit's too.
+    # The validity checks (advrace.core.checks.options; docs/attacks/distractors.md, "Distractor
+    # filters"), applied to the candidates before choosing, in that order; these settings are the
+    # audit's too.
     # The MiniLM cosine with the answer from which a candidate is a paraphrase of it (None: no test).
     max_answer_cosine: float | None = DEFAULTS["max_answer_cosine"]
     reject_stated_in_passage: bool = DEFAULTS["reject_stated_in_passage"]  # "which is true?": no passage sentence
     min_grounded_share: float = DEFAULTS["min_grounded_share"]  # of a candidate's content words in passage + question
     reject_form_giveaways: bool = DEFAULTS["reject_form_giveaways"]  # case, final stop or length unlike the options
     # A NOT/EXCEPT question ("Which is NOT an advantage of Weibo?"): "keep" its options (counted);
-    # "stated": new distractors only where the passage states them (README, "Negated questions").
+    # "stated": new distractors only where the passage states them (docs/attacks/distractors.md,
+    # "Negated questions").
     negated_questions: str = DEFAULTS["negated_questions"]
     # A reader that re-ranks the candidates that passed (its highest-scoring first): a built-in
     # (`sliding-window`, `sliding-window:distance`, `similarity`) or a multiple-choice checkpoint.
@@ -310,12 +312,12 @@ class DistractorAttack(CheckpointAttack):
         return on(QUESTION), [c for c in options if c not in batched], batched, ctx, settings
 
     def vet(self, examples: list, progress: bool = False) -> list[dict]:
-        """One shard's candidates through the shared checks (README, "Distractor filters"): per
-        example the raw `candidates`, the `passed` ones (formatted) in the order to try, the
-        `rejected` counts by reason, the reason a question keeps its options (`refused`) and,
-        with a reader, its `scores` of the passed ones it scored and of the gold (`gold_score`).
-        Each candidate is counted under the first check that refuses it, the word checks in
-        their order first; the encoder's checks then run in one batch over what they left."""
+        """One shard's candidates through the shared checks (docs/attacks/distractors.md,
+        "Distractor filters"): per example the raw `candidates`, the `passed` ones (formatted) in
+        the order to try, the `rejected` counts by reason, the reason a question keeps its options
+        (`refused`) and, with a reader, its `scores` of the passed ones it scored and of the gold
+        (`gold_score`). Each candidate is counted under the first check that refuses it, the word
+        checks in their order first; the encoder's checks then run in one batch over what they left."""
         questions, single, batched, ctx, settings = self._checks
         ranked = self._cached_candidates(examples, progress)
         vetted = []

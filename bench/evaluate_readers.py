@@ -12,9 +12,10 @@ the ratio and the share of questions on which both predict the same option (goal
 On a machine whose cores other programs also use, torch's threads wait on each other and the
 similarity timings vary several-fold from run to run; `--threads 1` gives steady figures.
 
-The README's figures are for a 5-split release of 300 RACE-high questions (high300.jsonl: the
-first 300 high-school questions of RACE train as JSONL; rel-high.yaml: a recipe with the splits
-addsent, charswap, diagnosis, and distractor_extraction with `config: {model: DE_CHECKPOINT}`):
+The figures in docs/results.md ("The built-in readers") are for a 5-split release of 300
+RACE-high questions (high300.jsonl: the first 300 high-school questions of RACE train as JSONL;
+rel-high.yaml: a recipe with the splits addsent, charswap, diagnosis, and distractor_extraction
+with `config: {model: DE_CHECKPOINT}`):
     advrace build rel-high.yaml --data high300.jsonl --format race-jsonl --limit 300 --out /tmp/rel-high
     python bench/evaluate_readers.py /tmp/rel-high
 """

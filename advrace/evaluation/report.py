@@ -8,8 +8,8 @@ shown but not averaged. Every number is rounded once, in the summary, and the Ma
 rendered from that summary, so the two files always agree.
 
 One convention for the drop everywhere (results.json's `<metric>_drop`, results.md, the chart,
-the README): the relative drop, DROP_DEFINITION, so a harder split has a positive drop and an
-easier one (a probe such as diagnosis) a negative one.
+docs/evaluation.md's "Reports"): the relative drop, DROP_DEFINITION, so a harder split has a
+positive drop and an easier one (a probe such as diagnosis) a negative one.
 
 Every score cell carries its 95% confidence interval (`<metric>_ci`), and every split but
 `original` a paired test against `original` on the questions both hold (`<metric>_p`,

@@ -42,7 +42,7 @@ GOLD_IN_INSERT = "inserted text contains a gold answer"
 LETTER_MOVED = "first or last letter moved"
 OPTION_CHANGED = "option changed"
 SWAP_IN_GOLD = "swap inside a gold span"
-# the shared checks' labels, by the names the tests and the README use
+# the shared checks' labels, by the names the tests and docs/audit.md use
 PARAPHRASE = REGISTRY["near_meaning"].flag
 EQUIVALENT = REGISTRY["answer_equivalent"].flag
 STATED = REGISTRY["stated_in_passage"].flag
