@@ -12,7 +12,6 @@ from pathlib import Path
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import plural
-from advrace.release import read_split
 
 TASKS = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
 
@@ -186,8 +185,7 @@ def _run(args) -> int:
         print(f"wrote {plural(report.export_jsonl(args.db, args.out), 'annotation')} to {args.out}")
         return 0
     if cmd == "export-authored":
-        manifest = authoring.export_authored(args.db, args.out, task=args.task)
-        fooled = sum(1 for ex in read_split(args.out, "human_authored") if ex.provenance[0].fooled)
+        manifest, fooled = authoring.export_authored(args.db, args.out, task=args.task)
         print(f"wrote {args.out}: {plural(manifest['splits']['human_authored']['count'], manifest['task'] + ' question')} "
               f"in split human_authored, {fooled} of which fooled the model")
         return 0

@@ -324,7 +324,7 @@ def test_authoring_api_records_edits_and_exports_a_release(mc_release, tmp_path)
     finally:
         server.shutdown()
         server.server_close()
-    manifest = export_authored(tmp_path / "a.db", tmp_path / "authored")
+    manifest, _ = export_authored(tmp_path / "a.db", tmp_path / "authored")
     assert check_release(tmp_path / "authored")["splits"]["human_authored"]["count"] == 1
     ex = read_split(tmp_path / "authored", "human_authored")[0]
     record = ex.provenance[0]

@@ -218,8 +218,8 @@ def test_a_database_with_both_tasks_exports_one(author_model, tmp_path):
         conn.close()
     with pytest.raises(ConfigError, match="two tasks .*1 extractive_qa, 1 multiple_choice.*--task"):
         export_authored(db, tmp_path / "x")
-    assert export_authored(db, tmp_path / "qa", task=EXTRACTIVE_QA)["task"] == EXTRACTIVE_QA
-    assert export_authored(db, tmp_path / "mc", task=MULTIPLE_CHOICE)["task"] == MULTIPLE_CHOICE
+    assert export_authored(db, tmp_path / "qa", task=EXTRACTIVE_QA)[0]["task"] == EXTRACTIVE_QA
+    assert export_authored(db, tmp_path / "mc", task=MULTIPLE_CHOICE)[0]["task"] == MULTIPLE_CHOICE
 
 
 def test_the_page_computes_in_fp32_on_a_machine_that_prefers_bf16(span_model, author_model, monkeypatch):
