@@ -293,7 +293,7 @@ def test_ablation_accepts_lists_single_names_and_nulls(tokenizer_dir, race_dir, 
     g = grid_from_dict({**grid(tokenizer_dir, race_dir, tmp_path), "bf16": None, "batch_size": 4,
                         "baselines": "similarity", "set": {"lr": "1e-4"},
                         "runs": [{"name": "a", "evaluate_on": "option_only"}, {"name": "b", "recipe": None}]})
-    assert g.bf16 is None and g.batch_size == 4 and g.baselines == ("similarity",)
+    assert g.bf16 is None and g.batch_size == 4 and g.readers == ("similarity",)
     assert g.runs[0].evaluate_on == ("option_only",) and g.runs[1].recipe == {"task": "finetune"}
     assert g.overrides == {"lr": "1e-4"} and g.output_dir == "runs/ablation"
 

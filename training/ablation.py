@@ -58,7 +58,8 @@ class Grid:
     batch_size: int = 16
     max_length: int | None = None  # None: each run scored at the length it was trained with
     bf16: bool | None = None
-    baselines: tuple[str, ...] = ()  # built-in readers scored beside the runs (advrace.models.readers)
+    # built-in readers scored beside the runs (advrace.models.readers); configs call them baselines
+    readers: tuple[str, ...] = field(default=(), metadata={"key": "baselines"})
     source_file: str | None = None
 
 
@@ -134,11 +135,11 @@ def grid_from_dict(values: dict, where: str = "ablation config", folder: str | N
     for i, n in enumerate(names):
         if n in names[:i]:
             raise ConfigError(f"{where}: runs[{i}] needs a unique 'name'; {n!r} is taken")
-    wrong = [b for b in grid.baselines if not is_builtin_reader(b)]
+    wrong = [b for b in grid.readers if not is_builtin_reader(b)]
     if wrong:
         raise ConfigError(f"{where}: unknown baseline(s) {', '.join(wrong)}; built-in readers: "
                           f"{', '.join(READERS)}")
-    clash = set(grid.baselines) & set(names)
+    clash = set(grid.readers) & set(names)
     if clash:
         raise ConfigError(f"{where}: run name(s) {', '.join(sorted(clash))} clash with baselines")
 
@@ -211,7 +212,7 @@ def ablate(grid: Grid, output_dir: str | Path | None = None, *, resume: bool = F
                                          **checked)
         sources[run.name] = {"path": str(model), "recipe": run.recipe}
         runs[run.name] = {"model": str(model), "metrics": result["metrics"]}
-    for name in grid.baselines:
+    for name in grid.readers:
         scores[name] = score_release(release, name, batch_size=grid.batch_size, progress=progress, **checked)
         sources[name] = {"kind": "built-in", "path": name}
     summary = write_report(out / "report", manifest, scores, sources=sources)

@@ -79,9 +79,10 @@ def save(accelerator, output_dir: Path, state: TrainerState, keep: int | None) -
     return final
 
 
-def restore(accelerator, path: Path) -> TrainerState:
+def restore(accelerator, path: Path) -> None:
+    """Load the weights, optimiser, scheduler and RNG states saved in `path` into what
+    `accelerator` has prepared; its trainer state is `read_state(path)`."""
     accelerator.load_state(str(path))
-    return read_state(path)
 
 
 def save_tokenizer(tokenizer, folder: Path) -> None:

@@ -48,7 +48,9 @@ class DataConfig:
     limit: int | None = field(default=None, metadata={"min": 0})
     lenient: bool = False
     release: str | None = None
-    split: str | None = None  # the release split (default `original`), or the hub split
+    # the release split (default `original`); for a `path`, the data set's part (advrace.formats'
+    # `part`; default `train` for train:, `validation` for dev:)
+    split: str | None = None
 
     def describe(self) -> str:
         if self.release:
@@ -69,10 +71,6 @@ class RecipeConfig:
     # attack worker processes; the data do not depend on it
     workers: int | None = field(default=None, metadata={"min": 1})
     resources: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        """The recipe as a config gives it (`task` for `kind`)."""
-        return config_dict(self)
 
 
 @dataclass(frozen=True)
@@ -124,10 +122,8 @@ class TrainConfig:
         """The config as a YAML file gives it, the objective's section after `objective`."""
         section = config_dict(self.objective_settings())
         d = {}
-        for key, value in dataclasses.asdict(self).items():
-            if key == "recipe":
-                d[key] = self.recipe.to_dict()
-            elif key not in ("source_file", "settings"):
+        for key, value in config_dict(self).items():
+            if key not in ("source_file", "settings"):
                 d[key] = value
             if key == "objective" and section:
                 d[self.objective] = section

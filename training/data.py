@@ -26,7 +26,7 @@ BUCKET_BATCHES = 50  # batches per shuffled pool that is then sorted by length
 TASK_WORDS = {MULTIPLE_CHOICE: "multiple-choice (RACE)", EXTRACTIVE_QA: "extractive (SQuAD)"}
 
 
-def load_examples(spec: DataConfig, default_hub_split: str = "train",
+def load_examples(spec: DataConfig, default_part: str = "train",
                   tasks: tuple[str, ...] = (MULTIPLE_CHOICE,)) -> list:
     """Examples of a data set or of one release split, at most `limit`, of one of `tasks`."""
     if spec.release:
@@ -35,7 +35,7 @@ def load_examples(spec: DataConfig, default_hub_split: str = "train",
             examples = examples[:spec.limit]
     else:
         examples = load(resolve_data_path(spec), spec.format, lenient=spec.lenient, limit=spec.limit,
-                        part=spec.split or default_hub_split).examples
+                        part=spec.split or default_part).examples
     wrong = [ex for ex in examples if ex.task not in tasks]
     if wrong:
         want = " or ".join(TASK_WORDS.get(t, t) for t in tasks)

@@ -28,6 +28,7 @@ import yaml
 
 from advrace import __version__
 from advrace.core.atomic import write_text_atomically
+from advrace.core.checking import config_dict
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample, examples_sha256
 from advrace.core.text import plural
@@ -205,7 +206,7 @@ def prepare(cfg: TrainConfig, out: Path, resume: bool, show_progress: bool) -> P
     acc = _accelerator(cfg, out)
     loud = show_progress and acc.is_main_process
     objective = get_objective(cfg)
-    found = _checkpoint_to_resume(cfg, out, resume, loud)
+    found, saved = _checkpoint_to_resume(cfg, out, resume, acc.num_processes, loud)
     if acc.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
     acc.wait_for_everyone()
@@ -226,7 +227,7 @@ def prepare(cfg: TrainConfig, out: Path, resume: bool, show_progress: bool) -> P
     run = PreparedRun(cfg=cfg, out=out, show_progress=show_progress, accelerator=acc, objective=objective,
                       tokenizer=tokenizer, data=data, schedule=schedule, model=model, optimizer=optimizer,
                       scheduler=scheduler, train_dl=train_dl, sampler=sampler, dev_dl=dev_dl,
-                      checkpoint=found, start=_start_state(cfg, acc, found, loud))
+                      checkpoint=found, start=_start_state(cfg, acc, found, saved, loud))
     _truncate_log(run)
     _write_run_files(run)
     if run.tracking:
@@ -260,16 +261,21 @@ def _accelerator(cfg: TrainConfig, out: Path):
     return accelerator
 
 
-def _checkpoint_to_resume(cfg: TrainConfig, out: Path, resume: bool, loud: bool) -> Path | None:
+def _checkpoint_to_resume(cfg: TrainConfig, out: Path, resume: bool, processes: int,
+                          loud: bool) -> tuple[Path | None, TrainerState | None]:
+    """The checkpoint to resume from and its trainer state (read once, here), or (None, None);
+    refused unless it was written in today's layout, with the same settings and by as many
+    processes (`processes`), before anything is loaded or prepared."""
     found = checkpoints.latest(out)
     if found is None:
         if resume:
             _say(loud, f"no checkpoint in {out}; starting from scratch")
-        return None
+        return None, None
     if not resume:
         raise ConfigError(f"{out} already holds checkpoints of a run; pass --resume to "
                           "continue it, or choose another --output-dir")
-    saved = checkpoints.read_state(found).plan
+    state = checkpoints.read_state(found)
+    saved = state.plan
     unread = unread_plan_keys(saved)
     if unread:
         raise ConfigError(f"{found} records its run's settings in a layout this version of advrace "
@@ -283,7 +289,11 @@ def _checkpoint_to_resume(cfg: TrainConfig, out: Path, resume: bool, loud: bool)
         raise ConfigError(f"{found} was written by a run with different settings "
                           f"({', '.join(keys)}); resume with the same config, or choose "
                           "another --output-dir")
-    return found
+    if state.processes != processes:
+        raise ConfigError(f"{found} was written by {state.processes} process(es); resume "
+                          f"with the same number (now {processes}), since each "
+                          "process's place in the data is saved")
+    return found, state
 
 
 def _tokenizer(cfg: TrainConfig, model_path: str, load_kwargs: dict):
@@ -351,7 +361,7 @@ def _train_examples(cfg: TrainConfig, acc, out: Path, cache_dir: Path | None, ex
     seed = cfg.data_seed
     if cfg.recipe.kind != "adversarial":
         return build_train_set(cfg.recipe, examples, seed)
-    recipe = cfg.recipe.to_dict()
+    recipe = config_dict(cfg.recipe)
     recipe.pop("workers")
     h = hashlib.sha256(json.dumps({"recipe": recipe, "seed": seed, "advrace": __version__,
                                    "format": FORMAT_VERSION, "examples": examples_sha256(examples)},
@@ -425,17 +435,13 @@ def _accelerated(acc, model, optimizer, train_dl, scheduler, dev_dl) -> tuple:
     return (*parts[:4], parts[4] if dev_dl is not None else None)
 
 
-def _start_state(cfg: TrainConfig, acc, found: Path | None, loud: bool) -> TrainerState:
-    """A fresh trainer state, or the checkpoint's, restored with the weights, optimiser,
-    scheduler and RNG states it saved."""
+def _start_state(cfg: TrainConfig, acc, found: Path | None, state: TrainerState | None,
+                 loud: bool) -> TrainerState:
+    """A fresh trainer state, or the checkpoint's (`state`, as _checkpoint_to_resume read and
+    checked it), restored with the weights, optimiser, scheduler and RNG states it saved."""
     if found is None:
         return TrainerState(processes=acc.num_processes, plan=cfg.plan())
-    saved = checkpoints.read_state(found)
-    if saved.processes != acc.num_processes:
-        raise ConfigError(f"{found} was written by {saved.processes} process(es); resume "
-                          f"with the same number (now {acc.num_processes}), since each "
-                          "process's place in the data is saved")
-    state = checkpoints.restore(acc, found)
+    checkpoints.restore(acc, found)
     _say(loud, f"resuming from {found} (step {state.step}, epoch {state.epoch + 1}, batch {state.batch})")
     return state
 
@@ -468,7 +474,7 @@ class _Training:
     def __init__(self, run: PreparedRun, started: float):
         self.run = run
         self.progress = Progress(state=copy.deepcopy(run.start), started=started,
-                                 saved_at=run.start.step if run.checkpoint is not None else -1)
+                                 saved_at=-1 if run.resumed_from is None else run.resumed_from)
 
     def __call__(self) -> dict:
         """Train to the step limit, then finish: the run's paths and metrics (also OUTPUT/metrics.json)."""
