@@ -55,7 +55,7 @@ def load_questions(source: str, limit: int | None, splits=None) -> list:
     return load(source, limit=limit).examples
 
 
-def bf16_vs_fp32(scorer, examples, args) -> int:
+def bf16_vs_fp32(scorer, examples, args, argv: list[str] | None) -> int:
     """The scorer's time on `examples` in fp32, then with bf16 forced, in this run; their ratio."""
     import torch
 
@@ -88,7 +88,7 @@ def bf16_vs_fp32(scorer, examples, args) -> int:
     if args.record:
         results.record("evaluate_throughput", {"questions": len(examples), "bf16": kind,
                                                "bf16 / fp32 time": f"{bf_s / fp_s:.2f}x",
-                                               "identical predictions": f"{same}/{len(examples)}"}, args.argv)
+                                               "identical predictions": f"{same}/{len(examples)}"}, argv)
     return 0
 
 
@@ -131,7 +131,6 @@ def main(argv=None) -> int:
                     help="time fp32, then bf16 forced on, and print the ratio (no baseline)")
     results.add_argument(ap)
     args = ap.parse_args(argv)
-    args.argv = argv
 
     import torch
     from accelerate import Accelerator
@@ -142,7 +141,7 @@ def main(argv=None) -> int:
     if args.bf16_vs_fp32:
         scorer = load_checkpoint(resolve_model(args.model), batch_size=args.batch_size,
                                  max_length=args.max_length, bf16=False, accelerator=Accelerator())
-        return bf16_vs_fp32(scorer, examples, args)
+        return bf16_vs_fp32(scorer, examples, args, argv)
     if len({len(ex.options) for ex in examples}) > 1:
         sys.exit("the baseline needs the same number of options for every question")
     accelerator = Accelerator()

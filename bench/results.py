@@ -56,20 +56,31 @@ def versions() -> str:
     return ", ".join(found)
 
 
-def command(argv: list[str]) -> str:
-    script = Path(sys.argv[0]).name
-    return shlex.join(["python", f"bench/{script}", *[a for a in argv if a != "--record"]])
+def command(name: str, argv: list[str]) -> str:
+    """The command that ran bench NAME (bench/NAME.py) with `argv`, less `--record`."""
+    return shlex.join(["python", f"bench/{name}.py", *[a for a in argv if a != "--record"]])
 
 
 def _cell(value) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def row(figures: dict, argv: list[str] | None = None, date: datetime.date | None = None) -> str:
+def row(name: str, figures: dict, argv: list[str] | None = None) -> str:
     figures_text = "; ".join(f"{key} {value}" for key, value in figures.items())
-    cells = [(date or datetime.date.today()).isoformat(), machine(), versions(),
-             f"`{command(sys.argv[1:] if argv is None else argv)}`", figures_text]
+    cells = [datetime.date.today().isoformat(), machine(), versions(),
+             f"`{command(name, sys.argv[1:] if argv is None else argv)}`", figures_text]
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def markers(name: str) -> tuple[str, str]:
+    """The comments around bench NAME's table."""
+    return f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+
+
+def table(text: str, name: str) -> list[str]:
+    """The lines of bench NAME's table in the page `text` (header first)."""
+    start, end = markers(name)
+    return text.partition(start)[2].partition(end)[0].strip("\n").splitlines()
 
 
 def record(name: str, figures: dict, argv: list[str] | None = None) -> Path:
@@ -78,16 +89,16 @@ def record(name: str, figures: dict, argv: list[str] | None = None) -> Path:
     A bench without a table yet gets one, in a section of its own at the end of the page."""
     page = Path(os.environ.get("ADVRACE_RESULTS_PAGE", PAGE))
     text = page.read_text(encoding="utf-8")
-    start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+    start, end = markers(name)
     if start not in text:
         text = text.rstrip("\n") + f"\n\n## `bench/{name}.py`\n\n{start}\n{HEADER}\n{end}\n"
     head, _, rest = text.partition(start)
-    table, _, tail = rest.partition(end)
-    lines = table.strip("\n").splitlines()
+    tail = rest.partition(end)[2]
+    lines = table(text, name)
     if lines[:2] != HEADER.splitlines():
         raise ValueError(f"{page}: the table after {start} does not start with the results header; "
                          f"restore it as:\n{HEADER}")
-    lines.insert(2, row(figures, argv))
+    lines.insert(2, row(name, figures, argv))
     page.write_text(head + start + "\n" + "\n".join(lines) + "\n" + end + tail, encoding="utf-8")
     print(f"recorded in {page}")
     return page

@@ -25,18 +25,13 @@ def page(tmp_path, monkeypatch):
     return path
 
 
-def _table(text: str, name: str) -> list[str]:
-    start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
-    return text.split(start)[1].split(end)[0].strip().splitlines()
-
-
 def test_a_row_goes_first_in_its_own_table(page, monkeypatch):
     before = page.read_text(encoding="utf-8")
-    old_rows = _table(before, "startup")[2:]
+    old_rows = results.table(before, "startup")[2:]
     monkeypatch.setattr(sys, "argv", ["bench/startup.py", "RACE/dev/middle", "--record", "--sizes", "10"])
     results.record("startup", {"advrace --help s": "0.20", "pipe": "a|b"})
     after = page.read_text(encoding="utf-8")
-    rows = _table(after, "startup")
+    rows = results.table(after, "startup")
     assert rows[:2] == results.HEADER.splitlines()
     assert rows[3:] == old_rows, "older rows stay, below the new one"
     cells = rows[2].split(" | ")
@@ -44,12 +39,12 @@ def test_a_row_goes_first_in_its_own_table(page, monkeypatch):
     assert "advrace" in cells[2]
     assert cells[3] == "`python bench/startup.py RACE/dev/middle --sizes 10`"
     assert "advrace --help s 0.20; pipe a\\|b" in cells[4]
-    assert _table(after, "train_memory") == _table(before, "train_memory")
+    assert results.table(after, "train_memory") == results.table(before, "train_memory")
 
 
 def test_a_bench_without_a_table_gets_one(page):
     results.record("new_bench", {"speed-up": "2.0x"}, argv=["--limit", "3"])
-    rows = _table(page.read_text(encoding="utf-8"), "new_bench")
+    rows = results.table(page.read_text(encoding="utf-8"), "new_bench")
     assert len(rows) == 3 and rows[2].endswith("speed-up 2.0x |")
     assert "## `bench/new_bench.py`" in page.read_text(encoding="utf-8")
 
@@ -72,6 +67,6 @@ def test_a_bench_run_records_its_figures(page):
                          cwd=REPO, capture_output=True, text=True, timeout=600,
                          env={**os.environ, "ADVRACE_RESULTS_PAGE": str(page)})
     assert run.returncode == 0, run.stderr[-3000:]
-    row = _table(page.read_text(encoding="utf-8"), "audit_quality")[2]
+    row = results.table(page.read_text(encoding="utf-8"), "audit_quality")[2]
     assert "`python bench/audit_quality.py --kinds negation_hint`" in row
     assert "negation_hint (" in row and "precision" in row and "recall" in row
