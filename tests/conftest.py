@@ -22,6 +22,16 @@ def _private_cache(tmp_path_factory):
     else:
         os.environ["ADVRACE_CACHE"] = old
 
+
+@pytest.fixture(scope="session")
+def ctx():
+    """An audit context (advrace.release.audit) without the paraphrase encoder's cosine check,
+    shared by the audit tests."""
+    from advrace.release import audit
+
+    return audit.AuditContext(overrides={"max_answer_cosine": None})
+
+
 @pytest.fixture
 def install_plugin(tmp_path, monkeypatch):
     """Makes a module importable and lists it in an entry-point group, as a user's installed

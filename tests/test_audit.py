@@ -23,11 +23,6 @@ def mc(question="Where does Tom live?", options=("In a big city.", "In a small v
     return MCExample(id="q1", passage=PASSAGE, question=question, options=options, label=label)
 
 
-@pytest.fixture(scope="module")
-def ctx():
-    return A.AuditContext(overrides={"max_answer_cosine": None})
-
-
 def checks(attack, src, ex, ctx):
     return [name for _, _, name, _ in A.audit_split(attack, [src], [ex], ctx).flags]
 

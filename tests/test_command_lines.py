@@ -82,16 +82,9 @@ def doc_pages() -> list[Path]:
             else:
                 yield REPO / "docs" / value
 
-    config = yaml.load((REPO / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_MkDocsLoader)
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
     pages = list(dict.fromkeys(flatten(config["nav"])))
     return [REPO / "README.md"] + pages + sorted(set((REPO / "docs").rglob("*.md")) - set(pages))
-
-
-class _MkDocsLoader(yaml.SafeLoader):
-    """mkdocs.yml may use MkDocs' own tags (!ENV, !relative); their values do not matter here."""
-
-
-_MkDocsLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
 
 
 def _where(page: Path) -> str:

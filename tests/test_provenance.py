@@ -119,7 +119,7 @@ def test_a_release_is_written_in_format_2_and_read_back_as_built(tmp_path):
     assert ex.provenance[-1].swaps.words > 0
 
 
-def test_a_format_1_release_reads_verifies_and_audits_as_before(capsys):
+def test_a_format_1_release_reads_verifies_and_audits_as_before(capsys, ctx):
     manifest = json.loads((PREVIOUS / "manifest.json").read_text())
     assert manifest["format_version"] == 1 < FORMAT_VERSION
     examples = read_split(PREVIOUS, "addsent")
@@ -133,7 +133,7 @@ def test_a_format_1_release_reads_verifies_and_audits_as_before(capsys):
             assert ex.options[entry.option] == entry.answer
     assert main(["verify", str(PREVIOUS)]) == 0
     # the audit's results on this release before format 2 (advrace at d715cbf, the same context)
-    audit = A.audit_release(PREVIOUS, ctx=A.AuditContext(overrides={"max_answer_cosine": None}))["addsent"]
+    audit = A.audit_release(PREVIOUS, ctx=ctx)["addsent"]
     assert audit.counts() == {"checked": 77, "flagged": 15, "unchecked": [], "by_check": {
         "a 'not' sentence rules out an option": 6, "sentence only paraphrases the question": 3,
         "sentence restates a negated question": 5, "sentence talks about the passage": 2}}

@@ -7,18 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from advrace.release import audit as A
 
 _spec = importlib.util.spec_from_file_location(
     "advrace_validity_corpus", Path(__file__).resolve().parent / "validity" / "corpus.py")
 corpus = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = corpus
 _spec.loader.exec_module(corpus)
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    return A.AuditContext(overrides={"max_answer_cosine": None})
 
 
 def _wrong(items, ctx):
