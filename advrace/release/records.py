@@ -10,7 +10,7 @@ from pathlib import Path
 from advrace import __version__
 from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.examples import SpanExample, example_from_record
-from advrace.core.provenance import ProvenanceError, from_json, upgrade_v1
+from advrace.core.provenance import from_json, upgrade_v1
 
 NO_ATTACK = "none"  # the `attack` of a record that no attack made (the original split, say)
 # The layout of a release's records. 2: provenance as typed records (advrace.core.provenance);
@@ -80,19 +80,10 @@ def to_record(example, split: str, attack: str, perturbed: bool) -> dict:
 
 
 def from_record(record: dict, version: int = FORMAT_VERSION, where: str = "record"):
-    """The example of a release record written in format `version`.
-
-    A record of the current format is built once, its provenance decoded by the example class;
-    should that fail, it is read again the slow way below, so that the error names the record
-    (`where`, and which provenance record) and comes in the same order as for any format."""
+    """The example of a release record written in format `version`."""
     provenance = record.get("provenance") or []
     if isinstance(provenance, str):
         provenance = json.loads(provenance)
-    if version == FORMAT_VERSION:
-        try:
-            return example_from_record({**record, "provenance": provenance})
-        except (ProvenanceError, TypeError):
-            pass  # raised again below, with `where`
     read = PROVENANCE_READERS[version]
     example = example_from_record({**record, "provenance": []})
     return dataclasses.replace(example, provenance=tuple(
