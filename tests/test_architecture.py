@@ -1,4 +1,4 @@
-"""The package's floors (README, "Architecture"), checked on the source: every module imports
+"""The package's floors (docs/architecture.md), checked on the source: every module imports
 only from its own floor or those below, the module-level imports form no circle, and an import
 inside a function is there only to defer a heavy import for start-up time, and says so."""
 
@@ -42,7 +42,7 @@ def floor(module: str) -> int:
         return FLOORS["advrace"]
     best = max((p for p in FLOORS if p != "advrace" and (module == p or module.startswith(p + "."))),
                key=len, default=None)
-    assert best is not None, f"{module} has no floor; add its package to FLOORS and the README"
+    assert best is not None, f"{module} has no floor; add its package to FLOORS and to docs/architecture.md"
     return FLOORS[best]
 
 

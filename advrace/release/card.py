@@ -133,7 +133,8 @@ def audit_lines(audit: dict | None, dropped: bool) -> list[str]:
         return []
     lines = ["## Audit", "",
              "`advrace audit` checks that every question keeps its gold answer the one right answer "
-             "(README: Validity); `advrace audit <this folder> --details` lists the flagged questions.", "",
+             "(advrace's documentation: docs/audit.md); `advrace audit <this folder> --details` lists the "
+             "flagged questions.", "",
              "| split | checked | flagged | checks that flagged |", "|---|---:|---:|---|"]
     for split, a in audit.items():
         found = ", ".join(f"{check}: {n}" for check, n in a["by_check"].items()) or "none"
