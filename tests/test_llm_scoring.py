@@ -77,8 +77,13 @@ def test_encoding_follows_lm_evaluation_harness(setup):
     assert list(r.context) == tok("where does tom live", add_special_tokens=False)["input_ids"]
     whole = tok("where does tom live in a village", add_special_tokens=False)["input_ids"]
     assert list(r.context + r.continuations[0]) == whole
-    cut = encode_request(tok, "tom " * 50, ["mary"], max_length=20)
-    assert len(cut.context) + len(cut.continuations[0]) == 21  # the last token is never fed
+    cut = encode_request(tok, "tom " * 50, ["mary", "mary " * 5], max_length=20)
+    # each pair is cut on its own, as lm-evaluation-harness cuts it: max_length + 1 tokens, the
+    # last one never fed
+    for k in range(2):
+        ctx, cont = cut.pair(k)
+        assert len(ctx) + len(cont) == 21 and ctx == cut.context[-len(ctx):]
+    assert cut.cuts == (len(cut.context) - 20, len(cut.context) - 16) and cut.longest == 20
     with pytest.raises(ValueError, match="does not fit"):
         encode_request(tok, "tom", ["mary " * 30], max_length=8)
 

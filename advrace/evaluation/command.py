@@ -18,10 +18,12 @@ from advrace.evaluation.predictions import PredictionsError, score_predictions
 from advrace.evaluation.report import file_stems, write_report
 from advrace.evaluation.scoring import check_fits, make_accelerator, make_scorer, score_splits, select_splits
 from advrace.formats import load as load_data
-from advrace.models.llm_scoring import GENERATION, LOGLIKELIHOOD, MC_METHODS
+from advrace.models.llm_scoring import GENERATION, LOGLIKELIHOOD, MC_METHODS, merge_decoding
+from advrace.models.scoring_protocol import BOS_POLICIES
 from advrace.models.loading import model_name
 from advrace.models.readers import is_builtin_reader
 from advrace.release import check_release, read_split
+from advrace.release.records import sha256_file
 
 
 def unique_names(names: list[str]) -> list[str]:
@@ -30,15 +32,17 @@ def unique_names(names: list[str]) -> list[str]:
     return file_stems(list(names))
 
 
-def few_shot_pool(path, k: int, split_examples: dict, task: str) -> list:
+def few_shot_pool(path, k: int, split_examples: dict, task: str) -> tuple[list, dict]:
     """The examples of the user's few-shot file, less any question or passage of the release, so
-    that no question is shown its own answer; ConfigError when fewer than `k` remain."""
+    that no question is shown its own answer, and the file's record (what the scoring protocol
+    names: the path as given and the sha256 of its inputs); ConfigError when fewer than `k` remain."""
     if not k:
-        return []
+        return [], {}
     if path is None:
         raise ConfigError(f"--few-shot {k} needs --few-shot-file FILE: solved questions to show, never "
                           "drawn from the release itself (e.g. RACE's train or dev split)")
-    examples = load_data(str(path)).examples
+    loaded = load_data(str(path))
+    examples = loaded.examples
     kind = "MCExample" if task == MULTIPLE_CHOICE else "SpanExample"
     if examples and type(examples[0]).__name__ != kind:
         raise ConfigError(f"--few-shot-file {path}: holds {type(examples[0]).__name__}s; this release needs {kind}s")
@@ -48,13 +52,14 @@ def few_shot_pool(path, k: int, split_examples: dict, task: str) -> list:
     if len(pool) < k:
         raise ConfigError(f"--few-shot-file {path}: {len(pool)} of its {len(examples)} questions are not in the "
                           f"release, fewer than --few-shot {k}")
-    return pool
+    return pool, {"file": str(path), "sha256": loaded.fingerprint()}
 
 
 def evaluate_command(release, models=(), predictions=(), out=None, *, splits=None, batch_size: int = 16,
                      max_length: int | None = None, bf16: bool | None = None, allow_missing: bool = False,
                      progress: bool = True, accelerator=None, method: str = LOGLIKELIHOOD, few_shot: int = 0,
-                     few_shot_file=None, few_shot_seed: int = 1234, chat_template: bool | None = None) -> dict:
+                     few_shot_file=None, few_shot_seed: int = 1234, chat_template: bool | None = None,
+                     bos: str = "tokenizer") -> dict:
     """Score every model and predictions file on every split; write the report to `out`.
 
     `max_length`: None scores each checkpoint at the length `advrace train` recorded for it
@@ -62,7 +67,10 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
 
     Causal LMs: `method` (loglikelihood or letter) for multiple choice, greedy generation for
     SQuAD; `few_shot` solved questions from `few_shot_file` before each one, drawn by
-    `few_shot_seed`; `chat_template` for letter choice: None applies the tokenizer's when it has one.
+    `few_shot_seed`; `chat_template` for letter choice: None applies the tokenizer's when it has one;
+    `bos`: "tokenizer" (BOS first when the tokenizer adds one by default, as lm-evaluation-harness
+    0.4.10+ does), "always" or "never". Each causal LM's source in the report holds its scoring
+    protocol (advrace.models.scoring_protocol) and what its decoding shared, ran alone and cut.
 
     Every model is checked against the release's task before any is scored: a checkpoint whose
     head does not fit (a span model on RACE) is refused with ConfigError (exit 2).
@@ -94,9 +102,10 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     split_examples = {split: read[split] for split in names}
     llm = {}
     if "causal_lm" in kinds:
-        pool = few_shot_pool(few_shot_file, few_shot, read, task)
+        pool, shot_source = few_shot_pool(few_shot_file, few_shot, read, task)
         llm = {"method": method, "shots": few_shot, "shot_pool": pool, "shot_seed": few_shot_seed,
-               "chat_template": chat_template}
+               "chat_template": chat_template, "bos": bos, "few_shot_source": shot_source}
+    release_record = {"name": manifest.get("name"), "manifest_sha256": sha256_file(Path(release) / "manifest.json")}
     scores, sources = {}, {}
     for label, model, kind in zip(labels, models, kinds):
         scorer = make_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
@@ -113,6 +122,8 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
             sources[label].update(bf16=inference.get("precision") == "bf16", inference=inference)
         if kind == "causal_lm":
             sources[label]["method"] = scorer.method if task == MULTIPLE_CHOICE else GENERATION
+            sources[label]["protocol"] = scorer.protocol(task, release_record).to_dict()
+            sources[label]["decoding"] = merge_decoding(scorer.decoding(), accelerator)
         if sources[label]["kind"] == "model":  # loaded by make_scorer: freed before the next one loads
             sources[label]["max_length"] = scorer.max_length
             del scorer
@@ -124,7 +135,8 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
         sources[label] = {"kind": "predictions", "path": str(pred)}
     if not main:
         return {}
-    return write_report(out, manifest, scores, sources=sources)
+    return write_report(out, {**manifest, "manifest_sha256": release_record["manifest_sha256"]}, scores,
+                        sources=sources)
 
 
 EVALUATE_EPILOG = textwrap.dedent("""\
@@ -213,6 +225,11 @@ def add_evaluate_parser(subparsers):
                       help="letter choice inside the tokenizer's chat template (default: when it has one)")
     chat.add_argument("--no-chat-template", dest="chat_template", action="store_const", const=False,
                       help="letter choice as plain text, even for an instruct model")
+    llm.add_argument("--bos", choices=BOS_POLICIES, default="tokenizer",
+                     help="a BOS token before each prompt: tokenizer (when the tokenizer adds one by default, "
+                          "as lm-evaluation-harness 0.4.10 and later do: Llama 3, Mistral, Gemma yes; GPT-2, "
+                          "SmolLM2 no), always, or never (lm-eval's add_bos_token=False). Never two: a chat "
+                          "template that writes BOS gets none more (default: tokenizer)")
     p.add_argument("--allow-missing", action="store_true",
                    help="count questions missing from a predictions file as wrong instead of failing")
     p.add_argument("--quiet", action="store_true", help="no progress output")
@@ -223,7 +240,8 @@ def add_evaluate_parser(subparsers):
                                    max_length=args.max_length, bf16=args.bf16,
                                    allow_missing=args.allow_missing, progress=not args.quiet,
                                    method=args.method, few_shot=args.few_shot, few_shot_file=args.few_shot_file,
-                                   few_shot_seed=args.few_shot_seed, chat_template=args.chat_template)
+                                   few_shot_seed=args.few_shot_seed, chat_template=args.chat_template,
+                                   bos=args.bos)
         if summary:
             print((Path(args.out) / "results.md").read_text(encoding="utf-8").rstrip())
             print(f"\nwrote {args.out}: results.json, results.md, results.png, "

@@ -28,6 +28,7 @@ from advrace.core.atomic import atomic_dir
 from advrace.core.numbers import significant
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.evaluation.naming import numbered
+from advrace.models.scoring_protocol import differences, protocol_line
 from advrace.evaluation.statistics import (LEVEL, RESAMPLES, SEED, bootstrap_interval, mcnemar_exact_p,
                                            paired_bootstrap_p, wilson_interval)
 
@@ -236,7 +237,8 @@ def summarize(manifest: dict, scores: dict, sources: dict | None = None) -> dict
         "chance": chance_level(task, scores),
         "release": {"name": manifest.get("name"), "task": task,
                     "advrace_version": manifest.get("advrace_version"),
-                    "source": src.get("name"), "fingerprint": src.get("fingerprint")},
+                    "source": src.get("name"), "fingerprint": src.get("fingerprint"),
+                    "manifest_sha256": manifest.get("manifest_sha256")},
         "metrics": list(metrics),
         "columns": splits,
         "adversarial_splits": adversarial,
@@ -313,7 +315,38 @@ def _scored_how(m: str, source: dict) -> str | None:
         parts.append(f"{info.get('precision')}{emulated} on {info.get('device_type')}, torch {info.get('torch')}")
     if method:
         parts.append(f"method: {method}")
-    return f"- `{m}`: " + "; ".join(parts) if parts else None
+    if not parts:
+        return None
+    line = f"- `{m}`: " + "; ".join(parts)
+    if isinstance(source.get("protocol"), dict):
+        line += f"\n  - {protocol_line(source['protocol'])}"
+    decoding = source.get("decoding")
+    if isinstance(decoding, dict):
+        line += f"\n  - {decoding_summary(decoding)}"
+    return line
+
+
+def decoding_summary(decoding: dict) -> str:
+    """One line: how a decoder LM's attention was masked, what shared its prompt's cache, what ran
+    alone and at what cost, and how many prompts were cut."""
+    text = (f"decoding: {decoding.get('attention')} attention, {decoding.get('mask')} 4D mask; "
+            f"{decoding.get('shared')} shared their prompt's cache, {decoding.get('run_alone')} ran alone")
+    if decoding.get("run_alone"):
+        reasons = ", ".join(f"{n} for {r}" for r, n in (decoding.get("reasons") or {}).items())
+        text += f" ({reasons}; {decoding.get('cost_ratio')}x the tokens)"
+    return text + f"; {decoding.get('questions_cut', 0)} prompt(s) cut to the maximum length"
+
+
+def protocol_differences(summary: dict) -> list[str]:
+    """Lines saying where the models of one report were scored under different protocols."""
+    scored = [(m, summary["results"][m].get("source", {}).get("protocol")) for m in summary["models"]]
+    scored = [(m, p) for m, p in scored if isinstance(p, dict)]
+    lines = []
+    for (m, p), (n, q) in zip(scored, scored[1:]):
+        diff = [d for d in differences(p, q) if not d.startswith("model:")]
+        if diff:
+            lines.append(f"- `{m}` and `{n}` were scored under different protocols: " + "; ".join(diff))
+    return lines
 
 
 def render_markdown(summary: dict) -> str:
@@ -324,7 +357,8 @@ def render_markdown(summary: dict) -> str:
     chance = summary.get("chance")
     lines = [f"# Evaluation: {rel['name']}", "",
              f"Release `{rel['name']}` ({rel['task']}), built with advrace {rel['advrace_version']} from "
-             f"`{rel['source']}` (fingerprint `{(rel['fingerprint'] or '')[:16]}`); questions per split: "
+             f"`{rel['source']}` (source fingerprint `{(rel['fingerprint'] or '')[:16]}`; release manifest "
+             f"sha256 `{(rel.get('manifest_sha256') or '')[:16]}`); questions per split: "
              + ", ".join(f"{s} {summary['split_info'][s]['n']}" for s in columns) + "."
              + (f" Chance (a uniform guess among the options): {chance:.2f}%." if chance is not None else ""), "",
              f"Each cell: the score and its drop from `{ORIGINAL}`, both in percent; drop = {DROP_DEFINITION}.",
@@ -351,6 +385,9 @@ def render_markdown(summary: dict) -> str:
     ran = [line for line in (_scored_how(m, summary["results"][m].get("source") or {}) for m in models) if line]
     if ran:
         lines += ["How each model was scored (bf16 and fp32 can give different predictions):", ""] + ran + [""]
+    apart = protocol_differences(summary)
+    if apart:
+        lines += ["**Scored under different protocols**: their numbers do not compare directly.", ""] + apart + [""]
     stats = summary.get("statistics")
     if stats:
         lines += [f"## {stats['level']}% confidence intervals", "",

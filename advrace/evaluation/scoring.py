@@ -187,7 +187,8 @@ def make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MULTIP
     if hasattr(model, "predict_mc" if task == MULTIPLE_CHOICE else "predict_qa"):
         return model
     if not is_builtin_reader(model) and (kind or checkpoint_kind(str(model))[0]) == "causal_lm":
-        return load_causal_scorer(model, batch_size=batch_size, bf16=bf16, accelerator=accelerator, **(llm or {}))
+        return load_causal_scorer(model, batch_size=batch_size, bf16=bf16, accelerator=accelerator,
+                                  max_length=max_length, **(llm or {}))
     if task != MULTIPLE_CHOICE:
         if is_builtin_reader(model):
             raise ConfigError(f"{model}: the built-in readers answer multiple-choice questions only")

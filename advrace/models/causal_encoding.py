@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass
 
 from advrace.models.kv_cache import returned_cache, with_cache
+from advrace.models.packed_decoding import PackedCore, UnmaskableAttention
 
 PROMPT = ("Read the passage and write one wrong answer to the question: a short option that "
           "sounds plausible but is not correct.\n\nPassage: {passage}\n\nQuestion: {question}\n"
@@ -95,10 +96,6 @@ def collate_causal(features: list[CausalFeature], pad_token_id: int = 0) -> dict
             "logits_to_keep": keep}
 
 
-# attention implementations that take a custom 4D mask: sdpa a boolean one, eager an additive one
-_MASKED_ATTENTION = ("sdpa", "eager")
-
-
 class CausalDecoder:
     """Incremental decoding for advrace.models.beam_search by *tree attention*: one key-value
     cache row holds each prompt once, then every token any beam has generated, appended step by
@@ -112,31 +109,30 @@ class CausalDecoder:
     them, yet each sees only its own slots: its candidates do not depend on the others. A prompt
     that begins like an earlier one of the batch (a question on the same passage) has only the
     rest run, seeing the earlier prompt's slots of the shared tokens; any other prompt is run
-    alone and unpadded. Models whose cache does not keep every key and value (sliding-window or
-    recurrent layers) or whose attention takes no custom 4D mask fall back to
-    `ReorderingDecoder`, one question at a time (`batched` is False).
+    alone and unpadded. The mask's form and the cache come from advrace.models.packed_decoding;
+    models whose cache cannot keep every key and value (sliding-window or recurrent layers) or
+    whose attention takes no custom 4D mask fall back to `ReorderingDecoder`, one question at a
+    time (`batched` is False).
     """
 
     skips_finished = True  # see advrace.models.beam_search
 
     def __init__(self, model):
         self.model = model
-        impl = getattr(model.config, "_attn_implementation", None)
-        self._additive = impl == "eager"
+        try:
+            self._core = PackedCore(model)
+        except UnmaskableAttention:
+            self._core = None
         # False: the model needs ReorderingDecoder, which decodes one question at a time
-        self.batched = impl in _MASKED_ATTENTION and self._new_cache() is not None
+        self.batched = self._core is not None and self._core.limit is None
         self._fallback = None if self.batched else ReorderingDecoder(model)
 
     def _new_cache(self):
-        """An empty cache, or None if it would not keep every key and value (a sliding window,
-        recurrent state)."""
-        from transformers import DynamicCache
-        from transformers.cache_utils import DynamicLayer
+        return self._core.new_cache()
 
-        cache = DynamicCache(config=self.model.config)
-        if not all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None])):
-            return None
-        return cache
+    def _mask(self, visible):
+        """A [queries, keys] boolean visibility as the model's 4D attention mask."""
+        return self._core.mask(visible.unsqueeze(0))
 
     def start(self, source_ids, source_lengths):
         import torch  # deferred for start-up time
@@ -187,16 +183,6 @@ class CausalDecoder:
         state = {"cache": cache, "beams": 1, "depth": 0, "visible": visible, "vocab": logp.shape[-1],
                  "lengths": lengths, "size": size}
         return state, logp
-
-    def _mask(self, visible):
-        """A [queries, keys] boolean visibility as the model's 4D attention mask."""
-        import torch  # deferred for start-up time
-
-        mask = visible.view(1, 1, *visible.shape)
-        if self._additive:
-            dtype = self.model.dtype
-            mask = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
-        return mask
 
     def step(self, state, tokens, origin, active=None):
         import torch  # deferred for start-up time

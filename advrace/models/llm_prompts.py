@@ -19,11 +19,19 @@ LETTERS = "ABCDEFGHIJ"
 TARGET_DELIMITER = " "
 FEWSHOT_DELIMITER = "\n\n"
 SQUAD_STOP = "\n"
+# the templates, as the scoring protocol records them (advrace.models.scoring_protocol)
+RACE_PROMPT = "Article: {passage}\n\n{question}"
+LETTER_PROMPT = "Article: {passage}\n\nQuestion: {question}\n{lettered_options}\nAnswer:"
+SQUAD_PROMPT = "{title_line}Background: {context}\n\nQuestion: {question}\n\nAnswer:"
+# lm-evaluation-harness's own race task (lm_eval/tasks/race/preprocess_race.py), one per article
+LM_EVAL_RACE_PROMPT = ("Article: {article}\n\n{earlier questions, each 'Question: {question}\nAnswer: {answer}\n', "
+                       "or a question ending '  _  .' written with its answer in the blank and a line break}"
+                       "{last question}")
 
 
 def race_prompt(ex) -> str:
     """lm-evaluation-harness's RACE context for one question."""
-    return f"Article: {ex.passage}\n\n{ex.question}"
+    return RACE_PROMPT.format(passage=ex.passage, question=ex.question)
 
 
 def option_continuation(option: str) -> str:
@@ -32,7 +40,7 @@ def option_continuation(option: str) -> str:
 
 def letter_prompt(ex) -> str:
     options = "\n".join(f"{LETTERS[i]}. {option}" for i, option in enumerate(ex.options))
-    return f"Article: {ex.passage}\n\nQuestion: {ex.question}\n{options}\nAnswer:"
+    return LETTER_PROMPT.format(passage=ex.passage, question=ex.question, lettered_options=options)
 
 
 def letter_continuation(index: int) -> str:
@@ -41,7 +49,7 @@ def letter_continuation(index: int) -> str:
 
 def squad_prompt(ex) -> str:
     title = f"Title: {ex.title}\n\n" if ex.title else ""
-    return f"{title}Background: {ex.context}\n\nQuestion: {ex.question}\n\nAnswer:"
+    return SQUAD_PROMPT.format(title_line=title, context=ex.context, question=ex.question)
 
 
 def squad_target(ex) -> str:

@@ -18,14 +18,20 @@ from __future__ import annotations
 
 import os
 import random
+import sys
+from collections import Counter
+from pathlib import Path
 
 from advrace.core.errors import ConfigError
+from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.models import llm_prompts
 from advrace.models.continuation_scoring import encode_request, greedy_generate, shared_logprobs, unshared_logprobs
 from advrace.models.llm_prompts import LETTER, LOGLIKELIHOOD
-from advrace.models.loading import ModelLoadError, Wording, load_model
+from advrace.models.loading import ModelLoadError, Wording, checkpoint_name, load_model, model_source
 from advrace.models.mc_encoding import length_sorted_batches
+from advrace.models.packed_decoding import PackedCore
 from advrace.models.precision import attention_backends, precision_info, use_bf16
+from advrace.models.scoring_protocol import BOS_POLICIES, PER_QUESTION, ScoringProtocol, text_sha256
 
 GENERATION = "generation"
 MC_METHODS = (LOGLIKELIHOOD, LETTER)
@@ -53,17 +59,57 @@ def draw_shots(pool: list, k: int, question, seed: int) -> list:
     return random.Random(f"{seed}:{question.source_id}").sample(pool, k)
 
 
+TOKENIZER_INFINITY = 10 ** 29  # transformers' model_max_length when the tokenizer sets none
+DEFAULT_MAX_LENGTH = 2048  # lm-evaluation-harness's, for a model that states no length
+LENGTH_KEYS = ("n_positions", "max_position_embeddings", "n_ctx")
+
+
+def model_max_length(model, tokenizer) -> tuple[int, str]:
+    """(the longest input the model takes, where that was read), in lm-evaluation-harness's order:
+    the config's `text_config` (a composite model's text part) else the config itself, its
+    n_positions, max_position_embeddings or n_ctx; then the tokenizer's model_max_length; else
+    2048."""
+    config = getattr(model, "config", None)
+    text = getattr(config, "text_config", None)
+    part, where = (text, "config.text_config") if text is not None else (config, "config")
+    for key in LENGTH_KEYS:
+        value = getattr(part, key, None)
+        if isinstance(value, int) and value > 0:
+            return value, f"{where}.{key}"
+    limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(limit, int) and 0 < limit < TOKENIZER_INFINITY:
+        return limit, "tokenizer.model_max_length"
+    return DEFAULT_MAX_LENGTH, "lm-evaluation-harness's default"
+
+
+def tokenizer_adds_bos(tokenizer) -> bool:
+    """Whether the tokenizer puts BOS first by default (Llama 3, Mistral, Gemma do; GPT-2 and
+    SmolLM2 do not): what lm-evaluation-harness 0.4.10 and later follow."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if bos is None:
+        return False
+    return tokenizer("a")["input_ids"][:1] == [bos]
+
+
 class CausalLMScorer:
-    """`predict_mc` and `predict_qa` of a causal LM; see the module doc."""
+    """`predict_mc` and `predict_qa` of a causal LM; see the module doc. `bos`: "tokenizer" (BOS
+    first when the tokenizer adds one by default, as lm-evaluation-harness 0.4.10+ does),
+    "always" or "never". `max_length`: the longest input; None takes the model's (see
+    `model_max_length`). `contexts`: {example id: prompt text} replacing the per-question prompt
+    (the lm-eval-race protocol)."""
 
     def __init__(self, model, tokenizer, *, name: str = "model", method: str = LOGLIKELIHOOD,
                  batch_size: int = 16, bf16: bool | None = None, accelerator=None, shots: int = 0,
                  shot_pool=(), shot_seed: int = 1234, chat_template: bool | None = None,
-                 share_prefix: bool = True, max_tokens: int = TOKENS_PER_BATCH):
+                 share_prefix: bool = True, max_tokens: int = TOKENS_PER_BATCH, max_length: int | None = None,
+                 bos: str = "tokenizer", contexts: dict | None = None, protocol: str = PER_QUESTION,
+                 few_shot_source: dict | None = None, model_info: dict | None = None):
         if method not in MC_METHODS:
             raise ConfigError(f"unknown scoring method {method!r}; choose one of {', '.join(MC_METHODS)}")
         if batch_size < 1:
             raise ConfigError(f"batch size must be at least 1, got {batch_size}")
+        if bos not in BOS_POLICIES:
+            raise ConfigError(f"unknown BOS policy {bos!r}; choose one of {', '.join(BOS_POLICIES)}")
         self.name, self.method, self.tokenizer = name, method, tokenizer
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self.shots, self.shot_pool, self.shot_seed = shots, list(shot_pool), shot_seed
@@ -73,11 +119,24 @@ class CausalLMScorer:
             raise ConfigError(f"{name}: --chat-template asked for, but its tokenizer has no chat template")
         self.chat = has_template if chat_template is None else bool(chat_template)
         self.pad_id = next((t for t in (tokenizer.pad_token_id, tokenizer.eos_token_id) if t is not None), 0)
-        model_type = getattr(getattr(model, "config", None), "model_type", "") or ""
-        # lm-evaluation-harness adds BOS for the Gemma family only, which needs it
-        self.prefix = (tokenizer.bos_token_id,) if model_type.startswith("gemma") and tokenizer.bos_token_id is not None else ()
-        limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
-        self.max_length = limit if isinstance(limit, int) and limit > 0 else 2048
+        self.core = PackedCore(model)  # refuses an attention it cannot mask, before anything is scored
+        limit, where = model_max_length(model, tokenizer)
+        if max_length is not None:
+            if max_length < 8:
+                raise ConfigError(f"--max-length {max_length}: a decoder LM needs at least 8 tokens")
+            if max_length > limit:
+                raise ConfigError(f"{name}: --max-length {max_length} is longer than the model takes "
+                                  f"({limit}, from its {where}); give at most {limit}")
+            limit, where = max_length, "--max-length"
+        self.max_length, self.max_length_from = limit, where
+        self.bos = bos
+        self.adds_bos = bos == "always" or (bos == "tokenizer" and tokenizer_adds_bos(tokenizer))
+        if self.adds_bos and tokenizer.bos_token_id is None:
+            raise ConfigError(f"{name}: BOS asked for, but its tokenizer has no BOS token")
+        self.contexts, self.protocol_name = contexts, protocol
+        self.few_shot_source, self.model_info = few_shot_source or {}, model_info or {}
+        self.cut: dict[str, int] = {}  # example id -> the most context tokens one of its pairs lost
+        self._told_fallback = False
         model.eval()
         self.device = accelerator.device if accelerator is not None else next(model.parameters()).device
         self.model = model.to(self.device)
@@ -88,16 +147,59 @@ class CausalLMScorer:
         return {**precision_info(self.device, self.bf16), "shots": self.shots,
                 "chat_template": self.chat if self.method == LETTER else False}
 
+    def protocol(self, task: str = MULTIPLE_CHOICE, release: dict | None = None) -> ScoringProtocol:
+        """The record of how this scorer scores a `task` release (see advrace.models.scoring_protocol)."""
+        mc = task == MULTIPLE_CHOICE
+        method = self.method if mc else GENERATION
+        chat = self.chat and method == LETTER
+        if not mc:
+            prompt, metrics = llm_prompts.SQUAD_PROMPT, ("exact_match", "f1")
+        elif self.contexts is not None:
+            prompt, metrics = llm_prompts.LM_EVAL_RACE_PROMPT, ("acc",)
+        else:
+            prompt = llm_prompts.LETTER_PROMPT if method == LETTER else llm_prompts.RACE_PROMPT
+            metrics = ("acc",) if method == LETTER else ("acc", "acc_norm")
+        return ScoringProtocol(
+            name=self.protocol_name, method=method, prompt=prompt, target_delimiter=llm_prompts.TARGET_DELIMITER,
+            fewshot_delimiter=llm_prompts.FEWSHOT_DELIMITER, metrics=metrics, max_length=self.max_length,
+            max_length_from=self.max_length_from, bos=self.bos, adds_bos=self.adds_bos, chat_template=chat,
+            chat_template_sha256=text_sha256(self.tokenizer.chat_template) if chat else None,
+            shots=self.shots, few_shot_file=self.few_shot_source.get("file") if self.shots else None,
+            few_shot_sha256=self.few_shot_source.get("sha256") if self.shots else None,
+            few_shot_seed=self.shot_seed if self.shots else None,
+            model={"name": self.name, **self.model_info}, release=dict(release or {}))
+
+    def decoding(self) -> dict:
+        """What this process's scoring shared, ran alone, and cut (see `merge_decoding`)."""
+        return {**self.core.describe, **self.core.fallback.record(), "questions_cut": len(self.cut),
+                "cut_ids": sorted(self.cut)}
+
     # ------------------------------------------------------------------ prompts
 
     def _chat(self, text: str) -> str:
         return self.tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
                                                   add_generation_prompt=True)
 
+    def _prefix(self, text: str) -> tuple[int, ...]:
+        """BOS before `text` when the policy adds one, unless the text already begins with it (a
+        chat template that writes it): never two."""
+        if not self.adds_bos:
+            return ()
+        bos = self.tokenizer.bos_token
+        return () if bos and text.startswith(bos) else (self.tokenizer.bos_token_id,)
+
+    def _warn_cut(self, ex_id: str, cut: int, total: int) -> None:
+        self.cut[ex_id] = max(cut, self.cut.get(ex_id, 0))
+        print(f"warning: {self.name}: {ex_id}: {cut} of {total} prompt tokens cut from the left to fit "
+              f"the maximum length {self.max_length} ({self.max_length_from})", file=sys.stderr, flush=True)
+
     def mc_request(self, ex):
         shots = [llm_prompts.solved_mc(s, self.method) for s in draw_shots(self.shot_pool, self.shots, ex,
                                                                            self.shot_seed)]
-        if self.method == LETTER:
+        if self.contexts is not None:
+            context = llm_prompts.with_shots(self.contexts[ex.id], shots)
+            continuations = [llm_prompts.option_continuation(o) for o in ex.options]
+        elif self.method == LETTER:
             context = llm_prompts.with_shots(llm_prompts.letter_prompt(ex), shots)
             if self.chat:
                 context = self._chat(context)
@@ -107,14 +209,31 @@ class CausalLMScorer:
         else:
             context = llm_prompts.with_shots(llm_prompts.race_prompt(ex), shots)
             continuations = [llm_prompts.option_continuation(o) for o in ex.options]
-        return encode_request(self.tokenizer, context, continuations, max_length=self.max_length,
-                              prefix=self.prefix)
+        request = encode_request(self.tokenizer, context, continuations, max_length=self.max_length,
+                                 prefix=self._prefix(context))
+        if any(request.cuts):
+            self._warn_cut(ex.id, max(request.cuts), len(request.context))
+        return request
 
     def qa_context(self, ex) -> tuple[int, ...]:
         shots = [llm_prompts.solved_squad(s) for s in draw_shots(self.shot_pool, self.shots, ex, self.shot_seed)]
         text = llm_prompts.with_shots(llm_prompts.squad_prompt(ex), shots)
-        ids = list(self.prefix) + self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        return tuple(ids[-(self.max_length - MAX_NEW_TOKENS):])
+        ids = list(self._prefix(text)) + self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        room = self.max_length - MAX_NEW_TOKENS
+        if len(ids) > room:
+            self._warn_cut(ex.id, len(ids) - room, len(ids))
+        return tuple(ids[-room:])
+
+    def _say_fallback(self) -> None:
+        """Once per scorer: that some work could not share its prompt's cache, why, and the cost."""
+        fb = self.core.fallback
+        if self._told_fallback or not fb.alone:
+            return
+        self._told_fallback = True
+        why = ", ".join(f"{n} for {reason}" for reason, n in sorted(fb.reasons.items()))
+        print(f"note: {self.name}: {fb.alone} question(s) could not share their prompt's cache ({why}) and "
+              "were run one (prompt, option) pair at a time, exact but slower; results.json records the "
+              "count and cost under decoding", file=sys.stderr, flush=True)
 
     # ------------------------------------------------------------------ scoring
 
@@ -142,10 +261,14 @@ class CausalLMScorer:
         """Per-option log-likelihoods (summed over the option's tokens), in input order."""
         if not examples:
             return []
-        logprobs = shared_logprobs if self.share_prefix else unshared_logprobs
-        return self._run(examples, self.mc_request, lambda r: r.tokens,
-                         lambda batch: logprobs(self.model, batch, pad_id=self.pad_id, device=self.device),
-                         desc, progress, "question")
+        def compute(batch):
+            if self.share_prefix:
+                return shared_logprobs(self.model, batch, pad_id=self.pad_id, device=self.device, core=self.core)
+            return unshared_logprobs(self.model, batch, pad_id=self.pad_id, device=self.device)
+
+        scores = self._run(examples, self.mc_request, lambda r: r.tokens, compute, desc, progress, "question")
+        self._say_fallback()
+        return scores
 
     def predict_qa(self, examples, *, desc: str | None = None, progress: bool = False) -> list[str]:
         """The greedy answer to each question, cut at its first line break."""
@@ -158,12 +281,36 @@ class CausalLMScorer:
 
         def generate(batch):
             out = greedy_generate(self.model, batch, max_new_tokens=MAX_NEW_TOKENS,
-                                  stop=stop, pad_id=self.pad_id, device=self.device)
+                                  stop=stop, pad_id=self.pad_id, device=self.device, core=self.core)
             return [self.tokenizer.decode([t for t in g if t != eos], skip_special_tokens=True)
                     .split(llm_prompts.SQUAD_STOP)[0].strip() for g in out]
 
-        return self._run(examples, self.qa_context, lambda ids: len(ids) + MAX_NEW_TOKENS, generate, desc,
-                         progress, "question")
+        answers = self._run(examples, self.qa_context, lambda ids: len(ids) + MAX_NEW_TOKENS, generate, desc,
+                            progress, "question")
+        self._say_fallback()
+        return answers
+
+
+def merge_decoding(record: dict, accelerator=None) -> dict:
+    """A scorer's `decoding()` summed over the processes of an `accelerate launch` (each scored its
+    shard), so that the report counts every question; one process: the record as it is."""
+    if accelerator is None or getattr(accelerator, "num_processes", 1) == 1:
+        return record
+    from accelerate.utils import gather_object
+
+    parts = gather_object([record])
+    merged = dict(parts[0])
+    for key in ("shared", "run_alone", "tokens_run_alone", "tokens_if_shared", "questions_cut"):
+        merged[key] = sum(p[key] for p in parts)
+    reasons: dict = {}
+    for p in parts:
+        for reason, n in p["reasons"].items():
+            reasons[reason] = reasons.get(reason, 0) + n
+    merged["reasons"] = dict(sorted(reasons.items()))
+    merged["cut_ids"] = sorted(i for p in parts for i in p["cut_ids"])
+    shared = merged["tokens_if_shared"]
+    merged["cost_ratio"] = round(merged["tokens_run_alone"] / shared, 3) if shared else None
+    return merged
 
 
 def load_causal_scorer(model: str | os.PathLike, *, place: bool = False, **kwargs) -> CausalLMScorer:
@@ -174,4 +321,26 @@ def load_causal_scorer(model: str | os.PathLike, *, place: bool = False, **kwarg
     loaded = load_model(AutoModelForCausalLM, name, kwargs.get("bf16"), name, "save_pretrained",
                         place=place, wording=WORDING, quiet=True)
     kwargs.setdefault("name", name)
+    kwargs.setdefault("model_info", {"path": checkpoint_name(name), "weights": weights_description(name)})
     return CausalLMScorer(loaded.model, loaded.tokenizer, **kwargs)
+
+
+def weights_description(name: str) -> str:
+    """What weights a name loads, for the scoring protocol: a GGUF's quantisation (read from its
+    tensors) and that it was dequantised; else the saved files' kind."""
+    source, extra = model_source(name)
+    gguf_file = extra.get("gguf_file")
+    if gguf_file:
+        try:
+            import gguf
+
+            kinds = Counter(t.tensor_type.name for t in gguf.GGUFReader(str(Path(source) / gguf_file)).tensors)
+            tensors = ", ".join(f"{kind} x{n}" for kind, n in kinds.most_common())
+        except Exception as exc:  # noqa: BLE001 - the description only; loading said the rest
+            tensors = f"tensor types unread: {type(exc).__name__}"
+        return f"{gguf_file}: GGUF ({tensors}), dequantised to fp32 by transformers on load"
+    folder = Path(source)
+    if folder.is_dir():
+        kinds = sorted({p.suffix.lstrip(".") for p in folder.iterdir() if p.suffix in (".safetensors", ".bin")})
+        return f"{' and '.join(kinds) or 'unknown'} weights from a local folder, read in fp32"
+    return "Hub weights, read in fp32"

@@ -1,0 +1,151 @@
+"""The one packed-decoding core of the decoder LMs: continuation scoring, greedy generation and
+DG's beam search all run a prompt once, keep its keys and values, and then feed several token
+sequences over that cache in one row, each seeing only what it would see alone. That needs three
+things done right for every model family, and they live here only:
+
+- **The 4D mask in the form the attention takes.** Transformers hands a 4D mask to the attention
+  as it is. SDPA reads a boolean mask as "may attend"; eager attention *adds* the mask to the
+  scores, so a boolean mask there masks nothing (options would see each other). `mask` gives a
+  boolean mask for SDPA and an additive one (0 or the dtype's minimum) for eager. Any other
+  implementation (flash, flex, a remote model's own) is refused: no number is given for a model
+  whose attention the core cannot mask (`UnmaskableAttention`, exit 2).
+- **A cache that holds the whole prompt.** A sliding-window layer keeps only its last
+  `window - 1` keys, and a recurrent layer keeps a state, not keys. The core keeps every key in
+  its own cache (`new_cache`), which is exact only while no sequence is longer than the smallest
+  window: `limit` is that length (None: no limit; 0: nothing can be shared). Longer work falls
+  back to running each sequence alone, as the model would run it (`Fallback` counts it and its
+  cost, the scorer says so once and writes it into results.json).
+- **Position ids** that continue each sequence from its own prompt, whatever its place in the
+  packed row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from advrace.core.errors import ConfigError
+from advrace.models.kv_cache import returned_cache, with_cache
+
+# attention implementation -> the form of 4D mask it reads
+MASK_FORMS = {"sdpa": "boolean", "eager": "additive"}
+
+
+class UnmaskableAttention(ConfigError):
+    """A model whose attention takes no 4D mask the core can build."""
+
+
+@dataclass
+class Fallback:
+    """Work the core could not share, and what it cost: `tokens_run` were computed where sharing
+    would have computed `tokens_shared`."""
+
+    shared: int = 0
+    alone: int = 0
+    reasons: dict = field(default_factory=dict)  # reason -> how many items
+    tokens_run: int = 0
+    tokens_shared: int = 0
+
+    def add(self, reason: str, run: int, shared: int) -> None:
+        self.alone += 1
+        self.reasons[reason] = self.reasons.get(reason, 0) + 1
+        self.tokens_run += run
+        self.tokens_shared += shared
+
+    def record(self) -> dict:
+        """The fallback as results.json records it."""
+        cost = round(self.tokens_run / self.tokens_shared, 3) if self.tokens_shared else None
+        return {"shared": self.shared, "run_alone": self.alone, "reasons": dict(sorted(self.reasons.items())),
+                "tokens_run_alone": self.tokens_run, "tokens_if_shared": self.tokens_shared,
+                "cost_ratio": cost}
+
+
+def _cache_limit(config) -> tuple[int | None, str | None]:
+    """(the longest sequence whose keys a full cache may share, why it is limited)."""
+    try:
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+    except ImportError:  # transformers 4.x before cache layers: only a sliding_window setting tells
+        window = getattr(config, "sliding_window", None)
+        return (int(window), f"sliding window of {window} tokens") if window else (None, None)
+    try:
+        layers = DynamicCache(config=config).layers
+    except Exception as exc:  # noqa: BLE001 - a config the cache cannot read: share nothing
+        return 0, f"cache of unknown layout ({type(exc).__name__})"
+    windows = set()
+    for layer in layers:
+        if isinstance(layer, DynamicSlidingWindowLayer):
+            windows.add(int(layer.sliding_window))
+        elif type(layer) is not DynamicLayer:
+            return 0, f"cache layer {type(layer).__name__} keeps no plain keys"
+    if not windows:
+        return None, None
+    window = min(windows)
+    return window, f"sliding window of {window} tokens"
+
+
+class PackedCore:
+    """A model's packed decoding: its mask form, the cache it may share, and the fallback count."""
+
+    def __init__(self, model):
+        self.model = model
+        config = model.config
+        self.implementation = getattr(config, "_attn_implementation", None) or "eager"
+        if self.implementation not in MASK_FORMS:
+            name = getattr(config, "name_or_path", "") or type(model).__name__
+            raise UnmaskableAttention(
+                f"{name}: attention implementation {self.implementation!r} takes no custom 4D mask, so "
+                "options packed over a shared prompt could see each other; advrace gives no number for it. "
+                "Load it with attn_implementation=sdpa (or eager), e.g. --model-args attn_implementation=sdpa")
+        self.additive = MASK_FORMS[self.implementation] == "additive"
+        self.limit, self.why_limited = _cache_limit(config)
+        self.fallback = Fallback()
+
+    @property
+    def describe(self) -> dict:
+        """What the core does for this model, for the report."""
+        return {"attention": self.implementation, "mask": MASK_FORMS[self.implementation],
+                "shared_cache_limit": self.limit, "limited_by": self.why_limited}
+
+    def fits(self, length: int) -> bool:
+        """Whether a sequence of `length` tokens (prompt and what follows it) can share the cache."""
+        return self.limit is None or length <= self.limit
+
+    def new_cache(self):
+        """An empty cache that keeps every key and value of every layer (even a sliding one: the
+        mask, not the cache, then keeps the window; see `fits`)."""
+        from transformers import DynamicCache
+
+        return DynamicCache()
+
+    def mask(self, visible):
+        """[rows, queries, keys] booleans ("may attend") as the model's 4D attention mask."""
+        import torch  # deferred for start-up time
+
+        mask = visible.unsqueeze(1)
+        if not self.additive:
+            return mask
+        dtype = self.model.dtype if self.model.dtype.is_floating_point else torch.float32
+        return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
+
+    def prefill(self, prefixes: list[tuple[int, ...]], pad_id: int, device):
+        """Run the prefixes, right-padded, into a new full cache: (cache, width). A row's pad slots
+        are masked out later; right padding keeps every real token's attention free of them."""
+        import torch  # deferred for start-up time
+
+        width = max((len(p) for p in prefixes), default=0)
+        if width == 0:
+            return None, 0
+        ids = torch.full((len(prefixes), width), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(prefixes), width), dtype=torch.long)
+        for r, p in enumerate(prefixes):
+            ids[r, :len(p)] = torch.tensor(p, dtype=torch.long)
+            mask[r, :len(p)] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=ids.to(device), attention_mask=mask.to(device),
+                         position_ids=positions.to(device), **self.cache_kwargs(self.new_cache()),
+                         use_cache=True, logits_to_keep=1)
+        return returned_cache(out), width
+
+    def cache_kwargs(self, cache) -> dict:
+        return with_cache(self.model, cache)
+
