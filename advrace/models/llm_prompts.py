@@ -15,6 +15,7 @@ separated by a blank line (lm-evaluation-harness's default delimiters).
 from __future__ import annotations
 
 LOGLIKELIHOOD, LETTER = "loglikelihood", "letter"  # the two ways of scoring a multiple-choice question
+GENERATION = "generation"  # how a SQuAD question is answered
 LETTERS = "ABCDEFGHIJ"
 TARGET_DELIMITER = " "
 FEWSHOT_DELIMITER = "\n\n"

@@ -26,14 +26,13 @@ from advrace.core.errors import ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.models import llm_prompts
 from advrace.models.continuation_scoring import encode_request, greedy_generate, shared_logprobs, unshared_logprobs
-from advrace.models.llm_prompts import LETTER, LOGLIKELIHOOD
+from advrace.models.llm_prompts import GENERATION, LETTER, LOGLIKELIHOOD
 from advrace.models.loading import ModelLoadError, Wording, checkpoint_name, load_model, model_source
 from advrace.models.mc_encoding import length_sorted_batches
 from advrace.models.packed_decoding import PackedCore
 from advrace.models.precision import attention_backends, precision_info, use_bf16
-from advrace.models.scoring_protocol import BOS_POLICIES, PER_QUESTION, ScoringProtocol, text_sha256
+from advrace.models.scoring_protocol import BOS_POLICIES, PER_QUESTION, ScoringProtocol, task_protocol, text_sha256
 
-GENERATION = "generation"
 MC_METHODS = (LOGLIKELIHOOD, LETTER)
 TOKENS_PER_BATCH = 8192
 MAX_NEW_TOKENS = 32
@@ -152,16 +151,9 @@ class CausalLMScorer:
         mc = task == MULTIPLE_CHOICE
         method = self.method if mc else GENERATION
         chat = self.chat and method == LETTER
-        if not mc:
-            prompt, metrics = llm_prompts.SQUAD_PROMPT, ("exact_match", "f1")
-        elif self.contexts is not None:
-            prompt, metrics = llm_prompts.LM_EVAL_RACE_PROMPT, ("acc",)
-        else:
-            prompt = llm_prompts.LETTER_PROMPT if method == LETTER else llm_prompts.RACE_PROMPT
-            metrics = ("acc",) if method == LETTER else ("acc", "acc_norm")
+        shared = task_protocol(mc, method, per_article=self.contexts is not None)
         return ScoringProtocol(
-            name=self.protocol_name, method=method, prompt=prompt, target_delimiter=llm_prompts.TARGET_DELIMITER,
-            fewshot_delimiter=llm_prompts.FEWSHOT_DELIMITER, metrics=metrics, max_length=self.max_length,
+            **{**shared, "name": self.protocol_name}, max_length=self.max_length,
             max_length_from=self.max_length_from, bos=self.bos, adds_bos=self.adds_bos, chat_template=chat,
             chat_template_sha256=text_sha256(self.tokenizer.chat_template) if chat else None,
             shots=self.shots, few_shot_file=self.few_shot_source.get("file") if self.shots else None,

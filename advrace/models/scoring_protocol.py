@@ -22,6 +22,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass, field, fields
 
+from advrace.models import llm_prompts
+
 PER_QUESTION = "advrace-per-question"
 LM_EVAL_RACE = "lm-eval-race"
 PROTOCOLS = (PER_QUESTION, LM_EVAL_RACE)
@@ -83,6 +85,22 @@ class ScoringProtocol:
         values = {k: v for k, v in data.items() if k in known}
         values["metrics"] = tuple(values.get("metrics") or ())
         return cls(**values)
+
+
+def task_protocol(task_is_mc: bool, method: str, *, per_article: bool = False) -> dict:
+    """The part of a protocol that depends on the release's task and the method alone (no model):
+    what the scorer and the lm-eval export both render from."""
+    if not task_is_mc:
+        prompt, metrics = llm_prompts.SQUAD_PROMPT, ("exact_match", "f1")
+    elif per_article:
+        prompt, metrics = llm_prompts.LM_EVAL_RACE_PROMPT, ("acc",)
+    elif method == llm_prompts.LETTER:
+        prompt, metrics = llm_prompts.LETTER_PROMPT, ("acc",)
+    else:
+        prompt, metrics = llm_prompts.RACE_PROMPT, ("acc", "acc_norm")
+    return {"name": LM_EVAL_RACE if per_article else PER_QUESTION, "method": method, "prompt": prompt,
+            "target_delimiter": llm_prompts.TARGET_DELIMITER, "fewshot_delimiter": llm_prompts.FEWSHOT_DELIMITER,
+            "metrics": metrics, "truncation": TRUNCATION}
 
 
 # what two records may differ in without the numbers meaning different things

