@@ -23,8 +23,9 @@ from advrace.core.errors import ConfigError
 from advrace.models import llm_prompts
 from advrace.models.continuation_scoring import encode_request, greedy_generate, shared_logprobs, unshared_logprobs
 from advrace.models.llm_prompts import LETTER, LOGLIKELIHOOD
-from advrace.models.loading import ModelLoadError, Wording, load_model
+from advrace.models.loading import ModelLoadError, Wording, input_device, load_model, placed_by_device_map
 from advrace.models.mc_encoding import length_sorted_batches
+from advrace.models.model_args import ModelArgs
 from advrace.models.precision import attention_backends, precision_info, use_bf16
 
 GENERATION = "generation"
@@ -79,13 +80,17 @@ class CausalLMScorer:
         limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
         self.max_length = limit if isinstance(limit, int) and limit > 0 else 2048
         model.eval()
-        self.device = accelerator.device if accelerator is not None else next(model.parameters()).device
-        self.model = model.to(self.device)
+        if placed_by_device_map(model):  # dispatched by Accelerate (device_map): never moved
+            self.device, self.model = input_device(model), model
+        else:
+            self.device = accelerator.device if accelerator is not None else next(model.parameters()).device
+            self.model = model.to(self.device)
         self.bf16 = use_bf16(bf16, self.device)
 
     @property
     def inference(self) -> dict:
-        return {**precision_info(self.device, self.bf16), "shots": self.shots,
+        weights = next(self.model.parameters()).dtype
+        return {**precision_info(self.device, self.bf16, weights), "shots": self.shots,
                 "chat_template": self.chat if self.method == LETTER else False}
 
     # ------------------------------------------------------------------ prompts
@@ -166,12 +171,24 @@ class CausalLMScorer:
                          progress, "question")
 
 
-def load_causal_scorer(model: str | os.PathLike, *, place: bool = False, **kwargs) -> CausalLMScorer:
-    """A CausalLMScorer for a causal-LM folder, `smollm2` or a Hub name; `kwargs` go to the scorer."""
+def load_causal_scorer(model: str | os.PathLike, *, place: bool = False, model_args=None,
+                       **kwargs) -> CausalLMScorer:
+    """A CausalLMScorer for a causal-LM folder, `smollm2` or a Hub name; `kwargs` go to the scorer.
+
+    `model_args`: how to load it (a ModelArgs, a `key=value,...` string or a dict; see
+    advrace.models.model_args). With a device_map the model stays where it was placed (no
+    accelerator moves it); with weights loaded in half precision, bf16 autocast stays off unless
+    `bf16=True` asks for it (the weights' dtype is the compute precision)."""
+    import torch
     from transformers import AutoModelForCausalLM
 
     name = str(model)
+    model_args = ModelArgs.coerce(model_args)
     loaded = load_model(AutoModelForCausalLM, name, kwargs.get("bf16"), name, "save_pretrained",
-                        place=place, wording=WORDING, quiet=True)
+                        place=place, wording=WORDING, quiet=True, model_args=model_args)
+    if model_args.places:
+        kwargs["accelerator"] = None
+    if kwargs.get("bf16") is None and next(loaded.model.parameters()).dtype != torch.float32:
+        kwargs["bf16"] = False
     kwargs.setdefault("name", name)
     return CausalLMScorer(loaded.model, loaded.tokenizer, **kwargs)
