@@ -54,6 +54,8 @@ PARSE_ONLY = {
                                                                  "scores tiny causal LMs",
     "advrace evaluate releases/race-test --model smollm2": "real weights: the slow test of tests/test_llm_scoring.py",
     "advrace evaluate releases/race-test --model Qwen/": "a Hub LLM; tests/test_llm_scoring.py scores letter choice",
+    "advrace evaluate releases/race-test --model meta-llama/": "a 70B Hub LLM over GPUs; tests/test_model_args.py "
+                                                              "loads a tiny one with these model args",
     "accelerate launch --num_processes 8 -m advrace evaluate": "8 GPUs; tests/test_llm_scoring.py scores "
                                                                "in two processes",
 }

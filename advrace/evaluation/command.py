@@ -16,12 +16,15 @@ from advrace.core.text import plural
 from advrace.evaluation.naming import report_labels
 from advrace.evaluation.predictions import PredictionsError, score_predictions
 from advrace.evaluation.report import file_stems, write_report
-from advrace.evaluation.scoring import check_fits, make_accelerator, make_scorer, score_splits, select_splits
+from advrace.evaluation.scoring import (check_fits, check_model_args, make_accelerator, make_scorer, score_splits,
+                                        select_splits)
 from advrace.formats import load as load_data
 from advrace.models.llm_scoring import GENERATION, LOGLIKELIHOOD, MC_METHODS, merge_decoding
-from advrace.models.scoring_protocol import BOS_POLICIES
 from advrace.models.loading import model_name
+from advrace.models.model_args import HELP as MODEL_ARGS_HELP
+from advrace.models.model_args import ModelArgs
 from advrace.models.readers import is_builtin_reader
+from advrace.models.scoring_protocol import BOS_POLICIES
 from advrace.release import check_release, read_split
 from advrace.release.records import sha256_file
 
@@ -59,7 +62,7 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
                      max_length: int | None = None, bf16: bool | None = None, allow_missing: bool = False,
                      progress: bool = True, accelerator=None, method: str = LOGLIKELIHOOD, few_shot: int = 0,
                      few_shot_file=None, few_shot_seed: int = 1234, chat_template: bool | None = None,
-                     bos: str = "tokenizer") -> dict:
+                     bos: str = "tokenizer", model_args=None) -> dict:
     """Score every model and predictions file on every split; write the report to `out`.
 
     `max_length`: None scores each checkpoint at the length `advrace train` recorded for it
@@ -71,6 +74,10 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     `bos`: "tokenizer" (BOS first when the tokenizer adds one by default, as lm-evaluation-harness
     0.4.10+ does), "always" or "never". Each causal LM's source in the report holds its scoring
     protocol (advrace.models.scoring_protocol) and what its decoding shared, ran alone and cut.
+    `model_args`: how every model is loaded (a ModelArgs, a `key=value,...` string or a dict; see
+    advrace.models.model_args): they apply to causal LMs only, and any other model is refused
+    (ConfigError, exit 2) before any model loads, as is a bad key or value. Each model's source in
+    the report records them.
 
     Every model is checked against the release's task before any is scored: a checkpoint whose
     head does not fit (a span model on RACE) is refused with ConfigError (exit 2).
@@ -78,16 +85,22 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     Returns the report summary (what results.json holds). With several processes every process
     scores its shard and only the main process writes.
     """
+    model_args = ModelArgs.coerce(model_args)
     models, predictions = list(models or ()), list(predictions or ())
     if not models and not predictions:
         raise ConfigError("nothing to evaluate: give at least one --model or --predictions file")
+    if model_args and not models:
+        raise ConfigError(f"--model-args {model_args}: no --model to load with them (a predictions file is "
+                          "scored as it is)")
     if out is None:
         raise ConfigError("give --out REPORT_DIR")
     check_replaceable(Path(out), "results.json", "report")
     manifest = check_release(release)
     names = select_splits(manifest, splits)
     task = manifest["task"]
-    kinds = [check_fits(m, task, release) for m in models]
+    kinds = [check_fits(m, task, release, model_args) for m in models]
+    for m, kind in zip(models, kinds):
+        check_model_args(m, kind, model_args)
     for p in predictions:
         if not Path(p).is_file():
             raise PredictionsError(f"{p}: no such predictions file")
@@ -110,7 +123,7 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     for label, model, kind in zip(labels, models, kinds):
         scorer = make_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
                              accelerator=accelerator, task=task, llm=llm if kind == "causal_lm" else None,
-                             kind=kind)
+                             kind=kind, model_args=model_args)
         if progress and main:
             print(f"scoring {label} on {plural(len(names), 'split')}", flush=True)
         scores[label] = score_splits(split_examples, scorer, accelerator, progress and main, task=task)
@@ -124,6 +137,8 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
             sources[label]["method"] = scorer.method if task == MULTIPLE_CHOICE else GENERATION
             sources[label]["protocol"] = scorer.protocol(task, release_record).to_dict()
             sources[label]["decoding"] = merge_decoding(scorer.decoding(), accelerator)
+            if model_args:
+                sources[label]["model_args"] = model_args.given()
         if sources[label]["kind"] == "model":  # loaded by make_scorer: freed before the next one loads
             sources[label]["max_length"] = scorer.max_length
             del scorer
@@ -145,6 +160,7 @@ EVALUATE_EPILOG = textwrap.dedent("""\
       advrace evaluate releases/race-test --predictions preds/gpt.json --splits original,charswap --out reports/gpt
       accelerate launch -m advrace evaluate releases/race-test --model runs/bert-large --out reports/large
       advrace evaluate releases/race-test --model smollm2 --method letter --out reports/smollm2-letter
+      advrace evaluate releases/race-test --model meta-llama/Llama-3.1-70B --model-args dtype=bfloat16,device_map=auto --out reports/llama70b
 
     --model: a built-in reader that needs no training (sliding-window, sliding-window:distance,
     similarity, similarity:ENCODER_FOLDER), or a folder written by save_pretrained (AutoModelForMultipleChoice and its tokenizer
@@ -155,6 +171,24 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     either: --method (see below) for RACE, greedy generation up to a line break for SQuAD, with
     lm-evaluation-harness's prompts. A model whose head does not fit the release (a span model on
     RACE, an encoder without a head) is refused with exit status 2 before anything is scored.
+
+    --model-args KEY=VALUE,...: how causal language models are loaded, as lm-evaluation-harness's
+    --model_args (less pretrained=, which is --model). dtype=auto|float32|bfloat16|float16: the
+    dtype the weights are loaded in (default float32; auto: the checkpoint's own). This is not
+    --no-bf16: bf16 autocast computes in bf16 over weights kept in fp32, and is on by default
+    where the hardware has native bf16; dtype=bfloat16 stores the weights themselves in bf16 (half
+    the memory) and computes in bf16 everywhere, with autocast off. device_map=auto (or balanced,
+    balanced_low_0, sequential): Accelerate's big-model inference, the model split over the GPUs
+    and offloaded to the CPU or disk as memory requires, and left where it was placed (one
+    process: refused under accelerate launch with several); device_map=cpu, cuda:0, ...: the
+    whole model on that device. attn_implementation=eager|sdpa|flash_attention_2|flex_attention|...
+    (those the installed Transformers registers). revision=BRANCH|TAG|COMMIT of a Hub model.
+    trust_remote_code=true runs the Python code a Hub repository ships (off unless given). An
+    unknown key or a bad value exits with status 2 before any model loads; so do model args with
+    a --model that is not a causal language model (a multiple-choice or span checkpoint, a
+    built-in reader), since they would change nothing there. Predictions files are scored as they
+    are. results.json records them per model (source.model_args), results.md on the line saying
+    how the model was scored.
 
     --predictions: a JSON object keyed by release record id (<split>/<source_id>), or JSON lines
     {"id": "<split>/<source_id>", "prediction": ...}, such as the predictions/<model>.jsonl of an
@@ -206,7 +240,8 @@ def add_evaluate_parser(subparsers):
                         "are truncated (default: the length the checkpoint was trained with, when "
                         "`advrace train` recorded it, else 512)")
     p.add_argument("--no-bf16", dest="bf16", action="store_const", const=False, default=None,
-                   help="score in fp32 (default: bf16 autocast where the GPU or CPU has native bf16)")
+                   help="score in fp32 (default: bf16 autocast where the GPU or CPU has native bf16); "
+                        "autocast only: weights stay fp32 unless --model-args dtype= loads them otherwise")
     llm = p.add_argument_group("causal language models (a causal-LM folder, smollm2, or a Hub name)")
     llm.add_argument("--method", choices=MC_METHODS, default=LOGLIKELIHOOD,
                      help="multiple choice: loglikelihood scores each option as a continuation of "
@@ -220,6 +255,12 @@ def add_evaluate_parser(subparsers):
                           "(e.g. RACE train); questions and passages of the release are left out")
     llm.add_argument("--few-shot-seed", type=int, default=1234,
                      help="seed of the draw; each question's shots depend on it and its id only (default: 1234)")
+    llm.add_argument("--model-args", metavar="KEY=VALUE,...",
+                     help=f"how to load the model, as lm-evaluation-harness's --model_args: {MODEL_ARGS_HELP}. "
+                          "dtype sets the weights' dtype (bf16 weights compute in bf16, without autocast), unlike "
+                          "--no-bf16, which turns off bf16 autocast over fp32 weights; device_map=auto splits a "
+                          "large model over the GPUs and offloads the rest (one process only). Causal LMs only: "
+                          "refused for other models. Recorded in the report (see below)")
     chat = llm.add_mutually_exclusive_group()
     chat.add_argument("--chat-template", dest="chat_template", action="store_const", const=True, default=None,
                       help="letter choice inside the tokenizer's chat template (default: when it has one)")
@@ -241,7 +282,7 @@ def add_evaluate_parser(subparsers):
                                    allow_missing=args.allow_missing, progress=not args.quiet,
                                    method=args.method, few_shot=args.few_shot, few_shot_file=args.few_shot_file,
                                    few_shot_seed=args.few_shot_seed, chat_template=args.chat_template,
-                                   bos=args.bos)
+                                   bos=args.bos, model_args=args.model_args)
         if summary:
             print((Path(args.out) / "results.md").read_text(encoding="utf-8").rstrip())
             print(f"\nwrote {args.out}: results.json, results.md, results.png, "

@@ -312,9 +312,13 @@ def _scored_how(m: str, source: dict) -> str | None:
     parts = []
     if info:
         emulated = " (emulated: no native bf16)" if info.get("bf16_emulated") else ""
-        parts.append(f"{info.get('precision')}{emulated} on {info.get('device_type')}, torch {info.get('torch')}")
+        weights = f", weights in {info['weights']}" if info.get("weights") else ""
+        parts.append(f"{info.get('precision')}{emulated}{weights} on {info.get('device_type')}, torch {info.get('torch')}")
     if method:
         parts.append(f"method: {method}")
+    if source.get("model_args"):
+        parts.append("model args: " + ", ".join(f"{k}={json.dumps(v) if isinstance(v, (dict, bool)) else v}"
+                                                for k, v in source["model_args"].items()))
     if not parts:
         return None
     line = f"- `{m}`: " + "; ".join(parts)

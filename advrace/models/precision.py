@@ -1,6 +1,7 @@
 """Device and precision: where a model runs, whether it computes in bf16, and the record of both.
 
-Weights are always read in fp32 (`fp32_load_kwargs`); bf16, when used, is autocast, chosen by
+Weights are read in fp32 (`fp32_load_kwargs`) unless a causal LM's model args ask for another
+dtype (advrace.models.model_args); bf16, when used on fp32 weights, is autocast, chosen by
 `use_bf16`. bf16 and fp32 (or two torch versions) can rank candidates differently, so every
 release and report that ran a model says which computed it (`precision_info`).
 
@@ -74,15 +75,22 @@ def inference_device():
     return process_state().device
 
 
-def precision_info(device, bf16: bool) -> dict:
+def precision_info(device, bf16: bool, weights=None) -> dict:
     """What computed a model's outputs: bf16 and fp32 (or two torch versions) can rank candidates
     differently, so a release or a report says which ran; `bf16_emulated: true` where bf16 ran
-    without native support (the key is absent otherwise, so fp32 records are as they were)."""
+    without native support (the key is absent otherwise, so fp32 records are as they were).
+
+    `weights`: the torch dtype of the weights. Weights loaded in bf16 or fp16 (a causal LM's
+    `dtype` model argument) compute in that dtype without autocast: the precision says so, and
+    `weights` names their dtype (absent for fp32 weights, so those records are as they were)."""
     import torch
 
-    info = {"precision": "bf16" if bf16 else "fp32", "device_type": torch.device(device).type,
-            "torch": torch.__version__}
-    if bf16_emulated(device, bf16):
+    half = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+    precision = "bf16" if bf16 else half.get(weights, "fp32")
+    info = {"precision": precision, "device_type": torch.device(device).type, "torch": torch.__version__}
+    if weights is not None and weights != torch.float32:
+        info["weights"] = str(weights).removeprefix("torch.")
+    if bf16_emulated(device, precision == "bf16"):
         info["bf16_emulated"] = True
     return info
 
@@ -90,11 +98,18 @@ def precision_info(device, bf16: bool) -> dict:
 def fp32_load_kwargs() -> dict:
     """`from_pretrained` keyword arguments that load weights in fp32 whatever they were saved in;
     autocast picks the compute precision."""
+    return dtype_load_kwargs("float32")
+
+
+def dtype_load_kwargs(dtype: str) -> dict:
+    """`from_pretrained` keyword arguments that load weights in `dtype` ("auto": the checkpoint's
+    own; else a torch dtype's name, "bfloat16"), under the keyword the installed Transformers
+    takes (`dtype` since 4.56, `torch_dtype` before)."""
     import torch
     import transformers
 
     major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
-    return {"dtype" if (major, minor) >= (4, 56) else "torch_dtype": torch.float32}
+    return {"dtype" if (major, minor) >= (4, 56) else "torch_dtype": dtype if dtype == "auto" else getattr(torch, dtype)}
 
 
 def attention_backends(device):
