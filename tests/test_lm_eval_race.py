@@ -1,7 +1,7 @@
 """advrace.models.lm_eval_race against lm-evaluation-harness's own `race` task, run from the
 installed lm_eval package on rows in EleutherAI/race's format that this test writes: the context
 (`doc_to_text`), the choices and target, and the (context, continuation) pairs that lm-eval's
-task object builds."""
+task object builds; and the scorer's `contexts` hook."""
 
 import importlib.util
 import json
@@ -181,3 +181,33 @@ def test_lm_evals_task_object_builds_the_same_requests(examples, tmp_path, monke
         assert [r.args for r in requests] == [(doc.context, c) for c in doc.continuations]
         assert task.doc_to_target(lm_doc) == doc.target
 
+
+def test_scorer_takes_the_contexts(examples, tmp_path):
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from advrace.core.errors import ConfigError
+    from advrace.models.continuation_scoring import encode_request
+    from advrace.models.llm_prompts import race_prompt
+    from advrace.models.llm_scoring import CausalLMScorer
+    from conftest import make_tokenizer
+
+    tok = AutoTokenizer.from_pretrained(make_tokenizer(tmp_path))
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                         max_position_embeddings=1024, pad_token_id=tok.pad_token_id))
+    docs = lm_eval_race.documents(examples)
+    contexts = lm_eval_race.contexts(examples)
+    scorer = CausalLMScorer(model, tok, bf16=False, contexts=contexts)
+    plain = CausalLMScorer(model, tok, bf16=False)
+    for doc in docs:
+        request = scorer.mc_request(doc.example)
+        assert request == encode_request(tok, doc.context, list(doc.continuations), max_length=1024)
+        assert plain.mc_request(doc.example) == encode_request(tok, race_prompt(doc.example),
+                                                               list(doc.continuations), max_length=1024)
+    assert scorer.mc_request(docs[1].example) == plain.mc_request(docs[1].example)  # one question
+    assert scorer.mc_request(docs[0].example) != plain.mc_request(docs[0].example)
+    assert len(scorer.predict_mc([d.example for d in docs])) == len(docs)
+    with pytest.raises(ConfigError, match="zero-shot"):
+        CausalLMScorer(model, tok, method="letter", contexts=contexts)

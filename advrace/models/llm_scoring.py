@@ -59,7 +59,8 @@ class CausalLMScorer:
     def __init__(self, model, tokenizer, *, name: str = "model", method: str = LOGLIKELIHOOD,
                  batch_size: int = 16, bf16: bool | None = None, accelerator=None, shots: int = 0,
                  shot_pool=(), shot_seed: int = 1234, chat_template: bool | None = None,
-                 share_prefix: bool = True, max_tokens: int = TOKENS_PER_BATCH):
+                 share_prefix: bool = True, max_tokens: int = TOKENS_PER_BATCH,
+                 contexts: dict[str, str] | None = None):
         if method not in MC_METHODS:
             raise ConfigError(f"unknown scoring method {method!r}; choose one of {', '.join(MC_METHODS)}")
         if batch_size < 1:
@@ -68,6 +69,11 @@ class CausalLMScorer:
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self.shots, self.shot_pool, self.shot_seed = shots, list(shot_pool), shot_seed
         self.share_prefix = share_prefix
+        # {question id: prompt}: lm-eval's own race task, one document per article
+        # (advrace.models.lm_eval_race); zero-shot log-likelihood only
+        if contexts is not None and (method != LOGLIKELIHOOD or shots):
+            raise ConfigError("lm-eval's race contexts are scored zero-shot by log-likelihood only")
+        self.contexts = contexts
         has_template = bool(getattr(tokenizer, "chat_template", None))
         if chat_template and not has_template:
             raise ConfigError(f"{name}: --chat-template asked for, but its tokenizer has no chat template")
@@ -95,6 +101,10 @@ class CausalLMScorer:
                                                   add_generation_prompt=True)
 
     def mc_request(self, ex):
+        if self.contexts is not None:
+            return encode_request(self.tokenizer, self.contexts[ex.id],
+                                  [llm_prompts.option_continuation(o) for o in ex.options],
+                                  max_length=self.max_length, prefix=self.prefix)
         shots = [llm_prompts.solved_mc(s, self.method) for s in draw_shots(self.shot_pool, self.shots, ex,
                                                                            self.shot_seed)]
         if self.method == LETTER:
