@@ -15,7 +15,7 @@ from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import plural
 from advrace.evaluation.naming import report_labels
 from advrace.evaluation.predictions import PredictionsError, score_predictions
-from advrace.evaluation.report import file_stems, write_report
+from advrace.evaluation.report import ORIGINAL, file_stems, write_report
 from advrace.evaluation.scoring import (check_fits, check_model_args, make_accelerator, make_scorer, score_splits,
                                         select_splits)
 from advrace.formats import load as load_data
@@ -24,7 +24,8 @@ from advrace.models.loading import model_name
 from advrace.models.model_args import HELP as MODEL_ARGS_HELP
 from advrace.models.model_args import ModelArgs
 from advrace.models.readers import is_builtin_reader
-from advrace.models.scoring_protocol import BOS_POLICIES
+from advrace.models import lm_eval_race
+from advrace.models.scoring_protocol import BOS_POLICIES, LM_EVAL_RACE, PER_QUESTION, PROTOCOL_TEXT, PROTOCOLS
 from advrace.release import check_release, read_split
 from advrace.release.records import sha256_file
 
@@ -58,11 +59,32 @@ def few_shot_pool(path, k: int, split_examples: dict, task: str) -> tuple[list, 
     return pool, {"file": str(path), "sha256": loaded.fingerprint()}
 
 
+def lm_eval_race_split(release, task: str, split_examples: dict, models, kinds, predictions, method: str,
+                       few_shot: int) -> dict:
+    """The questions lm-evaluation-harness's own race task scores: the last question of each
+    article of the release's `original` split (advrace.models.lm_eval_race), for decoder LMs
+    scored zero-shot by log-likelihood; anything else is refused (ConfigError, exit 2)."""
+    if task != MULTIPLE_CHOICE:
+        raise ConfigError(f"--protocol {LM_EVAL_RACE} is lm-evaluation-harness's RACE task: it scores a "
+                          f"multiple-choice release, not {release} ({task})")
+    if ORIGINAL not in split_examples or len(split_examples) > 1:
+        raise ConfigError(f"--protocol {LM_EVAL_RACE} scores the `{ORIGINAL}` split only (lm-eval's race task "
+                          "has no adversarial splits; each attacked question is scored on its own by the default "
+                          f"protocol): leave out --splits or give --splits {ORIGINAL}")
+    if predictions or any(kind != "causal_lm" for kind in kinds):
+        others = [str(m) for m, k in zip(models, kinds) if k != "causal_lm"] + [str(p) for p in predictions]
+        raise ConfigError(f"--protocol {LM_EVAL_RACE} scores decoder language models only; not {', '.join(others)}")
+    if method != LOGLIKELIHOOD or few_shot:
+        raise ConfigError(f"--protocol {LM_EVAL_RACE} is zero-shot log-likelihood, as lm-eval's race task: "
+                          "drop --method letter and --few-shot")
+    return {ORIGINAL: [doc.example for doc in lm_eval_race.documents(split_examples[ORIGINAL])]}
+
+
 def evaluate_command(release, models=(), predictions=(), out=None, *, splits=None, batch_size: int = 16,
                      max_length: int | None = None, bf16: bool | None = None, allow_missing: bool = False,
                      progress: bool = True, accelerator=None, method: str = LOGLIKELIHOOD, few_shot: int = 0,
                      few_shot_file=None, few_shot_seed: int = 1234, chat_template: bool | None = None,
-                     bos: str = "tokenizer", model_args=None) -> dict:
+                     bos: str = "tokenizer", model_args=None, protocol: str = PER_QUESTION) -> dict:
     """Score every model and predictions file on every split; write the report to `out`.
 
     `max_length`: None scores each checkpoint at the length `advrace train` recorded for it
@@ -96,7 +118,9 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
         raise ConfigError("give --out REPORT_DIR")
     check_replaceable(Path(out), "results.json", "report")
     manifest = check_release(release)
-    names = select_splits(manifest, splits)
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+    names = select_splits(manifest, splits or ([ORIGINAL] if protocol == LM_EVAL_RACE else None))
     task = manifest["task"]
     kinds = [check_fits(m, task, release, model_args) for m in models]
     for m, kind in zip(models, kinds):
@@ -113,11 +137,16 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     # Scoring a predictions file needs every split (an id may name any); models only those scored.
     read = {split: read_split(release, split) for split in (manifest["splits"] if predictions else names)}
     split_examples = {split: read[split] for split in names}
+    if protocol == LM_EVAL_RACE:
+        split_examples = lm_eval_race_split(release, task, split_examples, models, kinds, predictions, method,
+                                            few_shot)
     llm = {}
     if "causal_lm" in kinds:
         pool, shot_source = few_shot_pool(few_shot_file, few_shot, read, task)
         llm = {"method": method, "shots": few_shot, "shot_pool": pool, "shot_seed": few_shot_seed,
                "chat_template": chat_template, "bos": bos, "few_shot_source": shot_source}
+        if protocol == LM_EVAL_RACE:
+            llm["contexts"] = lm_eval_race.contexts(read[ORIGINAL])
     release_record = {"name": manifest.get("name"), "manifest_sha256": sha256_file(Path(release) / "manifest.json")}
     scores, sources = {}, {}
     for label, model, kind in zip(labels, models, kinds):
@@ -168,9 +197,22 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     objective span_extraction), or a Hugging Face Hub name when online. SQuAD models read long
     contexts in windows of --max-length tokens that overlap by a quarter of them. A causal
     language model (a folder, smollm2, a Hub name; told by its config's architecture) scores
-    either: --method (see below) for RACE, greedy generation up to a line break for SQuAD, with
-    lm-evaluation-harness's prompts. A model whose head does not fit the release (a span model on
-    RACE, an encoder without a head) is refused with exit status 2 before anything is scored.
+    either: --method (see below) for RACE, greedy generation up to a line break for SQuAD. A model
+    whose head does not fit the release (a span model on RACE, an encoder without a head) is
+    refused with exit status 2 before anything is scored.
+
+    Decoder LMs and lm-evaluation-harness: by default (--protocol advrace-per-question) every
+    question of every split is scored on its own, with the prompt lm-eval's race task builds for
+    an article with one question ("Article: <passage>\n\n<question>", each option after a space),
+    BOS as the tokenizer adds it by default (as lm-eval 0.4.10+; --bos), a prompt too long for the
+    model cut from the left per (prompt, option) pair as lm-eval cuts it, each cut warned and
+    counted. That is not lm-eval's race number: its task has one document per article, puts the
+    earlier questions with their answers in the context and scores only the last question.
+    --protocol lm-eval-race scores exactly that, on the release's original split. Every decoder
+    LM's entry in results.json holds its protocol record (prompt, delimiters, shots, BOS, chat
+    template, truncation, maximum length, metrics, weights, release) and what its decoding shared
+    or ran alone; results.md says so under "How each model was scored". An attention the shared
+    prompt cache cannot be masked for (flash, flex) is refused: --model-args attn_implementation=sdpa.
 
     --model-args KEY=VALUE,...: how causal language models are loaded, as lm-evaluation-harness's
     --model_args (less pretrained=, which is --model). dtype=auto|float32|bfloat16|float16: the
@@ -238,14 +280,16 @@ def add_evaluate_parser(subparsers):
     p.add_argument("--max-length", type=int, default=None,
                    help="tokens per option sequence (per window for SQuAD models); longer passages "
                         "are truncated (default: the length the checkpoint was trained with, when "
-                        "`advrace train` recorded it, else 512)")
+                        "`advrace train` recorded it, else 512). Decoder LMs: the longest prompt + option, "
+                        "at most the model's own (default: its config's, text_config first, as lm-eval)")
     p.add_argument("--no-bf16", dest="bf16", action="store_const", const=False, default=None,
                    help="score in fp32 (default: bf16 autocast where the GPU or CPU has native bf16); "
                         "autocast only: weights stay fp32 unless --model-args dtype= loads them otherwise")
     llm = p.add_argument_group("causal language models (a causal-LM folder, smollm2, or a Hub name)")
     llm.add_argument("--method", choices=MC_METHODS, default=LOGLIKELIHOOD,
-                     help="multiple choice: loglikelihood scores each option as a continuation of "
-                          "lm-evaluation-harness's RACE prompt and reports acc and acc_norm; letter shows "
+                     help="multiple choice: loglikelihood scores each option as a continuation of the "
+                          "prompt lm-evaluation-harness's race task builds for a one-question article, and "
+                          "reports acc and acc_norm (not lm-eval's race number: see --protocol); letter shows "
                           "the options as A-D and scores the answer letter (default: loglikelihood). "
                           "SQuAD releases are answered by greedy generation")
     llm.add_argument("--few-shot", type=int, default=0, metavar="K",
@@ -266,6 +310,11 @@ def add_evaluate_parser(subparsers):
                       help="letter choice inside the tokenizer's chat template (default: when it has one)")
     chat.add_argument("--no-chat-template", dest="chat_template", action="store_const", const=False,
                       help="letter choice as plain text, even for an instruct model")
+    llm.add_argument("--protocol", choices=PROTOCOLS, default=PER_QUESTION,
+                     help=f"{PER_QUESTION} (the default): {PROTOCOL_TEXT[PER_QUESTION]}; adversarial splits need "
+                          f"it, since each question is attacked on its own. {LM_EVAL_RACE}: "
+                          f"{PROTOCOL_TEXT[LM_EVAL_RACE]}, to reproduce lm-eval's race number (acc) on the "
+                          "release's original split; zero-shot log-likelihood, decoder LMs only")
     llm.add_argument("--bos", choices=BOS_POLICIES, default="tokenizer",
                      help="a BOS token before each prompt: tokenizer (when the tokenizer adds one by default, "
                           "as lm-evaluation-harness 0.4.10 and later do: Llama 3, Mistral, Gemma yes; GPT-2, "
@@ -282,7 +331,7 @@ def add_evaluate_parser(subparsers):
                                    allow_missing=args.allow_missing, progress=not args.quiet,
                                    method=args.method, few_shot=args.few_shot, few_shot_file=args.few_shot_file,
                                    few_shot_seed=args.few_shot_seed, chat_template=args.chat_template,
-                                   bos=args.bos, model_args=args.model_args)
+                                   bos=args.bos, model_args=args.model_args, protocol=args.protocol)
         if summary:
             print((Path(args.out) / "results.md").read_text(encoding="utf-8").rstrip())
             print(f"\nwrote {args.out}: results.json, results.md, results.png, "

@@ -125,7 +125,7 @@ def _score_mc(split_examples: dict, scorer, accelerator, progress) -> dict:
                 raise AdvraceError(f"{model_name(scorer)}: {len(s)} scores for {ex.id}, which has "
                                    f"{len(ex.options)} options")
         normalised = None
-        if getattr(scorer, "method", None) == LOGLIKELIHOOD:
+        if getattr(scorer, "method", None) == LOGLIKELIHOOD and getattr(scorer, "contexts", None) is None:
             normalised = [_argmax([v / max(len(o), 1) for v, o in zip(s, ex.options)])
                           for ex, s in zip(examples, scores)]
         results[split] = mc_split_result(examples, [_argmax(s) for s in scores], scores, normalised)

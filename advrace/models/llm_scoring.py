@@ -33,7 +33,7 @@ from advrace.models.mc_encoding import length_sorted_batches
 from advrace.models.model_args import ModelArgs
 from advrace.models.packed_decoding import PackedCore
 from advrace.models.precision import attention_backends, precision_info, use_bf16
-from advrace.models.scoring_protocol import BOS_POLICIES, PER_QUESTION, ScoringProtocol, task_protocol, text_sha256
+from advrace.models.scoring_protocol import BOS_POLICIES, LM_EVAL_RACE, PER_QUESTION, ScoringProtocol, task_protocol, text_sha256
 
 MC_METHODS = (LOGLIKELIHOOD, LETTER)
 TOKENS_PER_BATCH = 8192
@@ -103,7 +103,7 @@ class CausalLMScorer:
                  batch_size: int = 16, bf16: bool | None = None, accelerator=None, shots: int = 0,
                  shot_pool=(), shot_seed: int = 1234, chat_template: bool | None = None,
                  share_prefix: bool = True, max_tokens: int = TOKENS_PER_BATCH, max_length: int | None = None,
-                 bos: str = "tokenizer", contexts: dict | None = None, protocol: str = PER_QUESTION,
+                 bos: str = "tokenizer", contexts: dict | None = None,
                  few_shot_source: dict | None = None, model_info: dict | None = None):
         if method not in MC_METHODS:
             raise ConfigError(f"unknown scoring method {method!r}; choose one of {', '.join(MC_METHODS)}")
@@ -115,6 +115,10 @@ class CausalLMScorer:
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self.shots, self.shot_pool, self.shot_seed = shots, list(shot_pool), shot_seed
         self.share_prefix = share_prefix
+        # {question id: prompt}: lm-eval's own race task, one document per article
+        # (advrace.models.lm_eval_race); zero-shot log-likelihood only
+        if contexts is not None and (method != LOGLIKELIHOOD or shots):
+            raise ConfigError("lm-eval's race contexts are scored zero-shot by log-likelihood only")
         has_template = bool(getattr(tokenizer, "chat_template", None))
         if chat_template and not has_template:
             raise ConfigError(f"{name}: --chat-template asked for, but its tokenizer has no chat template")
@@ -134,7 +138,8 @@ class CausalLMScorer:
         self.adds_bos = bos == "always" or (bos == "tokenizer" and tokenizer_adds_bos(tokenizer))
         if self.adds_bos and tokenizer.bos_token_id is None:
             raise ConfigError(f"{name}: BOS asked for, but its tokenizer has no BOS token")
-        self.contexts, self.protocol_name = contexts, protocol
+        self.contexts = contexts
+        self.protocol_name = PER_QUESTION if contexts is None else LM_EVAL_RACE
         self.few_shot_source, self.model_info = few_shot_source or {}, model_info or {}
         self.cut: dict[str, int] = {}  # example id -> the most context tokens one of its pairs lost
         self._told_fallback = False
