@@ -203,7 +203,7 @@ EVALUATE_EPILOG = textwrap.dedent("""\
 
     Decoder LMs and lm-evaluation-harness: by default (--protocol advrace-per-question) every
     question of every split is scored on its own, with the prompt lm-eval's race task builds for
-    an article with one question ("Article: <passage>\n\n<question>", each option after a space),
+    an article with one question ("Article: <passage>\\n\\n<question>", each option after a space),
     BOS as the tokenizer adds it by default (as lm-eval 0.4.10+; --bos), a prompt too long for the
     model cut from the left per (prompt, option) pair as lm-eval cuts it, each cut warned and
     counted. That is not lm-eval's race number: its task has one document per article, puts the
