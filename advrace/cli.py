@@ -18,6 +18,7 @@ from advrace.core.environment import (LOCK_NAME, check_lock, default_lock, packa
 from advrace.core.errors import AdvraceError
 from advrace.core.text import plural
 from advrace.evaluation import add_evaluate_parser
+from advrace.evaluation.compare import add_compare_parser
 from advrace.formats import format_names
 from advrace.human_eval.cli import add_human_eval_parser
 from advrace.models.loading import transformers_quiet
@@ -158,7 +159,8 @@ def _parser() -> argparse.ArgumentParser:
 
     for name, handler in [("build", _build), ("verify", _verify), ("export", _export), ("audit", _audit),
                           ("attacks", _attacks), ("env", _env), ("push", add_push_parser(sub)),
-                          ("evaluate", add_evaluate_parser(sub)), ("train", add_train_parser(sub)),
+                          ("evaluate", add_evaluate_parser(sub)), ("compare", add_compare_parser(sub)),
+                          ("train", add_train_parser(sub)),
                           ("ablate", add_ablate_parser(sub)), ("human-eval", add_human_eval_parser(sub))]:
         sub.choices[name].set_defaults(handler=handler)
     return p

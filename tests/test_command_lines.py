@@ -56,6 +56,8 @@ PARSE_ONLY = {
     "advrace evaluate releases/race-test --model Qwen/": "a Hub LLM; tests/test_llm_scoring.py scores letter choice",
     "advrace evaluate releases/race-test --model meta-llama/": "a 70B Hub LLM over GPUs; tests/test_model_args.py "
                                                               "loads a tiny one with these model args",
+    "advrace compare reports/smollm2 reports/smollm2-bos": "two reports of real weights; "
+                                                           "tests/test_scoring_protocol.py compares two",
     "accelerate launch --num_processes 8 -m advrace evaluate": "8 GPUs; tests/test_llm_scoring.py scores "
                                                                "in two processes",
 }

@@ -209,3 +209,19 @@ def test_a_sliding_window_model_says_once_what_ran_alone(setup, tmp_path, capsys
     for rec in records:
         if rec["id"].startswith("original/"):
             assert rec["scores"] == pytest.approx(by_source[rec["source_id"]], abs=1e-4)
+
+
+def test_compare_says_when_two_reports_were_scored_under_different_protocols(setup, tmp_path, capsys):
+    for out, bos in (("a", "tokenizer"), ("b", "tokenizer"), ("c", "never")):
+        evaluate_command(setup["release"], [setup["bos_lm"]], out=tmp_path / out, progress=False, bf16=False,
+                         splits=["original"], bos=bos)
+    assert cli_main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    same = capsys.readouterr().out
+    assert "Same release, and every model shared by both was scored under the same protocol." in same
+    assert "| original |" in same and "+0.00" in same
+    assert cli_main(["compare", str(tmp_path / "a"), str(tmp_path / "c")]) == 0
+    apart = capsys.readouterr().out
+    assert "**These numbers do not compare directly:**" in apart
+    assert "adds_bos: True vs False" in apart and "bos: 'tokenizer' vs 'never'" in apart
+    assert cli_main(["compare", str(tmp_path / "a"), str(tmp_path / "nothing")]) == 2
+    assert "no results.json there" in capsys.readouterr().err
