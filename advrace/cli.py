@@ -21,7 +21,7 @@ from advrace.evaluation import add_evaluate_parser
 from advrace.evaluation.compare import add_compare_parser
 from advrace.formats import format_names
 from advrace.human_eval.cli import add_human_eval_parser
-from advrace.models.loading import transformers_quiet
+from advrace.models.runtime.loading import transformers_quiet
 from advrace.release import audit_release, build_release, check_release, export_advrace, export_lm_eval
 from advrace.release.lm_eval_export import LM_EVAL
 from advrace.release.push import add_push_parser
@@ -206,7 +206,7 @@ def _verify(args) -> int:
 
 
 def _env(args) -> int:
-    from advrace.models.precision import cpu_has_native_bf16  # deferred for start-up time: the models floor imports torch helpers
+    from advrace.models.runtime.precision import cpu_has_native_bf16  # deferred for start-up time: the models floor imports torch helpers
 
     print(f"advrace {__version__}, Python {python_version()} ({platform.system()} {platform.machine()})")
     print(f"bf16 on this CPU: {'native' if cpu_has_native_bf16() else 'emulated (bf16: true runs several times slower than fp32)'}")

@@ -43,8 +43,8 @@ from advrace.core.provenance import AdversarialSentence, AttackSummary, WordSear
 from advrace.metrics import normalize_answer, squad_em_f1
 from advrace.core.tasks import EXTRACTIVE_QA
 from advrace.core.text import WORD_RE
-from advrace.models.sharding import map_sharded
-from advrace.models.span_scoring import answer_distribution, load_span_model
+from advrace.models.runtime.sharding import map_sharded
+from advrace.models.encoders.span_scoring import answer_distribution, load_span_model
 
 from .base import Attack, CannotPerturb, Outcome, register
 from .declarative_rules import declarative_candidates

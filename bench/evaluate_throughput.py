@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import results  # noqa: E402  (bench/results.py)
 from advrace.evaluation.scoring import select_splits  # noqa: E402
-from advrace.models.mc_scoring import load_checkpoint  # noqa: E402
-from advrace.models.mc_encoding import encode_mc, question_with_option  # noqa: E402
+from advrace.models.encoders.mc_scoring import load_checkpoint  # noqa: E402
+from advrace.models.encoders.mc_encoding import encode_mc, question_with_option  # noqa: E402
 from advrace.release import check_release, read_split  # noqa: E402
 
 
@@ -59,7 +59,7 @@ def bf16_vs_fp32(scorer, examples, args, argv: list[str] | None) -> int:
     """The scorer's time on `examples` in fp32, then with bf16 forced, in this run; their ratio."""
     import torch
 
-    from advrace.models.mc_scoring import CheckpointScorer
+    from advrace.models.encoders.mc_scoring import CheckpointScorer
 
     bf16 = CheckpointScorer(scorer.model, scorer.tokenizer, name=scorer.name, batch_size=args.batch_size,
                             max_length=scorer.max_length, bf16=True)
@@ -135,7 +135,7 @@ def main(argv=None) -> int:
     import torch
     from accelerate import Accelerator
 
-    from advrace.models.loading import resolve_model
+    from advrace.models.runtime.loading import resolve_model
 
     examples = load_questions(args.release, args.limit, args.splits.split(",") if args.splits else None)
     if args.bf16_vs_fp32:

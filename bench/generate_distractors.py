@@ -22,12 +22,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import results  # noqa: E402  (bench/results.py)
-from advrace.models.beam_search import beam_search  # noqa: E402
+from advrace.models.decoders.beam_search import beam_search  # noqa: E402
 from advrace.core.config import DataSpec  # noqa: E402
 from advrace.formats import load  # noqa: E402
-from advrace.models.loading import resolve_model  # noqa: E402
-from advrace.models.seq2seq_encoding import encode_sources  # noqa: E402
-from advrace.models.unilm import FullDecoder, Seq2SeqDecoder, UniLMSeq2Seq  # noqa: E402
+from advrace.models.runtime.loading import resolve_model  # noqa: E402
+from advrace.models.generators.seq2seq_encoding import encode_sources  # noqa: E402
+from advrace.models.generators.unilm import FullDecoder, Seq2SeqDecoder, UniLMSeq2Seq  # noqa: E402
 
 
 def load_model(name: str | None):

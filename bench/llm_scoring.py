@@ -28,12 +28,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import results  # noqa: E402  (bench/results.py)
-from advrace.models.llm_scoring import load_causal_scorer  # noqa: E402
+from advrace.core.numbers import argmax  # noqa: E402
+from advrace.models.decoders.llm_scoring import load_causal_scorer  # noqa: E402
 from advrace.release import check_release, read_split  # noqa: E402
 
-
-def argmax(values) -> int:
-    return max(range(len(values)), key=lambda i: (values[i], -i))
 
 
 def lm_eval_task(folder: Path, split: str) -> str:

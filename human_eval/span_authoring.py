@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from advrace.core.tasks import EXTRACTIVE_QA
 from advrace.metrics import squad_em_f1
-from advrace.models.span_decoding import merge_windows
-from advrace.models.span_encoding import collate_windows
-from advrace.models.span_scoring import answer_distribution, load_span_model
+from advrace.models.encoders.span_decoding import merge_windows
+from advrace.models.encoders.span_encoding import collate_windows
+from advrace.models.encoders.span_scoring import answer_distribution, load_span_model
 
 from . import store
 from .drafts import text_problem

@@ -1,5 +1,5 @@
 """Every decoder family users run, scored right by the packed-decoding core
-(advrace.models.packed_decoding): tiny random configs of Llama, Qwen2, Qwen3, Mistral (sliding
+(advrace.models.decoders.packed_decoding): tiny random configs of Llama, Qwen2, Qwen3, Mistral (sliding
 window), Gemma 2 (eager only, soft-capping, sliding and global layers), Gemma 3 (sliding and
 global layers), Phi-3 (sliding window), GPT-2 (learned positions) and OLMo 1 and 2, each with
 eager and SDPA attention where the model has both.
@@ -18,8 +18,8 @@ import json
 import pytest
 import torch
 
-from advrace.models.continuation_scoring import Request, greedy_generate, shared_logprobs, unshared_logprobs
-from advrace.models.packed_decoding import PackedCore, UnmaskableAttention
+from advrace.models.decoders.continuation_scoring import Request, greedy_generate, shared_logprobs, unshared_logprobs
+from advrace.models.decoders.packed_decoding import PackedCore, UnmaskableAttention
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 VOCAB, WINDOW = 96, 16
@@ -119,8 +119,8 @@ def test_greedy_generation_equals_rerunning_the_model(family, impl):
                                          ("olmo2", "sdpa")])
 def test_tree_beam_decoding_equals_the_reordering_decoder(family, impl):
     """Sliding-window families decode one question at a time with the reordering decoder itself."""
-    from advrace.models.beam_search import beam_search
-    from advrace.models.causal_encoding import CausalDecoder, ReorderingDecoder
+    from advrace.models.decoders.beam_search import beam_search
+    from advrace.models.decoders.causal_encoding import CausalDecoder, ReorderingDecoder
 
     assert not any(CausalDecoder(tiny(f, "eager")).batched for f in SLIDING)
     model = tiny(family, impl)
@@ -175,7 +175,7 @@ def test_an_attention_the_core_cannot_mask_is_refused():
     with pytest.raises(UnmaskableAttention, match="flex_attention.*attn_implementation=sdpa"):
         PackedCore(model)
     # DG's decoder falls back to the plain reordering decoder, which needs no custom mask
-    from advrace.models.causal_encoding import CausalDecoder
+    from advrace.models.decoders.causal_encoding import CausalDecoder
 
     assert not CausalDecoder(model).batched
 

@@ -15,7 +15,7 @@ from advrace.release import build_release, read_split
 from advrace.attacks import get_attack, model_based
 from advrace.attacks.base import CannotPerturb
 from advrace.attacks.model_based import checkpoint_sha256
-from advrace.models.loading import checkpoint_name
+from advrace.models.runtime.loading import checkpoint_name
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, tiny
 from advrace.training import train
 
@@ -51,7 +51,7 @@ def test_training_objectives_learn(setup):
 def test_span_windows_put_the_answer_at_the_recorded_offsets(setup):
     from transformers import AutoTokenizer
 
-    from advrace.models.span_encoding import encode_windows, span_training_examples
+    from advrace.models.encoders.span_encoding import encode_windows, span_training_examples
 
     examples = load(str(setup["race"])).examples
     questions, contexts, spans = span_training_examples(examples, seed=3)
@@ -219,7 +219,7 @@ def test_two_processes_shard_inference_and_build_the_same_release(setup, tmp_pat
 # --------------------------------------------------------------------------- validity filters
 
 from advrace.core.examples import MCExample  # noqa: E402
-from advrace.models.readers import SlidingWindow  # noqa: E402
+from advrace.models.encoders.readers import SlidingWindow  # noqa: E402
 
 STORY = ("Tom was tired after the long walk, so he felt exhausted and went to bed early. The next "
          "morning he went to school by bus. His teacher, Mrs. Green, said that the school trip would "
@@ -474,9 +474,9 @@ def test_the_candidate_cache_does_not_grow_across_builds(setup, tmp_path):
 def test_one_factory_makes_every_multiple_choice_scorer(setup, monkeypatch):
     """Evaluation, `select_with` and authoring share make_mc_scorer, each with its own batches."""
     from advrace.evaluation.scoring import make_scorer
-    from advrace.models import mc_scoring
-    from advrace.models.mc_scoring import CheckpointScorer
-    from advrace.models.precision import inference_device
+    from advrace.models.encoders import mc_scoring
+    from advrace.models.encoders.mc_scoring import CheckpointScorer
+    from advrace.models.runtime.precision import inference_device
 
     from transformers import AutoTokenizer, BertConfig, BertForMultipleChoice
 
@@ -535,7 +535,7 @@ def test_checkpoint_digest_is_memoised_until_a_file_changes(tmp_path, monkeypatc
 
 def test_training_info_is_read_once_and_generators_take_either_objective(setup, monkeypatch):
     from advrace.attacks import model_based
-    from advrace.models import checkpoint_info
+    from advrace.models.runtime import checkpoint_info
 
     with pytest.raises(ConfigError, match="not 'distractor_generation' or 'causal_lm'"):
         get_attack("distractor_generation")({"model": setup["de"]["final"]})

@@ -9,8 +9,8 @@ import pytest
 
 from advrace.core.config import release_config_from_dict
 from advrace.evaluation import add_evaluate_parser, evaluate_command, load_checkpoint
-from advrace.models import mc_scoring, span_scoring
-from advrace.models.span_scoring import load_span_model
+from advrace.models.encoders import mc_scoring, span_scoring
+from advrace.models.encoders.span_scoring import load_span_model
 from advrace.release import build_release
 from conftest import make_race_dir, make_tokenizer, squad_doc, tiny
 

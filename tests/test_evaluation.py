@@ -9,7 +9,7 @@ from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import (ModelLoadError, PredictionsError, add_evaluate_parser, evaluate_command,
                                 load_checkpoint, score_predictions, score_release, unique_names)
-from advrace.models.mc_encoding import question_with_option
+from advrace.models.encoders.mc_encoding import question_with_option
 from advrace.metrics import load_metric, normalize_answer, squad_em_f1
 from advrace.release import build_release, read_split
 from conftest import PASSAGE, race_passage, squad_doc
@@ -307,7 +307,7 @@ def test_span_checkpoint_on_a_squad_release(qa_release, tmp_path):
     assert "f1" in json.dumps(scores)
     import torch
 
-    from advrace.models.precision import precision_info, use_bf16
+    from advrace.models.runtime.precision import precision_info, use_bf16
 
     cpu = torch.device("cpu")  # evaluation keeps its automatic bf16, and says what it chose
     assert scores["results"]["tiny"]["source"]["inference"] == precision_info(cpu, use_bf16(None, cpu))

@@ -1,4 +1,4 @@
-"""The feature cache (advrace.models.feature_store): Arrow tables that give back exactly the
+"""The feature cache (advrace.models.runtime.feature_store): Arrow tables that give back exactly the
 features eager encoding gives, built once, keyed by everything the features depend on."""
 
 import dataclasses
@@ -13,14 +13,14 @@ import torch
 
 from advrace.core.errors import ConfigError
 from advrace.formats import load
-from advrace.models.causal_encoding import CausalFeature
-from advrace.models.causal_encoding import training_features as causal_features
-from advrace.models.feature_store import FeatureStore, FeatureTable, arrow_features, tokenizer_fingerprint
-from advrace.models.mc_encoding import MCFeature, encode_mc
-from advrace.models.mc_scoring import CheckpointScorer
-from advrace.models.seq2seq_encoding import Seq2SeqFeature
-from advrace.models.seq2seq_encoding import training_features as seq2seq_features
-from advrace.models.span_encoding import SpanWindow, encode_windows, span_training_examples
+from advrace.models.decoders.causal_encoding import CausalFeature
+from advrace.models.decoders.causal_encoding import training_features as causal_features
+from advrace.models.runtime.feature_store import FeatureStore, FeatureTable, arrow_features, tokenizer_fingerprint
+from advrace.models.encoders.mc_encoding import MCFeature, encode_mc
+from advrace.models.encoders.mc_scoring import CheckpointScorer
+from advrace.models.generators.seq2seq_encoding import Seq2SeqFeature
+from advrace.models.generators.seq2seq_encoding import training_features as seq2seq_features
+from advrace.models.encoders.span_encoding import SpanWindow, encode_windows, span_training_examples
 from advrace.training import train, train_config_from_dict
 from advrace.training.objectives import get_objective
 from advrace.training.objectives.multiple_choice import MultipleChoice
@@ -223,7 +223,7 @@ def test_a_second_run_of_a_recipe_reads_its_adversarial_copies_from_the_cache(to
 
 @pytest.mark.parametrize("bf16", [False, True], ids=["fp32", "bf16"])
 def test_reading_a_large_squad_split_through_the_cache_gives_the_same_answers(bf16, span_model, tmp_path):
-    from advrace.models.span_scoring import load_span_model
+    from advrace.models.encoders.span_scoring import load_span_model
 
     doc = squad_doc()
     doc["data"][0]["paragraphs"][0]["context"] *= 3  # several windows per question

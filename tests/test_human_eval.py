@@ -24,8 +24,8 @@ from advrace.human_eval import report, store
 from advrace.human_eval.authoring import AuthoringModel, export_authored
 from advrace.human_eval.server import HumanEvalServer
 from advrace.human_eval.study import add_authors, create_study
-from advrace.models.mc_encoding import encode_mc, question_with_option
-from advrace.models.mc_scoring import load_checkpoint
+from advrace.models.encoders.mc_encoding import encode_mc, question_with_option
+from advrace.models.encoders.mc_scoring import load_checkpoint
 from advrace.release import build_release, check_release, read_split, write_release
 from advrace.training import train
 from conftest import make_race_dir, squad_doc, tiny

@@ -17,11 +17,11 @@ from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.formats import load
-from advrace.models import llm_prompts
-from advrace.models.continuation_scoring import (Request, encode_request, greedy_generate, shared_logprobs,
+from advrace.models.decoders import llm_prompts
+from advrace.models.decoders.continuation_scoring import (Request, encode_request, greedy_generate, shared_logprobs,
                                                  unshared_logprobs)
-from advrace.models.llm_scoring import CausalLMScorer, draw_shots, load_causal_scorer
-from advrace.models.mc_encoding import length_sorted_batches
+from advrace.models.decoders.llm_scoring import CausalLMScorer, draw_shots, load_causal_scorer
+from advrace.models.runtime.batching import length_sorted_batches
 from advrace.release import build_release, read_split
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc
 
@@ -235,7 +235,7 @@ def test_checkpoints_that_do_not_fit_are_refused_before_scoring(setup, tmp_path)
 
 def test_where_a_multiple_choice_head_is_demanded_other_heads_are_refused(setup):
     """An attack's select_with and the authoring page load through load_checkpoint."""
-    from advrace.models.mc_scoring import load_checkpoint
+    from advrace.models.encoders.mc_scoring import load_checkpoint
 
     for model, arch in ((setup["lm"], "LlamaForCausalLM"), (setup["qa"], "BertForQuestionAnswering")):
         with pytest.raises(ConfigError, match=f"holds a {arch} model, not the ForMultipleChoice"):
@@ -245,7 +245,7 @@ def test_where_a_multiple_choice_head_is_demanded_other_heads_are_refused(setup)
 def test_the_kind_of_model_is_read_from_its_config(setup, tmp_path):
     import shutil
 
-    from advrace.models.loading import checkpoint_kind
+    from advrace.models.runtime.loading import checkpoint_kind
 
     disguised = tmp_path / "bert-qa-final"  # a name that says nothing true
     shutil.copytree(setup["lm"], disguised)
@@ -324,7 +324,7 @@ def test_the_cache_goes_under_the_name_the_installed_transformers_takes():
     """transformers 5.24 renamed `past_key_values` to `cache` (the old name warns in every call)."""
     from types import SimpleNamespace
 
-    from advrace.models.kv_cache import returned_cache, with_cache
+    from advrace.models.runtime.kv_cache import returned_cache, with_cache
 
     class Old:
         def forward(self, input_ids=None, past_key_values=None):

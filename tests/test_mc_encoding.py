@@ -1,5 +1,6 @@
 from advrace.core.examples import MCExample
-from advrace.models.mc_encoding import collate_mc, encode_mc, length_sorted_batches, question_with_option
+from advrace.models.encoders.mc_encoding import collate_mc, encode_mc, question_with_option
+from advrace.models.runtime.batching import length_sorted_batches
 
 
 def test_blank_filling_and_appending():

@@ -1,4 +1,4 @@
-"""`--model-args` for decoder LMs (advrace.models.model_args): parsing and its errors, refusal
+"""`--model-args` for decoder LMs (advrace.models.runtime.model_args): parsing and its errors, refusal
 where they do not apply, a model dispatched by Accelerate over the CPU and disk scoring as the
 plainly loaded one, bf16 weights, and the record in the report. Tiny random Llamas."""
 
@@ -13,9 +13,9 @@ from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.formats import load
-from advrace.models import loading
-from advrace.models.llm_scoring import load_causal_scorer
-from advrace.models.model_args import ModelArgs, attention_implementations
+from advrace.models.runtime import loading
+from advrace.models.decoders.llm_scoring import load_causal_scorer
+from advrace.models.runtime.model_args import ModelArgs, attention_implementations
 from advrace.release import build_release
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc
 

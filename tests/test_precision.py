@@ -24,7 +24,7 @@ PRECISIONS = [pytest.param(False, id="fp32"), pytest.param(True, id="bf16")]
 
 def here(bf16: bool) -> dict:
     """The record of a model run on this machine's CPU; bf16 without native support says so."""
-    from advrace.models.precision import cpu_has_native_bf16
+    from advrace.models.runtime.precision import cpu_has_native_bf16
 
     emulated = {"bf16_emulated": True} if bf16 and not cpu_has_native_bf16() else {}
     return {"precision": "bf16" if bf16 else "fp32", "device_type": "cpu", "torch": torch.__version__,
@@ -51,7 +51,7 @@ def _bert(cls, tokenizer, out: Path, **extra) -> str:
 def setup(tmp_path_factory):
     from transformers import AutoTokenizer, BertForMultipleChoice, BertForQuestionAnswering
 
-    from advrace.models.unilm import UniLMSeq2Seq
+    from advrace.models.generators.unilm import UniLMSeq2Seq
 
     root = tmp_path_factory.mktemp("precision")
     race, tok_dir = make_race_dir(root), make_tokenizer(root)
@@ -74,7 +74,7 @@ def _plain_mc_scores(path: str, examples) -> list[list[float]]:
     """One fp32 forward pass per question, no autocast and no batching."""
     from transformers import AutoModelForMultipleChoice, AutoTokenizer
 
-    from advrace.models.mc_encoding import question_with_option
+    from advrace.models.encoders.mc_encoding import question_with_option
 
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForMultipleChoice.from_pretrained(path).eval()
@@ -89,7 +89,7 @@ def _plain_mc_scores(path: str, examples) -> list[list[float]]:
 
 @pytest.mark.parametrize("bf16", PRECISIONS)
 def test_checkpoint_scorer(setup, bf16):
-    from advrace.models.mc_scoring import load_checkpoint
+    from advrace.models.encoders.mc_scoring import load_checkpoint
 
     examples = setup["examples"]
     scorer = load_checkpoint(setup["mc"], bf16=bf16, batch_size=3, max_length=256)
@@ -110,8 +110,8 @@ def test_checkpoint_scorer(setup, bf16):
 
 def _plain_n_best(scorer, questions, contexts, n_best):
     """The n-best lists from one fp32 forward pass per window, no autocast and no batching."""
-    from advrace.models.span_decoding import best_spans, merge_windows
-    from advrace.models.span_encoding import collate_windows, encode_windows
+    from advrace.models.encoders.span_decoding import best_spans, merge_windows
+    from advrace.models.encoders.span_encoding import collate_windows, encode_windows
 
     windows = encode_windows(scorer.tokenizer, questions, contexts, max_length=scorer.max_length,
                              stride=scorer.doc_stride)
@@ -127,7 +127,7 @@ def _plain_n_best(scorer, questions, contexts, n_best):
 
 @pytest.mark.parametrize("bf16", PRECISIONS)
 def test_span_scorer(setup, bf16):
-    from advrace.models.span_scoring import load_span_model
+    from advrace.models.encoders.span_scoring import load_span_model
 
     examples = setup["examples"]
     questions, contexts = [ex.question for ex in examples], [ex.passage for ex in examples]
@@ -175,7 +175,7 @@ def test_distractor_extraction(setup, bf16):
 
 def test_auto_precision_is_what_the_hardware_gives(setup):
     """`bf16: null` picks bf16 where the CPU has it natively; describe() says which it got."""
-    from advrace.models.precision import cpu_has_native_bf16
+    from advrace.models.runtime.precision import cpu_has_native_bf16
 
     attack = get_attack("distractor_extraction")({"model": setup["qa"], "bf16": None, "max_length": 48,
                                                   "doc_stride": 16})
@@ -192,15 +192,15 @@ def test_auto_precision_is_what_the_hardware_gives(setup):
 def cpu_bf16(monkeypatch):
     """Set whether the CPU has native bf16 (`cpu_bf16(False)`: emulated), with the once-per-process
     warning not yet given."""
-    from advrace.models import precision
+    from advrace.models.runtime import precision
 
     monkeypatch.setattr(precision, "_warned_emulated", False)
     return lambda native: monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: native)
 
 
 def test_forced_bf16_on_a_cpu_without_it_warns_once_and_is_recorded(setup, cpu_bf16, capsys):
-    from advrace.models.mc_scoring import load_checkpoint
-    from advrace.models.precision import precision_info, use_bf16
+    from advrace.models.encoders.mc_scoring import load_checkpoint
+    from advrace.models.runtime.precision import precision_info, use_bf16
 
     cpu_bf16(False)
     cpu = torch.device("cpu")
@@ -223,7 +223,7 @@ def test_forced_bf16_on_a_cpu_without_it_warns_once_and_is_recorded(setup, cpu_b
 
 
 def test_forced_bf16_with_native_support_is_silent(setup, cpu_bf16, capsys):
-    from advrace.models.precision import precision_info, use_bf16
+    from advrace.models.runtime.precision import precision_info, use_bf16
 
     cpu_bf16(True)
     cpu = torch.device("cpu")
@@ -236,8 +236,8 @@ def test_forced_bf16_with_native_support_is_silent(setup, cpu_bf16, capsys):
 
 
 def test_auto_stays_fp32_without_native_bf16(setup, cpu_bf16, capsys):
-    from advrace.models.mc_scoring import load_checkpoint
-    from advrace.models.precision import use_bf16
+    from advrace.models.encoders.mc_scoring import load_checkpoint
+    from advrace.models.runtime.precision import use_bf16
 
     cpu_bf16(False)
     assert use_bf16(None, torch.device("cpu")) is False and use_bf16(False, torch.device("cpu")) is False
@@ -258,8 +258,8 @@ def _beam_inputs():
 def test_unilm_cached_decoder(setup, bf16):
     """The cached decoder agrees with full re-encoding, step by step, under either precision; its
     padding mask must fit bf16 (fp32's lowest value does not)."""
-    from advrace.models.beam_search import beam_search
-    from advrace.models.unilm import FullDecoder, Seq2SeqDecoder, UniLMSeq2Seq
+    from advrace.models.decoders.beam_search import beam_search
+    from advrace.models.generators.unilm import FullDecoder, Seq2SeqDecoder, UniLMSeq2Seq
 
     model = UniLMSeq2Seq.from_pretrained(setup["unilm"]).eval()
     src, lengths = _beam_inputs()

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from advrace.models.readers import SimilarityReader, SlidingWindow, is_builtin_reader, make_reader, tokens
+from advrace.models.encoders.readers import SimilarityReader, SlidingWindow, is_builtin_reader, make_reader, tokens
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 
@@ -165,8 +165,8 @@ def reference_similarity(reader, examples) -> list[list[float]]:
     """Each sentence and query encoded alone, no batching, no padding, no cache."""
     import torch
 
-    from advrace.models.mc_encoding import question_with_option
-    from advrace.models.readers import passage_sentences
+    from advrace.models.encoders.mc_encoding import question_with_option
+    from advrace.models.encoders.readers import passage_sentences
 
     def embed(text):
         with torch.no_grad():
@@ -343,7 +343,7 @@ def test_similarity_encode_gives_the_model_what_the_two_pass_encode_gave(reader)
 def test_paraphrase_cosines_do_not_depend_on_what_was_asked_before():
     """The filter's cosines decide what a release holds, so they are computed afresh for each
     call: a vector cached from another call's batch could differ in its last bits."""
-    from advrace.models.paraphrase import encoder_for, paraphrase_cosines
+    from advrace.models.encoders.paraphrase import encoder_for, paraphrase_cosines
 
     pairs = [("He was ill.", "He was sick."), ("A farm.", "He was sick."), ("He was ill.", "He was ill."),
              ("Ten people.", "The city.")]
@@ -360,7 +360,7 @@ def test_paraphrase_cosines_do_not_depend_on_what_was_asked_before():
 
 @pytest.mark.slow
 def test_similarity_readers_share_the_encoder_weights_not_their_caches():
-    from advrace.models.paraphrase import encoder_for
+    from advrace.models.encoders.paraphrase import encoder_for
 
     reader = make_reader("similarity", batch_size=32)
     shared = encoder_for()

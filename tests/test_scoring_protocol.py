@@ -17,9 +17,9 @@ from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.formats import load
-from advrace.models.continuation_scoring import unshared_logprobs
-from advrace.models.llm_scoring import CausalLMScorer, load_causal_scorer, model_max_length
-from advrace.models.scoring_protocol import PER_QUESTION, differences
+from advrace.models.decoders.continuation_scoring import unshared_logprobs
+from advrace.models.decoders.llm_scoring import CausalLMScorer, load_causal_scorer, model_max_length
+from advrace.models.decoders.scoring_protocol import PER_QUESTION, differences
 from advrace.release import build_release
 from conftest import PASSAGE, make_race_dir, race_passage
 

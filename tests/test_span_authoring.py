@@ -17,7 +17,7 @@ from advrace.human_eval.authoring import (AuthoringModel, export_authored, load_
                                           submit)
 from advrace.human_eval.span_authoring import SpanAuthoringModel
 from advrace.human_eval.study import add_authors, create_study
-from advrace.models.span_scoring import answer_distribution, load_span_model
+from advrace.models.encoders.span_scoring import answer_distribution, load_span_model
 from advrace.release import build_release, check_release, read_split
 from advrace.training import train
 from conftest import squad_doc, tiny
@@ -224,7 +224,7 @@ def test_a_database_with_both_tasks_exports_one(author_model, tmp_path):
 
 def test_the_page_computes_in_fp32_on_a_machine_that_prefers_bf16(span_model, author_model, monkeypatch):
     """Gradients need fp32: where evaluation would choose bf16 by itself, the page still does not."""
-    from advrace.models import precision
+    from advrace.models.runtime import precision
 
     monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)
     assert load_span_model(span_model).bf16 is True  # what evaluation would do here
@@ -239,7 +239,7 @@ def test_the_real_minilm_reads_drafts_through_its_own_tokenizer():
     """The offline MiniLM (a new span head on its pretrained encoder; `--task` says what it is
     for, since its config does not): its uncased WordPiece tokenizer lowercases and splits
     punctuation and rare words, and importance still lands on the author's words as written."""
-    from advrace.models.loading import model_source
+    from advrace.models.runtime.loading import model_source
 
     model = load_authoring_model(model_source("minilm")[0], task=EXTRACTIVE_QA)  # its head: drawn from seed 0
     context = ("The Danube—Europe's second-longest river—flows through TEN countries (Austria, Hungary, "

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from advrace.models.span_decoding import Span, best_spans, merge_windows
+from advrace.models.encoders.span_decoding import Span, best_spans, merge_windows
 
 CONTEXT = "alpha beta gamma delta"
 # [CLS] what is [SEP] alpha beta gamma delta [SEP]

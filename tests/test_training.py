@@ -236,7 +236,7 @@ def test_option_only_feeds_options_alone(tokenizer_dir, race_dir, tmp_path, monk
 def test_best_and_final_load_with_from_pretrained(tokenizer_dir, race_dir, tmp_path):
     from transformers import AutoModelForMultipleChoice, AutoTokenizer
 
-    from advrace.models.mc_encoding import collate_mc
+    from advrace.models.encoders.mc_encoding import collate_mc
 
     result = train(tiny(tokenizer_dir, race_dir, tmp_path), progress=False)
     info = json.loads((Path(result["best"]) / "training_info.json").read_text())
@@ -691,7 +691,7 @@ def head_lines(text: str) -> list[str]:
 def test_a_new_head_is_one_line_not_a_missing_banner(encoder_dir, transformers_warnings, capfd):
     from transformers import AutoModelForMultipleChoice
 
-    from advrace.models.loading import from_pretrained
+    from advrace.models.runtime.loading import from_pretrained
 
     capfd.readouterr()
     model = from_pretrained(AutoModelForMultipleChoice, str(encoder_dir))
@@ -709,7 +709,7 @@ def test_an_encoder_weight_missing_is_still_a_warning(encoder_dir, transformers_
     from safetensors.torch import load_file, save_file
     from transformers import AutoModelForMultipleChoice
 
-    from advrace.models.loading import from_pretrained
+    from advrace.models.runtime.loading import from_pretrained
 
     path = encoder_dir / "model.safetensors"
     tensors = load_file(str(path))
@@ -728,7 +728,7 @@ def test_a_failed_load_still_shows_transformers_report(encoder_dir, transformers
     from safetensors.torch import load_file, save_file
     from transformers import AutoModelForMultipleChoice
 
-    from advrace.models.loading import from_pretrained
+    from advrace.models.runtime.loading import from_pretrained
 
     path = encoder_dir / "model.safetensors"
     tensors = load_file(str(path))
@@ -775,7 +775,7 @@ def test_dev_rows_count_each_index_once_across_batches():
 def test_transformers_quiet_puts_bars_and_verbosity_back():
     from transformers.utils import logging as hf_logging
 
-    from advrace.models.loading import transformers_quiet
+    from advrace.models.runtime.loading import transformers_quiet
 
     hf_logging.enable_progress_bar()
     level = hf_logging.get_verbosity()
@@ -793,7 +793,7 @@ def test_transformers_quiet_puts_bars_and_verbosity_back():
 def test_model_source_reads_smollm2_from_its_gguf_file():
     import importlib.util
 
-    from advrace.models.loading import MINILM, model_source, resolve_model
+    from advrace.models.runtime.loading import MINILM, model_source, resolve_model
 
     assert model_source("some/hub-name") == ("some/hub-name", {})
     assert model_source(MINILM) == (resolve_model(MINILM), {})

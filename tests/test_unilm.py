@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from advrace.models.beam_search import beam_search, greedy_search
-from advrace.models.unilm import FullDecoder, Seq2SeqDecoder, UniLMSeq2Seq, next_token_labels, seq2seq_mask
+from advrace.models.decoders.beam_search import beam_search, greedy_search
+from advrace.models.generators.unilm import FullDecoder, Seq2SeqDecoder, UniLMSeq2Seq, next_token_labels, seq2seq_mask
 
 EOS, BANNED = 3, (0, 1, 2, 4)
 

@@ -24,7 +24,7 @@ from advrace.core.paths import PATH, WHERE_PATHS_ARE_READ, config_folder, resolv
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.evaluation import score_release
 from advrace.evaluation.report import write_report
-from advrace.models.readers import READERS, is_builtin_reader
+from advrace.models.encoders.readers import READERS, is_builtin_reader
 from advrace.release import build_release, check_release, read_split
 
 from .config import check_paths, resolve_paths, resolve_setting, set_values, train_config_from_dict
@@ -58,7 +58,7 @@ class Grid:
     batch_size: int = 16
     max_length: int | None = None  # None: each run scored at the length it was trained with
     bf16: bool | None = None
-    # built-in readers scored beside the runs (advrace.models.readers); configs call them baselines
+    # built-in readers scored beside the runs (advrace.models.encoders.readers); configs call them baselines
     readers: tuple[str, ...] = field(default=(), metadata={"key": "baselines"})
     source_file: str | None = None
 

@@ -14,7 +14,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from advrace.models.checkpoint_info import TRAINING_INFO
+from advrace.models.runtime.checkpoint_info import TRAINING_INFO
 
 STATE_FILE = "trainer_state.json"
 _STEP_DIR = re.compile(r"^step-(\d+)$")

@@ -25,7 +25,7 @@ EPILOG = textwrap.dedent("""\
       advrace train configs/train/dg-cpu.yaml --output-dir runs/dg
 
     A run writes OUTPUT/best and OUTPUT/final (from_pretrained folders: AutoModelForMultipleChoice,
-    AutoModelForQuestionAnswering, or advrace.models.unilm.UniLMSeq2Seq, per objective),
+    AutoModelForQuestionAnswering, or advrace.models.generators.unilm.UniLMSeq2Seq, per objective),
     OUTPUT/log.jsonl, OUTPUT/metrics.json and resumable OUTPUT/checkpoints/step-N.
     --max-steps stops early without changing the learning-rate schedule, so a capped run continued
     with --resume and a larger cap ends exactly where an uncapped run would. Resume with the same

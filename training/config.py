@@ -24,7 +24,7 @@ from advrace.core.paths import (DATA, MODEL, PATH, WHERE_PATHS_ARE_READ, config_
                                 missing_paths, named_path, resolve, resolve_settings)
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.formats import format_names
-from advrace.models.loading import MINILM
+from advrace.models.runtime.loading import MINILM
 
 from .objectives import objective_class, objective_names, setting_keys
 
@@ -102,7 +102,7 @@ class TrainConfig:
     log_every_steps: int = field(default=1, metadata={"min": 1})
     tensorboard: bool = True
     output_dir: str | None = None
-    # where encoded features are kept (advrace.models.feature_store): true for $ADVRACE_CACHE or
+    # where encoded features are kept (advrace.models.runtime.feature_store): true for $ADVRACE_CACHE or
     # ~/.cache/advrace, a folder, or false to encode into memory as before (small data only)
     feature_cache: bool | str = True
     encode_workers: int | None = field(default=None, metadata={"min": 1})  # None: every core

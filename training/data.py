@@ -16,8 +16,9 @@ import torch
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.formats import load
-from advrace.models.feature_store import feature_lengths, take_features
-from advrace.models.mc_encoding import MCFeature, collate_mc, encode_mc, length_sorted_batches
+from advrace.models.runtime.feature_store import feature_lengths, take_features
+from advrace.models.encoders.mc_encoding import MCFeature, collate_mc, encode_mc
+from advrace.models.runtime.batching import length_sorted_batches
 from advrace.release import read_split
 
 from .config import DataConfig, resolve_data_path
@@ -51,7 +52,7 @@ def encode(tokenizer, examples: list, max_length: int) -> list[MCFeature]:
 
 
 class FeatureDataset(torch.utils.data.Dataset):
-    """Features in memory or in a FeatureTable (advrace.models.feature_store), which the loader
+    """Features in memory or in a FeatureTable (advrace.models.runtime.feature_store), which the loader
     reads a batch at a time."""
 
     def __init__(self, features, with_index: bool = False):

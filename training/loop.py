@@ -32,9 +32,9 @@ from advrace.core.checking import config_dict
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample, examples_sha256
 from advrace.core.text import plural
-from advrace.models.feature_store import FeatureStore, default_cache_dir
-from advrace.models.loading import from_pretrained, model_source, transformers_quiet
-from advrace.models.precision import fp32_load_kwargs, warn_if_emulated
+from advrace.models.runtime.feature_store import FeatureStore, default_cache_dir
+from advrace.models.runtime.loading import from_pretrained, model_source, transformers_quiet
+from advrace.models.runtime.precision import fp32_load_kwargs, warn_if_emulated
 from advrace.release import FORMAT_VERSION
 
 from . import checkpoints

@@ -51,3 +51,8 @@ def agree(a: float, b: float, digits: int = DIGITS) -> bool:
         return False
     unit = 10.0 ** (math.floor(math.log10(max(abs(a), abs(b)))) - digits + 1)
     return abs(a - b) <= unit * (1 + 1e-9)
+
+
+def argmax(values) -> int:
+    """The index of the largest value, the first one on a tie (how every scorer picks an option)."""
+    return max(range(len(values)), key=lambda i: (values[i], -i))

@@ -41,7 +41,7 @@ MODEL = "model"
 MODEL_KEYS = frozenset({"model", "select_with", "tokenizer"})
 PATH_ENDINGS = ("_path", "_dir", "_file")
 
-# A Hub model id: `name` or `owner/name` (what advrace.models.loading reads from the Hub).
+# A Hub model id: `name` or `owner/name` (what advrace.models.runtime.loading reads from the Hub).
 _MODEL_ID = re.compile(r"[\w.-]+(/[\w.-]+)?")
 # A hub dataset: `owner/name`, optionally `:config` (what advrace.formats.hub reads).
 _DATASET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*(:[A-Za-z0-9_.-]+)?")

@@ -82,3 +82,6 @@ def split_sentences(text: str, *, line_breaks: bool = False) -> list[str]:
         last = m.end()
     pieces.append(text[last:])
     return [s.strip() for s in pieces if s.strip()]
+
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # option letters: A is option 0 (RACE's answers, prompts, the web app)

@@ -19,13 +19,13 @@ from advrace.evaluation.report import ORIGINAL, file_stems, write_report
 from advrace.evaluation.scoring import (check_fits, check_model_args, make_accelerator, make_scorer, score_splits,
                                         select_splits)
 from advrace.formats import load as load_data
-from advrace.models.llm_scoring import GENERATION, LOGLIKELIHOOD, MC_METHODS, merge_decoding
-from advrace.models.loading import model_name
-from advrace.models.model_args import HELP as MODEL_ARGS_HELP
-from advrace.models.model_args import ModelArgs
-from advrace.models.readers import is_builtin_reader
-from advrace.models import lm_eval_race
-from advrace.models.scoring_protocol import BOS_POLICIES, LM_EVAL_RACE, PER_QUESTION, PROTOCOL_TEXT, PROTOCOLS
+from advrace.models.decoders.llm_scoring import GENERATION, LOGLIKELIHOOD, MC_METHODS, merge_decoding
+from advrace.models.runtime.loading import model_name
+from advrace.models.runtime.model_args import HELP as MODEL_ARGS_HELP
+from advrace.models.runtime.model_args import ModelArgs
+from advrace.models.encoders.readers import is_builtin_reader
+from advrace.models.decoders import lm_eval_race
+from advrace.models.decoders.scoring_protocol import BOS_POLICIES, LM_EVAL_RACE, PER_QUESTION, PROTOCOL_TEXT, PROTOCOLS
 from advrace.release import check_release, read_split
 from advrace.release.records import sha256_file
 
@@ -62,7 +62,7 @@ def few_shot_pool(path, k: int, split_examples: dict, task: str) -> tuple[list, 
 def lm_eval_race_split(release, task: str, split_examples: dict, models, kinds, predictions, method: str,
                        few_shot: int) -> dict:
     """The questions lm-evaluation-harness's own race task scores: the last question of each
-    article of the release's `original` split (advrace.models.lm_eval_race), for decoder LMs
+    article of the release's `original` split (advrace.models.decoders.lm_eval_race), for decoder LMs
     scored zero-shot by log-likelihood; anything else is refused (ConfigError, exit 2)."""
     if task != MULTIPLE_CHOICE:
         raise ConfigError(f"--protocol {LM_EVAL_RACE} is lm-evaluation-harness's RACE task: it scores a "
@@ -95,9 +95,9 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     `few_shot_seed`; `chat_template` for letter choice: None applies the tokenizer's when it has one;
     `bos`: "tokenizer" (BOS first when the tokenizer adds one by default, as lm-evaluation-harness
     0.4.10+ does), "always" or "never". Each causal LM's source in the report holds its scoring
-    protocol (advrace.models.scoring_protocol) and what its decoding shared, ran alone and cut.
+    protocol (advrace.models.decoders.scoring_protocol) and what its decoding shared, ran alone and cut.
     `model_args`: how every model is loaded (a ModelArgs, a `key=value,...` string or a dict; see
-    advrace.models.model_args): they apply to causal LMs only, and any other model is refused
+    advrace.models.runtime.model_args): they apply to causal LMs only, and any other model is refused
     (ConfigError, exit 2) before any model loads, as is a bad key or value. Each model's source in
     the report records them.
 

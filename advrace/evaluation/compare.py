@@ -1,6 +1,6 @@
 """`advrace compare REPORT_A REPORT_B`: two evaluation reports side by side, per model and split,
 and first of all whether their numbers can be compared at all: the same release (the sha256 of
-its manifest), and for each decoder LM the same scoring protocol (advrace.models.scoring_protocol).
+its manifest), and for each decoder LM the same scoring protocol (advrace.models.decoders.scoring_protocol).
 A difference in either is said before any number, line by line."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from advrace.core.errors import ConfigError
 from advrace.evaluation.report import METRIC_TITLES
-from advrace.models.scoring_protocol import differences
+from advrace.models.decoders.scoring_protocol import differences
 
 
 def read_report(path) -> dict:

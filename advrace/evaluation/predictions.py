@@ -10,10 +10,10 @@ from pathlib import Path
 
 from advrace.core.errors import AdvraceError
 from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.core.text import LETTERS
 from advrace.evaluation.scoring import mc_split_result, qa_split_result, select_splits
 from advrace.release import check_release, read_split
 
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 FORMATS_HELP = ('a JSON object {"<split>/<source_id>": prediction, ...}, or JSON lines '
                 '{"id": "<split>/<source_id>", "prediction": ...} as advrace evaluate writes to predictions/')
 

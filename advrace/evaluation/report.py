@@ -28,7 +28,7 @@ from advrace.core.atomic import atomic_dir
 from advrace.core.numbers import significant
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.evaluation.naming import numbered
-from advrace.models.scoring_protocol import differences, protocol_line
+from advrace.models.decoders.scoring_protocol import differences, protocol_line
 from advrace.evaluation.statistics import (LEVEL, RESAMPLES, SEED, bootstrap_interval, mcnemar_exact_p,
                                            paired_bootstrap_p, wilson_interval)
 

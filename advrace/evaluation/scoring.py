@@ -2,8 +2,8 @@
 
 A model is a local Transformers checkpoint folder, a Hub name (online only), a built-in reader,
 or any object with `predict_mc(examples) -> list[list[float]]` (per-option scores; for SQuAD,
-`predict_qa(examples) -> list[str]`). Checkpoints are scored by advrace.models.mc_scoring and
-advrace.models.span_scoring, one shard of the examples per Accelerate process.
+`predict_qa(examples) -> list[str]`). Checkpoints are scored by advrace.models.encoders.mc_scoring and
+advrace.models.encoders.span_scoring, one shard of the examples per Accelerate process.
 """
 
 from __future__ import annotations
@@ -12,15 +12,16 @@ import inspect
 import os
 
 from advrace.core.errors import AdvraceError, ConfigError
+from advrace.core.numbers import argmax
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.metrics import load_metric, squad_em_f1
-from advrace.models.llm_scoring import LOGLIKELIHOOD, load_causal_scorer
-from advrace.models.loading import KIND_TEXT, SMOLLM2, checkpoint_kind, model_name
-from advrace.models.mc_scoring import make_mc_scorer
-from advrace.models.model_args import ModelArgs
-from advrace.models.readers import is_builtin_reader
-from advrace.models.sharding import map_sharded
-from advrace.models.span_scoring import load_span_model
+from advrace.models.decoders.llm_scoring import LOGLIKELIHOOD, load_causal_scorer
+from advrace.models.runtime.loading import KIND_TEXT, SMOLLM2, checkpoint_kind, model_name
+from advrace.models.encoders.mc_scoring import make_mc_scorer
+from advrace.models.runtime.model_args import ModelArgs
+from advrace.models.encoders.readers import is_builtin_reader
+from advrace.models.runtime.sharding import map_sharded
+from advrace.models.encoders.span_scoring import load_span_model
 from advrace.release import check_release, read_split
 
 
@@ -62,9 +63,6 @@ def _predict_sharded(predict, examples, accelerator, *, desc, progress) -> list:
                            f"{len(results)} {what} for {len(examples)} examples")
     return results
 
-
-def _argmax(values) -> int:
-    return max(range(len(values)), key=lambda i: (values[i], -i))
 
 
 def _accuracy(examples, predictions) -> float:
@@ -126,9 +124,9 @@ def _score_mc(split_examples: dict, scorer, accelerator, progress) -> dict:
                                    f"{len(ex.options)} options")
         normalised = None
         if getattr(scorer, "method", None) == LOGLIKELIHOOD and getattr(scorer, "contexts", None) is None:
-            normalised = [_argmax([v / max(len(o), 1) for v, o in zip(s, ex.options)])
+            normalised = [argmax([v / max(len(o), 1) for v, o in zip(s, ex.options)])
                           for ex, s in zip(examples, scores)]
-        results[split] = mc_split_result(examples, [_argmax(s) for s in scores], scores, normalised)
+        results[split] = mc_split_result(examples, [argmax(s) for s in scores], scores, normalised)
     return results
 
 
@@ -165,7 +163,7 @@ FITTING = {MULTIPLE_CHOICE: "a multiple-choice checkpoint (`advrace train`, obje
 
 
 def check_fits(model, task: str, release, model_args: ModelArgs | None = None) -> str | None:
-    """The kind of `model` (see advrace.models.loading.checkpoint_kind) when it can score a
+    """The kind of `model` (see advrace.models.runtime.loading.checkpoint_kind) when it can score a
     release of `task`; ConfigError (exit 2) naming what it is and what would fit when it cannot,
     so that no model is scored with a randomly initialised head. None: a scorer object, a
     built-in reader, or a model whose config cannot be read here (loading says why).
@@ -209,7 +207,7 @@ def make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MULTIP
     """An object with `predict_mc` (multiple choice) or `predict_qa` (extractive QA) for `model`:
     the object itself, a built-in reader, or a loaded checkpoint (a causal LM with the keywords
     `llm` of CausalLMScorer: method, shots, ...). `kind`: the model's, when `check_fits` has
-    already read it. `model_args`: how a causal LM is loaded (advrace.models.model_args);
+    already read it. `model_args`: how a causal LM is loaded (advrace.models.runtime.model_args);
     ConfigError for any other model."""
     if model_args:
         if kind is None and isinstance(model, (str, os.PathLike)) and not is_builtin_reader(model):

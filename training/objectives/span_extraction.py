@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.metrics import squad_em_f1
-from advrace.models.span_decoding import best_spans, merge_windows
-from advrace.models.span_encoding import SpanWindow, collate_windows, encode_windows, span_training_examples
+from advrace.models.encoders.span_decoding import best_spans, merge_windows
+from advrace.models.encoders.span_encoding import SpanWindow, collate_windows, encode_windows, span_training_examples
 
 from .base import Objective, register_objective
 

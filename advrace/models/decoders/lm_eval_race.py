@@ -2,7 +2,7 @@
 reproduce lm-eval's RACE number.
 
 lm-eval's `race` (lm_eval/tasks/race: race.yaml + preprocess_race.py, task version 3.0 in 0.4.13)
-is not advrace's one-question prompt (advrace.models.llm_prompts.race_prompt). It reads
+is not advrace's one-question prompt (advrace.models.decoders.llm_prompts.race_prompt). It reads
 EleutherAI/race, config `high`, split `test`: one row per *article*, `article` (the text) and
 `problems`, a *string* holding a Python literal (read with `ast.literal_eval`) of the article's
 questions in RACE's order, each `{"question", "answer" (a letter A-D), "options" (4 strings)}`.
@@ -42,9 +42,9 @@ import re
 from dataclasses import dataclass
 
 from advrace.core.examples import MCExample
+from advrace.core.text import LETTERS
 
 TARGET_DELIMITER = " "  # lm-eval's default target_delimiter; the race task keeps it
-LETTERS = "ABCD"  # preprocess_race's letter_to_num
 N_OPTIONS = 4  # doc_to_choice takes options 0-3
 END_BLANK = "  _  ."  # a question ending with this is rendered as the filled-in sentence
 _SOURCE_ID = re.compile(r"^(?P<article>.+)-(?P<k>\d+)$")

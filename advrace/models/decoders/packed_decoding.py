@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from advrace.core.errors import ConfigError
-from advrace.models.kv_cache import returned_cache, with_cache
+from advrace.models.runtime.kv_cache import returned_cache, with_cache
 
 # attention implementation -> the form of 4D mask it reads
 MASK_FORMS = {"sdpa": "boolean", "eager": "additive"}

@@ -14,13 +14,14 @@ separated by a blank line (lm-evaluation-harness's default delimiters).
 
 from __future__ import annotations
 
+from advrace.core.text import LETTERS
+
 LOGLIKELIHOOD, LETTER = "loglikelihood", "letter"  # the two ways of scoring a multiple-choice question
 GENERATION = "generation"  # how a SQuAD question is answered
-LETTERS = "ABCDEFGHIJ"
 TARGET_DELIMITER = " "
 FEWSHOT_DELIMITER = "\n\n"
 SQUAD_STOP = "\n"
-# the templates, as the scoring protocol records them (advrace.models.scoring_protocol)
+# the templates, as the scoring protocol records them (advrace.models.decoders.scoring_protocol)
 RACE_PROMPT = "Article: {passage}\n\n{question}"
 LETTER_PROMPT = "Article: {passage}\n\nQuestion: {question}\n{lettered_options}\nAnswer:"
 SQUAD_PROMPT = "{title_line}Background: {context}\n\nQuestion: {question}\n\nAnswer:"

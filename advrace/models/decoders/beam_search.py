@@ -1,5 +1,5 @@
 """Batched beam search over any decoder with `start(source_ids, source_lengths)` and
-`step(state, tokens, origin)` (advrace.models.unilm.Seq2SeqDecoder caches keys and values;
+`step(state, tokens, origin)` (advrace.models.generators.unilm.Seq2SeqDecoder caches keys and values;
 FullDecoder re-encodes everything and is the baseline). A decoder with `skips_finished = True`
 gets `step(..., active=[bool per question])` and need not compute the finished questions.
 

@@ -2,7 +2,7 @@
 
 Training, distractor extraction and the SQuAD models encode the same way: a context longer than
 `max_length` is cut into windows that overlap by `stride` tokens, each window remembers the
-character offsets of its context tokens, and `advrace.models.span_decoding.merge_windows` joins the
+character offsets of its context tokens, and `advrace.models.encoders.span_decoding.merge_windows` joins the
 windows' n-best lists again.
 """
 

@@ -11,13 +11,14 @@ import functools
 import os
 
 from advrace.core.errors import ConfigError
-from advrace.models.checkpoint_info import scoring_max_length
-from advrace.models.feature_store import (STORE_FROM, FeatureStore, default_cache_dir, feature_lengths,
+from advrace.models.runtime.checkpoint_info import scoring_max_length
+from advrace.models.runtime.feature_store import (STORE_FROM, FeatureStore, default_cache_dir, feature_lengths,
                                           take_features, tokenizer_fingerprint)
-from advrace.models.loading import ModelLoadError, Wording, load_model, model_name
-from advrace.models.mc_encoding import MCFeature, collate_mc, encode_mc, encoding_key, length_sorted_batches
-from advrace.models.precision import attention_backends, precision_info, use_bf16
-from advrace.models.readers import is_builtin_reader, make_reader
+from advrace.models.runtime.loading import ModelLoadError, Wording, load_model, model_name
+from advrace.models.encoders.mc_encoding import MCFeature, collate_mc, encode_mc, encoding_key
+from advrace.models.runtime.batching import length_sorted_batches
+from advrace.models.runtime.precision import attention_backends, precision_info, use_bf16
+from advrace.models.encoders.readers import is_builtin_reader, make_reader
 
 WORDING = Wording(
     missing="{name}: no such model folder (give a folder written by save_pretrained, or a Hugging "

@@ -66,7 +66,7 @@ def training_features(tokenizer, examples: list, max_source_length: int,
 def collate_seq2seq(features: list[Seq2SeqFeature], pad_token_id: int = 0) -> dict:
     import torch
 
-    from advrace.models.unilm import next_token_labels  # deferred: start-up time (torch, transformers)
+    from advrace.models.generators.unilm import next_token_labels  # deferred: start-up time (torch, transformers)
 
     width = max(f.length for f in features)
     ids = torch.full((len(features), width), pad_token_id, dtype=torch.long)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from advrace.models.kv_cache import returned_cache, with_cache
-from advrace.models.packed_decoding import PackedCore, UnmaskableAttention
+from advrace.models.runtime.kv_cache import returned_cache, with_cache
+from advrace.models.decoders.packed_decoding import PackedCore, UnmaskableAttention
 
 PROMPT = ("Read the passage and write one wrong answer to the question: a short option that "
           "sounds plausible but is not correct.\n\nPassage: {passage}\n\nQuestion: {question}\n"
@@ -97,7 +97,7 @@ def collate_causal(features: list[CausalFeature], pad_token_id: int = 0) -> dict
 
 
 class CausalDecoder:
-    """Incremental decoding for advrace.models.beam_search by *tree attention*: one key-value
+    """Incremental decoding for advrace.models.decoders.beam_search by *tree attention*: one key-value
     cache row holds each prompt once, then every token any beam has generated, appended step by
     step; a step feeds all live beams' new tokens as one row of queries, each at position prompt
     length + depth, under a 4D mask that lets it see its question's prompt, its own ancestors
@@ -109,13 +109,13 @@ class CausalDecoder:
     them, yet each sees only its own slots: its candidates do not depend on the others. A prompt
     that begins like an earlier one of the batch (a question on the same passage) has only the
     rest run, seeing the earlier prompt's slots of the shared tokens; any other prompt is run
-    alone and unpadded. The mask's form and the cache come from advrace.models.packed_decoding;
+    alone and unpadded. The mask's form and the cache come from advrace.models.decoders.packed_decoding;
     models whose cache cannot keep every key and value (sliding-window or recurrent layers) or
     whose attention takes no custom 4D mask fall back to `ReorderingDecoder`, one question at a
     time (`batched` is False).
     """
 
-    skips_finished = True  # see advrace.models.beam_search
+    skips_finished = True  # see advrace.models.decoders.beam_search
 
     def __init__(self, model):
         self.model = model

@@ -1,7 +1,7 @@
 """Device and precision: where a model runs, whether it computes in bf16, and the record of both.
 
 Weights are read in fp32 (`fp32_load_kwargs`) unless a causal LM's model args ask for another
-dtype (advrace.models.model_args); bf16, when used on fp32 weights, is autocast, chosen by
+dtype (advrace.models.runtime.model_args); bf16, when used on fp32 weights, is autocast, chosen by
 `use_bf16`. bf16 and fp32 (or two torch versions) can rank candidates differently, so every
 release and report that ran a model says which computed it (`precision_info`).
 
@@ -18,7 +18,7 @@ import functools
 import sys
 from pathlib import Path
 
-from advrace.models.sharding import process_state
+from advrace.models.runtime.sharding import process_state
 
 
 @functools.cache

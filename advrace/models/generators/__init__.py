@@ -1,0 +1,1 @@
+"""Sequence-to-sequence distractor generators: UniLM and its inputs."""
