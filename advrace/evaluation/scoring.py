@@ -15,13 +15,12 @@ from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.numbers import argmax
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.metrics import load_metric, squad_em_f1
-from advrace.models.decoders.llm_scoring import LOGLIKELIHOOD, load_causal_scorer
-from advrace.models.runtime.loading import KIND_TEXT, SMOLLM2, checkpoint_kind, model_name
-from advrace.models.encoders.mc_scoring import make_mc_scorer
-from advrace.models.runtime.model_args import ModelArgs
+from advrace.models.decoders.llm_prompts import LOGLIKELIHOOD
 from advrace.models.encoders.readers import is_builtin_reader
+from advrace.models.kinds import MODEL_KINDS, kinds_for
+from advrace.models.runtime.loading import KIND_TEXT, SMOLLM2, checkpoint_kind, model_name
+from advrace.models.runtime.model_args import ModelArgs
 from advrace.models.runtime.sharding import map_sharded
-from advrace.models.encoders.span_scoring import load_span_model
 from advrace.release import check_release, read_split
 
 
@@ -154,7 +153,6 @@ def _require_mc(release_dir, manifest) -> None:
                           "scores span models with EM and F1")
 
 
-FITS = {MULTIPLE_CHOICE: ("multiple_choice", "causal_lm"), EXTRACTIVE_QA: ("span_extraction", "causal_lm")}
 TASK_TEXT = {MULTIPLE_CHOICE: "the multiple-choice (RACE)", EXTRACTIVE_QA: "the extractive-QA (SQuAD)"}
 FITTING = {MULTIPLE_CHOICE: "a multiple-choice checkpoint (`advrace train`, objective multiple_choice), "
                             "a causal language model (a folder, `smollm2` or a Hub name) or a built-in reader",
@@ -162,20 +160,27 @@ FITTING = {MULTIPLE_CHOICE: "a multiple-choice checkpoint (`advrace train`, obje
                           "causal language model (a folder, `smollm2` or a Hub name)"}
 
 
+def _described(kind: str) -> str:
+    entry = MODEL_KINDS.get(kind)
+    return entry.description if entry else KIND_TEXT.get(kind, f"a model with a {kind.removeprefix('For')} head")
+
+
 def check_fits(model, task: str, release, model_args: ModelArgs | None = None) -> str | None:
-    """The kind of `model` (see advrace.models.runtime.loading.checkpoint_kind) when it can score a
+    """The kind of `model` (a name of advrace.models.kinds.MODEL_KINDS) when it can score a
     release of `task`; ConfigError (exit 2) naming what it is and what would fit when it cannot,
-    so that no model is scored with a randomly initialised head. None: a scorer object, a
-    built-in reader, or a model whose config cannot be read here (loading says why).
+    so that no model is scored with a randomly initialised head. None: a scorer object, or a
+    model whose config cannot be read here (loading says why).
     `model_args`: a Hub config is read at their revision, with their trust_remote_code."""
-    if hasattr(model, "predict_mc") or hasattr(model, "predict_qa") or is_builtin_reader(model):
+    if hasattr(model, "predict_mc") or hasattr(model, "predict_qa"):
         return None
-    kind, arch = checkpoint_kind(str(model), (model_args or ModelArgs()).config_kwargs())
-    if kind is None or kind in FITS[task]:
+    if is_builtin_reader(model):
+        kind, arch = "reader", None
+    else:
+        kind, arch = checkpoint_kind(str(model), (model_args or ModelArgs()).config_kwargs())
+    if kind is None or kind in kinds_for(task):
         return kind
-    what = KIND_TEXT.get(kind, f"a model with a {kind.removeprefix('For')} head")
-    random_head = " (scoring it would put a randomly initialised head on it)" if kind != "unilm" else ""
-    raise ConfigError(f"{model}: {arch or 'this model'} is {what}, which cannot score {TASK_TEXT[task]} "
+    random_head = " (scoring it would put a randomly initialised head on it)" if kind not in ("unilm", "reader") else ""
+    raise ConfigError(f"{model}: {arch or 'this model'} is {_described(kind)}, which cannot score {TASK_TEXT[task]} "
                       f"release {release}{random_head}; give {FITTING[task]}")
 
 
@@ -184,20 +189,17 @@ MODEL_ARGS_APPLY = ("model args (--model-args) set how a causal language model i
 
 
 def check_model_args(model, kind: str | None, model_args: ModelArgs | None) -> None:
-    """Refuse model args for a model they do not apply to, so that no option silently goes
-    unused: a scorer object, a built-in reader, a checkpoint that is not a causal LM (or whose
-    config cannot be read to tell). `kind`: check_fits' answer. Then the checks that need no
-    loading (ModelArgs.check_model)."""
+    """Refuse model args for a model they do not apply to (its kind does not honour them), so
+    that no option silently goes unused: a scorer object, a built-in reader, a checkpoint that is
+    not a causal LM (or whose config cannot be read to tell). `kind`: check_fits' answer. Then
+    the checks that need no loading (ModelArgs.check_model)."""
     if not model_args:
         return
     if hasattr(model, "predict_mc") or hasattr(model, "predict_qa"):
         raise ConfigError(f"{MODEL_ARGS_APPLY} a scorer object ({model_name(model)}); leave them out")
-    if is_builtin_reader(model):
-        raise ConfigError(f"{model}: {MODEL_ARGS_APPLY} a built-in reader; score it in a run without "
-                          f"--model-args")
-    if kind != "causal_lm":
-        what = ("a model whose config cannot be read here" if kind is None
-                else KIND_TEXT.get(kind, f"a model with a {kind.removeprefix('For')} head"))
+    entry = MODEL_KINDS.get(kind) if kind else None
+    if entry is None or "model_args" not in entry.honours:
+        what = "a model whose config cannot be read here" if kind is None else _described(kind)
         raise ConfigError(f"{model}: {MODEL_ARGS_APPLY} {what}; score it in a run without --model-args")
     model_args.check_model(str(model), builtin=SMOLLM2)
 
@@ -205,25 +207,23 @@ def check_model_args(model, kind: str | None, model_args: ModelArgs | None) -> N
 def make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MULTIPLE_CHOICE, llm=None,
                 kind: str | None = None, model_args: ModelArgs | None = None):
     """An object with `predict_mc` (multiple choice) or `predict_qa` (extractive QA) for `model`:
-    the object itself, a built-in reader, or a loaded checkpoint (a causal LM with the keywords
+    the object itself, or its kind's scorer (advrace.models.kinds; a causal LM gets the keywords
     `llm` of CausalLMScorer: method, shots, ...). `kind`: the model's, when `check_fits` has
     already read it. `model_args`: how a causal LM is loaded (advrace.models.runtime.model_args);
     ConfigError for any other model."""
-    if model_args:
-        if kind is None and isinstance(model, (str, os.PathLike)) and not is_builtin_reader(model):
-            kind = checkpoint_kind(str(model), model_args.config_kwargs())[0]
-        check_model_args(model, kind, model_args)
     if hasattr(model, "predict_mc" if task == MULTIPLE_CHOICE else "predict_qa"):
+        check_model_args(model, None, model_args)
         return model
-    if not is_builtin_reader(model) and (kind or checkpoint_kind(str(model))[0]) == "causal_lm":
-        return load_causal_scorer(model, batch_size=batch_size, bf16=bf16, accelerator=accelerator,
-                                  max_length=max_length, model_args=model_args, **(llm or {}))
-    if task != MULTIPLE_CHOICE:
-        if is_builtin_reader(model):
-            raise ConfigError(f"{model}: the built-in readers answer multiple-choice questions only")
-        return load_span_model(str(model), batch_size=batch_size, max_length=max_length, bf16=bf16)
-    return make_mc_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
-                          accelerator=accelerator, reader_batch_size=max(batch_size, 32))
+    if kind is None:
+        kind = "reader" if is_builtin_reader(model) else \
+            checkpoint_kind(str(model), (model_args or ModelArgs()).config_kwargs())[0]
+    check_model_args(model, kind, model_args)
+    if task != MULTIPLE_CHOICE and kind == "reader":
+        raise ConfigError(f"{model}: the built-in readers answer multiple-choice questions only")
+    # a config that cannot be read: the task's own checkpoint kind, whose loader says what is wrong
+    entry = MODEL_KINDS.get(kind) or MODEL_KINDS["multiple_choice" if task == MULTIPLE_CHOICE else "span_extraction"]
+    return entry.load(model, batch_size=batch_size, max_length=max_length, bf16=bf16, accelerator=accelerator,
+                      model_args=model_args, llm=llm)
 
 
 def make_accelerator():
