@@ -8,9 +8,15 @@ It prints each one's questions per second, and last:
 
     advrace N.N q/s, lm-eval M.M q/s: R.Rx; P% same predictions (acc) and Q% (acc_norm)
 
-The goals: 3x or more, 100% same predictions.
+The goals: 3x or more, 100% same predictions, idle and beside a busy process (`--busy`: a
+CPU-burning process runs beside both for the timed part, as on a user's busy machine).
 
-    python bench/llm_scoring.py RELEASE --model smollm2 [--split original] [--limit 40]
+That compares advrace with its own export (the per-question protocol). `--race-articles N`
+(default 20) then runs bench/lm_eval_race.py: lm-eval's *own* `race` task (one document per
+article, the last question scored) against `advrace evaluate --protocol lm-eval-race` on N RACE
+articles, with the same `--busy`, and prints that comparison too (0: skip it).
+
+    python bench/llm_scoring.py RELEASE --model smollm2 [--split original] [--limit 40] [--busy]
 
 A release of 40 RACE-high questions to bench on (any RACE data works):
     advrace build --data RACE/dev/high --attacks charswap --limit 40 --out /tmp/llmbench
@@ -27,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import lm_eval_race as race_bench  # noqa: E402  (bench/lm_eval_race.py)
 import results  # noqa: E402  (bench/results.py)
 from advrace.core.numbers import argmax  # noqa: E402
 from advrace.models.decoders.llm_scoring import load_causal_scorer  # noqa: E402
@@ -75,16 +82,26 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int, default=40, help="questions, the split's first (default: 40)")
     p.add_argument("--batch-size", type=int, default=8, help="questions per batch for both (default: 8; "
                                                              "lm-eval gets 4x as many rows, one per option)")
+    p.add_argument("--busy", action="store_true", help="run a CPU-burning process beside the timed part")
+    p.add_argument("--race-articles", type=int, default=20,
+                   help="then compare with lm-eval's own race task on this many RACE articles "
+                        "(bench/lm_eval_race.py; 0: skip)")
     results.add_argument(p)
     args = p.parse_args(argv)
     check_release(args.release)
     examples = read_split(args.release, args.split)[:args.limit]
     scorer = load_causal_scorer(args.model, bf16=False, batch_size=args.batch_size)
     scorer.predict_mc(examples[:2])  # warm-up: first-call allocations are not the method's cost
-    start = time.perf_counter()
-    ours = scorer.predict_mc(examples, progress=True, desc="advrace")
-    advrace_s = time.perf_counter() - start
-    theirs, lm_eval_s = run_lm_eval(scorer, args.release, args.split, len(examples), args.batch_size * 4)
+    burner = race_bench.busy_process() if args.busy else None
+    try:
+        start = time.perf_counter()
+        ours = scorer.predict_mc(examples, progress=True, desc="advrace")
+        advrace_s = time.perf_counter() - start
+        theirs, lm_eval_s = run_lm_eval(scorer, args.release, args.split, len(examples), args.batch_size * 4)
+    finally:
+        if burner is not None:
+            burner.terminate()
+            burner.wait()
     same = same_norm = 0
     gap = 0.0
     for ex, scores in zip(examples, ours):
@@ -96,15 +113,21 @@ def main(argv=None) -> int:
         gap = max(gap, max(abs(a - b) for a, b in zip(scores, ref)))
     n = len(examples)
     ours_qps, theirs_qps = n / advrace_s, n / lm_eval_s
-    print(f"{n} questions of {args.release} ({args.split}), model {args.model}, fp32")
+    print(f"{n} questions of {args.release} ({args.split}), model {args.model}, fp32"
+          f"{', beside a busy process' if args.busy else ''}")
     print(f"advrace: {advrace_s:.1f} s; lm-eval: {lm_eval_s:.1f} s; largest log-likelihood gap {gap:.2e}")
     print(f"advrace {ours_qps:.2f} q/s, lm-eval {theirs_qps:.2f} q/s: {ours_qps / theirs_qps:.1f}x; "
           f"{100 * same / n:.0f}% same predictions (acc) and {100 * same_norm / n:.0f}% (acc_norm)")
     if args.record:
         results.record("llm_scoring", {
-            "questions": n, "model": args.model, "questions/s, advrace / lm-eval": f"{ours_qps:.2f} / {theirs_qps:.2f}",
+            "questions": n, "model": args.model, "busy": "yes" if args.busy else "no",
+            "questions/s, advrace / lm-eval": f"{ours_qps:.2f} / {theirs_qps:.2f}",
             "speed-up": f"{ours_qps / theirs_qps:.1f}x", "same predictions, acc / acc_norm":
             f"{100 * same / n:.0f}% / {100 * same_norm / n:.0f}%", "largest log-likelihood gap": f"{gap:.2e}"}, argv)
+    if args.race_articles:
+        print("\nlm-eval's own race task against advrace evaluate --protocol lm-eval-race:")
+        return race_bench.main(["--articles", str(args.race_articles), "--model", args.model,
+                                *(["--busy"] if args.busy else []), *(["--record"] if args.record else [])])
     return 0
 
 

@@ -44,9 +44,9 @@ from advrace.core.numbers import argmax  # noqa: E402
 from advrace.formats import load_race_dir  # noqa: E402
 from advrace.models.decoders import lm_eval_race  # noqa: E402
 
-DEFAULT_DATA = "/work/shared/realdata/race/dev/middle"
+# the real RACE data beside a checkout (../shared/realdata); any RACE folder works
+DEFAULT_DATA = str(Path(__file__).resolve().parents[2] / "shared" / "realdata" / "race" / "dev" / "middle")
 TASK = "race_local"
-
 
 
 def race_task_folder() -> Path:
@@ -164,8 +164,8 @@ def main(argv=None) -> int:
     print(f"{len(docs)} articles ({n_q} questions, {len(docs)} scored) of {args.data}, model {args.model}, fp32, "
           f"{torch.get_num_threads()} threads{', beside a busy process' if args.busy else ''}")
     print(f"BOS: the tokenizer's default encodes 'Article:' as {probe} (bos_token_id "
-          f"{lm.tokenizer.bos_token_id}); lm-eval add_bos_token={lm.add_bos_token}; advrace prefix "
-          f"{list(scorer.prefix)}")
+          f"{lm.tokenizer.bos_token_id}); lm-eval add_bos_token={lm.add_bos_token}; advrace adds BOS: "
+          f"{scorer.adds_bos} (--bos {scorer.bos})")
     print(f"lm-eval's requests are advrace's contexts and continuations: {same_text}; token ids differ in "
           f"{tok_differ} of {pairs} (context, continuation) pairs" + (f"; first: {first}" if first else ""))
     print(f"acc: lm-eval {lm_acc:.4f}, advrace {ours_acc:.4f}; {differ} of {len(docs)} documents predicted "
