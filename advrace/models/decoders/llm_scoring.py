@@ -1,15 +1,21 @@
 """A decoder LM (a causal-LM folder, `smollm2`, or a Hub name) as a scorer of releases.
 
 Multiple choice, two methods:
-- `loglikelihood`: each option's log-likelihood after lm-evaluation-harness's RACE prompt
-  (advrace.models.decoders.llm_prompts); evaluation reports `acc` (the highest log-likelihood) and
-  `acc_norm` (the highest per character of the option), as lm-evaluation-harness does.
+- `loglikelihood`: each option's log-likelihood after the prompt lm-evaluation-harness's race task
+  builds for a one-question article (advrace.models.decoders.llm_prompts), or after lm-eval's own
+  per-article context (`contexts`, advrace.models.decoders.lm_eval_race); evaluation reports
+  `acc` (the highest log-likelihood) and `acc_norm` (the highest per character of the option).
 - `letter`: the options shown as A-D and the answer letter's log-probability, inside the chat
   template when the tokenizer has one (an instruct model).
 SQuAD: the answer generated greedily up to the first line break.
 
+Everything that decides the number (prompt, delimiters, shots, BOS, chat template, truncation,
+maximum length, metrics, weights) is the scorer's `protocol()` record
+(advrace.models.decoders.scoring_protocol); what its decoding shared, ran alone and cut is
+`decoding()`.
+
 Speed: each question's context is encoded once and shared by its options
-(advrace.models.decoders.continuation_scoring), questions go in length-sorted batches under a token
+(advrace.models.decoders.packed_decoding), questions go in length-sorted batches under a token
 budget (memory does not grow with the split), bf16 autocast where the hardware has it, and
 evaluation shards the questions across `accelerate launch` processes.
 """
