@@ -237,6 +237,28 @@ def test_where_a_multiple_choice_head_is_demanded_other_heads_are_refused(setup)
             load_checkpoint(model)
 
 
+def test_make_mc_scorer_gives_a_causal_lm_the_llm_scorer(setup, monkeypatch):
+    """The Python API routes a causal LM as `advrace evaluate` does: never to the Hub as a
+    multiple-choice checkpoint (`smollm2` is a built-in name, read offline)."""
+    from advrace.models import mc_scoring
+
+    def no_checkpoint(*args, **kwargs):
+        raise AssertionError("a causal LM was loaded as a multiple-choice checkpoint")
+
+    monkeypatch.setattr(mc_scoring, "load_checkpoint", no_checkpoint)
+    scorer = mc_scoring.make_mc_scorer(setup["lm"], batch_size=2, max_length=None, bf16=False)
+    assert isinstance(scorer, CausalLMScorer) and scorer.method == "loglikelihood"
+    scores = scorer.predict_mc(setup["examples"][:2])
+    assert [len(s) for s in scores] == [4, 4]
+    letter = mc_scoring.make_mc_scorer(setup["lm"], batch_size=2, max_length=None, bf16=False,
+                                       llm={"method": "letter"})
+    assert letter.method == "letter"
+    asked = []
+    monkeypatch.setattr(mc_scoring, "load_causal_scorer", lambda model, **kw: asked.append((model, kw)) or "llm")
+    assert mc_scoring.make_mc_scorer("smollm2", batch_size=2, max_length=None, bf16=None) == "llm"
+    assert asked[0][0] == "smollm2" and asked[0][1]["batch_size"] == 2
+
+
 def test_the_kind_of_model_is_read_from_its_config(setup, tmp_path):
     import shutil
 

@@ -186,14 +186,14 @@ def make_scorer(model, *, batch_size, max_length, bf16, accelerator, task=MULTIP
     already read it."""
     if hasattr(model, "predict_mc" if task == MULTIPLE_CHOICE else "predict_qa"):
         return model
-    if not is_builtin_reader(model) and (kind or checkpoint_kind(str(model))[0]) == "causal_lm":
+    if task == MULTIPLE_CHOICE:  # a reader, a causal LM or a multiple-choice checkpoint
+        return make_mc_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
+                              accelerator=accelerator, reader_batch_size=max(batch_size, 32), llm=llm, kind=kind)
+    if is_builtin_reader(model):
+        raise ConfigError(f"{model}: the built-in readers answer multiple-choice questions only")
+    if (kind or checkpoint_kind(str(model))[0]) == "causal_lm":
         return load_causal_scorer(model, batch_size=batch_size, bf16=bf16, accelerator=accelerator, **(llm or {}))
-    if task != MULTIPLE_CHOICE:
-        if is_builtin_reader(model):
-            raise ConfigError(f"{model}: the built-in readers answer multiple-choice questions only")
-        return load_span_model(str(model), batch_size=batch_size, max_length=max_length, bf16=bf16)
-    return make_mc_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
-                          accelerator=accelerator, reader_batch_size=max(batch_size, 32))
+    return load_span_model(str(model), batch_size=batch_size, max_length=max_length, bf16=bf16)
 
 
 def make_accelerator():
