@@ -201,6 +201,16 @@ def test_evaluate_answers_squad_by_generation(setup, tmp_path):
     assert records and all(isinstance(r["prediction"], str) and "\n" not in r["prediction"] for r in records)
 
 
+def test_letter_choice_on_a_squad_release_exits_2(setup, tmp_path, capsys):
+    """SQuAD is answered by generation: --method letter was ignored, yet the report said it used
+    a chat template."""
+    code = cli_main(["evaluate", str(setup["squad"]), "--model", setup["lm"], "--method", "letter",
+                     "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--method letter" in err and "multiple-choice" in err and "generation" in err
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize("bf16", [False, True])
 def test_bf16_on_and_off(setup, tmp_path, bf16):
     summary = evaluate_command(setup["mc"], [setup["lm"]], out=tmp_path / "r", progress=False, bf16=bf16,

@@ -18,6 +18,7 @@ from advrace.evaluation.predictions import PredictionsError, score_predictions
 from advrace.evaluation.report import file_stems, write_report
 from advrace.evaluation.scoring import check_fits, make_accelerator, make_scorer, score_splits, select_splits
 from advrace.formats import load as load_data
+from advrace.models.llm_prompts import LETTER
 from advrace.models.llm_scoring import GENERATION, LOGLIKELIHOOD, MC_METHODS
 from advrace.models.loading import model_name
 from advrace.models.readers import is_builtin_reader
@@ -79,6 +80,9 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     manifest = check_release(release)
     names = select_splits(manifest, splits)
     task = manifest["task"]
+    if task != MULTIPLE_CHOICE and method == LETTER:
+        raise ConfigError(f"--method letter: letter choice scores multiple-choice (RACE) releases; {release} is "
+                          f"{task} (SQuAD), which a causal LM answers by greedy generation: leave out --method")
     kinds = [check_fits(m, task, release) for m in models]
     for p in predictions:
         if not Path(p).is_file():
@@ -200,7 +204,7 @@ def add_evaluate_parser(subparsers):
                      help="multiple choice: loglikelihood scores each option as a continuation of "
                           "lm-evaluation-harness's RACE prompt and reports acc and acc_norm; letter shows "
                           "the options as A-D and scores the answer letter (default: loglikelihood). "
-                          "SQuAD releases are answered by greedy generation")
+                          "SQuAD releases are answered by greedy generation (letter is refused there)")
     llm.add_argument("--few-shot", type=int, default=0, metavar="K",
                      help="show K solved questions before each one (default: 0)")
     llm.add_argument("--few-shot-file", metavar="FILE",
