@@ -160,6 +160,25 @@ def test_few_shot_examples_come_from_the_file_never_from_the_release(setup, tmp_
         evaluate_command(setup["mc"], [setup["lm"]], out=tmp_path / "r2", progress=False, few_shot=1)
 
 
+def test_a_release_as_the_few_shot_file_is_refused_with_what_to_give(setup, tmp_path, capsys):
+    """A release folder said "no *.txt files", a release's split file "missing field 'example_id'
+    ... pass --lenient": neither said that shots come from the source data, never a release."""
+    import shutil
+
+    split_file = next((setup["mc"] / "data").glob("original-*.jsonl"))
+    copied = tmp_path / "original.jsonl"
+    shutil.copy(split_file, copied)
+    for given, what in [(setup["mc"], "an advrace release folder"), (setup["mc"] / "data", "an advrace release folder"),
+                        (split_file, "a split file of an advrace release"),
+                        (copied, "a split file of an advrace release")]:
+        code = cli_main(["evaluate", str(setup["mc"]), "--model", setup["lm"], "--few-shot", "1",
+                         "--few-shot-file", str(given), "--out", str(tmp_path / "r")])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert what in err and "RACE train or dev" in err and "--lenient" not in err, err
+    assert not (tmp_path / "r").exists()
+
+
 def test_letter_choice_uses_the_chat_template(setup, tmp_path):
     from transformers import AutoTokenizer
 

@@ -4,6 +4,7 @@ release, and write the report (results.json, results.md, results.png, prediction
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import textwrap
 from pathlib import Path
@@ -31,14 +32,44 @@ def unique_names(names: list[str]) -> list[str]:
     return file_stems(list(names))
 
 
+RELEASE_RECORD_KEYS = frozenset({"id", "split", "attack", "perturbed", "provenance"})  # what a release row has
+
+
+def _release_part(path: Path) -> str | None:
+    """What part of an advrace release `path` is (a release folder or its data/ folder, or a
+    split file, where it sits or copied elsewhere, told by its first record), or None."""
+    if path.is_dir():
+        return "an advrace release folder" if any((d / "manifest.json").is_file() for d in (path, path.parent)) else None
+    if not path.is_file():
+        return None
+    if any((d / "manifest.json").is_file() for d in (path.parent, path.parent.parent)):
+        return "a split file of an advrace release"
+    try:
+        with open(path, encoding="utf-8") as f:
+            first = next((line for line in f if line.strip()), "")
+        record = json.loads(first)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return "a split file of an advrace release" if isinstance(record, dict) and RELEASE_RECORD_KEYS <= set(record) else None
+
+
 def few_shot_pool(path, k: int, split_examples: dict, task: str) -> list:
     """The examples of the user's few-shot file, less any question or passage of the release, so
     that no question is shown its own answer; ConfigError when fewer than `k` remain."""
     if not k:
         return []
+    wanted = "RACE train or dev" if task == MULTIPLE_CHOICE else "SQuAD train"
     if path is None:
         raise ConfigError(f"--few-shot {k} needs --few-shot-file FILE: solved questions to show, never "
-                          "drawn from the release itself (e.g. RACE's train or dev split)")
+                          f"drawn from the release itself ({wanted} data, in any input format advrace reads)")
+    part = _release_part(Path(path))
+    if part is not None:
+        # Refused rather than read: its questions are attacked ones, and those of the release
+        # scored would be the questions themselves.
+        raise ConfigError(f"--few-shot-file {path}: this is {part}; the solved questions shown before each "
+                          f"one come from source data, never from a release: give {wanted} data in any "
+                          "input format advrace reads (a RACE folder such as RACE/train, RACE JSON lines, "
+                          "SQuAD JSON, a hub dataset)")
     examples = load_data(str(path)).examples
     kind = "MCExample" if task == MULTIPLE_CHOICE else "SpanExample"
     if examples and type(examples[0]).__name__ != kind:
@@ -209,7 +240,8 @@ def add_evaluate_parser(subparsers):
                      help="show K solved questions before each one (default: 0)")
     llm.add_argument("--few-shot-file", metavar="FILE",
                      help="where the solved questions come from: a data file in any input format "
-                          "(e.g. RACE train); questions and passages of the release are left out")
+                          "(e.g. RACE train), never a release or its split files (refused); questions and "
+                          "passages of the release are left out")
     llm.add_argument("--few-shot-seed", type=int, default=1234,
                      help="seed of the draw; each question's shots depend on it and its id only (default: 1234)")
     chat = llm.add_mutually_exclusive_group()
