@@ -177,7 +177,10 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     language model (a folder, smollm2, a Hub name; told by its config's architecture) scores
     either: --method (see below) for RACE, greedy generation up to a line break for SQuAD, with
     lm-evaluation-harness's prompts. A model whose head does not fit the release (a span model on
-    RACE, an encoder without a head) is refused with exit status 2 before anything is scored.
+    RACE, an encoder without a head) is refused with exit status 2 before anything is scored, and
+    so is a near miss of a built-in name ("smolm2: ... did you mean smollm2?"). Offline, a Hub
+    name is read from the Hugging Face cache alone (set HF_HUB_OFFLINE=1 to skip the check of
+    the Hub's address), and fails at once when it is not there.
 
     --predictions: a JSON object keyed by release record id (<split>/<source_id>), or JSON lines
     {"id": "<split>/<source_id>", "prediction": ...}, such as the predictions/<model>.jsonl of an

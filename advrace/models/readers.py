@@ -29,7 +29,7 @@ from collections import Counter
 
 from advrace.core.errors import ConfigError
 from advrace.core.text import split_sentences
-from advrace.models.loading import MINILM, Wording, load_model, resolve_model
+from advrace.models.loading import MINILM, Wording, add_built_in_names, load_model, resolve_model
 from advrace.models.mc_encoding import length_sorted_batches, question_with_option
 from advrace.models.precision import precision_info
 
@@ -40,6 +40,7 @@ _ENCODER = "ENCODER"  # in READERS: any encoder's name or folder after the colon
 READERS = (SLIDING_WINDOW, f"{SLIDING_WINDOW}:distance", SIMILARITY, f"{SIMILARITY}:{_ENCODER}")
 _NAMES = tuple(r for r in READERS if not r.endswith(f":{_ENCODER}"))  # taken as they are
 _PREFIXES = tuple(r.removesuffix(_ENCODER) for r in READERS if r.endswith(f":{_ENCODER}"))  # "similarity:"
+add_built_in_names(_NAMES, "a built-in reader")
 ENCODER_WORDING = Wording(missing=None, failed="{what}: cannot load the encoder {name!r} ({error}); give a "
                                                "local folder, or use the offline MiniLM (`similarity`)")
 
