@@ -40,11 +40,11 @@ from advrace.core.checks import REGISTRY as CHECKS, Subject, TextContext
 from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
 from advrace.core.provenance import AdversarialSentence, AttackSummary, WordSearch, summary_of
-from advrace.metrics import normalize_answer, squad_em_f1
 from advrace.core.tasks import EXTRACTIVE_QA
 from advrace.core.text import WORD_RE
-from advrace.models.runtime.sharding import map_sharded
+from advrace.metrics import normalize_answer, squad_em_f1
 from advrace.models.encoders.span_scoring import answer_distribution, load_span_model
+from advrace.models.runtime.sharding import map_sharded
 
 from .base import Attack, CannotPerturb, Outcome, register
 from .declarative_rules import declarative_candidates

@@ -24,8 +24,8 @@ from advrace.core.distractors import select_distractors
 from advrace.core.errors import ConfigError
 from advrace.core.paths import looks_like_model_name
 from advrace.models.decoders.causal_encoding import PROMPT, CausalDecoder, end_id, prompt_ids
-from advrace.models.runtime.loading import SMOLLM2, load_model
 from advrace.models.generators.seq2seq_encoding import encode_sources
+from advrace.models.runtime.loading import SMOLLM2, load_model
 
 from .base import register
 from .model_based import DistractorAttack, DistractorAttackConfig

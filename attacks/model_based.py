@@ -35,11 +35,11 @@ from advrace.core.provenance import AttackSummary, NewDistractors, summary_of
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words
 from advrace.core.validity import same_option
-from advrace.models.runtime.checkpoint_info import training_info
-from advrace.models.runtime.loading import MINILM, checkpoint_name
 from advrace.models.encoders.mc_scoring import make_mc_scorer
 from advrace.models.encoders.paraphrase import paraphrase_cosines
 from advrace.models.encoders.readers import READERS, is_builtin_reader
+from advrace.models.runtime.checkpoint_info import training_info
+from advrace.models.runtime.loading import MINILM, checkpoint_name
 from advrace.models.runtime.precision import inference_device, precision_info, use_bf16
 from advrace.models.runtime.sharding import map_sharded
 from advrace.resources.packages import package_version

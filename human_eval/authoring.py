@@ -21,7 +21,7 @@ from advrace.core.provenance import Authored
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import BLANK_RE
 from advrace.models.runtime.checkpoint_info import checkpoint_objective
-from advrace.models.runtime.loading import model_name, saved_architectures
+from advrace.models.runtime.loading import checkpoint_architectures, model_name, saved_architectures
 from advrace.models.encoders.mc_encoding import (MCFeature, collate_mc, encode_mc, encode_with_offsets,
                                          question_with_option)
 from advrace.models.encoders.mc_scoring import CheckpointScorer, make_mc_scorer
@@ -159,16 +159,9 @@ def model_task(model: str) -> str:
 
 
 def _architectures(model: str) -> list[str]:
-    """The architectures a model's config names: a folder's config.json, or a hub model's
-    (online; offline this costs the hub's retries, which `--task` avoids)."""
-    if Path(str(model)).expanduser().is_dir():
-        return saved_architectures(Path(str(model)).expanduser())
-    from transformers import AutoConfig  # start-up: only for a hub name
-
-    try:
-        return list(AutoConfig.from_pretrained(str(model)).architectures or [])
-    except (OSError, ValueError):
-        return []
+    """The architectures a model's config names: a folder's config.json, or a hub model's (online;
+    offline, the cache's, read at once: advrace.models.runtime.loading.checkpoint_architectures)."""
+    return checkpoint_architectures(str(model)) or []
 
 
 def submit(db, person_id: int, draft: dict, output: dict, model) -> tuple[int, bool]:

@@ -91,3 +91,69 @@ def test_quiet_puts_the_library_bars_back(race_dir, tmp_path):
                  "--quiet"]) == 0
     assert hf_logging.is_progress_bar_enabled()
     assert os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == before
+
+
+# ---------------------------------------------------------------- model names that cannot load
+
+
+def _release(race_dir, tmp_path) -> Path:
+    out = tmp_path / "rel"
+    assert main(["build", "--data", str(race_dir), "--quiet", "--out", str(out)]) == 0
+    return out
+
+
+def test_a_near_miss_of_a_built_in_name_is_refused_at_once(race_dir, tmp_path, capsys, monkeypatch):
+    """`--model smolm2` tried the Hub for about 99 s; a typo of a built-in name gets "did you mean"
+    and exit status 2 before any Hub call, online or not."""
+    import time
+
+    release = _release(race_dir, tmp_path)
+    capsys.readouterr()
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    for typo, meant in [("smolm2", "smollm2"), ("SmolLM2", "smollm2"), ("sliding_window", "sliding-window"),
+                        ("similarty", "similarity"), ("minlm", "minilm")]:
+        start = time.monotonic()
+        code = main(["evaluate", str(release), "--model", typo, "--out", str(tmp_path / "r")])
+        err = capsys.readouterr().err
+        assert code == 2 and f"did you mean {meant}?" in err, err
+        assert time.monotonic() - start < 10
+    assert not (tmp_path / "r").exists()
+    (tmp_path / "smolm2").mkdir()  # a folder of that name is what is meant: it is read, not corrected
+    assert main(["evaluate", str(release), "--model", "smolm2", "--out", str(tmp_path / "r")]) == 3
+    assert "did you mean" not in capsys.readouterr().err
+
+
+def test_a_hub_name_offline_fails_fast_and_says_to_set_hf_hub_offline(race_dir, tmp_path, capsys, monkeypatch):
+    """Offline with HF_HUB_OFFLINE unset, a Hub name cost the Hub client's retries (about 99 s);
+    the Hub's address is tried once, and the message says what to do."""
+    import time
+
+    from advrace.models.runtime import loading
+
+    release = _release(race_dir, tmp_path)
+    capsys.readouterr()
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there: the Hub is unreachable
+    for proxy in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(proxy, raising=False)
+    assert loading.hub_unreachable().startswith("127.0.0.1: ")
+    start = time.monotonic()
+    code = main(["evaluate", str(release), "--model", "someone/no-such-model", "--out", str(tmp_path / "r")])
+    took = time.monotonic() - start
+    err = capsys.readouterr().err
+    assert code == 3 and "HF_HUB_OFFLINE=1" in err and "local folder" in err, err
+    assert "cannot be reached (127.0.0.1: " in err and took < 10, (took, err)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # then Transformers reads the cache without trying
+    assert loading.hub_unreachable() is None
+
+
+def test_hub_ids_are_not_taken_for_typos():
+    import advrace.models.encoders.readers  # noqa: F401  (adds the readers' names)
+    from advrace.models.runtime.loading import near_built_in
+
+    for hub_id in ("gpt2", "bert-base-uncased", "roberta-base", "albert-base-v2", "xlnet-base-cased", "t5-small",
+                   "distilgpt2", "HuggingFaceTB/smolm2", "smollm2", "sliding-window", "similarity"):
+        assert near_built_in(hub_id) is None, hub_id
+    assert near_built_in("smollm") == "smollm2" and near_built_in("sliding-windw:distance") == "sliding-window:distance"

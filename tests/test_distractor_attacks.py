@@ -6,16 +6,16 @@ import json
 import pytest
 import torch
 
+from advrace.attacks import get_attack, model_based
+from advrace.attacks.base import CannotPerturb
+from advrace.attacks.model_based import checkpoint_sha256
 from advrace.core.config import release_config_from_dict
 from advrace.core.distractors import jaccard_distance, token_overlap
 from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
 from advrace.formats import load
-from advrace.release import build_release, read_split
-from advrace.attacks import get_attack, model_based
-from advrace.attacks.base import CannotPerturb
-from advrace.attacks.model_based import checkpoint_sha256
 from advrace.models.runtime.loading import checkpoint_name
+from advrace.release import build_release, read_split
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, tiny
 from advrace.training import train
 

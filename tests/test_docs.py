@@ -64,5 +64,7 @@ def test_site_builds_strict(tmp_path):
     assert run.returncode == 0, run.stderr[-4000:]
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
     for anchor in ("advrace.release.build_release", "advrace.attacks.base.Attack", "advrace.attacks.base.register",
-                   "advrace.core.examples.MCExample", "advrace.models.encoders.readers", "advrace.models.encoders.mc_scoring"):
+                   "advrace.core.examples.MCExample", "advrace.models.encoders.readers", "advrace.models.encoders.mc_scoring",
+                   "advrace.models.decoders.llm_scoring.CausalLMScorer",
+                   "advrace.models.decoders.llm_scoring.load_causal_scorer"):
         assert f'id="{anchor}' in api, f"the API reference lacks {anchor}"

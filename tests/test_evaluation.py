@@ -9,8 +9,8 @@ from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import (ModelLoadError, PredictionsError, add_evaluate_parser, evaluate_command,
                                 load_checkpoint, score_predictions, score_release, unique_names)
-from advrace.models.encoders.mc_encoding import question_with_option
 from advrace.metrics import load_metric, normalize_answer, squad_em_f1
+from advrace.models.encoders.mc_encoding import question_with_option
 from advrace.release import build_release, read_split
 from conftest import PASSAGE, race_passage, squad_doc
 
@@ -260,10 +260,15 @@ def test_model_loading_errors(tmp_path, monkeypatch):
     assert err.value.exit_code == 3
     from transformers import AutoTokenizer
 
+    from advrace.models.runtime import loading
+
     def offline(*args, **kwargs):
         raise OSError("We couldn't connect to 'https://huggingface.co' to load the files")
 
     monkeypatch.setattr(AutoTokenizer, "from_pretrained", offline)
+    # The Hub's address answers (or a proxy hides it), yet the files do not load; an unreachable
+    # Hub is tests/test_cli.py's.
+    monkeypatch.setattr(loading, "hub_unreachable", lambda: None)
     with pytest.raises(ModelLoadError, match="pass its local folder instead"):
         load_checkpoint("someone/some-model")
 

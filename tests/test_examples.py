@@ -119,3 +119,34 @@ def test_passage_field_names_the_text_an_insertion_goes_into():
         inserted = ex.insert_sentence("Nobody knows.", 0)
         assert getattr(inserted, field).startswith("Nobody knows. ") and inserted.question == ex.question
         assert inserted.provenance[-1].field == field
+
+
+@pytest.mark.parametrize("task", ["race", "squad"])
+def test_a_row_loaded_by_datasets_reads_back(tmp_path, monkeypatch, task):
+    """A release's provenance is a JSON string (one schema for every split), and
+    `datasets.load_dataset("json", data_dir=...)` gives it back as that string."""
+    import json
+
+    datasets = pytest.importorskip("datasets")
+    from conftest import make_race_dir, squad_doc
+
+    from advrace.core.config import release_config_from_dict
+    from advrace.release import build_release, read_split
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    if task == "race":
+        data = make_race_dir(tmp_path)
+    else:
+        data = tmp_path / "squad.json"
+        data.write_text(json.dumps(squad_doc()), encoding="utf-8")
+    release = tmp_path / "release"
+    build_release(release_config_from_dict({"data": {"path": str(data)}, "splits": ["charswap"], "workers": 1}),
+                  release)
+    rows = datasets.load_dataset("json", data_dir=str(release), cache_dir=str(tmp_path / "hf"))["charswap"]
+    assert isinstance(rows[0]["provenance"], str)
+    kind = MCExample if task == "race" else SpanExample
+    examples = [kind.from_record(row) for row in rows]
+    assert examples == read_split(release, "charswap")
+    assert any(ex.provenance for ex in examples)
+    assert [example_from_record(row) for row in rows] == examples

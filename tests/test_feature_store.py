@@ -15,12 +15,12 @@ from advrace.core.errors import ConfigError
 from advrace.formats import load
 from advrace.models.decoders.causal_encoding import CausalFeature
 from advrace.models.decoders.causal_encoding import training_features as causal_features
-from advrace.models.runtime.feature_store import FeatureStore, FeatureTable, arrow_features, tokenizer_fingerprint
 from advrace.models.encoders.mc_encoding import MCFeature, encode_mc
 from advrace.models.encoders.mc_scoring import CheckpointScorer
+from advrace.models.encoders.span_encoding import SpanWindow, encode_windows, span_training_examples
 from advrace.models.generators.seq2seq_encoding import Seq2SeqFeature
 from advrace.models.generators.seq2seq_encoding import training_features as seq2seq_features
-from advrace.models.encoders.span_encoding import SpanWindow, encode_windows, span_training_examples
+from advrace.models.runtime.feature_store import FeatureStore, FeatureTable, arrow_features, tokenizer_fingerprint
 from advrace.training import train, train_config_from_dict
 from advrace.training.objectives import get_objective
 from advrace.training.objectives.multiple_choice import MultipleChoice

@@ -165,6 +165,25 @@ def test_few_shot_examples_come_from_the_file_never_from_the_release(setup, tmp_
         evaluate_command(setup["mc"], [setup["lm"]], out=tmp_path / "r2", progress=False, few_shot=1)
 
 
+def test_a_release_as_the_few_shot_file_is_refused_with_what_to_give(setup, tmp_path, capsys):
+    """A release folder said "no *.txt files", a release's split file "missing field 'example_id'
+    ... pass --lenient": neither said that shots come from the source data, never a release."""
+    import shutil
+
+    split_file = next((setup["mc"] / "data").glob("original-*.jsonl"))
+    copied = tmp_path / "original.jsonl"
+    shutil.copy(split_file, copied)
+    for given, what in [(setup["mc"], "an advrace release folder"), (setup["mc"] / "data", "an advrace release folder"),
+                        (split_file, "a split file of an advrace release"),
+                        (copied, "a split file of an advrace release")]:
+        code = cli_main(["evaluate", str(setup["mc"]), "--model", setup["lm"], "--few-shot", "1",
+                         "--few-shot-file", str(given), "--out", str(tmp_path / "r")])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert what in err and "RACE train or dev" in err and "--lenient" not in err, err
+    assert not (tmp_path / "r").exists()
+
+
 def test_letter_choice_uses_the_chat_template(setup, tmp_path):
     from transformers import AutoTokenizer
 
@@ -206,6 +225,16 @@ def test_evaluate_answers_squad_by_generation(setup, tmp_path):
     assert records and all(isinstance(r["prediction"], str) and "\n" not in r["prediction"] for r in records)
 
 
+def test_letter_choice_on_a_squad_release_exits_2(setup, tmp_path, capsys):
+    """SQuAD is answered by generation: --method letter was ignored, yet the report said it used
+    a chat template."""
+    code = cli_main(["evaluate", str(setup["squad"]), "--model", setup["lm"], "--method", "letter",
+                     "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--method letter" in err and "multiple-choice" in err and "generation" in err
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize("bf16", [False, True])
 def test_bf16_on_and_off(setup, tmp_path, bf16):
     summary = evaluate_command(setup["mc"], [setup["lm"]], out=tmp_path / "r", progress=False, bf16=bf16,
@@ -240,6 +269,28 @@ def test_where_a_multiple_choice_head_is_demanded_other_heads_are_refused(setup)
     for model, arch in ((setup["lm"], "LlamaForCausalLM"), (setup["qa"], "BertForQuestionAnswering")):
         with pytest.raises(ConfigError, match=f"holds a {arch} model, not the ForMultipleChoice"):
             load_checkpoint(model)
+
+
+def test_make_mc_scorer_gives_a_causal_lm_the_llm_scorer(setup, monkeypatch):
+    """The Python API routes a causal LM as `advrace evaluate` does: never to the Hub as a
+    multiple-choice checkpoint (`smollm2` is a built-in name, read offline)."""
+    from advrace.models.encoders import mc_scoring
+
+    def no_checkpoint(*args, **kwargs):
+        raise AssertionError("a causal LM was loaded as a multiple-choice checkpoint")
+
+    monkeypatch.setattr(mc_scoring, "load_checkpoint", no_checkpoint)
+    scorer = mc_scoring.make_mc_scorer(setup["lm"], batch_size=2, max_length=None, bf16=False)
+    assert isinstance(scorer, CausalLMScorer) and scorer.method == "loglikelihood"
+    scores = scorer.predict_mc(setup["examples"][:2])
+    assert [len(s) for s in scores] == [4, 4]
+    letter = mc_scoring.make_mc_scorer(setup["lm"], batch_size=2, max_length=None, bf16=False,
+                                       llm={"method": "letter"})
+    assert letter.method == "letter"
+    asked = []
+    monkeypatch.setattr(mc_scoring, "load_causal_scorer", lambda model, **kw: asked.append((model, kw)) or "llm")
+    assert mc_scoring.make_mc_scorer("smollm2", batch_size=2, max_length=None, bf16=None) == "llm"
+    assert asked[0][0] == "smollm2" and asked[0][1]["batch_size"] == 2
 
 
 def test_the_kind_of_model_is_read_from_its_config(setup, tmp_path):

@@ -13,8 +13,8 @@ from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.formats import load
-from advrace.models.runtime import loading
 from advrace.models.decoders.llm_scoring import load_causal_scorer
+from advrace.models.runtime import loading
 from advrace.models.runtime.model_args import ModelArgs, attention_implementations
 from advrace.release import build_release
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from advrace.formats import load
 from advrace.attacks import get_attack
+from advrace.formats import load
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc, tiny
 
 PRECISIONS = [pytest.param(False, id="fp32"), pytest.param(True, id="bf16")]

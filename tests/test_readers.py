@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from advrace.models.encoders.readers import SimilarityReader, SlidingWindow, is_builtin_reader, make_reader, tokens
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
+from advrace.models.encoders.readers import SimilarityReader, SlidingWindow, is_builtin_reader, make_reader, tokens
 
 
 def ex(passage, question, options, label=0, i="q"):

@@ -7,8 +7,8 @@ import pytest
 from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
-from advrace.release import build_release, read_split
 from advrace.models.runtime.precision import bf16_emulated
+from advrace.release import build_release, read_split
 from advrace.evaluation.report import (DROP_DEFINITION, METRIC_TITLES, MINUS, drop_text, relative_drop,
                                        render_markdown, summarize, write_report)
 from conftest import race_passage, squad_doc

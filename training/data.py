@@ -16,9 +16,9 @@ import torch
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.formats import load
-from advrace.models.runtime.feature_store import feature_lengths, take_features
 from advrace.models.encoders.mc_encoding import MCFeature, collate_mc, encode_mc
 from advrace.models.runtime.batching import length_sorted_batches
+from advrace.models.runtime.feature_store import feature_lengths, take_features
 from advrace.release import read_split
 
 from .config import DataConfig, resolve_data_path

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from advrace.core.errors import EditError
-from advrace.core.provenance import (FieldsRemoved, OptionsReplaced, PlacedSentence, Record, Replacement,
-                                     SentencesInserted, TextReplaced, from_json, rounded, to_json)
+from advrace.core.provenance import (FieldsRemoved, OptionsReplaced, PlacedSentence, ProvenanceError, Record,
+                                     Replacement, SentencesInserted, TextReplaced, from_json, rounded, to_json)
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 
 Span = tuple[int, int, str]  # (start, end, replacement) in the text before the edit
@@ -142,6 +142,19 @@ class _Editable:
         return self._evolve(rounded(record))
 
 
+def _provenance(record: dict) -> tuple[Record, ...]:
+    """A record's provenance: a list of `to_json` dicts, or, in a release row, that list as one
+    JSON string (what a release writes, so that every split has one schema, and what
+    `datasets.load_dataset("json", data_dir=RELEASE)` gives back)."""
+    provenance = record.get("provenance") or ()
+    if isinstance(provenance, str):
+        try:
+            provenance = json.loads(provenance)
+        except json.JSONDecodeError as exc:
+            raise ProvenanceError(f"record {record.get('id')!r}: provenance is not valid JSON ({exc})") from None
+    return tuple(from_json(r) for r in provenance)
+
+
 @dataclass(frozen=True)
 class MCExample(_Editable):
     """A multiple-choice question over a passage (RACE)."""
@@ -200,7 +213,7 @@ class MCExample(_Editable):
         return cls(id=record["id"], passage=record["passage"], question=record["question"],
                    options=tuple(record["options"]), label=int(record["label"]),
                    source_id=record.get("source_id", ""),
-                   provenance=tuple(from_json(r) for r in record.get("provenance", ())))
+                   provenance=_provenance(record))
 
 
 @dataclass(frozen=True)
@@ -264,7 +277,7 @@ class SpanExample(_Editable):
                    question=record["question"],
                    answers=tuple(Answer(t, s) for t, s in zip(ans["text"], ans["answer_start"])),
                    source_id=record.get("source_id", ""),
-                   provenance=tuple(from_json(r) for r in record.get("provenance", ())))
+                   provenance=_provenance(record))
 
 
 Example = MCExample | SpanExample

@@ -16,8 +16,8 @@ from advrace.evaluation.command import add_evaluate_parser, evaluate_command, un
 from advrace.evaluation.predictions import PredictionsError, read_predictions, score_predictions
 from advrace.evaluation.scoring import mc_split_result, qa_split_result, score_release, select_splits
 # Floor-4 names, kept importable from here for callers that took them from this package.
-from advrace.models.runtime.loading import ModelLoadError, model_name
 from advrace.models.encoders.mc_scoring import CheckpointScorer, load_checkpoint
+from advrace.models.runtime.loading import ModelLoadError, model_name
 
 __all__ = ["CheckpointScorer", "ModelLoadError", "PredictionsError", "add_evaluate_parser",
            "evaluate_command", "load_checkpoint", "mc_split_result", "model_name", "qa_split_result",

@@ -4,6 +4,7 @@ release, and write the report (results.json, results.md, results.png, prediction
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import textwrap
 from pathlib import Path
@@ -19,13 +20,14 @@ from advrace.evaluation.report import ORIGINAL, file_stems, write_report
 from advrace.evaluation.scoring import (check_fits, check_model_args, make_accelerator, make_scorer, score_splits,
                                         select_splits)
 from advrace.formats import load as load_data
+from advrace.models.decoders import lm_eval_race
+from advrace.models.decoders.llm_prompts import LETTER
 from advrace.models.decoders.llm_scoring import GENERATION, LOGLIKELIHOOD, MC_METHODS, merge_decoding
+from advrace.models.decoders.scoring_protocol import BOS_POLICIES, LM_EVAL_RACE, PER_QUESTION, PROTOCOL_TEXT, PROTOCOLS
+from advrace.models.encoders.readers import is_builtin_reader
 from advrace.models.runtime.loading import model_name
 from advrace.models.runtime.model_args import HELP as MODEL_ARGS_HELP
 from advrace.models.runtime.model_args import ModelArgs
-from advrace.models.encoders.readers import is_builtin_reader
-from advrace.models.decoders import lm_eval_race
-from advrace.models.decoders.scoring_protocol import BOS_POLICIES, LM_EVAL_RACE, PER_QUESTION, PROTOCOL_TEXT, PROTOCOLS
 from advrace.release import check_release, read_split
 from advrace.release.records import sha256_file
 
@@ -36,15 +38,45 @@ def unique_names(names: list[str]) -> list[str]:
     return file_stems(list(names))
 
 
+RELEASE_RECORD_KEYS = frozenset({"id", "split", "attack", "perturbed", "provenance"})  # what a release row has
+
+
+def _release_part(path: Path) -> str | None:
+    """What part of an advrace release `path` is (a release folder or its data/ folder, or a
+    split file, where it sits or copied elsewhere, told by its first record), or None."""
+    if path.is_dir():
+        return "an advrace release folder" if any((d / "manifest.json").is_file() for d in (path, path.parent)) else None
+    if not path.is_file():
+        return None
+    if any((d / "manifest.json").is_file() for d in (path.parent, path.parent.parent)):
+        return "a split file of an advrace release"
+    try:
+        with open(path, encoding="utf-8") as f:
+            first = next((line for line in f if line.strip()), "")
+        record = json.loads(first)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return "a split file of an advrace release" if isinstance(record, dict) and RELEASE_RECORD_KEYS <= set(record) else None
+
+
 def few_shot_pool(path, k: int, split_examples: dict, task: str) -> tuple[list, dict]:
     """The examples of the user's few-shot file, less any question or passage of the release, so
     that no question is shown its own answer, and the file's record (what the scoring protocol
     names: the path as given and the sha256 of its inputs); ConfigError when fewer than `k` remain."""
     if not k:
         return [], {}
+    wanted = "RACE train or dev" if task == MULTIPLE_CHOICE else "SQuAD train"
     if path is None:
         raise ConfigError(f"--few-shot {k} needs --few-shot-file FILE: solved questions to show, never "
-                          "drawn from the release itself (e.g. RACE's train or dev split)")
+                          f"drawn from the release itself ({wanted} data, in any input format advrace reads)")
+    part = _release_part(Path(path))
+    if part is not None:
+        # Refused rather than read: its questions are attacked ones, and those of the release
+        # scored would be the questions themselves.
+        raise ConfigError(f"--few-shot-file {path}: this is {part}; the solved questions shown before each "
+                          f"one come from source data, never from a release: give {wanted} data in any "
+                          "input format advrace reads (a RACE folder such as RACE/train, RACE JSON lines, "
+                          "SQuAD JSON, a hub dataset)")
     loaded = load_data(str(path))
     examples = loaded.examples
     kind = "MCExample" if task == MULTIPLE_CHOICE else "SpanExample"
@@ -122,6 +154,9 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
         raise ConfigError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
     names = select_splits(manifest, splits or ([ORIGINAL] if protocol == LM_EVAL_RACE else None))
     task = manifest["task"]
+    if task != MULTIPLE_CHOICE and method == LETTER:
+        raise ConfigError(f"--method letter: letter choice scores multiple-choice (RACE) releases; {release} is "
+                          f"{task} (SQuAD), which a causal LM answers by greedy generation: leave out --method")
     kinds = [check_fits(m, task, release, model_args) for m in models]
     for m, kind in zip(models, kinds):
         check_model_args(m, kind, model_args)
@@ -199,7 +234,10 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     language model (a folder, smollm2, a Hub name; told by its config's architecture) scores
     either: --method (see below) for RACE, greedy generation up to a line break for SQuAD. A model
     whose head does not fit the release (a span model on RACE, an encoder without a head) is
-    refused with exit status 2 before anything is scored.
+    refused with exit status 2 before anything is scored, and
+    so is a near miss of a built-in name ("smolm2: ... did you mean smollm2?"). Offline, a Hub
+    name is read from the Hugging Face cache alone (set HF_HUB_OFFLINE=1 to skip the check of
+    the Hub's address), and fails at once when it is not there.
 
     Decoder LMs and lm-evaluation-harness: by default (--protocol advrace-per-question) every
     question of every split is scored on its own, with the prompt lm-eval's race task builds for
@@ -291,12 +329,13 @@ def add_evaluate_parser(subparsers):
                           "prompt lm-evaluation-harness's race task builds for a one-question article, and "
                           "reports acc and acc_norm (not lm-eval's race number: see --protocol); letter shows "
                           "the options as A-D and scores the answer letter (default: loglikelihood). "
-                          "SQuAD releases are answered by greedy generation")
+                          "SQuAD releases are answered by greedy generation (letter is refused there)")
     llm.add_argument("--few-shot", type=int, default=0, metavar="K",
                      help="show K solved questions before each one (default: 0)")
     llm.add_argument("--few-shot-file", metavar="FILE",
                      help="where the solved questions come from: a data file in any input format "
-                          "(e.g. RACE train); questions and passages of the release are left out")
+                          "(e.g. RACE train), never a release or its split files (refused); questions and "
+                          "passages of the release are left out")
     llm.add_argument("--few-shot-seed", type=int, default=1234,
                      help="seed of the draw; each question's shots depend on it and its id only (default: 1234)")
     llm.add_argument("--model-args", metavar="KEY=VALUE,...",

@@ -14,9 +14,9 @@ import os
 import re
 from pathlib import Path
 
+from advrace.models.encoders.readers import is_builtin_reader
 from advrace.models.runtime.checkpoint_info import training_info
 from advrace.models.runtime.loading import checkpoint_name, model_name
-from advrace.models.encoders.readers import is_builtin_reader
 
 # TrainConfig's default `name` (advrace/training/config.py, a floor this package may not import;
 # tests/test_report_statistics.py checks the two agree): a run that kept it was not named, and

@@ -37,8 +37,8 @@ from advrace.core.atomic import atomic_dir
 from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.models.decoders.llm_prompts import GENERATION, LOGLIKELIHOOD, SQUAD_STOP, TARGET_DELIMITER, race_prompt, squad_prompt
-from advrace.models.runtime.loading import smollm2_gguf
 from advrace.models.decoders.scoring_protocol import PROTOCOL_TEXT, task_protocol
+from advrace.models.runtime.loading import smollm2_gguf
 from advrace.release.export import selected_splits
 from advrace.release.records import read_split, sha256_file
 from advrace.release.verify import check_release

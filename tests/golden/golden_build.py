@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from advrace.attacks import attack_classes, get_attack
 from advrace.core.config import release_config_from_dict
 from advrace.release import build_release, split_file
-from advrace.attacks import attack_classes, get_attack
 
 GOLDEN = Path(__file__).resolve().parent
 ENVIRONMENT = GOLDEN / "environment.json"

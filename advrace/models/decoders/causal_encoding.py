@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from advrace.models.runtime.kv_cache import returned_cache, with_cache
 from advrace.models.decoders.packed_decoding import PackedCore, UnmaskableAttention
+from advrace.models.runtime.kv_cache import returned_cache, with_cache
 
 PROMPT = ("Read the passage and write one wrong answer to the question: a short option that "
           "sounds plausible but is not correct.\n\nPassage: {passage}\n\nQuestion: {question}\n"

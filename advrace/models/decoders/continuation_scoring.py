@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advrace.models.runtime.kv_cache import returned_cache, with_cache
 from advrace.models.decoders.packed_decoding import PackedCore
+from advrace.models.runtime.kv_cache import returned_cache, with_cache
 
 
 @dataclass(frozen=True)

@@ -35,11 +35,11 @@ from advrace.models.decoders.continuation_scoring import encode_request, greedy_
 from advrace.models.decoders.llm_prompts import GENERATION, LETTER, LOGLIKELIHOOD
 from advrace.models.runtime.loading import (ModelLoadError, Wording, checkpoint_name, input_device, load_model, model_source,
                                     placed_by_device_map)
+from advrace.models.decoders.packed_decoding import PackedCore
+from advrace.models.decoders.scoring_protocol import BOS_POLICIES, LM_EVAL_RACE, PER_QUESTION, ScoringProtocol, task_protocol, text_sha256
 from advrace.models.runtime.batching import length_sorted_batches
 from advrace.models.runtime.model_args import ModelArgs
-from advrace.models.decoders.packed_decoding import PackedCore
 from advrace.models.runtime.precision import attention_backends, precision_info, use_bf16
-from advrace.models.decoders.scoring_protocol import BOS_POLICIES, LM_EVAL_RACE, PER_QUESTION, ScoringProtocol, task_protocol, text_sha256
 
 MC_METHODS = (LOGLIKELIHOOD, LETTER)
 TOKENS_PER_BATCH = 8192

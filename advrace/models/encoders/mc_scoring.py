@@ -14,11 +14,12 @@ from advrace.core.errors import ConfigError
 from advrace.models.runtime.checkpoint_info import scoring_max_length
 from advrace.models.runtime.feature_store import (STORE_FROM, FeatureStore, default_cache_dir, feature_lengths,
                                           take_features, tokenizer_fingerprint)
-from advrace.models.runtime.loading import ModelLoadError, Wording, load_model, model_name
+from advrace.models.decoders.llm_scoring import load_causal_scorer
 from advrace.models.encoders.mc_encoding import MCFeature, collate_mc, encode_mc, encoding_key
-from advrace.models.runtime.batching import length_sorted_batches
-from advrace.models.runtime.precision import attention_backends, precision_info, use_bf16
 from advrace.models.encoders.readers import is_builtin_reader, make_reader
+from advrace.models.runtime.batching import length_sorted_batches
+from advrace.models.runtime.loading import ModelLoadError, Wording, checkpoint_kind, load_model, model_name
+from advrace.models.runtime.precision import attention_backends, precision_info, use_bf16
 
 WORDING = Wording(
     missing="{name}: no such model folder (give a folder written by save_pretrained, or a Hugging "
@@ -116,16 +117,28 @@ def load_checkpoint(model: str | os.PathLike, *, max_length: int | None = None, 
 
 
 def make_mc_scorer(model: str | os.PathLike, *, batch_size: int, max_length: int | None, bf16: bool | None,
-                   accelerator=None, place: bool = False, reader_batch_size: int | None = None):
-    """A built-in reader or a loaded checkpoint, by name: the one place evaluation, the attacks'
-    `select_with` and authoring turn a model name into `predict_mc`.
+                   accelerator=None, place: bool = False, reader_batch_size: int | None = None,
+                   llm: dict | None = None, kind: str | None = None):
+    """A built-in reader, a causal LM or a loaded checkpoint, by name: the one place evaluation, the
+    attacks' `select_with` and authoring turn a model name into `predict_mc`.
+
+    A causal language model (a causal-LM folder, `smollm2`, or a Hub name whose config names a
+    causal-LM architecture; told by its config, never by its name) gets the LLM scorer
+    (`advrace.models.decoders.llm_scoring.load_causal_scorer`), with the keywords `llm` (method, shots,
+    ...: its defaults score by log-likelihood, zero-shot); anything else not a built-in reader is
+    loaded as a multiple-choice checkpoint.
 
     `batch_size`, `max_length`, `bf16`, `accelerator`, `place`: the checkpoint's (see
-    `load_checkpoint`). `reader_batch_size`: the built-in reader's, None for its own default;
+    `load_checkpoint`; a causal LM's `max_length` None is its own context length).
+    `reader_batch_size`: the built-in reader's, None for its own default;
     apart from the checkpoint's because the batch changes a reader's padding, hence its floats,
-    and each caller keeps the batches it has always used.
+    and each caller keeps the batches it has always used. `kind`: the model's
+    (`advrace.models.runtime.loading.checkpoint_kind`), when the caller has already read it.
     """
     if is_builtin_reader(model):
         return make_reader(model, **({} if reader_batch_size is None else {"batch_size": reader_batch_size}))
+    if (kind or checkpoint_kind(str(model))[0]) == "causal_lm":
+        return load_causal_scorer(model, batch_size=batch_size, bf16=bf16, accelerator=accelerator, place=place,
+                                  max_length=max_length, **(llm or {}))
     return load_checkpoint(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
                            accelerator=accelerator, place=place)

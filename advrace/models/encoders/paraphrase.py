@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from advrace.models.runtime.loading import MINILM
 from advrace.models.encoders.readers import SimilarityReader
+from advrace.models.runtime.loading import MINILM
 
 _ENCODERS: dict[str, SimilarityReader] = {}
 

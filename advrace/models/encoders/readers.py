@@ -29,9 +29,9 @@ from collections import Counter
 
 from advrace.core.errors import ConfigError
 from advrace.core.text import split_sentences
-from advrace.models.runtime.loading import MINILM, Wording, load_model, resolve_model
 from advrace.models.encoders.mc_encoding import question_with_option
 from advrace.models.runtime.batching import length_sorted_batches
+from advrace.models.runtime.loading import MINILM, Wording, add_built_in_names, load_model, resolve_model
 from advrace.models.runtime.precision import precision_info
 
 TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -41,6 +41,7 @@ _ENCODER = "ENCODER"  # in READERS: any encoder's name or folder after the colon
 READERS = (SLIDING_WINDOW, f"{SLIDING_WINDOW}:distance", SIMILARITY, f"{SIMILARITY}:{_ENCODER}")
 _NAMES = tuple(r for r in READERS if not r.endswith(f":{_ENCODER}"))  # taken as they are
 _PREFIXES = tuple(r.removesuffix(_ENCODER) for r in READERS if r.endswith(f":{_ENCODER}"))  # "similarity:"
+add_built_in_names(_NAMES, "a built-in reader")
 ENCODER_WORDING = Wording(missing=None, failed="{what}: cannot load the encoder {name!r} ({error}); give a "
                                                "local folder, or use the offline MiniLM (`similarity`)")
 

@@ -15,11 +15,11 @@ from typing import Sequence
 from advrace.models.runtime.checkpoint_info import scoring_max_length
 from advrace.models.runtime.feature_store import (STORE_FROM, FeatureStore, default_cache_dir, feature_lengths,
                                           take_features, tokenizer_fingerprint)
-from advrace.models.runtime.loading import load_model, model_name
-from advrace.models.runtime.batching import length_sorted_batches
-from advrace.models.runtime.precision import attention_backends, precision_info, use_bf16
 from advrace.models.encoders.span_decoding import Span, best_spans, merge_windows
 from advrace.models.encoders.span_encoding import SpanWindow, collate_windows, encode_windows
+from advrace.models.runtime.batching import length_sorted_batches
+from advrace.models.runtime.loading import load_model, model_name
+from advrace.models.runtime.precision import attention_backends, precision_info, use_bf16
 
 SPAN_TRAIN_HINT = "`advrace train` with objective span_extraction"
 

@@ -13,16 +13,20 @@ do; each caller words them (`Wording`).
 from __future__ import annotations
 
 import contextlib
+import difflib
+import functools
 import importlib.util
 import json
 import logging
 import os
 import re
+import socket
 import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from advrace.core.errors import AdvraceError, ConfigError, ResourceMissing
 from advrace.core.paths import looks_like_model_name
@@ -45,6 +49,86 @@ class ModelLoadError(AdvraceError):
 
 
 # --------------------------------------------------------------------------- names
+
+# The built-in model names and what each is: never looked up on the Hub. advrace.models.encoders.readers
+# adds the readers' when it is imported (`add_built_in_names`).
+BUILT_IN_NAMES: dict[str, str] = {MINILM: "the offline MiniLM encoder",
+                                  SMOLLM2: "the offline SmolLM2 causal language model"}
+_NEAR_MISS = 0.8  # difflib's similarity ratio from which a name is taken for a typo of a built-in one
+
+
+def add_built_in_names(names, what: str) -> None:
+    """Make `names` built-in model names (`what` says what they are), so that a near miss of one
+    is caught by `refuse_near_miss`."""
+    for name in names:
+        BUILT_IN_NAMES[name] = what
+
+
+def near_built_in(name: str) -> str | None:
+    """The built-in model name that `name`, not itself one, looks like a typo of (`smolm2`,
+    `SmolLM2`, `sliding_window`), or None. An `owner/name` is a Hub id, never a typo; the Hub's
+    ids without an owner (`gpt2`, `bert-base-uncased`) are far from every built-in name."""
+    if "/" in name or name in BUILT_IN_NAMES:
+        return None
+    lowered = name.lower()
+    if lowered in BUILT_IN_NAMES:
+        return lowered
+    close = difflib.get_close_matches(lowered, list(BUILT_IN_NAMES), n=1, cutoff=_NEAR_MISS)
+    return close[0] if close else None
+
+
+def refuse_near_miss(name: str) -> None:
+    """ConfigError (exit status 2) for a model name that is no local folder and looks like a typo of
+    a built-in name: caught here, it costs no Hub lookup (a minute and a half of retries offline)."""
+    meant = near_built_in(name)
+    if meant is not None:
+        raise ConfigError(f"{name}: no such local folder, nor a built-in model; did you mean {meant}? "
+                          f"({meant} is {BUILT_IN_NAMES[meant]}. Built-in models: {', '.join(BUILT_IN_NAMES)}; "
+                          "any other name is a local folder or a Hugging Face Hub name)")
+
+
+_TRUE = {"1", "ON", "YES", "TRUE"}
+_PROXIES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+_HUB = "https://huggingface.co"
+_PROBE_SECONDS = 3.0
+OFFLINE_HINT = ("set HF_HUB_OFFLINE=1 (Hub names are then read from the Hugging Face cache at once, "
+                "without trying the network) or pass the model's local folder")
+
+
+def hub_offline_mode() -> bool:
+    """Whether HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is set: Transformers then reads Hub names
+    from its cache and never tries the network."""
+    return any(os.environ.get(v, "").upper() in _TRUE for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def hub_unreachable() -> str | None:
+    """Why the Hugging Face Hub (HF_ENDPOINT) cannot be reached from here, or None when it can, or
+    when asking is not needed (HF_HUB_OFFLINE is set) or cannot be done directly (a proxy is set).
+
+    Offline, the Hub client retries each file for about 45 s before Transformers falls back to its
+    cache; one look-up of the Hub's address and one connection (at most 3 s), made once per
+    process and endpoint, tell it in milliseconds, and the loaders then read the cache alone."""
+    if hub_offline_mode() or any(os.environ.get(v) for v in _PROXIES):
+        return None
+    return _probe(os.environ.get("HF_ENDPOINT", _HUB).rstrip("/"))
+
+
+@functools.cache
+def _probe(endpoint: str) -> str | None:
+    url = urlsplit(endpoint)
+    if not url.hostname:
+        return None
+    try:
+        port = url.port or (443 if url.scheme == "https" else 80)
+        socket.create_connection((url.hostname, port), timeout=_PROBE_SECONDS).close()
+    except (OSError, ValueError) as exc:
+        return f"{url.hostname}: {getattr(exc, 'strerror', None) or exc}"
+    return None
+
+
+def hub_keywords() -> dict:
+    """`from_pretrained` keywords for a Hub name: read the cache alone when the Hub cannot be reached."""
+    return {"local_files_only": True} if hub_unreachable() else {}
 
 
 def resolve_model(name: str) -> str:
@@ -143,16 +227,17 @@ def checkpoint_architectures(name: str, config_kwargs: dict | None = None) -> li
     (a Hub name offline, a folder without a config)."""
     if name == SMOLLM2:
         return ["LlamaForCausalLM"]
-    path = Path(name).expanduser()
+    path = Path(resolve_model(name) if name == MINILM else name).expanduser()
     if path.is_dir():
         return saved_architectures(path) if (path / "config.json").is_file() else None
     if not looks_like_model_name(name):
         return None
+    refuse_near_miss(name)
     try:
         from transformers import AutoConfig
 
         with transformers_quiet(logs=True):
-            names = AutoConfig.from_pretrained(name, **(config_kwargs or {})).architectures
+            names = AutoConfig.from_pretrained(name, **{**hub_keywords(), **(config_kwargs or {})}).architectures
     except (OSError, ValueError, KeyError, ImportError):
         return None
     return [str(a) for a in names or ()]
@@ -405,7 +490,11 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     model_args = model_args or ModelArgs()
     model_args.check_model(name, builtin=SMOLLM2 if "CausalLM" in cls.__name__ else None)
     extra = {}
-    if name == SMOLLM2 and "CausalLM" in cls.__name__:
+    if name == SMOLLM2 and source is None and not Path(name).is_dir():
+        if "CausalLM" not in cls.__name__:
+            raise ConfigError(f"{what}: {name} is {BUILT_IN_NAMES[name]}, which cannot be loaded as "
+                              f"{cls.__name__}; score it with advrace.models.decoders.llm_scoring.load_causal_scorer "
+                              "(or make_mc_scorer, which gives it that scorer)")
         source, extra = model_source(name)
         wording = _SMOLLM2
     source = str(name if source is None else source)
@@ -414,6 +503,11 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     fields = {"name": name, "what": what, "hint": hint}
     if not local and wording.missing is not None and (path.exists() or not looks_like_model_name(source)):
         raise wording.missing_error(wording.missing.format(**fields))
+    offline = None
+    if not local and looks_like_model_name(source):
+        refuse_near_miss(source)
+        offline = hub_unreachable()
+        extra = {**extra, **({"local_files_only": True} if offline else {})}
     if local and check_heads:
         check_head(cls, path, what, hint)
     try:
@@ -426,6 +520,11 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
                                         new_head="the checkpoint is an encoder without one: untrained, "
                                                  "drawn from seed 0", **extra, **model_args.model_kwargs())
     except (OSError, ValueError, KeyError, ImportError) as exc:
+        if offline:
+            prefix = f"{what}: " if what != name else ""
+            raise ModelLoadError(f"{prefix}{name}: not a local folder, and the Hugging Face Hub cannot be "
+                                 f"reached ({offline}) nor does the Hugging Face cache hold it. Offline, "
+                                 f"{OFFLINE_HINT}") from None
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         template = wording.failed_online if wording.failed_online and not local else wording.failed
         raise ModelLoadError(template.format(**fields, reason=reason, error=exc)) from exc
