@@ -330,6 +330,10 @@ def test_two_processes_give_the_one_process_predictions(setup, tmp_path):
         return [(r["id"], r["prediction"], r["prediction_norm"]) for r in _records(folder)]
 
     assert predictions(tmp_path / "two") == predictions(one)
+    # the decoding record counts every process's questions, as one process counts them
+    decoding = [_only(json.loads((folder / "results.json").read_text()))["source"]["decoding"]
+                for folder in (one, tmp_path / "two")]
+    assert decoding[0]["shared"] == decoding[1]["shared"] == 14 and decoding[1]["run_alone"] == 0
 
 
 @pytest.fixture(scope="module")
