@@ -40,7 +40,7 @@ from advrace.models.loading import MINILM, checkpoint_name
 from advrace.models.mc_scoring import make_mc_scorer
 from advrace.models.paraphrase import paraphrase_cosines
 from advrace.models.readers import READERS, is_builtin_reader
-from advrace.models.precision import inference_device, precision_info, use_bf16
+from advrace.models.precision import cpu_threads, inference_device, precision_info, use_bf16
 from advrace.models.sharding import map_sharded
 from advrace.resources.packages import package_version
 
@@ -273,7 +273,10 @@ class DistractorAttack(CheckpointAttack):
         for ex in examples:
             if ex.task not in self.tasks:
                 raise ConfigError(f"attack {self.name!r} does not apply to {ex.task} examples")
-        vetted = map_sharded(lambda shard: self.vet(shard, progress), examples, state)
+        # the generator's, the encoder's and the readers' threads fitted to the machine's load
+        # (a subclass may fit its own batches again: advrace.models.precision.cpu_threads)
+        with cpu_threads(inference_device()):
+            vetted = map_sharded(lambda shard: self.vet(shard, progress), examples, state)
         for v in vetted:
             self._rejected_total.update(v["rejected"])
         return [self._replace(ex, v) for ex, v in zip(examples, vetted)]
