@@ -119,9 +119,10 @@ def attention_backends(device):
 
 # ---------------------------------------------------------------- CPU threads
 
-# A core counts as taken by other processes once they keep it running this share of the time: on
-# 2 cores, one thread against a process busy half the time ran 5x faster than two, while one
-# thread on an idle machine ran only 1.65x slower than two (docs/results.md, bench/dg_causal_lm.py).
+# A core counts as taken by other processes once they keep it running this share of the time. DG
+# on 2 cores: beside a process busy half the time, one thread decoded 5-9x faster than two, beside
+# one busy a quarter of the time two were still 1.2x faster, and on an idle machine 1.7x
+# (docs/results.md, bench/dg_causal_lm.py).
 TAKEN_FROM = 0.25
 _ceiling: int | None = None  # torch's thread count outside every `cpu_threads` block
 
