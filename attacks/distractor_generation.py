@@ -26,6 +26,7 @@ from advrace.core.paths import looks_like_model_name
 from advrace.models.decoders.causal_encoding import PROMPT, CausalDecoder, end_id, prompt_ids
 from advrace.models.generators.seq2seq_encoding import encode_sources
 from advrace.models.runtime.loading import SMOLLM2, load_model
+from advrace.models.runtime.precision import cpu_threads
 
 from .base import register
 from .model_based import DistractorAttack, DistractorAttackConfig
@@ -165,10 +166,11 @@ class DistractorGeneration(DistractorAttack):
                 for r, i in enumerate(idx):
                     ids[r, :len(sources[i])] = torch.tensor(sources[i])
                 lengths = torch.tensor([len(sources[i]) for i in idx])
-                hyps = beam_search(decoder, ids.to(self._device), lengths.to(self._device),
-                                   beam_size=cfg.beam_size, max_length=cfg.max_target_tokens,
-                                   eos_id=tok.sep_token_id, length_penalty=cfg.length_penalty,
-                                   banned=banned)
+                with cpu_threads(self._device):  # fitted to the load, batch by batch
+                    hyps = beam_search(decoder, ids.to(self._device), lengths.to(self._device),
+                                       beam_size=cfg.beam_size, max_length=cfg.max_target_tokens,
+                                       eos_id=tok.sep_token_id, length_penalty=cfg.length_penalty,
+                                       banned=banned)
                 for i, hs in zip(idx, hyps):
                     out[i] = _decode(tok, [h.tokens for h in hs])
         return out
@@ -198,9 +200,12 @@ class DistractorGeneration(DistractorAttack):
                 for r, ids in enumerate(group):
                     source[r, :len(ids)] = torch.tensor(ids)
                 lengths = torch.tensor([len(ids) for ids in group])
-                found = beam_search(decoder, source.to(self._device), lengths.to(self._device),
-                                    beam_size=cfg.beam_size, max_length=cfg.max_target_tokens,
-                                    eos_id=eos, length_penalty=cfg.length_penalty, banned=banned)
+                # torch's threads fitted to the machine's load, batch by batch: on 2 cores beside
+                # one busy process, 2 threads decoded 8-9x slower than 1 (docs/results.md)
+                with cpu_threads(self._device):
+                    found = beam_search(decoder, source.to(self._device), lengths.to(self._device),
+                                        beam_size=cfg.beam_size, max_length=cfg.max_target_tokens,
+                                        eos_id=eos, length_penalty=cfg.length_penalty, banned=banned)
                 for hyps in found:
                     # a model not trained on the prompt may go on past a line break
                     ranked = [t.split("\n")[0].strip() for t in _decode(tok, [h.tokens for h in hyps])]

@@ -40,7 +40,7 @@ from advrace.models.encoders.paraphrase import paraphrase_cosines
 from advrace.models.encoders.readers import READERS, is_builtin_reader
 from advrace.models.runtime.checkpoint_info import training_info
 from advrace.models.runtime.loading import MINILM, checkpoint_name
-from advrace.models.runtime.precision import inference_device, precision_info, use_bf16
+from advrace.models.runtime.precision import cpu_threads, inference_device, precision_info, use_bf16
 from advrace.models.runtime.sharding import map_sharded
 from advrace.resources.packages import package_version
 
@@ -273,7 +273,10 @@ class DistractorAttack(CheckpointAttack):
         for ex in examples:
             if ex.task not in self.tasks:
                 raise ConfigError(f"attack {self.name!r} does not apply to {ex.task} examples")
-        vetted = map_sharded(lambda shard: self.vet(shard, progress), examples, state)
+        # the generator's, the encoder's and the readers' threads fitted to the machine's load
+        # (a subclass may fit its own batches again: advrace.models.runtime.precision.cpu_threads)
+        with cpu_threads(inference_device()):
+            vetted = map_sharded(lambda shard: self.vet(shard, progress), examples, state)
         for v in vetted:
             self._rejected_total.update(v["rejected"])
         return [self._replace(ex, v) for ex, v in zip(examples, vetted)]

@@ -1,28 +1,38 @@
-"""Benchmark: distractor generation with a causal-LM generator, tree-attention decoding against
-the decoder it replaced.
+"""Benchmark: distractor generation with a causal-LM generator: tree-attention decoding against
+the decoder it replaced, and torch's threads fitted to the machine's load against torch's fixed
+count, on an idle machine and beside one busy process.
 
 Prints seconds per question of the attack's candidates (`distractor_generation`, backend
-`causal_lm`, the attack's defaults: beam 10, up to 24 tokens, `batch_size` questions decoded
+`causal_lm`, the attack's defaults: beam 20, up to 24 tokens, `batch_size` questions decoded
 together) with advrace.models.decoders.causal_encoding.CausalDecoder (each prompt's keys and values cached
-once and shared by all beams under a tree mask) and with a baseline measured in the same run, on
-the same model and questions: the decoder it replaced, kept as the fallback `ReorderingDecoder`, which
+once and shared by all beams under a tree mask), twice: as the attack runs it, with torch's
+threads fitted to the load before each batch (advrace.models.runtime.precision.cpu_threads: one per core
+no other process keeps busy), and at torch's fixed count (one per core, or --threads), as before
+that policy. It does so on the machine as it is ("idle") and then beside one busy process (a
+child that burns one core for the duration: "busy"). Idle, it also times, on the same model and
+questions, the decoder CausalDecoder replaced, kept as the fallback `ReorderingDecoder`, which
 copies the prompt's cache to every beam, reorders it at every step and decodes one question at a
 time; and, to show what decoding questions together adds and that it changes nothing, the new
-decoder one question a batch. They alternate, batch by batch, so that load from other
+decoder one question a batch. The runs alternate, batch by batch, so that load from other
 processes falls on all. All must give identical candidate lists (and hypotheses: tokens equal,
-scores within 1e-5); the figure to read is the ratio.
+scores within 1e-5, or 1e-4 between thread counts); the figures to read are the ratios.
 
 With --build it then times, as fresh processes (start-up included), `advrace build --attacks
-distractor_generation` on the same questions with each decoder, taking the median of --repeat
-interleaved runs, and checks the two releases are byte-identical.
+distractor_generation` on the same questions, idle and busy, with the threads fitted and with
+OMP_NUM_THREADS fixing torch's count (the median of --repeat interleaved runs; wall and CPU time:
+beside one busy process on 2 cores, a build on one thread that has a core to itself takes as long
+as its CPU time, which other jobs on the machine do not change), and checks the releases are
+byte-identical.
 
     python bench/dg_causal_lm.py --data RACE/train.jsonl.gz --level high [--limit 12]
-        [--model runs/dg-sample/final] [--build] [--threads N]
+        [--model runs/dg-sample/final] [--build] [--repeat N] [--threads N] [--loads idle,busy]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
 import subprocess
 import sys
@@ -36,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 import results  # noqa: E402  (bench/results.py)
 import advrace.attacks.distractor_generation as dg  # noqa: E402
 from advrace.models.decoders import beam_search as bs  # noqa: E402
+from advrace.models.runtime import precision  # noqa: E402
 
 DEFAULT_MODEL = ROOT / "runs" / "dg-sample" / "final"
 
@@ -57,9 +68,45 @@ def questions(path: str, level: str | None, limit: int) -> list:
     return [ex for ex in examples if not level or race_level(ex.id) == level][:limit]
 
 
+@contextlib.contextmanager
+def fixed_threads(fixed: bool):
+    """torch's count kept as it is (OMP_NUM_THREADS set, which advrace.models.runtime.precision.cpu_threads
+    leaves alone), as before that policy; else fitted to the load."""
+    old = os.environ.get("OMP_NUM_THREADS")
+    import torch
+
+    if fixed:
+        os.environ["OMP_NUM_THREADS"] = str(torch.get_num_threads())
+    else:
+        os.environ.pop("OMP_NUM_THREADS", None)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = old
+
+
+@contextlib.contextmanager
+def busy(on: bool):
+    """One other process keeping a core busy (a child that never sleeps) for the duration."""
+    if not on:
+        yield
+        return
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)  # running before anything is measured
+        yield
+    finally:
+        burner.kill()
+        burner.wait()
+
+
 def timed_candidates(attack, examples: list, which: str, found: list) -> tuple[float, list]:
     """Seconds and candidate lists of `examples` with decoder `old`, `new` (the attack's batch
-    size) or `new1` (one question at a time); each question's hypotheses go to `found`."""
+    size), `new1` (one question at a time) or `fixed` (`new` at torch's fixed thread count);
+    each question's hypotheses go to `found`."""
     import dataclasses
 
     search, config = bs.beam_search, attack.config
@@ -74,9 +121,10 @@ def timed_candidates(attack, examples: list, which: str, found: list) -> tuple[f
     if which == "new1":
         attack.config = dataclasses.replace(config, batch_size=1)
     try:
-        t0 = time.perf_counter()
-        cands = attack.candidates(examples)
-        return time.perf_counter() - t0, cands
+        with fixed_threads(which == "fixed"):
+            t0 = time.perf_counter()
+            cands = attack.candidates(examples)
+            return time.perf_counter() - t0, cands
     finally:
         bs.beam_search, attack.config = search, config
 
@@ -93,95 +141,134 @@ def write_race_jsonl(examples: list, path: Path) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
 
-def time_builds(examples: list, model: str, repeat: int, threads: int | None) -> dict:
-    """Whole `advrace build` commands with each decoder: median seconds, releases compared (the figures)."""
+def children_cpu() -> float:
+    """CPU seconds of this process's finished children (the builds; the busy child is counted only
+    once it is stopped, after the figures)."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def time_builds(examples: list, model: str, repeat: int, threads: int, loads: list[str]) -> dict:
+    """Whole `advrace build` commands, threads fitted and fixed at `threads`, under each load:
+    median seconds, releases compared (the figures)."""
     tmp = Path(tempfile.mkdtemp(prefix="dg-bench-"))
     data = tmp / "questions.jsonl"
     write_race_jsonl(examples, data)
-    runs: dict[str, list[float]] = {"new": [], "old": []}
-    for _ in range(repeat):
-        for which in runs:
-            cmd = [sys.executable, __file__, "--advrace", which, "build", "--data", str(data),
-                   "--format", "race-jsonl", "--attacks", "distractor_generation", "--set",
-                   f"splits.distractor_generation.model={model}", "--workers", "1", "--quiet",
-                   "--out", str(tmp / which)]
-            env = None
-            if threads:
-                import os
-
-                env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-            t0 = time.perf_counter()
-            subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env=env)
-            runs[which].append(time.perf_counter() - t0)
-    n = len(examples)
-    new, old = statistics.median(runs["new"]), statistics.median(runs["old"])
-    print(f"advrace build, DG split only, {n} questions, start-up included (median of {repeat}):")
-    print(f"  new decoder: {new:7.1f} s   {new / n:6.2f} s/question")
-    print(f"  old decoder: {old:7.1f} s   {old / n:6.2f} s/question")
-    print(f"  speed-up:    {old / new:7.2f}x")
+    n, figures = len(examples), {}
     split = Path("data") / "distractor_generation-00000-of-00001.jsonl"
-    same = (tmp / "new" / split).read_bytes() == (tmp / "old" / split).read_bytes()
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    envs = {"fitted": env, "fixed": {**env, "OMP_NUM_THREADS": str(threads)}}
+    print(f"advrace build, DG split only, {n} questions, start-up included (median of {repeat}):")
+    for load in loads:
+        runs: dict[str, list[float]] = {k: [] for k in envs}
+        cpu: dict[str, list[float]] = {k: [] for k in envs}
+        with busy(load == "busy"):
+            for _ in range(repeat):
+                for which in runs:
+                    cmd = [sys.executable, "-m", "advrace", "build", "--data", str(data), "--format", "race-jsonl",
+                           "--attacks", "distractor_generation", "--set",
+                           f"splits.distractor_generation.model={model}", "--workers", "1", "--quiet",
+                           "--out", str(tmp / f"{load}-{which}")]
+                    t0, c0 = time.perf_counter(), children_cpu()
+                    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env=envs[which])
+                    runs[which].append(time.perf_counter() - t0)
+                    cpu[which].append(children_cpu() - c0)
+        fitted, fixed = statistics.median(runs["fitted"]), statistics.median(runs["fixed"])
+        print(f"  {load}: threads fitted {fitted:6.1f} s  {fitted / n:5.2f} s/question;   "
+              f"fixed at {threads} {fixed:6.1f} s  {fixed / n:5.2f} s/question;   {fixed / fitted:5.2f}x")
+        cpu_fitted, cpu_fixed = statistics.median(cpu["fitted"]), statistics.median(cpu["fixed"])
+        print(f"  {'':{len(load)}}  CPU time: fitted {cpu_fitted / n:5.2f} s/question, fixed {cpu_fixed / n:5.2f} s/question")
+        figures[f"build s/question {load}, fitted / fixed"] = f"{fitted / n:.2f} / {fixed / n:.2f}"
+        figures[f"build CPU s/question {load}, fitted / fixed"] = f"{cpu_fitted / n:.2f} / {cpu_fixed / n:.2f}"
+    releases = {(tmp / f"{load}-{which}" / split).read_bytes() for load in loads for which in envs}
+    same = len(releases) == 1
     print(f"  releases' DG records identical: {same}")
-    return {"build s/question, new / old": f"{new / n:.2f} / {old / n:.2f}", "build speed-up": f"{old / new:.2f}x",
-            "releases identical": same}
+    figures["releases identical"] = same
+    return figures
 
 
 def main() -> int:
     import torch
 
-    if len(sys.argv) > 2 and sys.argv[1] == "--advrace":  # a build with one decoder (time_builds)
-        use_decoder(sys.argv[2])
-        from advrace.cli import main as cli
-
-        sys.argv = ["advrace", *sys.argv[3:]]
-        return cli()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", required=True, help="RACE questions (any format advrace reads)")
     p.add_argument("--level", choices=("high", "middle"), help="only RACE questions of this level")
     p.add_argument("--model", default=str(DEFAULT_MODEL), help="a causal_lm DG checkpoint (default: %(default)s)")
-    p.add_argument("--limit", type=int, default=12, help="questions (the baseline is slow)")
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    p.add_argument("--limit", type=int, default=12, help="questions (the baselines are slow)")
+    p.add_argument("--threads", type=int, help="torch's thread count (default: torch's, one per core); "
+                   "the policy fits below it")
+    p.add_argument("--loads", default="idle,busy", help="idle (the machine as it is), busy (beside one "
+                   "process burning a core), or both (default: %(default)s)")
     p.add_argument("--build", action="store_true", help="also time whole `advrace build` commands")
     p.add_argument("--repeat", type=int, default=1, help="runs of each build command (median)")
     results.add_argument(p)
     args = p.parse_args()
+    loads = [x.strip() for x in args.loads.split(",") if x.strip()]
+    if not loads or set(loads) - {"idle", "busy"}:
+        p.error("--loads takes idle, busy or idle,busy")
     if args.threads:
         torch.set_num_threads(args.threads)
+    threads = torch.get_num_threads()
     examples = questions(args.data, args.level, args.limit)
     attack = dg.DistractorGeneration({"model": args.model})
     attack._load()
     cfg = attack.config
     print(f"{len(examples)} questions, beam {cfg.beam_size}, up to {cfg.max_target_tokens} tokens, "
-          f"{cfg.batch_size} questions a batch (new decoder), {torch.get_num_threads()} threads")
+          f"{cfg.batch_size} questions a batch (new decoder), {precision.usable_cores()} cores, "
+          f"torch's count {threads} threads")
     timed_candidates(attack, examples[:1], "new", [])  # warm-up, not counted
-    runs = {"new": "new decoder (tree attention)", "new1": "  the same, one question a batch",
-            "old": "old decoder (reorder_cache)"}
-    times = dict.fromkeys(runs, 0.0)
-    cands: dict[str, list] = {k: [] for k in runs}
-    hyps: dict[str, list] = {k: [] for k in runs}
-    for i in range(0, len(examples), cfg.batch_size):
+    labels = {"new": "new decoder, threads fitted", "fixed": f"  the same, fixed at {threads} threads",
+              "new1": "  the same, one question a batch", "old": "old decoder (reorder_cache)"}
+    chosen: list[int] = []
+    fit = precision.fitted_threads
+
+    def recording_fit(*a, **k):
+        chosen.append(fit(*a, **k))
+        return chosen[-1]
+
+    precision.fitted_threads = recording_fit
+    n, status = len(examples), 0
+    figures = {"questions": n, "beam": cfg.beam_size, "cores": precision.usable_cores()}
+    for load in loads:
+        runs = ("new", "fixed", "new1", "old") if load == "idle" else ("new", "fixed")
+        times = dict.fromkeys(runs, 0.0)
+        cands: dict[str, list] = {k: [] for k in runs}
+        hyps: dict[str, list] = {k: [] for k in runs}
+        chosen.clear()
+        with busy(load == "busy"):
+            elsewhere = precision.busy_elsewhere()
+            for i in range(0, n, cfg.batch_size):
+                for which in runs:
+                    s, c = timed_candidates(attack, examples[i:i + cfg.batch_size], which, hyps[which])
+                    times[which] += s
+                    cands[which] += c
+        print(f"{load}: {elsewhere:.2f} cores busy elsewhere at the start, load average {os.getloadavg()[0]:.2f}, "
+              f"threads fitted {sorted(set(chosen))}")
         for which in runs:
-            s, c = timed_candidates(attack, examples[i:i + cfg.batch_size], which, hyps[which])
-            times[which] += s
-            cands[which] += c
-    n = len(examples)
-    for which, label in runs.items():
-        print(f"{label:34} {times[which] / n:7.2f} s/question ({times[which]:.1f} s)")
-    print(f"{'speed-up':34} {times['old'] / times['new']:7.2f}x")
-    status = 0
-    figures = {"questions": n, "beam": cfg.beam_size, "s/question, new / old":
-               f"{times['new'] / n:.2f} / {times['old'] / n:.2f}", "speed-up": f"{times['old'] / times['new']:.2f}x"}
-    for which in ("new", "new1"):
-        same = sum(a == b for a, b in zip(cands[which], cands["old"]))
-        same_h = sum(same_hypotheses(a, b) for a, b in zip(hyps[which], hyps["old"]))
-        worst = max((abs(x.score - y.score) for a, b in zip(hyps[which], hyps["old"]) for x, y in zip(a, b)),
-                    default=0.0)
-        print(f"{which} vs old: identical candidate lists {same}/{n}, identical hypotheses {same_h}/{n} "
-              f"(largest score difference {worst:.1e})")
-        status |= int(not same == same_h == n)
-        figures[f"{which} vs old, identical candidate lists"] = f"{same}/{n}"
+            print(f"  {labels[which]:34} {times[which] / n:7.2f} s/question ({times[which]:.1f} s)")
+        print(f"  {'fixed / fitted':34} {times['fixed'] / times['new']:7.2f}x")
+        figures[f"s/question {load}, fitted / fixed threads"] = f"{times['new'] / n:.2f} / {times['fixed'] / n:.2f}"
+        figures[f"{load} threads fitted"] = ",".join(map(str, sorted(set(chosen))))
+        if "old" in runs:
+            print(f"  {'old / new decoder':34} {times['old'] / times['new']:7.2f}x")
+            figures["decoder speed-up (idle)"] = f"{times['old'] / times['new']:.2f}x"
+        base = "old" if "old" in runs else "new"
+        for which in (w for w in runs if w != base):
+            same = sum(a == b for a, b in zip(cands[which], cands[base]))
+            # another thread count sums in another order: scores move a little more (1e-5 measured)
+            tol = 1e-4 if "fixed" in (which, base) or load == "busy" else 1e-5
+            same_h = sum(same_hypotheses(a, b, tol) for a, b in zip(hyps[which], hyps[base]))
+            worst = max((abs(x.score - y.score) for a, b in zip(hyps[which], hyps[base]) for x, y in zip(a, b)),
+                        default=0.0)
+            print(f"  {which} vs {base}: identical candidate lists {same}/{n}, identical hypotheses {same_h}/{n} "
+                  f"(largest score difference {worst:.1e})")
+            status |= int(not same == same_h == n)
+            figures[f"{load} {which} vs {base}, identical candidate lists"] = f"{same}/{n}"
+    precision.fitted_threads = fit
     if args.build:
-        built = time_builds(examples, args.model, args.repeat, args.threads)
+        built = time_builds(examples, args.model, args.repeat, threads, loads)
         status |= int(not built["releases identical"])
         figures.update(built)
     if args.record:

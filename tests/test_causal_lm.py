@@ -371,3 +371,32 @@ def test_dg_candidates_do_not_depend_on_the_batch(setup, trained, monkeypatch):
     assert make(1).candidates(examples) == together
     monkeypatch.setattr(dg, "CausalDecoder", ReferenceDecoder)
     assert make(3).candidates(examples) == together
+
+
+def test_dg_fits_torch_threads_to_the_load_batch_by_batch(setup, trained, monkeypatch):
+    """Each batch decodes with torch's threads fitted to the load measured before it (beside a
+    process busy on one of 2 cores, 1 thread, not 2); the count is restored after, and the
+    candidates are those of a fixed count."""
+    import advrace.models.decoders.beam_search as bs
+    from advrace.models.runtime import precision
+
+    examples = setup["examples"][:5]
+    make = lambda: get_attack("distractor_generation")({  # noqa: E731
+        "model": trained["final"], "beam_size": 3, "max_target_tokens": 12, "batch_size": 2})
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(precision, "usable_cores", lambda: 2)
+    loads = iter([0.0, 1.0, 0.0])  # before each of the 3 batches
+    monkeypatch.setattr(precision, "busy_elsewhere", lambda *a, **k: next(loads))
+    seen, search = [], bs.beam_search
+
+    def recording(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(bs, "beam_search", recording)
+    torch.set_num_threads(2)  # the one_thread fixture restores torch's count
+    fitted = make().candidates(examples)
+    assert seen == [2, 1, 2] and torch.get_num_threads() == 2
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the user's count, kept
+    torch.set_num_threads(1)
+    assert make().candidates(examples) == fitted and seen[3:] == [1, 1, 1]

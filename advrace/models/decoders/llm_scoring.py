@@ -39,7 +39,7 @@ from advrace.models.decoders.packed_decoding import PackedCore
 from advrace.models.decoders.scoring_protocol import BOS_POLICIES, LM_EVAL_RACE, PER_QUESTION, ScoringProtocol, task_protocol, text_sha256
 from advrace.models.runtime.batching import length_sorted_batches
 from advrace.models.runtime.model_args import ModelArgs
-from advrace.models.runtime.precision import attention_backends, precision_info, use_bf16
+from advrace.models.runtime.precision import attention_backends, cpu_threads, precision_info, use_bf16
 
 MC_METHODS = (LOGLIKELIHOOD, LETTER)
 TOKENS_PER_BATCH = 8192
@@ -250,7 +250,9 @@ class CausalLMScorer:
         """`compute(batch of encoded items)` over batches sorted by `length(encoded item)` under the
         token budget, results in input order.
         Only token ids are held for the whole split; activations and caches are one batch's,
-        bounded by the token budget whatever the split's size."""
+        bounded by the token budget whatever the split's size. On a CPU each batch runs with
+        torch's threads fitted to the load then (advrace.models.runtime.precision.cpu_threads: a
+        thread sharing its core with a busy process stalls the others at every operation)."""
         import torch
         from tqdm.auto import tqdm
 
@@ -261,7 +263,9 @@ class CausalLMScorer:
                 torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16), \
                 tqdm(total=len(items), desc=desc, unit=unit, disable=not progress, leave=False) as bar:
             for idx in batches:
-                for i, value in zip(idx, compute([encoded[i] for i in idx])):
+                with cpu_threads(self.device):
+                    values = compute([encoded[i] for i in idx])
+                for i, value in zip(idx, values):
                     results[i] = value
                 bar.update(len(idx))
         return results

@@ -9,13 +9,20 @@ A CPU without bf16 instructions still runs bf16 autocast, emulated: several time
 fp32 (bench/evaluate_throughput.py --bf16-vs-fp32 measures it). "auto" never picks it there;
 asking for it warns once per process (`warn_if_emulated`, the one place that says so) and the
 record says `bf16_emulated`.
+
+On a CPU, how many threads torch computes with is the other half of how fast a model runs there
+(`cpu_threads`): torch takes one per core, which on a machine where another process keeps a core
+busy makes each of its parallel steps wait for the thread that shares that core.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import math
+import os
 import sys
+import time
 from pathlib import Path
 
 from advrace.models.runtime.sharding import process_state
@@ -123,3 +130,101 @@ def attention_backends(device):
     except ImportError:
         return contextlib.nullcontext()
     return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
+
+
+# ---------------------------------------------------------------- CPU threads
+
+# A core counts as taken by other processes once they keep it running this share of the time. DG
+# on 2 cores: beside a process busy half the time, one thread decoded 5-9x faster than two, beside
+# one busy a quarter of the time two were still 1.2x faster, and on an idle machine 1.7x
+# (docs/results.md, bench/dg_causal_lm.py).
+TAKEN_FROM = 0.25
+_ceiling: int | None = None  # torch's thread count outside every `cpu_threads` block
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _own_running() -> int:
+    """This process's threads that are running or ready to run (Linux)."""
+    n = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat", encoding="ascii", errors="replace") as f:
+                n += f.read().rpartition(")")[2].split()[0] == "R"
+        except (OSError, IndexError):
+            pass
+    return n
+
+
+def busy_elsewhere(samples: int = 10, interval: float = 0.005) -> float | None:
+    """How many cores other processes keep busy now: the machine's threads that are running or
+    ready to run (/proc/loadavg) less this process's own, averaged over `samples` readings
+    `interval` seconds apart (about 50 ms); None where Linux's /proc cannot be read."""
+    total = 0
+    try:
+        for i in range(samples):
+            if i:
+                time.sleep(interval)
+            with open("/proc/loadavg", encoding="ascii") as f:
+                running = int(f.read().split()[3].split("/")[0])
+            total += max(0, running - _own_running())
+    except (OSError, ValueError, IndexError):
+        return None
+    return total / samples
+
+
+def fitted_threads(ceiling: int, cores: int, busy: float | None) -> int:
+    """`ceiling` threads, but no more than the `cores` other processes leave free (`busy` of them
+    in use, a core counting as taken from TAKEN_FROM of it), and at least one; `ceiling` when
+    `busy` is unknown."""
+    if busy is None:
+        return max(1, ceiling)
+    taken = math.floor(busy + 1 - TAKEN_FROM)  # 0.25 busy takes a core, 1.25 two
+    return max(1, min(ceiling, cores - taken))
+
+
+def threads_fixed() -> bool:
+    """OMP_NUM_THREADS set: the user chose torch's thread count, and `cpu_threads` keeps it."""
+    return bool(os.environ.get("OMP_NUM_THREADS", "").strip())
+
+
+@contextlib.contextmanager
+def cpu_threads(device):
+    """Model work on `device` with torch's intra-op threads fitted to the machine's load now: on
+    a CPU, torch's count (one per core by default, or what `torch.set_num_threads` set outside
+    every such block) less one per core that other processes keep busy (`fitted_threads`).
+
+    Each block measures the load again (about 50 ms), so a loop that opens one per batch follows
+    the load as it changes; nested blocks fit to the outermost's count. With OMP_NUM_THREADS set,
+    or on a GPU, nothing changes. Yields the threads used (None on a GPU). The count can change
+    the last bits of a model's scores, as torch's own default, one per core, does from machine
+    to machine; the candidates of bench/dg_causal_lm.py were the same at every count."""
+    global _ceiling
+    import torch
+
+    if torch.device(device).type != "cpu":
+        yield None
+        return
+    before = torch.get_num_threads()
+    if threads_fixed():
+        yield before
+        return
+    outermost = _ceiling is None
+    if outermost:
+        _ceiling = before
+    try:
+        threads = fitted_threads(_ceiling, usable_cores(), busy_elsewhere())
+        if threads != before:
+            torch.set_num_threads(threads)
+        yield threads
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+        if outermost:
+            _ceiling = None
