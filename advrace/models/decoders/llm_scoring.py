@@ -36,7 +36,7 @@ from advrace.models.decoders.llm_prompts import GENERATION, LETTER, LOGLIKELIHOO
 from advrace.models.runtime.loading import (ModelLoadError, Wording, checkpoint_name, input_device, load_model, model_source,
                                     placed_by_device_map)
 from advrace.models.decoders.packed_decoding import PackedCore
-from advrace.models.decoders.scoring_protocol import BOS_POLICIES, LM_EVAL_RACE, PER_QUESTION, ScoringProtocol, task_protocol, text_sha256
+from advrace.models.decoders.scoring_protocol import BOS_POLICIES, ScoringProtocol, task_protocol, text_sha256
 from advrace.models.runtime.batching import length_sorted_batches
 from advrace.models.runtime.model_args import ModelArgs
 from advrace.models.runtime.precision import attention_backends, cpu_threads, precision_info, use_bf16
@@ -145,7 +145,6 @@ class CausalLMScorer:
         if self.adds_bos and tokenizer.bos_token_id is None:
             raise ConfigError(f"{name}: BOS asked for, but its tokenizer has no BOS token")
         self.contexts = contexts
-        self.protocol_name = PER_QUESTION if contexts is None else LM_EVAL_RACE
         self.few_shot_source, self.model_info = few_shot_source or {}, model_info or {}
         self.cut: dict[str, int] = {}  # example id -> the most context tokens one of its pairs lost
         self._told_fallback = False
@@ -170,7 +169,7 @@ class CausalLMScorer:
         chat = self.chat and method == LETTER
         shared = task_protocol(mc, method, per_article=self.contexts is not None)
         return ScoringProtocol(
-            **{**shared, "name": self.protocol_name}, max_length=self.max_length,
+            **shared, max_length=self.max_length,
             max_length_from=self.max_length_from, bos=self.bos, adds_bos=self.adds_bos, chat_template=chat,
             chat_template_sha256=text_sha256(self.tokenizer.chat_template) if chat else None,
             shots=self.shots, few_shot_file=self.few_shot_source.get("file") if self.shots else None,
