@@ -25,7 +25,8 @@ Fake answers have the gold answer's type and come from the split's own phrases (
 fake_answers.FakePool), each used at most `fake_cap` times among the passages an attack
 prepares together (the runner's fixed chunks, so the release does not depend on the number of
 workers); a question whose answer has no determinable type, or whose type has no fake left,
-is left out rather than given a wrong-typed fake.
+gets one from Jia and Liang's remaining answer rules (answer_rules: date, number, abbreviation,
+wh-word, WordNet file, part of speech, catch-all), so that every question has a fake.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from advrace.models.encoders.span_scoring import answer_distribution, load_span_
 from advrace.models.runtime.sharding import map_sharded
 
 from .base import Attack, CannotPerturb, Outcome, register
+from .answer_rules import FakeChoice, FallbackFakes
 from .declarative_rules import declarative_candidates
 from .fake_answers import FakePool, answer_type, type_key
 from .model_based import CheckpointAttack
@@ -59,6 +61,7 @@ class AddSentConfig:
     fakes: int = 2  # fake answers tried per question
     fake_cap: int = 3  # uses of one fake answer among the passages prepared together
     choices: int = 3  # GloVe neighbours of the right tag drawn among, per question
+    attempts: int = field(default=3, metadata={"min": 1})  # mutations tried while no sentence passes
     # fakes for common-noun and verb answers, typed by WordNet's first senses: read on XQuAD, most
     # were of another kind ("the work" for a type of civil disobedience), so off by default
     common_word_fakes: bool = False
@@ -115,8 +118,8 @@ def leftover_wh_words(sentence: str, resources) -> list[str]:
     words = [t for t in doc if not t.is_punct]
     out = []
     for k, t in enumerate(words):
-        if t.lower_ not in WH_WORDS:
-            continue
+        if t.lower_ not in WH_WORDS or (t.i > 0 and t.text[:1].isupper() and doc[t.i - 1].text[:1].isupper()):
+            continue  # not asking: a name's word ("Doctor Who")
         opens = t.i == 0 or doc[t.i - 1].text in (",", ";", ":")
         if opens and k + 1 < len(words) and words[k + 1].tag_ in _QUESTION_ORDER_TAGS:
             out.append(t.text)  # "Since 2006, what is the gender of ...": still a question
@@ -126,8 +129,11 @@ def leftover_wh_words(sentence: str, resources) -> list[str]:
         asks_for = ("NN", "JJ") if t.lower_ in ("what", "which", "whose") else \
             ("JJ", "RB") if t.lower_ == "how" else ()
         relative = before in ("IN", "TO") and t.lower_ in ("which", "whom", "whose")  # "to which individuals"
+        # an embedded question after a preposition or a verb: "the estimate of how many physicians give"
+        embedded = t.lower_ == "how" and (before == "IN" or before.startswith("VB")) and any(
+            u.tag_.startswith("VB") or u.tag_ == "MD" for u in words[k + 2:])
         if not after or before in _BEFORE_ASKING_TAGS or (
-                not relative and after.startswith(asks_for or ("-",))):
+                not relative and not embedded and after.startswith(asks_for or ("-",))):
             out.append(t.text)
     return out
 
@@ -179,6 +185,19 @@ VANISHED = CHECKS["change_vanished"]  # the audit's own checks
 FAKE_TYPE = CHECKS["fake_type"]
 
 
+def _fake_choices(example, kind, key, resources, config: AddSentConfig, second_set, rng, pool: FakePool,
+                  avoid_answers):
+    """The fake answers to try, rule by rule: the typed pool's first, then Jia and Liang's
+    remaining rules (answer_rules), down to the catch-all."""
+    first = example.answers[0]
+    if key is not None:
+        typed = pool.choose(key, avoid_answers, example.context, example.question, rng, config.fakes, second_set,
+                            real=first.text)
+        if typed:
+            yield FakeChoice("typed", kind, tuple(typed))
+    yield from FallbackFakes(pool, resources, second_set).choices(example, kind, avoid_answers, rng, config.fakes)
+
+
 def sentence_candidates(example, resources, config: AddSentConfig, second_set: bool = False,
                         rng: random.Random | None = None, pool: FakePool | None = None,
                         paragraph_answers=None) -> tuple[list[AdversarialSentence], Counter]:
@@ -186,6 +205,8 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
 
     `pool` gives the typed fake answers (an empty pool: the fixed lists only); `paragraph_answers`
     are the answers of every question on the passage, none of which a fake may share a word with.
+    The fakes of the first answer rule whose sentences pass the checks are kept (see
+    answer_rules): a typed fake where the data has one, else the fallbacks in Jia and Liang's order.
     """
     rejected: Counter = Counter()
 
@@ -198,45 +219,48 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
     kind = typed(example.context, first.start, first.end)
     key = type_key(kind, example.context, first.start, first.end, resources, example.question,
                    config.common_word_fakes)
-    if key is None:
-        rejected["answer type undetermined"] += 1
-        return [], rejected
     golds = [a.text for a in example.answers]
+    rng = rng or random.Random(0)
     pool = pool if pool is not None else FakePool(cap=config.fake_cap, resources=resources)
-    fakes = pool.choose(key, list(paragraph_answers or ()) + golds, example.context, example.question,
-                        rng or random.Random(0), config.fakes, second_set, real=first.text)
-    if not fakes:
-        rejected["no typed fake answer"] += 1
-        return [], rejected
+    avoid = list(paragraph_answers or ()) + golds
+    choices = list(_fake_choices(example, kind, key, resources, config, second_set, rng, pool, avoid))
     skip: frozenset[int] = frozenset()
-    while True:
+    for attempt in range(config.attempts):
         mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours,
                                                 rng=rng, choices=config.choices, skip=skip)
+        if not replacements:  # none of the high-confidence rules applies: Jia and Liang's others
+            mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours,
+                                                    rng=rng, choices=config.choices, skip=skip, common_words=True)
         if not replacements:
             rejected["change vanished" if skip else "question not mutated"] += 1
             return [], rejected
         out, seen, vanished = [], set(), set()
-        for fake in fakes:
-            for cand in declarative_candidates(mutated, fake, resources, kind):
-                problem = readability_problem(cand.sentence, example.question, golds, resources,
-                                              example.context)
-                record = AdversarialSentence(cand.sentence, question=mutated, replacements=tuple(replacements),
-                                             answer=fake, answer_type=kind, rule=cand.rule)
-                lost = [] if problem else VANISHED.lost(cand.sentence, record, ctx)
-                if lost:
-                    problem = "change vanished"
-                    vanished.update(r.start for r in lost)
-                elif not problem and FAKE_TYPE.refuse(Subject(example, cand.sentence, record=record), ctx, {}):
-                    # read in its sentence, the fake is not of the gold's kind (the tagger's slip)
-                    problem = "fake answer of another type"
-                if problem:
-                    rejected[problem] += 1
-                elif cand.sentence not in seen:
-                    seen.add(cand.sentence)
-                    out.append(record)
-        if out or not vanished:
+        for choice in choices:
+            for fake in choice.fakes:
+                for cand in declarative_candidates(mutated, fake, resources, choice.kind):
+                    problem = readability_problem(cand.sentence, example.question, golds, resources,
+                                                  example.context)
+                    record = AdversarialSentence(cand.sentence, question=mutated, replacements=tuple(replacements),
+                                                 answer=fake, answer_type=choice.kind, rule=cand.rule,
+                                                 fake_rule=choice.rule)
+                    lost = [] if problem else VANISHED.lost(cand.sentence, record, ctx)
+                    if lost:
+                        problem = "change vanished"
+                        vanished.update(r.start for r in lost)
+                    elif not problem and FAKE_TYPE.refuse(Subject(example, cand.sentence, record=record), ctx, {}):
+                        # read in its sentence, the fake is not of the gold's kind (the tagger's slip)
+                        problem = "fake answer of another type"
+                    if problem:
+                        rejected[problem] += 1
+                    elif cand.sentence not in seen:
+                        seen.add(cand.sentence)
+                        out.append(record)
+            if out:
+                break  # the first rule whose sentences pass: a later rule's fakes are less well typed
+        if out:
             break
-        skip = skip | frozenset(vanished)  # mutate again, leaving the words that vanished as they are
+        # mutate again: leaving the words that vanished as they are, or drawing other neighbours
+        skip = skip | frozenset(vanished)
     if not out and not rejected:
         rejected["no rule matched"] += 1
     return out, rejected
@@ -286,15 +310,17 @@ class _SentenceAttack(Attack):
                                    self._pool, (self._answers or {}).get(example.context))
 
     def summarize(self, examples):
-        rules, types, kinds, fakes = Counter(), Counter(), Counter(), Counter()
+        rules, types, kinds, fakes, fake_rules = Counter(), Counter(), Counter(), Counter(), Counter()
         for ex in examples:
             summary = summary_of(ex.provenance, self.name)
             for s in summary.sentences if summary else ():
                 rules[s.rule] += 1
                 types[s.answer_type] += 1
+                fake_rules[s.fake_rule] += 1
                 kinds.update(x.kind for x in s.replacements)
                 fakes[s.answer] += 1
         return {"rules": dict(sorted(rules.items())), "answer_types": dict(sorted(types.items())),
+                "fake_answer_rules": dict(sorted(fake_rules.items())),
                 "replacements_by_kind": dict(sorted(kinds.items())),
                 "fake_answers": {"distinct": len(fakes), "most_used": max(fakes.values(), default=0)}}
 

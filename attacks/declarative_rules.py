@@ -48,8 +48,11 @@ class _Tok:
 
 
 def _tokens(question: str, resources) -> list[_Tok]:
+    question = re.sub(r"^(\s*)(WH[a-z]+|Wh[A-Z]+\w*)\b", lambda m: m.group(1) + m.group(2).capitalize(),
+                      question)  # "WHy was ...": a typo the tagger does not read as a wh-word
     doc = resources.parse(question.strip())
-    toks = [_Tok(t.text, t.tag_, t.lemma_.lower(), t.whitespace_) for t in doc]
+    toks = [_Tok(t.text, "NNP" if t.tag_ in WH_TAGS and t.i and t.text[:1].isupper() and doc[t.i - 1].text[:1].isupper()
+                 else t.tag_, t.lemma_.lower(), t.whitespace_) for t in doc]  # "Doctor Who" is a name
     while toks and toks[-1].tag in (".", ",", ":") or toks and toks[-1].text in ("?", "."):
         toks.pop()
     return toks
@@ -90,6 +93,10 @@ def _wh_phrase(toks: list[_Tok]) -> tuple[int, int, int, str] | None:
             j += 1
             while j < len(toks) and toks[j].tag in NP_TAGS - {"PRP", "POS", "VBN", "VBG"}:
                 j += 1
+            if j + 1 < len(toks) and toks[j].tag == "POS":  # "what percentage of Warsaw's population"
+                j += 1
+                while j < len(toks) and toks[j].tag in NP_TAGS - {"PRP", "POS", "VBN", "VBG"}:
+                    j += 1
         return i - (1 if i else 0), i, j, "whose_np" if wh == "whose" else "wh_np"
     return i - (1 if i else 0), i, j, wh
 
@@ -192,11 +199,17 @@ def declarative_candidates(question: str, answer: str, resources, answer_type: s
     if aux.lemma == "do" and aux.text.lower() in DO_FORMS:
         if not tail and len(subject) > 1:  # "did the war end": the tagger took the verb for a noun
             subject, tail = subject[:-1], subject[-1:]
-        if not tail or not subject or not _do_support_verb(subject, tail, resources):
-            return []
+        past_slip = (bool(tail) and tail[0].tag == "VBD" and aux.text.lower() == "did" and tail[0].lemma not in AUX_LEMMAS
+                     and all(t.tag in NP_TAGS for t in subject))
+        if not tail or not subject or not (past_slip or _do_support_verb(subject, tail, resources)):
+            split = _verb_after_noun(after, resources)
+            if split is None:  # no verb follows: "did" is the main verb ("Who did the National Anthem?")
+                return _subject(kind, rule, phrase, answer, wh_tokens, rest) if nominal else []
+            subject, tail = after[:split], after[split:]
         tense = DO_FORMS[aux.text.lower()]
         verb = tail[0].text
-        verb = past_tense(verb) if tense == "VBD" else third_person(verb) if tense == "VBZ" else verb
+        if not past_slip:  # "did the V&A received": the question's slip already gave the tense
+            verb = past_tense(verb) if tense == "VBD" else third_person(verb) if tense == "VBZ" else verb
         clause = [_Tok(verb, "VB", verb, " ")] + tail[1:]
         return _place(kind, f"do_{rule}", phrase, answer, _join(subject), clause, wh_tokens)
     if not subject:
@@ -240,6 +253,18 @@ def _do_support_verb(subject: list[_Tok], tail: list[_Tok], resources) -> bool:
     tags = [t.tag_ for t in resources.parse(probe)]
     k = len(resources.parse(f"{_join(subject)} will"))
     return k < len(tags) and tags[k] in ("VB", "VBP")
+
+
+def _verb_after_noun(after: list[_Tok], resources) -> int | None:
+    """Where the verb of do-support starts when the tagger took it for a noun inside the subject
+    ("did the German army reoccupy Rhineland", "did the Broncos score in ..."): the first
+    lowercase base-form verb after a noun that passes `_do_support_verb`."""
+    for k in range(1, len(after)):
+        t = after[k]
+        if (after[k - 1].tag in ("NN", "NNS", "NNP", "NNPS", "CD", "JJ") and t.text.islower()
+                and _do_support_verb(after[:k], after[k:], resources)):
+            return k
+    return None
 
 
 def _split_subject(after: list[_Tok]) -> tuple[list[_Tok], list[_Tok]]:
@@ -297,4 +322,9 @@ def _non_wh(toks: list[_Tok], answer: str) -> list[Candidate]:
         if t.tag in WH_TAGS:
             end = _noun_phrase_end(toks, k + 1) if t.text.lower() in ("what", "which", "whose") else k + 1
             return [Candidate("in_situ", _sentence(_join(toks[:k]), answer, _join(toks[end:])))]
+    if len(toks) > 1 and toks[0].text.lower() in ("name", "list", "give") and toks[0].tag in ("VB", "NN", "NNP"):
+        # "Name one of the causes of immunodeficiency." -> "One of the causes of immunodeficiency is A."
+        rest = toks[1:]
+        verb = "are" if rest[0].tag == "NNS" or rest[0].text.lower() in ("two", "three", "some", "several") else "is"
+        return [Candidate("imperative_name", _sentence(_join(rest), verb, answer))]
     return []

@@ -13,8 +13,9 @@ the first half for AddSent and AddOneSent, the second for AddSentMod, so that a 
 one set of fake answers can be tested on unseen ones. Each phrase serves at most `cap` times;
 the fixed lists (FAKES, disjoint per set) serve only when the data has no phrase of the type
 left, under the same cap. A fake answer never shares a word with an answer of its paragraph,
-never appears in the context or the question. Where the type is unknown (`UNTYPED`), there is
-no fake answer: a wrong-typed one ("Cheerios" as a count) makes a sentence a reader dismisses.
+never appears in the context or the question. Where the type is unknown (`UNTYPED`), or the
+question disagrees with it, the pool has no fake: Jia and Liang's remaining rules
+(`answer_rules`) make one, typed as finely as each allows, so that every question gets a fake.
 """
 
 from __future__ import annotations
@@ -518,6 +519,7 @@ class FakePool:
         self.phrases: dict[tuple, list[str]] = {}
         self.spread: Counter = Counter()  # contexts a phrase occurs in
         self.uses: Counter = Counter()
+        self.by_kind: dict[str, list[str]] = {}  # named phrases by the tagger's kind alone, for answer_rules' `ner`
 
     @classmethod
     def from_contexts(cls, contexts, resources, cap: int = 3) -> "FakePool":
@@ -541,6 +543,8 @@ class FakePool:
                         keys[kind, text] = refined_key(kind, text, resources)
                     if keys[kind, text] is not None:
                         add(keys[kind, text], text)
+                    if kind in _CAPITALISED_KINDS | {"person"}:
+                        found.setdefault(("kind", kind), set()).add(text)
             in_entity = {t.i for ent in doc.ents for t in ent}
             for chunk in doc.noun_chunks:
                 root = chunk.root
@@ -560,7 +564,10 @@ class FakePool:
             pool.spread.update(here)
         # a phrase the tagger labelled two ways ("Lublin" a person here, a place there) is trusted
         # as neither
-        pool.phrases = {key: sorted(p for p in v if len(labels.get(p, ())) <= 1) for key, v in found.items()}
+        pool.phrases = {key: sorted(p for p in v if len(labels.get(p, ())) <= 1) for key, v in found.items()
+                        if key[0] != "kind"}
+        pool.by_kind = {key[1]: sorted(p for p in v if len(labels.get(p, ())) <= 1) for key, v in found.items()
+                        if key[0] == "kind"}
         return pool
 
     @staticmethod

@@ -36,11 +36,15 @@ def _restates(word: str, new: str, pos: str, resources) -> bool:
 
 
 def _glove_word(word: str, tag: str, resources, neighbours: int, avoid: set[str], pos: str = "",
-                rng=None, choices: int = 3) -> tuple[str, str] | None:
+                rng=None, choices: int = 3, word_form: str | None = None) -> tuple[str, str] | None:
+    """A GloVe neighbour of the same tag (kind "glove"), else the nearest at all ("glove_nearest");
+    with `word_form` ("n", "a"), only words WordNet knows under that POS: a common word's
+    neighbour, not a name lowercased ("chancellor" -> "schroeder")."""
     glove = resources.glove
     lower = word.lower()
     try:
-        near = [w for w, _ in glove.nearest(lower, neighbours) if w not in avoid and w.isalnum()]
+        near = [w for w, _ in glove.nearest(lower, neighbours) if w not in avoid and w.isalnum()
+                and (word_form is None or resources.wordnet.morphy(w, word_form))]
     except KeyError:
         return None
     if not near:
@@ -57,9 +61,27 @@ def _glove_word(word: str, tag: str, resources, neighbours: int, avoid: set[str]
     return near[0], "glove_nearest"
 
 
+# Jia and Liang's words never altered (their DO_NOT_ALTER): they carry the question's frame
+DO_NOT_ALTER = frozenset({"many", "such", "few", "much", "other", "same", "general", "type", "record", "kind",
+                          "sort", "part", "form", "terms", "use", "place", "way", "old", "young", "bowl", "united",
+                          "one", "likely", "different", "square", "war", "republic", "doctor", "color", "name",
+                          "number", "year", "years", "called", "term", "word", "example"})
+# Penn tag -> (stand-in, stand-in for an abbreviation), Jia and Liang's alter_entity_type
+ENTITY_STAND_INS = {"NNP": ("Dalek", "XKCD"), "NNPS": ("Daleks", "XKCDs")}
+COMMON_TAGS = frozenset({"NN", "NNS", "JJ", "JJR", "JJS"})
+
+
 def mutate_question(question: str, resources, *, neighbours: int = 100, rng=None, choices: int = 3,
-                    skip: frozenset[int] = frozenset()) -> tuple[str, list[Replacement]]:
-    """The mutated question and what changed (an empty list when nothing could change)."""
+                    skip: frozenset[int] = frozenset(), common_words: bool = False
+                    ) -> tuple[str, list[Replacement]]:
+    """The mutated question and what changed (an empty list when nothing could change).
+
+    Jia and Liang's high-confidence rules first: antonyms, and GloVe neighbours for names,
+    numbers and proper nouns. `common_words` adds their remaining rules for a question none of
+    those change: a common noun or adjective goes to a GloVe neighbour of the same tag (kind
+    "glove_common"), refused where WordNet relates the two in any way (a synonym, a hypernym,
+    a near sibling: years -> decades), and a name GloVe does not know goes to Jia and Liang's
+    stand-in ("Dalek", "XKCD": kind "entity_type")."""
     doc = resources.parse(question)
     stop = resources.stopwords
     avoid = {t.text.lower() for t in doc}
@@ -69,14 +91,21 @@ def mutate_question(question: str, resources, *, neighbours: int = 100, rng=None
         if not any(c.isalnum() for c in word) or word.lower() in stop or tok.idx in skip:
             continue
         new = None
-        if tok.ent_type_ in NAMED or tok.tag_ == "CD":
+        if tok.ent_type_ in NAMED or tok.tag_ == "CD" or (tok.tag_ in ("NNP", "NNPS") and word[:1].isupper()):
             found = _glove_word(word, tok.tag_, resources, neighbours, avoid, tok.pos_, rng, choices)
             if found:
                 new = (match_case(found[0], word), found[1])
-        elif tok.tag_ in ANTONYM_TAGS:
-            ants = resources.antonyms(word, ANTONYM_TAGS[tok.tag_])
-            if ants:
-                new = (match_case(ants[0], word), "antonym")
+            elif (common_words and word[:1].isupper() and tok.tag_ in ENTITY_STAND_INS
+                  and word.lower() not in resources.glove and ENTITY_STAND_INS[tok.tag_][word.isupper()].lower() not in avoid):
+                # a name GloVe does not know ("NASUWT"): Jia and Liang's stand-in of its kind
+                new = (ENTITY_STAND_INS[tok.tag_][word.isupper()], "entity_type")
+        elif tok.tag_ in ANTONYM_TAGS and (ants := resources.antonyms(word, ANTONYM_TAGS[tok.tag_])):
+            new = (match_case(ants[0], word), "antonym")
+        elif common_words and tok.tag_ in COMMON_TAGS and word.lower() not in DO_NOT_ALTER and word.isalpha():
+            found = _glove_word(word, tok.tag_, resources, neighbours, avoid, tok.pos_, rng, choices,
+                                word_form="n" if tok.tag_.startswith("NN") else "a")
+            if found and found[1] == "glove":
+                new = (match_case(found[0], word), "glove_common")
         if new and new[0].lower() != word.lower():
             avoid.add(new[0].lower())
             edits.append(Replacement(tok.idx, tok.idx + len(word), word, new[0], new[1]))

@@ -96,8 +96,10 @@ class AdversarialSentence:
     """A sentence an attack wrote to mislead: `question`, mutated by `replacements`, stated with
     `answer`, a wrong answer (RACE: the distractor at option `option`; SQuAD: a fake answer of
     type `answer_type`) or, for the diagnosis set, the right one. `rule` names the declarative
-    rule that wrote it; `negation_fallback` says that "not" was inserted because nothing else
-    changed the meaning."""
+    rule that wrote it; `fake_rule` the answer rule that made a SQuAD fake answer ("typed": the
+    data's phrases of the gold's refined type; else a fallback of attacks.answer_rules, such as
+    "wh_who" or "catch_all"); `negation_fallback` says that "not" was inserted because nothing
+    else changed the meaning."""
 
     sentence: str
     question: str = ""
@@ -107,6 +109,7 @@ class AdversarialSentence:
     answer_type: str = ""
     rule: str = ""
     negation_fallback: bool = False
+    fake_rule: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,368 @@
+"""Jia and Liang's answer rules: a fake answer for every SQuAD answer.
+
+Their AddSent makes a fake answer by the first rule that applies, in order: a date (its numbers
+and month moved), a number (its leading digit moved), a named-entity type, an abbreviation, the
+question's wh-word (who, when, where, how many), the answer's part of speech (first or last
+token, its determiner kept), and last a catch-all ("aliens"), so that some fake always exists.
+
+Here the typed pool of `fake_answers` (the data's own phrases of the answer's refined type)
+stands for their named-entity rules and goes first; where it has nothing, `fallback_fakes`
+goes on through the rest, typed as finely as each rule allows:
+
+- `date`, `number`: the gold itself with its years moved back 25, its days by 11, its months by
+  six, its other numbers' leading digit by five (Jia and Liang's own arithmetic), so that "between
+  1550 and 1580" becomes "between 1525 and 1555" and "about 21 stages" "about 71 stages";
+- `abbreviation`: an acronym for an all-capitals answer;
+- `ner`: a name of the data of the kind the tagger gave the gold (a team for "Broncos"), where
+  the typed pool did not trust its refinement;
+- `wh_who`, `wh_when`, `wh_where`, `wh_how_many`, `wh_how_much`: a person, a year or date, a
+  city, a number, an amount of money, for the question's wh-word;
+- `lexfile`: a noun of the WordNet lexicographer file of the noun the question asks for ("what
+  kinds of trees": noun.plant), else of the answer's head noun (noun.person,
+  noun.artifact, noun.act, ...), a plural for a plural and the gold's determiner kept, the
+  data's own noun phrases first when their head is a close WordNet relative of the gold's
+  (a bridge for an aqueduct), else the fixed list's nearest nouns;
+- `pos`: a word of the answer's part of speech and form (a past tense for a past tense, a
+  comparative for a comparative);
+- `catch_all`: what is left, recorded as such: a name, a number or a year where the gold is one
+  (as the audit's fake_type check reads it), else "aliens".
+
+Every fake differs from the gold, occurs nowhere in the paragraph or the question, and shares
+no word with an answer of the paragraph (a number rule's own words, "years" of "three years",
+excepted). The fixed lists are disjoint between the two sets (AddSent/AddOneSent, AddSentMod)
+and serve least-used first, past the pool's cap: a rotation, never a refusal.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from advrace.core.checks.sentences import wanted_group
+from advrace.metrics import normalize_answer
+
+from .fake_answers import FAKES, MONTHS, FakePool, _lexfile, answer_type, wh_noun
+
+FALLBACK_RULES = ("date", "number", "abbreviation", "ner", "wh_who", "wh_when", "wh_where", "wh_how_many",
+                  "wh_how_much", "lexfile", "pos", "catch_all")
+
+
+@dataclass(frozen=True)
+class FakeChoice:
+    """Fake answers made by one rule: `kind` is their answer type (fake_answers.TYPES), for the
+    declarative rules ("on" a date, "in" a year) and the record."""
+
+    rule: str
+    kind: str
+    fakes: tuple[str, ...]
+
+
+# WordNet noun files -> ((singular, plural) of the first set, of the second set); each noun's first
+# sense is of its file (tests/test_answer_rules.py checks it)
+LEXFILE_FAKES: dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
+    "noun.act": ((("boycott", "boycotts"), ("pilgrimage", "pilgrimages"), ("hunger strike", "hunger strikes")),
+                 (("blockade", "blockades"), ("expedition", "expeditions"), ("rehearsal", "rehearsals"))),
+    "noun.animal": ((("hamster", "hamsters"), ("walrus", "walruses")), (("pelican", "pelicans"), ("hedgehog", "hedgehogs"))),
+    "noun.artifact": ((("steam engine", "steam engines"), ("telescope", "telescopes"), ("lighthouse", "lighthouses")),
+                      (("windmill", "windmills"), ("typewriter", "typewriters"), ("wheelbarrow", "wheelbarrows"))),
+    "noun.attribute": ((("elasticity", "elasticities"), ("brightness", "brightnesses")),
+                       (("viscosity", "viscosities"), ("agility", "agilities"))),
+    "noun.body": ((("kidney", "kidneys"), ("elbow", "elbows")), (("spleen", "spleens"), ("ankle", "ankles"))),
+    "noun.cognition": ((("geometry", "geometries"), ("astrology", "astrologies")),
+                       (("phrenology", "phrenologies"), ("numerology", "numerologies"))),
+    "noun.communication": ((("sonnet", "sonnets"), ("telegram", "telegrams")),
+                           (("lullaby", "lullabies"), ("ballad", "ballads"))),
+    "noun.event": ((("eclipse", "eclipses"), ("avalanche", "avalanches")),
+                   (("earthquake", "earthquakes"), ("landslide", "landslides"))),
+    "noun.feeling": ((("nostalgia", "nostalgias"), ("envy", "envies")), (("boredom", "boredoms"), ("gratitude", "gratitudes"))),
+    "noun.food": ((("porridge", "porridges"), ("gingerbread", "gingerbreads")), (("marmalade", "marmalades"), ("pancake", "pancakes"))),
+    "noun.group": ((("choir", "choirs"), ("orchestra", "orchestras")), (("militia", "militias"), ("brass band", "brass bands"))),
+    "noun.location": ((("seaport", "seaports"), ("oasis", "oases")), (("suburb", "suburbs"), ("hinterland", "hinterlands"))),
+    "noun.motive": ((("incentive", "incentives"),), (("conscience", "consciences"),)),
+    "noun.object": ((("glacier", "glaciers"), ("meteorite", "meteorites")), (("canyon", "canyons"), ("sand dune", "sand dunes"))),
+    "noun.person": ((("blacksmith", "blacksmiths"), ("astronomer", "astronomers"), ("shepherd", "shepherds")),
+                    (("cartographer", "cartographers"), ("locksmith", "locksmiths"), ("beekeeper", "beekeepers"))),
+    "noun.phenomenon": ((("magnetism", "magnetisms"), ("monsoon", "monsoons")), (("static electricity", "static electricity"),
+                                                                                 ("thunderstorm", "thunderstorms"))),
+    "noun.plant": ((("oak", "oaks"), ("fern", "ferns")), (("cactus", "cacti"), ("ivy", "ivies"))),
+    "noun.possession": ((("pension", "pensions"), ("ransom", "ransoms")), (("dowry", "dowries"), ("bounty", "bounties"))),
+    "noun.process": ((("erosion", "erosions"), ("photosynthesis", "photosyntheses")),
+                     (("evaporation", "evaporations"), ("osmosis", "osmoses"))),
+    "noun.quantity": ((("teaspoon", "teaspoons"), ("bushel", "bushels")), (("furlong", "furlongs"), ("kilowatt", "kilowatts"))),
+    "noun.relation": ((("ratio", "ratios"),), (("proportion", "proportions"),)),
+    "noun.shape": ((("spiral", "spirals"), ("triangle", "triangles")), (("hexagon", "hexagons"), ("crescent", "crescents"))),
+    "noun.state": ((("drought", "droughts"), ("insomnia", "insomnias")), (("anarchy", "anarchies"), ("corrosion", "corrosions"))),
+    "noun.substance": ((("copper", "copper"), ("granite", "granite")), (("sulfur", "sulfur"), ("limestone", "limestone"))),
+    "noun.time": ((("twilight", "twilights"), ("winter", "winters")), (("dawn", "dawns"), ("midsummer", "midsummers"))),
+}
+
+# Penn tag -> (first set, second set): Jia and Liang's words, with company so that they rotate
+POS_FAKES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "VB": (("learn", "juggle", "paint"), ("run", "knit", "whistle")),
+    "VBP": (("learn", "juggle", "paint"), ("run", "knit", "whistle")),
+    "VBZ": (("learns", "juggles", "paints"), ("runs", "knits", "whistles")),
+    "VBD": (("learned", "juggled", "painted"), ("ran", "knitted", "whistled")),
+    "VBN": (("learned", "juggled", "painted"), ("run", "knitted", "whistled")),
+    "VBG": (("learning", "juggling", "painting"), ("running", "knitting", "whistling")),
+    "NN": (("hamster", "violin", "tractor"), ("apple", "lantern", "bicycle")),
+    "NNS": (("hamsters", "violins", "tractors"), ("apples", "lanterns", "bicycles")),
+    "NNP": (("Central Park", "Kolmogorov", "Zanzibar"), ("Sears Tower", "Calloway", "Tamsin")),
+    "NNPS": (("Kew Gardens", "Highlanders"), ("Hobbits", "Lowlanders")),
+    "JJ": (("deep", "purple", "fragile"), ("blue", "ancient", "hollow")),
+    "JJR": (("deeper", "purpler"), ("bluer", "hollower")),
+    "JJS": (("deepest", "purplest"), ("bluest", "hollowest")),
+    "RB": (("silently", "slowly", "rarely"), ("quickly", "loudly", "gently")),
+}
+NAME_STEMS = (("Kolmogorov", "Zanzibar", "Halloway"), ("Calloway", "Tamsin", "Ostrander"))
+POS_KINDS = {"VB": "verb", "VBP": "verb", "VBZ": "verb", "VBD": "verb_past", "VBN": "verb_past",
+             "VBG": "verb_ing", "NN": "noun", "NNS": "plural_noun", "NNP": "proper_noun",
+             "NNPS": "proper_noun", "JJ": "adjective", "JJR": "adjective", "JJS": "adjective",
+             "RB": "adverb"}
+CATCH_ALL = (("aliens", "moonlight", "glass marbles", "seaweed"),
+             ("cosmic rays", "sea foam", "paper lanterns", "stardust"))
+ABBREVIATIONS = (("LSTM", "NAACP", "UNESCO", "OPEC"), ("PCFG", "NATO", "FIFA", "IUPAC"))
+WH_CITIES = (("Chicago", "Nairobi", "Lisbon", "Winnipeg"), ("Stockholm", "Osaka", "Lima", "Adelaide"))
+WH_NUMBERS = (("42", "17", "2,400", "9"), ("200", "36", "9,100", "13"))
+WH_MONEY = (("$2.5 million", "$400", "$75,000"), ("$17 billion", "$85", "$3,200"))
+
+_NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+                 "sixteen seventeen eighteen nineteen twenty").split()
+_SCALE_SWAP = {"thousand": "million", "million": "thousand", "billion": "thousand", "trillion": "thousand"}
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(\.\d+)?(?!\w)")
+_DECADE = re.compile(r"(?<!\d)(1[0-9]{2}0|20[0-9]0)s\b")
+_YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d|s\b)")
+_MONTH = re.compile(r"\b(" + "|".join(m.title() for m in MONTHS) + r")\b")
+_MONTH_NAMES = "|".join(m.title() for m in MONTHS)
+_DAY = re.compile(rf"\b(?P<m1>{_MONTH_NAMES}) (?P<d1>\d{{1,2}})\b|\b(?P<d2>\d{{1,2}}) (?P<m2>{_MONTH_NAMES})\b")
+_DETERMINERS = ("the", "a", "an")
+
+
+def _plural(noun: str) -> str:
+    if re.search(r"[^aeiou]y$", noun):
+        return noun[:-1] + "ies"
+    return noun + ("es" if re.search(r"(s|x|ch|sh)$", noun) else "s")
+
+
+def _lead_digit(number: str) -> str:
+    """Jia and Liang's change of a number: 1000-2500 minus 75 (a year), else the first digit plus
+    five (modulo ten, never 0)."""
+    value = float(number.replace(",", ""))
+    if 1000 < value < 2500 and "." not in number:
+        return f"{int(value) - 75:,}" if "," in number else str(int(value) - 75)
+    chars = list(number)
+    for i, c in enumerate(chars):
+        if c.isdigit():
+            chars[i] = str(max((int(c) + 5) % 10, 1))
+            break
+    return "".join(chars)
+
+
+def shift_date(text: str) -> str | None:
+    """The date with its years 25 earlier, its day moved by 11 and its month by six; None when
+    nothing in it is a year, a day or a month."""
+    out = _DECADE.sub(lambda m: f"{int(m.group(1)) - 30}s", text)  # the 1990s: the 1960s, still a decade
+    out = _YEAR.sub(lambda m: str(int(m.group()) - 25), out)
+
+    def day(m):
+        d = int(m.group("d1") or m.group("d2"))
+        d = str(d - 11 if d > 15 else d + 11)
+        return f"{m.group('m1')} {d}" if m.group("m1") else f"{d} {m.group('m2')}"
+    out = _DAY.sub(day, out)
+    out = _MONTH.sub(lambda m: MONTHS[(MONTHS.index(m.group().lower()) + 6) % 12].title(), out)
+    return out if out != text else None
+
+
+def shift_number(text: str) -> str | None:
+    """Every number of the answer changed: its digits where it has some, else its number words
+    and scale words ("three years": "eight years"); None when it has none."""
+    out = _NUMBER.sub(lambda m: _lead_digit(m.group()), text)
+    if out != text:
+        return out  # "$5 million": the digits moved, the scale kept
+
+    def word(m):
+        lower = m.group().lower()
+        if lower in _SCALE_SWAP:
+            new = _SCALE_SWAP[lower]
+        else:
+            new = _NUMBER_WORDS[(_NUMBER_WORDS.index(lower) + 5) % len(_NUMBER_WORDS)] if lower != "zero" else "seven"
+        return new.title() if m.group()[0].isupper() else new
+    out = re.sub(r"\b(" + "|".join(_NUMBER_WORDS + list(_SCALE_SWAP)) + r")\b", word, out, flags=re.I)
+    return out if out != text else None
+
+
+class FallbackFakes:
+    """The rules past the typed pool, for one question: see the module docstring. `uses` is
+    shared with the pool, so that a fixed word rotates through the questions prepared together."""
+
+    def __init__(self, pool: FakePool, resources, second_set: bool = False):
+        self.pool, self.resources, self.second_set = pool, resources, second_set
+        self.which = int(second_set)
+
+    # ------------------------------------------------------------------ filters
+    def _fits(self, text: str, seen: str, banned: set[str], gold_norm: str) -> bool:
+        norm = normalize_answer(text)
+        return bool(norm) and norm != gold_norm and f" {norm} " not in seen and not (set(norm.split()) & banned)
+
+    def _rotate(self, items, seen, banned, gold_norm, k, rng) -> tuple[str, ...]:
+        fit = [t for t in dict.fromkeys(items) if self._fits(t, seen, banned, gold_norm)]
+        rng.shuffle(fit)
+        fit.sort(key=lambda t: self.pool.uses[t])
+        return tuple(fit[:k])
+
+    # ------------------------------------------------------------------ the rules
+    def choices(self, example, kind: str, avoid_answers, rng, k: int = 2):
+        """(rule, kind, fakes) for each rule that applies, in Jia and Liang's order: a caller
+        takes the first whose sentences pass its checks."""
+        first = example.answers[0]
+        gold = first.text.strip()
+        gold_norm = normalize_answer(gold)
+        seen = f" {normalize_answer(example.context)} {normalize_answer(example.question)} "
+        banned = set().union(*(set(normalize_answer(a).split()) for a in avoid_answers)) if avoid_answers else set()
+
+        def own(text):  # a number rule keeps the gold's words: only its changed numbers must be new
+            return text is not None and normalize_answer(text) != gold_norm and \
+                f" {normalize_answer(text)} " not in seen
+
+        if kind in ("date", "year", "month", "weekday") or _MONTH.search(gold):
+            date = shift_date(gold)
+            if own(date):
+                yield FakeChoice("date", kind if kind in ("date", "year", "month", "weekday") else "date", (date,))
+        number = shift_number(gold)
+        if own(number):
+            yield FakeChoice("number", kind if kind in ("number", "quantity", "percent", "money", "year", "date",
+                                                        "ordinal") else "number", (number,))
+        words = gold.split()
+        if len(words) == 1 and gold.isupper() and any(c.isalpha() for c in gold):
+            yield FakeChoice("abbreviation", "abbreviation",
+                             self._rotate(ABBREVIATIONS[self.which], seen, banned, gold_norm, k, rng))
+        if kind in self.pool.by_kind:  # a name of the tagger's kind, its refinement untrusted
+            names = [p for p in self.pool.by_kind[kind] if self.pool.in_set(p, self.second_set)]
+            yield FakeChoice("ner", kind, self._rotate(names, seen, banned, gold_norm, k, rng))
+        yield from self._wh(example, gold, seen, banned, gold_norm, avoid_answers, rng, k)
+        head = self._head(example)
+        if head is not None:
+            if head.tag_ in ("NN", "NNS"):
+                # the kind the question asks for ("what kinds of trees"), else the answer head's
+                _, noun = wh_noun(example.question, self.resources)
+                for word in dict.fromkeys(w for w in (noun, (head.lemma_ or head.text).lower()) if w):
+                    found = self._lexfile(word, head.tag_ == "NNS", gold, seen, banned, gold_norm, rng, k)
+                    if found:
+                        yield found
+                        break
+            tag = self._pos_tag(example, head)
+            _, noun = wh_noun(example.question, self.resources)
+            if tag in ("NNP", "NNPS") and noun and _lexfile(noun, self.resources) not in (None, "noun.person"):
+                # a name of the kind the question asks for: "What river ...?" -> "the Kolmogorov River"
+                det = "the " if self._determiner(gold) == "the" else ""
+                plural = _plural(noun) if tag == "NNPS" else noun
+                words = tuple(f"{det}{name} {plural.title()}" for name in NAME_STEMS[self.which])
+                yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag], self._rotate(words, seen, banned, gold_norm, k, rng))
+            if tag:
+                words = tuple(self._with_determiner(w, gold, tag) for w in POS_FAKES[tag][self.which])
+                yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag],
+                                 self._rotate(words, seen, banned, gold_norm, k, rng))
+        group = wanted_group(example, lambda text, start, end: answer_type(text, start, end, self.resources))
+        fixed, kind = {"name": (POS_FAKES["NNP"], "proper_noun"), "number": (WH_NUMBERS, "number"),
+                       "time": (FAKES["year"], "year")}.get(group, (CATCH_ALL, "other"))
+        yield FakeChoice("catch_all", kind, self._rotate(fixed[self.which], seen, banned, gold_norm, k, rng))
+
+    def _wh(self, example, gold, seen, banned, gold_norm, avoid_answers, rng, k):
+        wh, noun = wh_noun(example.question, self.resources)
+        lower = example.question.lower()
+        noun_file = _lexfile(noun, self.resources) if noun else None
+
+        def typed(rule, kind, key, fixed):
+            data = self.pool.choose(key, avoid_answers, example.context, example.question, rng, k,
+                                    self.second_set, real=gold) if key else []
+            fakes = tuple(data) or self._rotate(fixed, seen, banned, gold_norm, k, rng)
+            return FakeChoice(rule, kind, fakes)
+
+        if wh in ("who", "whom", "whose") or (wh in ("what", "which") and noun_file == "noun.person"):
+            yield typed("wh_who", "person", ("person",), FAKES["person"][self.which])
+        elif wh == "when" or (wh in ("what", "which") and noun in ("year", "date", "day", "month")):
+            if _YEAR.search(gold) or noun == "year" or not _MONTH.search(gold):
+                yield typed("wh_when", "year", ("year",), FAKES["year"][self.which])
+            else:
+                yield typed("wh_when", "date", None, FAKES["date"][self.which])
+        elif wh == "where":
+            yield typed("wh_where", "country", ("place", "city"), WH_CITIES[self.which])
+        elif re.search(r"\bhow many\b", lower):
+            yield typed("wh_how_many", "number", ("number", "integer"), WH_NUMBERS[self.which])
+        elif re.search(r"\bhow much\b", lower):
+            if re.search(r"[$£€¥]|\b(dollars?|pounds?|euros?)\b", gold, re.I):
+                yield typed("wh_how_much", "money", ("money",), WH_MONEY[self.which])
+            elif re.search(r"\d", gold):
+                yield typed("wh_how_much", "number", ("number", "integer"), WH_NUMBERS[self.which])
+
+    def _head(self, example):
+        first = example.answers[0]
+        span = self.resources.parse(example.context).char_span(first.start, first.end, alignment_mode="expand")
+        return span.root if span is not None and len(span) else None
+
+    def _pos_tag(self, example, head) -> str | None:
+        """Jia and Liang's order: a verb by the answer's first token, else a noun, adjective or
+        adverb by its last."""
+        first = example.answers[0]
+        span = self.resources.parse(example.context).char_span(first.start, first.end, alignment_mode="expand")
+        toks = [t for t in span if not t.is_punct] if span is not None else []
+        if not toks:
+            return None
+        if toks[0].tag_ in POS_FAKES and toks[0].tag_.startswith("VB"):
+            return toks[0].tag_
+        last = toks[-1].tag_
+        return last if last in POS_FAKES and not last.startswith("VB") or last == "VBG" else None
+
+    @staticmethod
+    def _determiner(gold: str) -> str:
+        lead = gold.split()[0].lower() if gold.split() else ""
+        return lead if lead in _DETERMINERS else ""
+
+    def _with_determiner(self, noun: str, gold: str, tag: str) -> str:
+        det = self._determiner(gold)
+        if not det or tag not in ("NN", "NNS"):  # "the Zanzibar": a name takes none
+            return noun
+        if det in ("a", "an"):
+            if tag != "NN":
+                return noun
+            det = "an" if noun[0].lower() in "aeiou" else "a"
+        return f"{det} {noun}"
+
+    def _lexfile(self, lemma, plural, gold, seen, banned, gold_norm, rng, k) -> FakeChoice | None:
+        """Nouns of `lemma`'s WordNet file (the question's noun or the gold's head): the data's
+        own noun phrases whose head is a close relative of it, else the fixed list's, nearest
+        first."""
+        senses = self.resources.wordnet.synsets(lemma, "n")
+        if not senses:
+            return None
+        sense, lexfile = senses[0], senses[0].lexname()
+        kind = "plural_noun" if plural else "noun"
+        data = [p for p in self.pool.phrases.get((kind, lexfile), ())
+                if self.pool.in_set(p, self.second_set) and self.pool.uses[p] < self.pool.cap
+                and self._close(p, sense) and self._fits(p, seen, banned, gold_norm)]
+        rng.shuffle(data)
+        data.sort(key=lambda p: (-self._similarity(p.split()[-1], sense), self.pool.uses[p]))
+        if data:
+            return FakeChoice("lexfile", kind, tuple(data[:k]))
+        fixed = LEXFILE_FAKES.get(lexfile)
+        if not fixed:
+            return None
+        nouns = [self._with_determiner(pair[int(plural)], gold, "NNS" if plural else "NN")
+                 for pair in fixed[self.which]]
+        fit = [n for n in nouns if self._fits(n, seen, banned, gold_norm)]
+        rng.shuffle(fit)
+        fit.sort(key=lambda n: (-self._similarity(n.split()[-1], sense), self.pool.uses[n]))
+        return FakeChoice("lexfile", kind, tuple(fit[:k])) if fit else None
+
+    def _similarity(self, word: str, sense) -> float:
+        senses = self.resources.wordnet.synsets(self.resources.wordnet.morphy(word.lower(), "n") or word.lower(), "n")
+        return (sense.wup_similarity(senses[0]) or 0.0) if senses else 0.0
+
+    def _close(self, phrase: str, sense) -> bool:
+        """A noun whose first sense shares a hypernym with the gold's at depth 5 or more (bridge and
+        aqueduct: structure), not the file's root alone (both artifacts)."""
+        head = phrase.split()[-1].lower()
+        senses = self.resources.wordnet.synsets(self.resources.wordnet.morphy(head, "n") or head, "n")
+        if not senses or senses[0] == sense:
+            return False
+        common = sense.lowest_common_hypernyms(senses[0])
+        return bool(common) and max(c.min_depth() for c in common) >= 5

@@ -1,0 +1,147 @@
+"""Jia and Liang's answer rules past the typed pool (attacks.answer_rules): every SQuAD answer gets a
+fake, typed as finely as a rule allows, and the question mutation and declarative rules that let
+those fakes into a sentence."""
+
+import random
+
+import pytest
+
+from advrace.attacks.adversarial_squad import AddSentConfig, sentence_candidates
+from advrace.attacks.answer_rules import (CATCH_ALL, LEXFILE_FAKES, POS_FAKES, FallbackFakes, shift_date,
+                                          shift_number)
+from advrace.attacks.declarative_rules import declarative_candidates
+from advrace.attacks.fake_answers import FakePool, answer_type
+from advrace.attacks.question_mutation import mutate_question
+from advrace.core.checks import REGISTRY, Subject, TextContext
+from advrace.core.examples import Answer, SpanExample
+from advrace.core.provenance import AdversarialSentence
+from advrace.metrics import normalize_answer
+from advrace.resources import get_resources
+
+
+@pytest.fixture(scope="module")
+def res():
+    return get_resources()
+
+
+@pytest.mark.parametrize("text, date, number", [
+    ("between 1550 and 1580", "between 1525 and 1555", "between 1475 and 1505"),
+    ("March 3, 1911", "September 14, 1886", "March 8, 1836"),
+    ("3 March", "14 September", "8 March"),
+    ("the 1990s", "the 1960s", None),
+    ("about 21", None, "about 71"),
+    ("three years", None, "eight years"),
+    ("$5 million", None, "$1 million"),
+    ("the 18th century", None, None),
+])
+def test_dates_and_numbers_move_as_jia_and_liang_moved_them(text, date, number):
+    assert shift_date(text) == date
+    assert shift_number(text) == number
+
+
+def test_each_fixed_noun_is_of_its_wordnet_file_and_the_sets_are_disjoint(res):
+    wn = res.wordnet
+    for lexfile, sets in LEXFILE_FAKES.items():
+        for singular, plural in sets[0] + sets[1]:
+            assert wn.synsets(singular.replace(" ", "_"), "n")[0].lexname() == lexfile, singular
+        first = {w for pair in sets[0] for w in pair}
+        assert not first & {w for pair in sets[1] for w in pair}, lexfile
+    for tag, (one, two) in POS_FAKES.items():
+        assert not set(one) & set(two), tag
+    assert not set(CATCH_ALL[0]) & set(CATCH_ALL[1])
+
+
+def _example(context, answer, question):
+    start = context.index(answer)
+    return SpanExample(id="q", title="t", context=context, question=question, answers=(Answer(answer, start),))
+
+
+CASES = [
+    # (context, answer, question, the rule expected first, its kind)
+    ("The plague lasted until 1351 in the city.", "1351", "When did the plague end in the city?", "date", "year"),
+    ("The council met in the spring of 1780 to decide.", "the spring of 1780", "When did the council meet?",
+     "date", None),
+    ("Students learn about the Magna Carta from the NAACP.", "NAACP", "Which group taught the students?",
+     "abbreviation", "abbreviation"),
+    ("The old mill was run by a quiet miller named Hobb.", "a quiet miller named Hobb", "Who ran the old mill?",
+     "wh_who", "person"),
+    ("Romans built long aqueducts across the valley.", "long aqueducts", "What did the Romans build?", "lexfile",
+     "plural_noun"),
+    ("The committee found the report rather vague.", "vague", "How did the committee find the report?",
+     "pos_jj", "adjective"),
+    ("After the storm the villagers repaired the bridge.", "repaired the bridge",
+     "What did the villagers do after the storm?", "pos_vbd", "verb_past"),
+]
+
+
+@pytest.mark.parametrize("context, answer, question, rule, want", CASES)
+def test_every_answer_gets_a_fake_by_the_first_rule_that_applies(res, context, answer, question, rule, want):
+    ex = _example(context, answer, question)
+    res.prepare_parses([context, question])
+    pool = FakePool.from_contexts([context], res, cap=3)
+    for second in (False, True):
+        kind = answer_type(context, ex.answers[0].start, ex.answers[0].end, res)
+        choices = list(FallbackFakes(pool, res, second).choices(ex, kind, [answer], random.Random(0)))
+        assert choices[0].rule == rule
+        assert want is None or choices[0].kind == want
+        assert choices[-1].rule == "catch_all" and choices[-1].fakes  # some fake always exists
+        for choice in choices:
+            for fake in choice.fakes:
+                assert normalize_answer(fake) != normalize_answer(answer)
+                assert f" {normalize_answer(fake)} " not in f" {normalize_answer(context)} "
+
+
+def test_a_plural_answer_gets_a_plural_fake_with_its_determiner(res):
+    ex = _example("The king kept the lions in the tower.", "the lions", "What did the king keep in the tower?")
+    pool = FakePool.from_contexts([ex.context], res, cap=3)
+    lexfile = next(c for c in FallbackFakes(pool, res).choices(ex, "other", ["the lions"], random.Random(0))
+                   if c.rule == "lexfile")
+    assert lexfile.kind == "plural_noun"
+    assert all(f.startswith("the ") and f.endswith("s") for f in lexfile.fakes), lexfile.fakes
+
+
+def test_a_question_of_undetermined_type_gets_a_sentence_and_its_rule_is_recorded(res):
+    ex = _example("Romans built long aqueducts across the valley to carry water.", "long aqueducts",
+                  "What did the Romans build across the valley?")
+    pool = FakePool.from_contexts([ex.context], res, cap=3)
+    out, rejected = sentence_candidates(ex, res, AddSentConfig(), rng=random.Random(0), pool=pool)
+    assert out, rejected
+    assert {o.fake_rule for o in out} == {"lexfile"}
+    assert all("aqueducts" not in o.sentence for o in out)
+
+
+def test_a_question_the_high_confidence_rules_cannot_change_gets_a_common_words_neighbour(res):
+    q = "When is the suspended team scheduled to return?"
+    mutated, reps = mutate_question(q, res, rng=random.Random(0))
+    assert not reps
+    mutated, reps = mutate_question(q, res, rng=random.Random(0), common_words=True)
+    assert reps and {r.kind for r in reps} == {"glove_common"}
+    for r in reps:  # a word of the language that WordNet does not relate to the old one
+        assert res.same_meaning(r.old, r.new, None) is None
+        assert res.wordnet.morphy(r.new.lower(), "n") or res.wordnet.morphy(r.new.lower(), "a")
+
+
+def test_a_name_glove_does_not_know_gets_jia_and_liangs_stand_in(res):
+    mutated, reps = mutate_question("What is the NASUWT?", res, rng=random.Random(0), common_words=True)
+    assert mutated == "What is the XKCD?" and reps[0].kind == "entity_type"
+
+
+@pytest.mark.parametrize("question, answer, sentence", [
+    ("When did the German army occupy Rhineland?", "1911", "The German army occupied Rhineland in 1911."),
+    ("Who did the National Anthem at Super Bowl 50?", "Jeff Dean", "Jeff Dean did the National Anthem at Super Bowl 50."),
+    ("WHy was the network formed in Michigan", "the war", "The network was formed in Michigan because of the war."),
+])
+def test_declarative_rules_survive_the_taggers_slips(res, question, answer, sentence):
+    assert sentence in [c.sentence for c in declarative_candidates(question, answer, res, "year")]
+
+
+def test_the_fake_type_check_trusts_a_gold_with_its_numbers_moved(res):
+    ex = _example("Manning was 39 when he played in the final.", "39", "How old was Manning when he played?")
+    ctx = TextContext(same_meaning_fn=res.same_meaning,
+                      answer_type_fn=lambda t, s, e: "date" if t == ex.context else "number")
+    check = REGISTRY["fake_type"]
+    sentence = "Fawkes was 89 when he played."
+    moved = AdversarialSentence(sentence, answer="89", fake_rule="number")
+    assert check.refuse(Subject(ex, sentence, record=moved), ctx, {}) is None
+    typed = AdversarialSentence(sentence, answer="89", fake_rule="typed")
+    assert check.refuse(Subject(ex, sentence, record=typed), ctx, {})
