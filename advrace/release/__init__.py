@@ -14,8 +14,8 @@ answer right), `build` (building and writing a release and its manifest), `verif
 one), `export` (the AdvRACE format) and `lm_eval_export` (an lm-evaluation-harness task folder).
 """
 
-from advrace.release.records import (FORMAT_VERSION, NO_ATTACK, dumps, from_record, in_split, read_split,
-                                     sha256_file, split_file, squad_json, to_record)
+from advrace.release.records import (FORMAT_VERSION, NO_ATTACK, dumps, from_record, in_split, perturbed_flags,
+                                     read_split, sha256_file, split_file, squad_json, to_record)
 from advrace.release.stats import split_stats
 from advrace.release.card import dataset_card
 from advrace.release.runner import ORIGINAL
@@ -31,6 +31,6 @@ __all__ = [
     "load_manifest", "verify_release", "check_release",
     "export_advrace", "export_lm_eval", "LmEvalExport",
     "AuditContext", "audit_release", "audit_split", "register_checks", "register_unchecked",
-    "split_file", "read_split", "to_record", "from_record", "in_split", "squad_json", "dumps", "sha256_file",
+    "split_file", "read_split", "perturbed_flags", "to_record", "from_record", "in_split", "squad_json", "dumps", "sha256_file",
     "split_stats", "dataset_card",
 ]
