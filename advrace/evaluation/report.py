@@ -550,36 +550,62 @@ def render_markdown(summary: dict) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def _bars(ax, xs, cells, metric: str, key: str, width: float, show_values: bool, **style):
+    """One bar per cell at `xs`: its `metric` (or `metric`_attacked, `key` "attacked"), with the
+    matching interval as an error bar and, with `show_values`, the score above it."""
+    name = metric if not key else f"{metric}_{key}"
+    heights = [c.get(name) or 0.0 for c in cells]
+    intervals = [c.get(f"{name}_ci") or [h, h] for c, h in zip(cells, heights)]
+    errors = [[max(h - lo, 0.0) for h, (lo, _) in zip(heights, intervals)],
+              [max(hi - h, 0.0) for h, (_, hi) in zip(heights, intervals)]]
+    narrowest = min(width) if isinstance(width, list) else width
+    bars = ax.bar(xs, heights, width, yerr=errors,
+                  error_kw={"elinewidth": 0.9, "capsize": min(3.0, 40 * narrowest), "ecolor": "0.2"}, **style)
+    if show_values:  # above the interval, where the error bar does not cross the number
+        for x, c, (_, hi) in zip(xs, cells, intervals):
+            if c.get(name) is not None:
+                ax.text(x, hi + 1, f"{c[name]:.1f}", ha="center", va="bottom", fontsize="x-small")
+    return bars
+
+
 def plot(summary: dict, path: Path) -> None:
     """Grouped bars: one group per split, one bar per model (accuracy, or F1 for SQuAD), each with
-    its 95% interval as an error bar; for multiple choice a dashed line at chance. The legend
-    gives each model's average drop over the adversarial splits."""
+    its 95% interval as an error bar; beside it, hatched, the score on the questions the split's
+    attack changed (with its interval), where the report knows them; for multiple choice a dashed
+    line at chance. The legend gives each model's average drop over the adversarial splits."""
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.colors
     import matplotlib.lines
+    import matplotlib.patches
     import matplotlib.pyplot as plt
 
     metric = "f1" if "f1" in summary["metrics"] else summary["metrics"][0]
     columns, models = summary["columns"], summary["models"]
     width = 0.8 / max(len(models), 1)
-    wide = 1.2 * len(columns) * max(1, len(models)) ** 0.5 + 2
+    # the splits whose attacked questions some model has a score on get a second, hatched bar
+    attacked = [s for s in columns if s != ORIGINAL
+                and any((summary["results"][m]["splits"].get(s) or {}).get(f"{metric}_attacked") is not None
+                        for m in models)]
+    wide = 1.2 * len(columns) * max(1, len(models)) ** 0.5 * (1.4 if attacked else 1.0) + 2
     fig, ax = plt.subplots(figsize=(min(max(6.0, wide), 14.0), 5.0))  # wider reads as a strip
-    show_values = len(models) * len(columns) <= 24
+    show_values = len(models) * (len(columns) + len(attacked)) <= 24
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for k, m in enumerate(models):
         cells = [summary["results"][m]["splits"].get(s) or {} for s in columns]
-        heights = [c.get(metric) or 0.0 for c in cells]
         xs = [i - 0.4 + width * (k + 0.5) for i in range(len(columns))]
-        intervals = [c.get(f"{metric}_ci") or [h, h] for c, h in zip(cells, heights)]
-        errors = [[max(h - lo, 0.0) for h, (lo, _) in zip(heights, intervals)],
-                  [max(hi - h, 0.0) for h, (_, hi) in zip(heights, intervals)]]
+        # a split with attacked-only scores: all questions on the left half, attacked on the right
+        half = [columns[i] in attacked for i in range(len(columns))]
+        color = matplotlib.colors.to_rgba(palette[k % len(palette)])
         drop = summary["results"][m]["average"].get(f"{metric}_drop")
-        ax.bar(xs, heights, width, yerr=errors, label=m if drop is None else f"{m} (average {drop_text(drop, 1)})",
-               error_kw={"elinewidth": 0.9, "capsize": min(3.0, 40 * width), "ecolor": "0.2"})
-        if show_values:  # above the interval, where the error bar does not cross the number
-            for x, c, (_, hi) in zip(xs, cells, intervals):
-                if c.get(metric) is not None:
-                    ax.text(x, hi + 1, f"{c[metric]:.1f}", ha="center", va="bottom", fontsize="x-small")
+        _bars(ax, [x - width / 4 if h else x for x, h in zip(xs, half)], cells, metric, "",
+              [width / 2 if h else width for h in half], show_values, color=color,
+              label=m if drop is None else f"{m} (average {drop_text(drop, 1)})")
+        if attacked:
+            _bars(ax, [x + width / 4 for x, h in zip(xs, half) if h], [c for c, h in zip(cells, half) if h],
+                  metric, "attacked", width / 2, show_values, facecolor=(*color[:3], 0.3), edgecolor=color,
+                  hatch="///", linewidth=0.8)
     chance = summary.get("chance")
     if chance is not None:  # over the bars, so a bar below chance shows it
         ax.axhline(chance, color="0.15", linestyle="--", linewidth=1.2, alpha=0.8, zorder=3,
@@ -596,6 +622,9 @@ def plot(summary: dict, path: Path) -> None:
     ax.set_title(f"{summary['release']['name']}: {what} per split")
     ax.grid(axis="y", alpha=0.3)
     handles, names = ax.get_legend_handles_labels()
+    if attacked:
+        handles.append(matplotlib.patches.Patch(facecolor="white", edgecolor="0.3", hatch="///"))
+        names.append("hatched: only the questions the attack changed")
     order = sorted(range(len(names)), key=lambda i: isinstance(handles[i], matplotlib.lines.Line2D))
     ax.legend([handles[i] for i in order], [names[i] for i in order], fontsize="small", loc="upper center",
               bbox_to_anchor=(0.5, -0.14 if len(columns) <= 4 else -0.22), ncol=min(len(names), 3),
