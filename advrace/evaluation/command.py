@@ -280,7 +280,8 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     The report folder gets results.json (per model and split: score, n and drop, all in percent;
     averages over the adversarial splits and over models; per model, the precision, device type
     and torch version it was scored with), results.md (the same as tables), results.png (a bar
-    chart with 95% error bars and, for multiple choice, a dashed chance line) and
+    chart with 95% error bars, a hatched bar for each split's attacked questions and, for
+    multiple choice, a dashed chance line) and
     predictions/<model>.jsonl (the name made file-safe: owner/name -> owner_name). Drop: the
     relative drop from `original`, 100 * (original - split) / original, positive when the split
     is harder. Probe splits (diagnosis, option_only) are reported but not averaged.
@@ -288,9 +289,14 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     results.json per model and split also holds <metric>_ci, the 95% confidence interval
     [low, high] in percent (Wilson score interval for accuracy, accuracy_norm and exact_match;
     percentile bootstrap, 1000 resamples, seed 0, for f1), and for every split but `original`
-    paired_n (the questions it shares with `original`, by source_id) and <metric>_p (two-sided
-    p-value against `original` on them: exact McNemar test; paired bootstrap for f1; 4
-    significant digits). Top level: statistics (the methods in words), chance (percent, null
+    paired_n (the questions its attack changed, paired with `original` by source_id) and
+    <metric>_p (two-sided p-value against `original` on them: exact McNemar test; paired
+    bootstrap for f1; 4 significant digits). An attack keeps the questions it cannot change as
+    copies, so every split but `original` also gives attacked_n and attacked_share (the questions
+    its attack changed, and their percent of the split), <metric>_attacked and
+    <metric>_attacked_ci (the score on them alone), <metric>_attacked_original (the same
+    questions on `original`) and <metric>_attacked_drop; the headline drop stays over all
+    questions, as AdvRACE reports it. Null where no question was attacked. Top level: statistics (the methods in words), chance (percent, null
     for SQuAD), metrics (accuracy_norm added when a log-likelihood model gives it). Per model:
     predictions (its predictions file) and source (how it was scored; method when known).
     A model is named by its `advrace train` run name, else its last two folder names
