@@ -165,6 +165,18 @@ def test_records_without_flags_leave_the_share_unknown():
     assert "attacked questions only" not in render_markdown(s)
 
 
+def test_a_split_no_attack_made_has_no_attacked_share():
+    """A split of questions people wrote (attack `none`, every record unperturbed) is not a split
+    with nothing attacked: no attacked fields, and the paired test on every question both hold."""
+    manifest = manifest_of(("original", "none", 0), ("authored", "none", 0))
+    original = {sid: True for sid in IDS}
+    s = summarize(manifest, {"m": {"original": mc("original", original),
+                                   "authored": mc("authored", {sid: sid != "q0" for sid in IDS})}})
+    cell = s["results"]["m"]["splits"]["authored"]
+    assert not [k for k in cell if "attacked" in k] and "attacked" not in s["split_info"]["authored"]
+    assert cell["paired_n"] == 10 and cell["accuracy_p"] == 1.0
+
+
 def test_chart_draws_the_attacked_bars_hatched(tmp_path, monkeypatch):
     import matplotlib.axes
 

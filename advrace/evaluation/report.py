@@ -37,6 +37,7 @@ from advrace.core.atomic import atomic_dir
 from advrace.core.numbers import significant
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.evaluation.naming import numbered
+from advrace.release.records import NO_ATTACK
 from advrace.models.decoders.scoring_protocol import differences, protocol_line
 from advrace.evaluation.statistics import (LEVEL, RESAMPLES, SEED, bootstrap_interval, mcnemar_exact_p,
                                            paired_bootstrap_p, wilson_interval)
@@ -221,14 +222,14 @@ def attacked_scores(original: dict, res: dict, metrics) -> dict:
     return out
 
 
-def paired_tests(original: dict, res: dict, metrics) -> dict:
+def paired_tests(original: dict, res: dict, metrics, attacked_only: bool = True) -> dict:
     """`paired_n` and, per metric, the p-value of the split against `original` on those questions
     (None when there are none, or their records lack the metric): the questions the split's attack
     changed (its records' `perturbed` flag) that `original` holds, paired by source_id, since a
     copy the attack left unchanged can only agree with its original; all the questions both hold
-    when the records carry no flag."""
+    when the records carry no flag, or without `attacked_only` (a split no attack made)."""
     base, split = _by_source(original), _by_source(res)
-    attacked = attacked_records(res)
+    attacked = attacked_records(res) if attacked_only else None
     if attacked is not None:
         changed = {rec.get("source_id") for rec in attacked}
         split = {sid: rec for sid, rec in split.items() if sid in changed}
@@ -282,8 +283,10 @@ def summarize(manifest: dict, scores: dict, sources: dict | None = None) -> dict
                 if s != ORIGINAL:
                     cell[f"{k}_drop"] = relative_drop((original or {}).get(k), float(res[k]))
             if s != ORIGINAL:
-                cell.update(attacked_scores(original or {}, res, present))
-                cell.update(paired_tests(original or {}, res, present))
+                made = manifest["splits"][s].get("attack") != NO_ATTACK  # not human-authored, say
+                if made:
+                    cell.update(attacked_scores(original or {}, res, present))
+                cell.update(paired_tests(original or {}, res, present, attacked_only=made))
             cells[s] = cell
         average = {}
         for k in metrics:
@@ -315,7 +318,8 @@ def summarize(manifest: dict, scores: dict, sources: dict | None = None) -> dict
         "split_info": {s: {"attack": manifest["splits"][s].get("attack"),
                            "source": manifest["splits"][s].get("source"),
                            "n": manifest["splits"][s].get("count"),
-                           **({} if s == ORIGINAL else _split_attacked(manifest, s, results))}
+                           **({} if s == ORIGINAL or manifest["splits"][s].get("attack") == NO_ATTACK
+                              else _split_attacked(manifest, s, results))}
                        for s in splits},
         "models": models,
         "results": results,
