@@ -9,6 +9,7 @@ import os
 import platform
 import sys
 import textwrap
+from pathlib import Path
 
 from advrace import __version__
 from advrace.core.cli_types import comma_list
@@ -22,7 +23,8 @@ from advrace.evaluation.compare import add_compare_parser
 from advrace.formats import format_names
 from advrace.human_eval.cli import add_human_eval_parser
 from advrace.models.runtime.loading import transformers_quiet
-from advrace.release import audit_release, build_release, check_release, export_advrace, export_lm_eval
+from advrace.release import (attack_share_warnings, audit_release, build_release, check_release, export_advrace,
+                             export_lm_eval)
 from advrace.release.lm_eval_export import LM_EVAL
 from advrace.release.push import add_push_parser
 from advrace.training.ablation import add_ablate_parser
@@ -38,6 +40,9 @@ BUILD_EPILOG = textwrap.dedent("""\
 
     A release is a folder with data/<split>-00000-of-00001.jsonl per split, manifest.json,
     stats.json and a README.md card; the same data, config and seed give byte-identical files.
+    An attack that cannot change a question keeps it in its split as a copy; a split whose attack
+    changed fewer than half its questions is written all the same, with a warning on stderr that
+    gives the share and the commonest reasons (probes such as diagnosis are exempt).
     Exit status: 0 on success, 2 on malformed input or a bad config, 3 if a resource is missing.
     """)
 
@@ -47,6 +52,8 @@ AUDIT_EPILOG = textwrap.dedent("""\
       advrace audit releases/sample
       advrace audit releases/sample --split distractor_generation --details
 
+    Each split's line gives how many of its questions the attack changed (attacked N of M,
+    the rest are copies of their source), besides the checks' counts.
     Exit status: 0 when nothing is flagged, 1 when the audit flags a question, 2 on a bad
     release folder. `advrace build` runs the same audit and writes its counts into stats.json
     and the card; `advrace build --drop-flagged` leaves flagged questions unchanged.
@@ -187,6 +194,11 @@ def _build(args) -> int:
               f"{info['perturbed']:>6} perturbed  sha256 {info['sha256'][:16]}")
     for s in src["skipped"]:
         print(f"  skipped: {s['file']}, record {s['record']}: {s['problem']}", file=sys.stderr)
+    if manifest["splits"]:  # written (under `accelerate launch`, by the main process only)
+        stats = json.loads((Path(args.out) / "stats.json").read_text(encoding="utf-8"))
+        sys.stdout.flush()  # after the summary, where stdout and stderr share a terminal
+        for line in attack_share_warnings(manifest, stats):
+            print(line, file=sys.stderr)
     return 0
 
 
@@ -239,7 +251,8 @@ def _audit(args) -> int:
     for split, audit in audits.items():
         c = audit.counts()
         found = ", ".join(f"{check}: {n}" for check, n in c["by_check"].items()) or "-"
-        print(f"  {split:<24} {c['checked']:>6} checked  {c['flagged']:>5} flagged  {found}")
+        print(f"  {split:<24} attacked {audit.share():<18} {c['checked']:>6} checked  {c['flagged']:>5} flagged  "
+              f"{found}")
         for kind in c["unchecked"]:
             print(f"    not checked: {kind}; read a sample or validate with `advrace human-eval`")
         if args.details:

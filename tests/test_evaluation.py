@@ -129,7 +129,8 @@ def test_score_predictions_multiple_choice(mc_release, tmp_path):
     assert [r["correct"] for r in res["charswap"]["records"]] == [False] * 3 + [True] * 4
     rec = res["original"]["records"][0]
     assert rec == {"id": "original/high1.txt-0", "source_id": "high1.txt-0", "prediction": 1,
-                   "label": 1, "correct": True}
+                   "label": 1, "correct": True, "perturbed": False}  # the release record's flag
+    assert [r["perturbed"] for r in res["charswap"]["records"]] == [True] * 7  # charswap changed every question
 
 
 def test_missing_ids_are_an_error_unless_allowed(mc_release, tmp_path):
@@ -341,7 +342,8 @@ def test_cli_parser_and_handler(mc_release, tiny_checkpoint, tmp_path, capsys):
     assert summary["columns"] == ["original", "charswap"]
     assert summary["results"]["gold"]["splits"]["charswap"] == {
         "accuracy": 100.0, "accuracy_drop": 0.0, "n": 7, "accuracy_ci": [64.57, 100.0], "accuracy_p": 1.0,
-        "paired_n": 7}
+        "paired_n": 7, "attacked_n": 7, "attacked_share": 100.0, "accuracy_attacked": 100.0,
+        "accuracy_attacked_ci": [64.57, 100.0], "accuracy_attacked_original": 100.0, "accuracy_attacked_drop": 0.0}
     assert summary["results"][label]["source"]["bf16"] is False
     assert "| gold | 100.00 | 100.00 (drop 0.00%) | 100.00 (drop 0.00%) |" in capsys.readouterr().out
 

@@ -40,9 +40,9 @@ def cell(accuracy: float) -> dict:
 
 
 def scores_only(c: dict) -> dict:
-    """A results.json cell without its interval and paired test (tests/test_report_statistics.py
-    checks those)."""
-    return {k: v for k, v in c.items() if not k.endswith(("_ci", "_p")) and k != "paired_n"}
+    """A results.json cell without its interval, paired test and attacked-only scores
+    (tests/test_report_statistics.py and tests/test_attacked_share.py check those)."""
+    return {k: v for k, v in c.items() if not k.endswith(("_ci", "_p")) and k != "paired_n" and "attacked" not in k}
 
 
 def test_summary_drops_and_averages_by_hand():
@@ -61,13 +61,13 @@ def test_summary_drops_and_averages_by_hand():
     assert a["splits"]["charswap"]["paired_n"] == 0 and a["splits"]["charswap"]["accuracy_p"] is None  # no records
     assert a["splits"]["addsent"]["accuracy_drop"] == 50.0
     assert a["splits"]["diagnosis"]["accuracy_drop"] == -12.5
-    assert a["average"] == {"accuracy": 50.0, "accuracy_drop": 37.5}
+    assert scores_only(a["average"]) == {"accuracy": 50.0, "accuracy_drop": 37.5}
     b = s["results"]["b"]
-    assert b["average"] == {"accuracy": 35.0, "accuracy_drop": 30.0}
+    assert scores_only(b["average"]) == {"accuracy": 35.0, "accuracy_drop": 30.0}
     avg = s["model_average"]
     assert avg["splits"]["original"] == {"accuracy": 65.0}
-    assert avg["splits"]["charswap"] == {"accuracy": 52.5, "accuracy_drop": 17.5}
-    assert avg["average"] == {"accuracy": 42.5, "accuracy_drop": 33.75}
+    assert scores_only(avg["splits"]["charswap"]) == {"accuracy": 52.5, "accuracy_drop": 17.5}
+    assert scores_only(avg["average"]) == {"accuracy": 42.5, "accuracy_drop": 33.75}
     md = render_markdown(s)
     assert ("| a | 80.00 | 60.00 (drop 25.00%) | 40.00 (drop 50.00%) | 90.00 (drop −12.50%) | "
             "50.00 (drop 37.50%) |") in md
@@ -207,7 +207,7 @@ def test_report_files_exist_and_agree(mc_release, tmp_path):
     assert half_row["splits"]["charswap"]["accuracy_p"] == pytest.approx(2 / 2 ** 7, rel=1e-3)
     assert summary["results"]["gold"]["splits"]["charswap"]["accuracy_p"] == 1.0
     assert summary["results"]["toy-2"]["predictions"] == "predictions/toy-2.jsonl"
-    assert half_row["average"] == {"accuracy": 0.0, "accuracy_drop": 100.0}
+    assert scores_only(half_row["average"]) == {"accuracy": 0.0, "accuracy_drop": 100.0}
     assert summary["model_average"]["splits"]["original"]["accuracy"] == pytest.approx(
         (2 * summary["results"]["toy"]["splits"]["original"]["accuracy"] + 200) / 4, abs=0.01)
     check_md_agrees_with_json(out)

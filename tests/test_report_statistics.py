@@ -148,7 +148,7 @@ def test_accuracy_norm_for_one_model_only(tmp_path):
     assert lm["accuracy_p"] == 1.0  # one discordant question (q0)
     assert "accuracy_norm" not in s["results"]["plain"]["splits"]["charswap"]
     assert s["results"]["plain"]["average"]["accuracy_norm"] is None
-    assert s["results"]["lm"]["average"] == {"accuracy": 88.89, "accuracy_drop": 11.11,
+    assert {k: v for k, v in s["results"]["lm"]["average"].items() if "attacked" not in k} == {"accuracy": 88.89, "accuracy_drop": 11.11,
                                              "accuracy_norm": 11.11, "accuracy_norm_drop": 88.89}
     assert s["model_average"]["splits"]["charswap"]["accuracy_norm"] == 11.11  # over the models that have it
     md = render_markdown(s)

@@ -17,8 +17,8 @@ from advrace.core.text import plural
 from advrace.evaluation.naming import report_labels
 from advrace.evaluation.predictions import PredictionsError, score_predictions
 from advrace.evaluation.report import ORIGINAL, file_stems, write_report
-from advrace.evaluation.scoring import (check_fits, check_model_args, make_accelerator, make_scorer, score_splits,
-                                        select_splits)
+from advrace.evaluation.scoring import (check_fits, check_model_args, make_accelerator, make_scorer, mark_perturbed,
+                                        score_splits, select_splits)
 from advrace.formats import load as load_data
 from advrace.models.decoders import lm_eval_race
 from advrace.models.decoders.llm_prompts import LETTER
@@ -28,7 +28,7 @@ from advrace.models.encoders.readers import is_builtin_reader
 from advrace.models.runtime.loading import model_name
 from advrace.models.runtime.model_args import HELP as MODEL_ARGS_HELP
 from advrace.models.runtime.model_args import ModelArgs
-from advrace.release import check_release, read_split
+from advrace.release import check_release, perturbed_flags, read_split
 from advrace.release.records import sha256_file
 
 
@@ -172,6 +172,7 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     # Scoring a predictions file needs every split (an id may name any); models only those scored.
     read = {split: read_split(release, split) for split in (manifest["splits"] if predictions else names)}
     split_examples = {split: read[split] for split in names}
+    flags = {split: perturbed_flags(release, split) for split in names}  # what the attack changed, per record
     if protocol == LM_EVAL_RACE:
         split_examples = lm_eval_race_split(release, task, split_examples, models, kinds, predictions, method,
                                             few_shot)
@@ -190,7 +191,8 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
                              kind=kind, model_args=model_args)
         if progress and main:
             print(f"scoring {label} on {plural(len(names), 'split')}", flush=True)
-        scores[label] = score_splits(split_examples, scorer, accelerator, progress and main, task=task)
+        scores[label] = mark_perturbed(score_splits(split_examples, scorer, accelerator, progress and main, task=task),
+                                       release, flags)
         is_object = hasattr(model, "predict_mc") or hasattr(model, "predict_qa")
         sources[label] = {"kind": "scorer" if is_object else "built-in" if is_builtin_reader(model) else "model",
                           "path": str(model) if isinstance(model, (str, os.PathLike)) else model_name(model)}
@@ -210,7 +212,7 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
                 accelerator.free_memory()
     for label, pred in zip(labels[len(models):], predictions):
         scores[label] = score_predictions(release, pred, splits=names, allow_missing=allow_missing,
-                                          manifest=manifest, split_examples=read)
+                                          manifest=manifest, split_examples=read, perturbed=flags)
         sources[label] = {"kind": "predictions", "path": str(pred)}
     if not main:
         return {}
@@ -278,7 +280,8 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     The report folder gets results.json (per model and split: score, n and drop, all in percent;
     averages over the adversarial splits and over models; per model, the precision, device type
     and torch version it was scored with), results.md (the same as tables), results.png (a bar
-    chart with 95% error bars and, for multiple choice, a dashed chance line) and
+    chart with 95% error bars, a hatched bar for each split's attacked questions and, for
+    multiple choice, a dashed chance line) and
     predictions/<model>.jsonl (the name made file-safe: owner/name -> owner_name). Drop: the
     relative drop from `original`, 100 * (original - split) / original, positive when the split
     is harder. Probe splits (diagnosis, option_only) are reported but not averaged.
@@ -286,9 +289,14 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     results.json per model and split also holds <metric>_ci, the 95% confidence interval
     [low, high] in percent (Wilson score interval for accuracy, accuracy_norm and exact_match;
     percentile bootstrap, 1000 resamples, seed 0, for f1), and for every split but `original`
-    paired_n (the questions it shares with `original`, by source_id) and <metric>_p (two-sided
-    p-value against `original` on them: exact McNemar test; paired bootstrap for f1; 4
-    significant digits). Top level: statistics (the methods in words), chance (percent, null
+    paired_n (the questions its attack changed, paired with `original` by source_id) and
+    <metric>_p (two-sided p-value against `original` on them: exact McNemar test; paired
+    bootstrap for f1; 4 significant digits). An attack keeps the questions it cannot change as
+    copies, so every split but `original` also gives attacked_n and attacked_share (the questions
+    its attack changed, and their percent of the split), <metric>_attacked and
+    <metric>_attacked_ci (the score on them alone), <metric>_attacked_original (the same
+    questions on `original`) and <metric>_attacked_drop; the headline drop stays over all
+    questions, as AdvRACE reports it. Null where no question was attacked. Top level: statistics (the methods in words), chance (percent, null
     for SQuAD), metrics (accuracy_norm added when a log-likelihood model gives it). Per model:
     predictions (its predictions file) and source (how it was scored; method when known).
     A model is named by its `advrace train` run name, else its last two folder names

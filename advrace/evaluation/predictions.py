@@ -11,7 +11,7 @@ from pathlib import Path
 from advrace.core.errors import AdvraceError
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import LETTERS
-from advrace.evaluation.scoring import mc_split_result, qa_split_result, select_splits
+from advrace.evaluation.scoring import mark_perturbed, mc_split_result, qa_split_result, select_splits
 from advrace.release import check_release, read_split
 
 FORMATS_HELP = ('a JSON object {"<split>/<source_id>": prediction, ...}, or JSON lines '
@@ -110,7 +110,8 @@ def _few(ids: list[str], k: int = 5) -> str:
 
 
 def score_predictions(release_dir, predictions_file, *, splits=None, allow_missing: bool = False,
-                      manifest: dict | None = None, split_examples: dict | None = None) -> dict:
+                      manifest: dict | None = None, split_examples: dict | None = None,
+                      perturbed: dict | None = None) -> dict:
     """Score a predictions file on each split: accuracy for RACE, EM and F1 for SQuAD.
 
     The file (either format of `read_predictions`) gives each release record id an option index
@@ -118,8 +119,10 @@ def score_predictions(release_dir, predictions_file, *, splits=None, allow_missi
     error unless `allow_missing`, which counts them wrong. `manifest`: the release's, already
     checked (read and checked when None). `split_examples`: `{split: examples}` already read from
     the release, so a caller scoring several files reads each split once; a split it lacks is
-    read here (every split is needed: an id may name any split of the release).
-    Returns the same layout as `score_release` (SQuAD: exact_match and f1).
+    read here (every split is needed: an id may name any split of the release). `perturbed`:
+    `{split: {record id: flag}}` already read (advrace.release.perturbed_flags), else read here.
+    Returns the same layout as `score_release` (SQuAD: exact_match and f1), each record with its
+    `perturbed` flag.
     """
     manifest = manifest or check_release(release_dir)
     names = select_splits(manifest, splits)
@@ -155,4 +158,4 @@ def score_predictions(release_dir, predictions_file, *, splits=None, allow_missi
                                            f"answer text, got {value!r}")
                 preds.append(value)
             results[split] = qa_split_result(examples, preds)
-    return results
+    return mark_perturbed(results, release_dir, perturbed)

@@ -12,9 +12,18 @@ docs/evaluation.md's "Reports"): the relative drop, DROP_DEFINITION, so a harder
 positive drop and an easier one (a probe such as diagnosis) a negative one.
 
 Every score cell carries its 95% confidence interval (`<metric>_ci`), and every split but
-`original` a paired test against `original` on the questions both hold (`<metric>_p`,
-`paired_n`): a drop of a few points on a few hundred questions can be chance alone.
-advrace.evaluation.statistics computes them; results.json's `statistics` names the methods.
+`original` a paired test against `original` (`<metric>_p`, `paired_n`): a drop of a few points on
+a few hundred questions can be chance alone. advrace.evaluation.statistics computes them;
+results.json's `statistics` names the methods.
+
+An attacked split keeps the questions its attack could not change, as copies (`perturbed: false`
+in the release; each scored record carries the flag). So every split but `original` also says how
+much of it was attacked (`attacked_n`, `attacked_share`) and what the model scores on the attacked
+questions alone (`<metric>_attacked`, its interval `<metric>_attacked_ci`), against the same
+questions' score on `original` (`<metric>_attacked_original`, `<metric>_attacked_drop`, the same
+relative drop); the paired test is run on the attacked questions (the copies can only agree with
+their originals). The headline drop stays over all questions of the split, as AdvRACE reports it.
+A probe (diagnosis, option_only) gets the same fields: the questions it changed.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from advrace.core.atomic import atomic_dir
 from advrace.core.numbers import significant
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.evaluation.naming import numbered
+from advrace.release.records import NO_ATTACK
 from advrace.models.decoders.scoring_protocol import differences, protocol_line
 from advrace.evaluation.statistics import (LEVEL, RESAMPLES, SEED, bootstrap_interval, mcnemar_exact_p,
                                            paired_bootstrap_p, wilson_interval)
@@ -77,8 +87,13 @@ def statistics_text(metrics) -> dict:
         "paired_test": "; ".join(paired),
         "fields": f"`<metric>_ci`: the {level}% confidence interval of the score, [low, high] in percent; "
                   f"`<metric>_p`: the two-sided p-value of the split against `{ORIGINAL}` on the "
-                  f"`paired_n` questions both hold (paired by source_id), not corrected for testing "
-                  f"several splits",
+                  f"`paired_n` questions the split's attack changed and `{ORIGINAL}` holds (paired by "
+                  f"source_id; all the questions both hold when the records carry no `perturbed` flag), "
+                  f"not corrected for testing several splits; `attacked_n`, `attacked_share`: the questions "
+                  f"the attack changed, and their percent of the split; `<metric>_attacked` (with "
+                  f"`<metric>_attacked_ci`): the score on them alone; `<metric>_attacked_original`: the same "
+                  f"questions' score on `{ORIGINAL}`; `<metric>_attacked_drop`: the relative drop between the "
+                  f"two; null where the split has no attacked question",
     }
 
 
@@ -151,6 +166,16 @@ def score_interval(res: dict, metric: str) -> list[float] | None:
     return None if interval is None else [100 * interval[0], 100 * interval[1]]
 
 
+def _values_interval(values: list[float], metric: str) -> list[float] | None:
+    """The 95% interval, in percent, of the mean of per-question `values` of `metric` (Wilson for
+    a right-or-wrong metric, the bootstrap for F1, as `score_interval`)."""
+    if metric in BINARY_METRICS:
+        interval = wilson_interval(sum(values), len(values))
+    else:
+        interval = bootstrap_interval(values)
+    return None if interval is None else [100 * interval[0], 100 * interval[1]]
+
+
 def _by_source(res: dict) -> dict:
     """A split result's records by source question (the first record of each)."""
     out = {}
@@ -160,11 +185,54 @@ def _by_source(res: dict) -> dict:
     return out
 
 
-def paired_tests(original: dict, res: dict, metrics) -> dict:
-    """`paired_n` (the questions `original` and the split both hold, by source_id: an attack may
-    fail on some) and, per metric, the p-value of the split against `original` on them (None
-    when there are no pairs, or their records lack the metric)."""
+def attacked_records(res: dict) -> list[dict] | None:
+    """The records of the questions a split's attack changed (`perturbed: true`), or None when
+    its records do not say (none given, or one without the flag: scores made outside advrace's
+    scoring)."""
+    records = res.get("records") or []
+    if not records or any(rec.get("perturbed") is None for rec in records):
+        return None
+    return [rec for rec in records if rec["perturbed"]]
+
+
+def attacked_scores(original: dict, res: dict, metrics) -> dict:
+    """How much of a split its attack changed, and each metric on those questions alone against
+    the same questions on `original`: `attacked_n`, `attacked_share` (percent of the split),
+    `<metric>_attacked`, `<metric>_attacked_ci`, `<metric>_attacked_original` and
+    `<metric>_attacked_drop` (the relative drop between the two). None for what cannot be told:
+    every score when no question was attacked (never a division by zero), the share too when the
+    records carry no `perturbed` flag, the original score and the drop when `original` lacks one
+    of the questions."""
+    attacked, n = attacked_records(res), int(res.get("n") or 0)
+    out = {"attacked_n": None if attacked is None else len(attacked),
+           "attacked_share": None if attacked is None or not n else 100.0 * len(attacked) / n}
+    base = _by_source(original)
+    for metric in metrics:
+        field = RECORD_FIELDS[metric]
+        values = [rec.get(field) for rec in attacked or ()]
+        known = bool(values) and all(v is not None for v in values)
+        score = 100.0 * sum(float(v) for v in values) / len(values) if known else None
+        before = [base.get(rec.get("source_id"), {}).get(field) for rec in attacked or ()]
+        paired = known and all(v is not None for v in before)
+        before_score = 100.0 * sum(float(v) for v in before) / len(before) if paired else None
+        out[f"{metric}_attacked"] = score
+        out[f"{metric}_attacked_ci"] = _values_interval([float(v) for v in values], metric) if known else None
+        out[f"{metric}_attacked_original"] = before_score
+        out[f"{metric}_attacked_drop"] = relative_drop(before_score, score)
+    return out
+
+
+def paired_tests(original: dict, res: dict, metrics, attacked_only: bool = True) -> dict:
+    """`paired_n` and, per metric, the p-value of the split against `original` on those questions
+    (None when there are none, or their records lack the metric): the questions the split's attack
+    changed (its records' `perturbed` flag) that `original` holds, paired by source_id, since a
+    copy the attack left unchanged can only agree with its original; all the questions both hold
+    when the records carry no flag, or without `attacked_only` (a split no attack made)."""
     base, split = _by_source(original), _by_source(res)
+    attacked = attacked_records(res) if attacked_only else None
+    if attacked is not None:
+        changed = {rec.get("source_id") for rec in attacked}
+        split = {sid: rec for sid, rec in split.items() if sid in changed}
     shared = [sid for sid in split if sid in base]
     out = {"paired_n": len(shared)}
     for metric in metrics:
@@ -215,20 +283,24 @@ def summarize(manifest: dict, scores: dict, sources: dict | None = None) -> dict
                 if s != ORIGINAL:
                     cell[f"{k}_drop"] = relative_drop((original or {}).get(k), float(res[k]))
             if s != ORIGINAL:
-                cell.update(paired_tests(original or {}, res, present))
+                made = manifest["splits"][s].get("attack") != NO_ATTACK  # not human-authored, say
+                if made:
+                    cell.update(attacked_scores(original or {}, res, present))
+                cell.update(paired_tests(original or {}, res, present, attacked_only=made))
             cells[s] = cell
         average = {}
         for k in metrics:
-            average[k] = _mean(cells[s].get(k) for s in adversarial if s in cells)
-            average[f"{k}_drop"] = _mean(cells[s].get(f"{k}_drop") for s in adversarial if s in cells)
+            for key in (k, f"{k}_drop", f"{k}_attacked", f"{k}_attacked_drop"):
+                average[key] = _mean(cells[s].get(key) for s in adversarial if s in cells)
         results[m] = {"splits": cells, "average": average, "source": (sources or {}).get(m, {}),
                       "predictions": f"predictions/{stems[m]}.jsonl"}
     over_models = {"splits": {}, "average": {}}
+    averaged = [key for k in metrics for key in (k, f"{k}_drop", f"{k}_attacked", f"{k}_attacked_drop")]
     for s in splits:
-        keys = [key for k in metrics for key in ((k,) if s == ORIGINAL else (k, f"{k}_drop"))]
+        keys = [k for k in metrics] if s == ORIGINAL else averaged
         over_models["splits"][s] = {key: _mean(results[m]["splits"].get(s, {}).get(key) for m in models)
                                     for key in keys}
-    for key in [key for k in metrics for key in (k, f"{k}_drop")] if models else ():
+    for key in averaged if models else ():
         over_models["average"][key] = _mean(results[m]["average"][key] for m in models)
     src = manifest.get("source", {})
     summary = {
@@ -245,12 +317,27 @@ def summarize(manifest: dict, scores: dict, sources: dict | None = None) -> dict
         "probe_splits": probes,
         "split_info": {s: {"attack": manifest["splits"][s].get("attack"),
                            "source": manifest["splits"][s].get("source"),
-                           "n": manifest["splits"][s].get("count")} for s in splits},
+                           "n": manifest["splits"][s].get("count"),
+                           **({} if s == ORIGINAL or manifest["splits"][s].get("attack") == NO_ATTACK
+                              else _split_attacked(manifest, s, results))}
+                       for s in splits},
         "models": models,
         "results": results,
         "model_average": over_models,
     }
     return _rounded(summary)
+
+
+def _split_attacked(manifest: dict, split: str, results: dict) -> dict:
+    """`attacked` (how many questions of `split` its attack changed: the manifest's count, else
+    the models' records'; None when neither says) and `attacked_share` (percent of the split)."""
+    info = manifest["splits"][split]
+    count = info.get("perturbed")
+    if count is None:
+        count = next((r["splits"][split]["attacked_n"] for r in results.values()
+                      if r["splits"].get(split, {}).get("attacked_n") is not None), None)
+    n = info.get("count")
+    return {"attacked": count, "attacked_share": 100.0 * count / n if count is not None and n else None}
 
 
 def file_stems(models: list[str]) -> list[str]:
@@ -277,9 +364,30 @@ def format_cell(cell: dict | None, metric: str) -> str:
     return text if drop is None else f"{text} ({drop_text(drop)})"
 
 
-def format_interval(cell: dict | None, metric: str) -> str:
-    """A cell's interval as results.md shows it: "40.38–59.62"; "–" when there is none."""
-    interval = (cell or {}).get(f"{metric}_ci")
+def format_attacked_cell(cell: dict | None, metric: str) -> str:
+    """A cell's score on the attacked questions alone, as results.md shows it: "40.00 (original
+    50.00, drop 20.00%)", the same questions' score on `original` and the drop from it (an average
+    has no original score); "–" when no question was attacked or the records do not say."""
+    score = (cell or {}).get(f"{metric}_attacked")
+    if score is None:
+        return "–"
+    before, drop = cell.get(f"{metric}_attacked_original"), cell.get(f"{metric}_attacked_drop")
+    said = ([] if before is None else [f"{ORIGINAL} {before:.2f}"]) + ([] if drop is None else [drop_text(drop)])
+    return f"{score:.2f}" + (f" ({', '.join(said)})" if said else "")
+
+
+def share_text(info: dict) -> str:
+    """A split's attacked share as results.md shows it: "5 of 10 (50.00%)"; "–" when unknown."""
+    if info.get("attacked") is None:
+        return "–"
+    share = info.get("attacked_share")
+    return f"{info['attacked']} of {info.get('n')}" + ("" if share is None else f" ({share:.2f}%)")
+
+
+def format_interval(cell: dict | None, metric: str, key: str = "ci") -> str:
+    """A cell's interval as results.md shows it: "40.38–59.62"; "–" when there is none. `key`:
+    "attacked_ci" for the interval of the score on the attacked questions."""
+    interval = (cell or {}).get(f"{metric}_{key}")
     return "–" if not interval else f"{interval[0]:.2f}–{interval[1]:.2f}"
 
 
@@ -367,6 +475,19 @@ def render_markdown(summary: dict) -> str:
              + (f" Chance (a uniform guess among the options): {chance:.2f}%." if chance is not None else ""), "",
              f"Each cell: the score and its drop from `{ORIGINAL}`, both in percent; drop = {DROP_DEFINITION}.",
              ""]
+    tested = [s for s in columns if s != ORIGINAL] if ORIGINAL in columns else []
+    info = summary["split_info"]
+    attacked = [s for s in tested if info[s].get("attacked") is not None]
+    if attacked:
+        lines += [f"The drop is over all questions of the split, as AdvRACE reports it: a split keeps the "
+                  f"questions its attack could not change, as copies of `{ORIGINAL}`'s. The attacked-only "
+                  f"tables are over the questions the attack changed, against the same questions' score on "
+                  f"`{ORIGINAL}`. Questions attacked: "
+                  + ", ".join(f"{s}{' (probe)' if s in probes else ''} {share_text(info[s])}" for s in tested)
+                  + ".", ""]
+    attacked_heads = [f"{s} ({'probe, ' if s in probes else ''}{info[s]['attacked']} of {info[s]['n']} attacked)"
+                      if info[s].get("attacked") is not None else f"{s} (probe)" if s in probes else s
+                      for s in tested]
     models = summary["models"]
     rows = [(m, summary["results"][m]) for m in models] + [("average", summary["model_average"])]
     for metric in summary["metrics"]:
@@ -377,6 +498,11 @@ def render_markdown(summary: dict) -> str:
             cells = [format_cell(row["splits"].get(s), metric) for s in columns]
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {format_cell(row['average'], metric)} |")
         lines.append("")
+        if attacked:
+            lines += [f"### {METRIC_TITLES[metric]}, attacked questions only", ""]
+            lines += _table(attacked_heads + ["average"],
+                            [(name, [format_attacked_cell(row["splits"].get(s), metric) for s in tested]
+                              + [format_attacked_cell(row["average"], metric)]) for name, row in rows])
     adv = ", ".join(summary["adversarial_splits"]) or "none"
     note = f"**average** column: mean over the adversarial splits ({adv}), of scores and of drops"
     if probes:
@@ -401,12 +527,18 @@ def render_markdown(summary: dict) -> str:
             lines += [f"### {METRIC_TITLES[metric]}", ""]
             lines += _table(heads, [(m, [format_interval(summary["results"][m]["splits"].get(s), metric)
                                          for s in columns]) for m in shown])
-        tested = [s for s in columns if s != ORIGINAL] if ORIGINAL in columns else []
+            if attacked:
+                lines += [f"### {METRIC_TITLES[metric]}, attacked questions only", ""]
+                lines += _table(attacked_heads, [(m, [format_interval(summary["results"][m]["splits"].get(s), metric,
+                                                                      "attacked_ci") for s in tested])
+                                                 for m in shown])
         if tested:
+            among = ("the questions the split's attack changed, paired with the same source questions on "
+                     f"`{ORIGINAL}` (n: how many; a copy the attack left unchanged can only agree with its "
+                     "original)" if attacked else "the questions both hold, paired by source question (n: how many)")
             lines += [f"## Paired tests against `{ORIGINAL}`", "",
                       f"Each cell: the two-sided p-value of the split's score against `{ORIGINAL}`'s on "
-                      f"the questions both hold, paired by source question (n: how many): "
-                      f"{stats['paired_test']}. A small p says the difference is unlikely to be chance "
+                      f"{among}: {stats['paired_test']}. A small p says the difference is unlikely to be chance "
                       "alone; it is not corrected for testing several splits.", ""]
             for metric in summary["metrics"]:
                 shown = _with_metric(summary, metric)
@@ -422,36 +554,62 @@ def render_markdown(summary: dict) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def _bars(ax, xs, cells, metric: str, key: str, width: float, show_values: bool, **style):
+    """One bar per cell at `xs`: its `metric` (or `metric`_attacked, `key` "attacked"), with the
+    matching interval as an error bar and, with `show_values`, the score above it."""
+    name = metric if not key else f"{metric}_{key}"
+    heights = [c.get(name) or 0.0 for c in cells]
+    intervals = [c.get(f"{name}_ci") or [h, h] for c, h in zip(cells, heights)]
+    errors = [[max(h - lo, 0.0) for h, (lo, _) in zip(heights, intervals)],
+              [max(hi - h, 0.0) for h, (_, hi) in zip(heights, intervals)]]
+    narrowest = min(width) if isinstance(width, list) else width
+    bars = ax.bar(xs, heights, width, yerr=errors,
+                  error_kw={"elinewidth": 0.9, "capsize": min(3.0, 40 * narrowest), "ecolor": "0.2"}, **style)
+    if show_values:  # above the interval, where the error bar does not cross the number
+        for x, c, (_, hi) in zip(xs, cells, intervals):
+            if c.get(name) is not None:
+                ax.text(x, hi + 1, f"{c[name]:.1f}", ha="center", va="bottom", fontsize="x-small")
+    return bars
+
+
 def plot(summary: dict, path: Path) -> None:
     """Grouped bars: one group per split, one bar per model (accuracy, or F1 for SQuAD), each with
-    its 95% interval as an error bar; for multiple choice a dashed line at chance. The legend
-    gives each model's average drop over the adversarial splits."""
+    its 95% interval as an error bar; beside it, hatched, the score on the questions the split's
+    attack changed (with its interval), where the report knows them; for multiple choice a dashed
+    line at chance. The legend gives each model's average drop over the adversarial splits."""
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.colors
     import matplotlib.lines
+    import matplotlib.patches
     import matplotlib.pyplot as plt
 
     metric = "f1" if "f1" in summary["metrics"] else summary["metrics"][0]
     columns, models = summary["columns"], summary["models"]
     width = 0.8 / max(len(models), 1)
-    wide = 1.2 * len(columns) * max(1, len(models)) ** 0.5 + 2
+    # the splits whose attacked questions some model has a score on get a second, hatched bar
+    attacked = [s for s in columns if s != ORIGINAL
+                and any((summary["results"][m]["splits"].get(s) or {}).get(f"{metric}_attacked") is not None
+                        for m in models)]
+    wide = 1.2 * len(columns) * max(1, len(models)) ** 0.5 * (1.4 if attacked else 1.0) + 2
     fig, ax = plt.subplots(figsize=(min(max(6.0, wide), 14.0), 5.0))  # wider reads as a strip
-    show_values = len(models) * len(columns) <= 24
+    show_values = len(models) * (len(columns) + len(attacked)) <= 24
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for k, m in enumerate(models):
         cells = [summary["results"][m]["splits"].get(s) or {} for s in columns]
-        heights = [c.get(metric) or 0.0 for c in cells]
         xs = [i - 0.4 + width * (k + 0.5) for i in range(len(columns))]
-        intervals = [c.get(f"{metric}_ci") or [h, h] for c, h in zip(cells, heights)]
-        errors = [[max(h - lo, 0.0) for h, (lo, _) in zip(heights, intervals)],
-                  [max(hi - h, 0.0) for h, (_, hi) in zip(heights, intervals)]]
+        # a split with attacked-only scores: all questions on the left half, attacked on the right
+        half = [columns[i] in attacked for i in range(len(columns))]
+        color = matplotlib.colors.to_rgba(palette[k % len(palette)])
         drop = summary["results"][m]["average"].get(f"{metric}_drop")
-        ax.bar(xs, heights, width, yerr=errors, label=m if drop is None else f"{m} (average {drop_text(drop, 1)})",
-               error_kw={"elinewidth": 0.9, "capsize": min(3.0, 40 * width), "ecolor": "0.2"})
-        if show_values:  # above the interval, where the error bar does not cross the number
-            for x, c, (_, hi) in zip(xs, cells, intervals):
-                if c.get(metric) is not None:
-                    ax.text(x, hi + 1, f"{c[metric]:.1f}", ha="center", va="bottom", fontsize="x-small")
+        _bars(ax, [x - width / 4 if h else x for x, h in zip(xs, half)], cells, metric, "",
+              [width / 2 if h else width for h in half], show_values, color=color,
+              label=m if drop is None else f"{m} (average {drop_text(drop, 1)})")
+        if attacked:
+            _bars(ax, [x + width / 4 for x, h in zip(xs, half) if h], [c for c, h in zip(cells, half) if h],
+                  metric, "attacked", width / 2, show_values, facecolor=(*color[:3], 0.3), edgecolor=color,
+                  hatch="///", linewidth=0.8)
     chance = summary.get("chance")
     if chance is not None:  # over the bars, so a bar below chance shows it
         ax.axhline(chance, color="0.15", linestyle="--", linewidth=1.2, alpha=0.8, zorder=3,
@@ -468,6 +626,9 @@ def plot(summary: dict, path: Path) -> None:
     ax.set_title(f"{summary['release']['name']}: {what} per split")
     ax.grid(axis="y", alpha=0.3)
     handles, names = ax.get_legend_handles_labels()
+    if attacked:
+        handles.append(matplotlib.patches.Patch(facecolor="white", edgecolor="0.3", hatch="///"))
+        names.append("hatched: only the questions the attack changed")
     order = sorted(range(len(names)), key=lambda i: isinstance(handles[i], matplotlib.lines.Line2D))
     ax.legend([handles[i] for i in order], [names[i] for i in order], fontsize="small", loc="upper center",
               bbox_to_anchor=(0.5, -0.14 if len(columns) <= 4 else -0.22), ncol=min(len(names), 3),

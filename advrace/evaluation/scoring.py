@@ -21,7 +21,7 @@ from advrace.models.kinds import MODEL_KINDS, kinds_for
 from advrace.models.runtime.loading import KIND_TEXT, SMOLLM2, checkpoint_kind, model_name
 from advrace.models.runtime.model_args import ModelArgs
 from advrace.models.runtime.sharding import map_sharded
-from advrace.release import check_release, read_split
+from advrace.release import check_release, perturbed_flags, read_split
 
 
 def select_splits(manifest: dict, splits=None) -> list[str]:
@@ -111,6 +111,20 @@ def qa_split_result(examples, predictions: list[str | None]) -> dict:
         scores = load_metric("squad_v11").compute(predictions=preds, references=refs)
         em, f1 = (scores["exact_match"] * len(refs) / len(examples), scores["f1"] * len(refs) / len(examples))
     return {"n": len(examples), "exact_match": em, "f1": f1, "records": records}
+
+
+def mark_perturbed(results: dict, release_dir, flags: dict | None = None) -> dict:
+    """`results` (`{split: result}`) with each record's `perturbed` flag from the release (True
+    where the split's attack changed the question, False for a copy it kept unchanged), which the
+    report needs for the attacked share and the score on the attacked questions. `flags`:
+    `{split: {record id: flag}}` already read (`perturbed_flags`); a split it lacks is read here."""
+    flags = dict(flags or {})
+    for split, result in results.items():
+        if split not in flags:
+            flags[split] = perturbed_flags(release_dir, split)
+        for rec in result.get("records") or ():
+            rec["perturbed"] = flags[split].get(rec["id"])
+    return results
 
 
 def _score_mc(split_examples: dict, scorer, accelerator, progress) -> dict:
@@ -246,7 +260,7 @@ def score_release(release_dir, model, *, splits=None, batch_size: int = 16, max_
     read from it) let a caller scoring several models check and read the release once; when
     None, the release is checked and the splits read here (so is a split the dict lacks).
     Returns `{split: {"accuracy": percent, "n": int, "records": [{id, source_id, prediction,
-    label, correct, scores}]}}` on every process.
+    label, correct, scores, perturbed}]}}` on every process (`perturbed`: the release record's flag).
     """
     manifest = manifest or check_release(release_dir)
     _require_mc(release_dir, manifest)
@@ -258,4 +272,4 @@ def score_release(release_dir, model, *, splits=None, batch_size: int = 16, max_
     show = progress and (accelerator is None or accelerator.is_main_process)
     given = split_examples or {}
     examples = {s: given[s] if s in given else read_split(release_dir, s) for s in names}
-    return score_splits(examples, scorer, accelerator, show)
+    return mark_perturbed(score_splits(examples, scorer, accelerator, show), release_dir)

@@ -14,23 +14,23 @@ answer right), `build` (building and writing a release and its manifest), `verif
 one), `export` (the AdvRACE format) and `lm_eval_export` (an lm-evaluation-harness task folder).
 """
 
-from advrace.release.records import (FORMAT_VERSION, NO_ATTACK, dumps, from_record, in_split, read_split,
-                                     sha256_file, split_file, squad_json, to_record)
+from advrace.release.records import (FORMAT_VERSION, NO_ATTACK, dumps, from_record, in_split, perturbed_flags,
+                                     read_split, sha256_file, split_file, squad_json, to_record)
 from advrace.release.stats import split_stats
 from advrace.release.card import dataset_card
 from advrace.release.runner import ORIGINAL
 from advrace.release.audit import AuditContext, audit_release, audit_split, register_checks, register_unchecked
-from advrace.release.build import build_release, source_name, write_release
+from advrace.release.build import attack_share_warnings, build_release, source_name, write_release
 from advrace.release.verify import check_release, load_manifest, verify_release
 from advrace.release.export import export_advrace
 from advrace.release.lm_eval_export import LmEvalExport, export_lm_eval
 
 __all__ = [
     "FORMAT_VERSION", "NO_ATTACK", "ORIGINAL",
-    "build_release", "write_release", "source_name",
+    "build_release", "write_release", "source_name", "attack_share_warnings",
     "load_manifest", "verify_release", "check_release",
     "export_advrace", "export_lm_eval", "LmEvalExport",
     "AuditContext", "audit_release", "audit_split", "register_checks", "register_unchecked",
-    "split_file", "read_split", "to_record", "from_record", "in_split", "squad_json", "dumps", "sha256_file",
+    "split_file", "read_split", "perturbed_flags", "to_record", "from_record", "in_split", "squad_json", "dumps", "sha256_file",
     "split_stats", "dataset_card",
 ]

@@ -334,6 +334,17 @@ class SplitAudit:
     checked: int = 0
     flags: list = field(default_factory=list)  # (index, id, check, detail)
     unchecked: tuple[str, ...] = ()
+    # how many questions the split's attack changed (the manifest's `perturbed`), of `count`;
+    # None when not known (a split audited while building). Not part of `counts()` (stats.json).
+    perturbed: int | None = None
+    count: int | None = None
+
+    def share(self) -> str:
+        """The attacked share as `advrace audit` prints it: "34 of 40 (85%)"; "?" when unknown.
+        The percent is rounded down, so a split under half never reads as 50%."""
+        if self.perturbed is None or not self.count:
+            return "?"
+        return f"{self.perturbed:,} of {self.count:,} ({100 * self.perturbed // self.count}%)"
 
     @property
     def flagged_indices(self) -> dict[int, str]:
@@ -406,4 +417,5 @@ def audit_release(release_dir: str | Path, splits: list[str] | None = None,
                               f"{info.get('source') or ORIGINAL!r}")
         out[split] = audit_split(attack, [origin[ex.source_id] for ex in examples], examples, ctx,
                                  info.get("config"))
+        out[split].perturbed, out[split].count = info.get("perturbed"), info.get("count", len(examples))
     return out

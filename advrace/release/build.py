@@ -204,6 +204,32 @@ def _process_state(cfg: ReleaseConfig, task: str):
     return process_state()
 
 
+TOP_REASONS = 3
+
+
+def attack_share_warnings(manifest: dict, stats: dict) -> list[str]:
+    """One warning per attacked split whose attack changed fewer than half its questions: such a
+    split is mostly copies of `original`, so its score says little of the attack (Jia and Liang
+    attacked every SQuAD question). Each names the share and the commonest reasons the questions
+    were left unchanged (stats.json's `unperturbed_reasons`). `original`, splits no attack made and
+    probes (diagnosis, option_only: they ask how a model reads, not how robust it is) are exempt.
+    The percent is rounded down, so a split under half never reads as 50%."""
+    from advrace.attacks import attack_classes  # deferred for start-up time: importing the attacks loads every attack module
+
+    probes = {cls.name for cls in attack_classes() if cls.probe}
+    out = []
+    for split, info in manifest["splits"].items():
+        count, perturbed = info.get("count") or 0, info.get("perturbed") or 0
+        if split == ORIGINAL or info.get("attack", NO_ATTACK) in (NO_ATTACK, *probes) or 2 * perturbed >= count:
+            continue
+        reasons = (stats.get("splits", {}).get(split) or {}).get("unperturbed_reasons") or {}
+        top = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_REASONS]
+        why = "; top reasons left unchanged: " + ", ".join(f"{r} ({n:,})" for r, n in top) if top else ""
+        out.append(f"warning: {split} attacked {perturbed:,} of {count:,} questions "
+                   f"({100 * perturbed // count}%){why}")
+    return out
+
+
 def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = False,
                   loaded: LoadResult | None = None) -> dict:
     """Build a release directory from a config; returns the manifest."""

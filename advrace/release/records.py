@@ -101,6 +101,22 @@ def read_split(release_dir: str | Path, split: str) -> list:
                 for n, line in enumerate(f, start=1) if line.strip()]
 
 
+def perturbed_flags(release_dir: str | Path, split: str) -> dict[str, bool]:
+    """Each record id of a split with its `perturbed` flag, in file order: whether the split's
+    attack changed the question (False for the copies it keeps of the questions it could not
+    change, and for every question of a split no attack made)."""
+    path = Path(release_dir) / split_file(split)
+    if not path.is_file():
+        raise ConfigError(f"{release_dir}: no split {split!r} (expected {path})")
+    flags = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                record = json.loads(line)
+                flags[record["id"]] = bool(record.get("perturbed"))
+    return flags
+
+
 def squad_json(examples: list[SpanExample]) -> dict:
     """SQuAD v1.1 JSON, grouping consecutive questions by title and context."""
     data: list[dict] = []
