@@ -15,6 +15,13 @@ setup(
     description="Frozen, versioned, checksummed adversarial benchmarks for reading comprehension",
     long_description=Path("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
+    # The code is Apache-2.0 (LICENSE); a release keeps its data's own licence, which its card states.
+    # An SPDX expression (core metadata 2.4), not a `License ::` classifier: setuptools 77 and later
+    # deprecate those, and refuse one beside an expression.
+    license_expression="Apache-2.0",
+    license_files=["LICENSE"],
+    classifiers=["Programming Language :: Python :: 3",
+                 "Topic :: Scientific/Engineering :: Artificial Intelligence"],
     python_requires=">=3.10",
     # One top-level package: the design card's top-level folders attacks/, training/ and
     # human_eval/ install as advrace.attacks, advrace.training and advrace.human_eval.

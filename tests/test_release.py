@@ -259,7 +259,17 @@ def test_a_test_recipe_on_dev_data_writes_a_dev_card(tmp_path):
     build_release(with_overrides(dev, data=str(data), attacks=["charswap"], workers=1), tmp_path / "dev")
     card = (tmp_path / "dev" / "README.md").read_text(encoding="utf-8")
     assert "# advrace-race-dev" in card and "the **dev** split" in card and "The recipe's" not in card
-    assert dev.description.strip() in card
+    # --data replaced the recipe's own data.path: its description (true or not of this data) is left out
+    assert dev.description.strip() not in card and "\nAdversarial splits of RACE.\n" in card
+    assert ("The recipe `advrace-race-dev` names its own data (`dev`); this release was built from data given "
+            "in its place") in card
+    recipe = tmp_path / "recipe.yaml"  # a recipe whose own data.path is this data: its description is kept
+    recipe.write_text(f"name: mine\ndescription: {dev.description}\ndata:\n  path: {data}\nsplits: [charswap]\n",
+                      encoding="utf-8")
+    for given in (None, str(data)):  # --data naming the recipe's own data changes nothing
+        build_release(with_overrides(load_config(str(recipe)), data=given, workers=1), tmp_path / "own")
+        card = (tmp_path / "own" / "README.md").read_text(encoding="utf-8")
+        assert dev.description.strip() in card and "names its own data" not in card
 
 
 def test_a_description_that_names_another_split_is_left_out(race_dir, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,17 +63,35 @@ class ReleaseConfig:
     audit: bool = True  # audit every split after building (counts in stats.json and the card)
     drop_flagged: bool = False  # True: an example the audit flags stays as in its source split
     source_file: str | None = None
+    # the data.path the recipe file itself names (resolved); None for a config made in code or a
+    # recipe that names no data. A recipe's description is about that data: the card prints it
+    # only when that data was read.
+    recipe_data: str | None = None
 
     def to_dict(self) -> dict:
         d = config_dict(self)
-        d.pop("source_file")
+        for key in NOT_SETTINGS:
+            d.pop(key)
         d.pop("workers")
         return d
+
+    @property
+    def reads_recipe_data(self) -> bool:
+        """Whether the data to read is the recipe's own (`data.path` as the file gives it), not data
+        that `--data` or `--set data.path=...` put in its place; True for a config made in code."""
+        if self.recipe_data is None:
+            return True
+        ours, read = (dataclasses.replace(self.data, path=p).resolved_path()
+                      for p in (self.recipe_data, self.data.path))
+        return ours == read or (bool(ours) and bool(read) and os.path.realpath(ours) == os.path.realpath(read))
+
+
+NOT_SETTINGS = ("source_file", "recipe_data")  # what a file records about a config, not a setting of it
 
 
 def _build(cls, values, where: str):
     """`cls` from a mapping, every value checked against its field's type (advrace.core.checking)."""
-    return build_dataclass(cls, values, where, skip=("source_file",))
+    return build_dataclass(cls, values, where, skip=NOT_SETTINGS)
 
 
 def release_config_from_dict(values: dict, where: str = "config") -> ReleaseConfig:
@@ -162,7 +181,8 @@ def load_config(path: str | None) -> ReleaseConfig:
     if path is None:
         return ReleaseConfig()
     values = resolve_release_paths(read_yaml(path, "configs/release/"), config_folder(path))
-    return dataclasses.replace(release_config_from_dict(values, str(path)), source_file=str(path))
+    cfg = release_config_from_dict(values, str(path))
+    return dataclasses.replace(cfg, source_file=str(path), recipe_data=cfg.data.path or None)
 
 
 def parse_settings(items, example: str) -> dict[str, Any]:
@@ -191,10 +211,11 @@ def with_settings(cfg: ReleaseConfig, items) -> ReleaseConfig:
     if not settings:
         return cfg
     values = config_dict(cfg)
-    values.pop("source_file")
+    for key in NOT_SETTINGS:
+        values.pop(key)
     values["splits"] = list(values["splits"])
     splits = {(s["name"] or s["attack"]): s for s in values["splits"]}
-    top = {f.name for f in dataclasses.fields(ReleaseConfig)} - {"splits", "data", "resources", "source_file"}
+    top = {f.name for f in dataclasses.fields(ReleaseConfig)} - {"splits", "data", "resources", *NOT_SETTINGS}
     for key, value in settings.items():
         parts = key.split(".")
         if parts[0] == "splits" and len(parts) == 3:
@@ -210,7 +231,8 @@ def with_settings(cfg: ReleaseConfig, items) -> ReleaseConfig:
             raise ConfigError(f"--set {key}: not a setting of a release config; use splits.SPLIT.KEY "
                               f"(e.g. {SET_EXAMPLE}), data.KEY, resources.KEY or one of "
                               f"{', '.join(sorted(top))}")
-    return dataclasses.replace(release_config_from_dict(values, "--set"), source_file=cfg.source_file)
+    return dataclasses.replace(release_config_from_dict(values, "--set"), source_file=cfg.source_file,
+                               recipe_data=cfg.recipe_data)
 
 
 def with_overrides(cfg: ReleaseConfig, *, data=None, format=None, attacks=None, seed=None, limit=None,

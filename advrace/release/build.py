@@ -28,6 +28,7 @@ from advrace.models.runtime.loading import checkpoint_name
 from advrace.models.runtime.sharding import process_state
 from advrace.release.audit import AuditContext, audit_split
 from advrace.release.card import dataset_card
+from advrace.release.licence import identify
 from advrace.release.records import FORMAT_VERSION, NO_ATTACK, dumps, in_split, split_file, squad_json, to_record
 from advrace.release.runner import ORIGINAL, SplitResult, check_splits, run_splits
 from advrace.release.stats import split_stats
@@ -124,6 +125,7 @@ def write_release(split_examples: dict[str, list], out_dir: str | Path, *, name:
     manifest = {"name": name, "advrace_version": __version__, "format_version": FORMAT_VERSION,
                 "task": first.task, "seed": None, "config": cfg.to_dict(),
                 "source": {"name": source.get("name", name), "format": source.get("format", "examples"),
+                           **identify(source.get("name", name), source.get("format", "examples"), first.task),
                            "fingerprint": fingerprint.hexdigest(), "files": 0, "read": count, "kept": count,
                            "skipped": []},
                 "resources": {}, "environment": environment_record(), "splits": {}, "files": {}}
@@ -292,8 +294,10 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
         "seed": cfg.seed,
         "config": _portable_config(cfg, loaded),
         "source": {
-            "name": source_name(loaded.source),
+            # a hub dataset by its whole name (`ehovy/race:all`), a local one without where it sat
+            "name": (name := source_name(loaded.source) if get_format(loaded.format).local else loaded.source),
             "format": loaded.format,
+            **identify(name, loaded.format, task, levels),  # what the data is, and its licence
             "fingerprint": loaded.fingerprint(),
             "files": len(loaded.files),
             "read": loaded.read,

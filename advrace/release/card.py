@@ -1,12 +1,20 @@
-"""The dataset card (`README.md`): Hub metadata, the splits with their hashes, and how the
-model-dependent ones were made."""
+"""The dataset card (`README.md`): Hub metadata, the splits with their hashes and attacked shares,
+how the model-dependent ones were made, and the data's own licence.
+
+Everything it says about the data comes from the manifest's source (what was read), never from
+the recipe's free text: a recipe's description is printed only when the release was built from the
+recipe's own data (`description_lines`)."""
 
 from __future__ import annotations
 
-from advrace.core.config import ReleaseConfig
-from advrace.core.tasks import MULTIPLE_CHOICE
+from pathlib import Path
+
+from advrace.core.config import SAMPLE_PREFIX, ReleaseConfig
+from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import plural
 from advrace.formats.base import canonical_part, part_words
+from advrace.release.licence import SAMPLE, hub_metadata, licence_lines
+from advrace.release.records import NO_ATTACK
 
 
 def named_parts(text: str) -> set[str]:
@@ -46,9 +54,10 @@ def source_line(src: dict, task: str) -> str:
 
 def _recipe_note(cfg: ReleaseConfig, part: str | None) -> list[str]:
     """A recipe reused on other data (race-test.yaml with --data RACE/dev) keeps its name, so
-    the card says that the name is wrong and leaves a wrong description out."""
-    clash = [(what, text) for what, text in (("name", cfg.name), ("description", cfg.description))
-             if contradicts(text, part)]
+    the card says that the name is wrong and leaves a wrong description out (a description of the
+    recipe's own data, when other data was read, is left out by `description_lines`, which says so)."""
+    told = (("name", cfg.name), ("description", cfg.description)) if cfg.reads_recipe_data else (("name", cfg.name),)
+    clash = [(what, text) for what, text in told if contradicts(text, part)]
     if not clash:
         return []
     others = sorted(set().union(*(named_parts(text) for _, text in clash)) - _read_parts(part))
@@ -58,17 +67,93 @@ def _recipe_note(cfg: ReleaseConfig, part: str | None) -> list[str]:
             + (", without that description" if clash[-1][0] == "description" else "") + ".", ""]
 
 
+# The papers each attack follows, by task: a card cites only those of its own splits.
+ADVRACE = "AdvRACE (Si et al., Findings of ACL 2021)"
+ADV_SQUAD = "Adversarial SQuAD (Jia and Liang, EMNLP 2017)"
+PAPERS = {
+    MULTIPLE_CHOICE: {"addsent": ADVRACE, "charswap": ADVRACE, "distractor_extraction": ADVRACE,
+                      "distractor_generation": ADVRACE, "diagnosis": ADVRACE, "option_only": ADVRACE},
+    EXTRACTIVE_QA: {"charswap": "AdvRACE's CharSwap (Si et al., Findings of ACL 2021)", "addsent": ADV_SQUAD,
+                    "addonesent": ADV_SQUAD, "addsentmod": ADV_SQUAD, "addany": ADV_SQUAD, "addcommon": ADV_SQUAD},
+}
+PROBES = {"diagnosis": "inserts the question and its correct answer into the passage, so a model that reads "
+                       "should gain on it",
+          "option_only": "removes the passage and the question, to measure what the options alone give away"}
+
+
+def description_lines(cfg: ReleaseConfig, src: dict) -> list[str]:
+    """The recipe's description, printed only where it describes the data read: when the release
+    was built from the recipe's own `data.path` (not data `--data` put in its place) and it names
+    no other split than the one read. Otherwise a description made from the source, and a note
+    saying why the recipe's is left out."""
+    if not cfg.description:
+        return []
+    if cfg.reads_recipe_data and not contradicts(cfg.description, src.get("split")):
+        return [cfg.description.strip(), ""]
+    made = f"Adversarial splits of {_data_name(src)}."
+    if cfg.reads_recipe_data:
+        return [made, ""]  # the description names another split: _recipe_note says so
+    return [made, "", f"The recipe `{cfg.name}` names its own data (`{_where(cfg.recipe_data)}`); this release was "
+                      "built from data given in its place, so it keeps the recipe's name but not its description: "
+                      "this card describes the data read.", ""]
+
+
+def _where(path: str) -> str:
+    """A recipe's data by name, without the folders it sat in (as the manifest names data)."""
+    return path if path.startswith(SAMPLE_PREFIX) else (Path(path.rstrip("/")).name or path)
+
+
+def _data_name(src: dict) -> str:
+    dataset = src.get("dataset")
+    if dataset == SAMPLE:
+        return f"advrace's bundled sample (`{src['name']}`)"
+    return dataset or f"`{src['name']}`"
+
+
+def attacked_share(manifest: dict) -> list[str]:
+    """How many of each attacked split's questions the attack changed: the rest are copies of the
+    original, and a score over all of them is diluted by those copies."""
+    attacked = [(split, info) for split, info in manifest["splits"].items() if info["attack"] != NO_ATTACK]
+    if not attacked:
+        return []
+    lines = ["## Attacked share", "",
+             "Every split has the same questions as `original`: a question its attack could not change "
+             "stays in it as an unchanged copy of the original.", ""]
+    for split, info in attacked:
+        n, m = info["perturbed"], info["count"]
+        lines.append(f"- `{split}`: attacked: {n:,} of {plural(m, 'question')} ({100 * n / m if m else 0:.1f}%)")
+    lines += ["", "A score over all of a split's questions dilutes the attack by those copies; "
+                  "`advrace evaluate` reports the score on the attacked questions too.", ""]
+    return lines
+
+
+def _method_lines(manifest: dict, task: str) -> list[str]:
+    """The papers the release's attacks follow, and what its probe splits are: its own splits only."""
+    papers: dict[str, list[str]] = {}
+    for split, info in manifest["splits"].items():
+        paper = PAPERS.get(task, {}).get(info["attack"])
+        if paper and info["attack"] not in PROBES:
+            papers.setdefault(paper, []).append(f"`{split}`")
+    lines = [f"{', '.join(splits)} follow{'s' if len(splits) == 1 else ''} {paper}."
+             for paper, splits in papers.items()]
+    probes = [(split, info["attack"]) for split, info in manifest["splits"].items() if info["attack"] in PROBES]
+    lines += [f"`{split}` is a probe, not an attack (AdvRACE, appendix D.2): it {PROBES[attack]}."
+              for split, attack in probes]
+    return ["", " ".join(lines)] if lines else []
+
+
 def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
     task = manifest["task"]
     src = manifest["source"]
-    lines = ["---", f"pretty_name: {cfg.name}", "configs:", "- config_name: default", "  data_files:"]
+    mc = task == MULTIPLE_CHOICE
+    lines = ["---", f"pretty_name: {cfg.name}", *hub_metadata(src), "configs:", "- config_name: default",
+             "  data_files:"]
     for split, info in manifest["splits"].items():
         lines += [f"  - split: {split}", f"    path: {info['file']}"]
     lines += ["---", "", f"# {cfg.name}", ""]
-    if cfg.description and not contradicts(cfg.description, src.get("split")):
-        lines += [cfg.description.strip(), ""]
+    lines += description_lines(cfg, src)
     lines += [
-        f"A frozen adversarial benchmark release for {'multiple-choice' if task == MULTIPLE_CHOICE else 'extractive'}"
+        f"A frozen adversarial benchmark release for {'multiple-choice' if mc else 'extractive'}"
         f" reading comprehension, built with advrace {manifest['advrace_version']}.",
         "",
         source_line(src, task),
@@ -82,9 +167,10 @@ def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
         lines.append(f"| {split} | {info['attack']} | {info['count']} | {info['perturbed']} | "
                      f"{100 * s['words_changed']:.1f}% | {100 * s.get('words_removed', 0.0):.1f}% | "
                      f"`{info['sha256'][:16]}` |")
-    lines += ["", "Words changed: words substituted or inserted; words removed: words deleted (option_only "
-                  "removes the passage and the question); both as a share of the source's passage (SQuAD: "
-                  "context) and question words."]
+    removes = [f"`{split}`" for split, info in manifest["splits"].items() if info["attack"] == "option_only"]
+    lines += ["", "Words changed: words substituted or inserted; words removed: words deleted"
+                  + (f" ({', '.join(removes)} removes the passage and the question)" if removes else "")
+                  + f"; both as a share of the source's {'passage' if mc else 'context'} and question words."]
     dependent = [(split, info) for split, info in manifest["splits"].items() if "checkpoint_sha256" in info]
     if dependent:
         lines += [""]
@@ -97,8 +183,8 @@ def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
                             if run else "")
                          + _selection(info.get("select_with"))
                          + "; its difficulty for other models is measured, not guaranteed.")
+    lines += ["", *attacked_share(manifest)]
     lines += [
-        "",
         "Load it with `datasets.load_dataset(\"json\", data_dir=\"<this folder>\")` or "
         "`datasets.load_dataset(\"<this folder>\")`; check it with `advrace verify <this folder>`.",
         "Every record keeps its `source_id` and a `provenance` list of what was changed and where.",
@@ -106,9 +192,8 @@ def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
     if manifest["source"]["skipped"]:
         lines += ["", f"{len(manifest['source']['skipped'])} malformed source records were skipped "
                       "(`--lenient`); `manifest.json` lists them."]
-    lines += ["", "Attacks follow AdvRACE (Si et al., Findings of ACL 2021) and Adversarial SQuAD "
-                  "(Jia and Liang, EMNLP 2017). The source data keeps its own licence (RACE: "
-                  "non-commercial research only).", ""]
+    lines += _method_lines(manifest, task)
+    lines += ["", "## Licence", "", *licence_lines(src), ""]
     lines += audit_lines(stats.get("audit"), cfg.drop_flagged)
     return "\n".join(lines)
 
