@@ -238,6 +238,8 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
         for choice in choices:
             for fake in choice.fakes:
                 for cand in declarative_candidates(mutated, fake, resources, choice.kind):
+                    if cand.rule.endswith("np_of") and fake.split()[-1].lower() in mutated.lower().split():
+                        continue  # "the river of the Kolmogorov River": the fake names its kind already
                     problem = readability_problem(cand.sentence, example.question, golds, resources,
                                                   example.context)
                     record = AdversarialSentence(cand.sentence, question=mutated, replacements=tuple(replacements),

@@ -235,28 +235,30 @@ class FallbackFakes:
         if len(words) == 1 and gold.isupper() and any(c.isalpha() for c in gold):
             yield FakeChoice("abbreviation", "abbreviation",
                              self._rotate(ABBREVIATIONS[self.which], seen, banned, gold_norm, k, rng))
-        if kind in self.pool.by_kind:  # a name of the tagger's kind, its refinement untrusted
+        wh, noun = wh_noun(example.question, self.resources)
+        if kind in self.pool.by_kind and noun is None and (wh not in ("who", "whom") or kind in ("person", "organisation")):
+            # a name of the tagger's kind, its refinement untrusted, where the question names no
+            # kind of its own ("What channel": a channel, not any organisation)
             names = [p for p in self.pool.by_kind[kind] if self.pool.in_set(p, self.second_set)]
             yield FakeChoice("ner", kind, self._rotate(names, seen, banned, gold_norm, k, rng))
         yield from self._wh(example, gold, seen, banned, gold_norm, avoid_answers, rng, k)
         head = self._head(example)
         if head is not None:
             if head.tag_ in ("NN", "NNS"):
-                # the kind the question asks for ("what kinds of trees"), else the answer head's
-                _, noun = wh_noun(example.question, self.resources)
-                for word in dict.fromkeys(w for w in (noun, (head.lemma_ or head.text).lower()) if w):
-                    found = self._lexfile(word, head.tag_ == "NNS", gold, seen, banned, gold_norm, rng, k)
-                    if found:
-                        yield found
-                        break
+                # the kind the question asks for ("what kinds of trees"), else, where it names
+                # none, the answer head's
+                word = noun or (head.lemma_ or head.text).lower()
+                found = self._lexfile(word, head.tag_ == "NNS", gold, seen, banned, gold_norm, rng, k)
+                if found:
+                    yield found
             tag = self._pos_tag(example, head)
-            _, noun = wh_noun(example.question, self.resources)
             if tag in ("NNP", "NNPS") and noun and _lexfile(noun, self.resources) not in (None, "noun.person"):
                 # a name of the kind the question asks for: "What river ...?" -> "the Kolmogorov River"
                 det = "the " if self._determiner(gold) == "the" else ""
                 plural = _plural(noun) if tag == "NNPS" else noun
                 words = tuple(f"{det}{name} {plural.title()}" for name in NAME_STEMS[self.which])
-                yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag], self._rotate(words, seen, banned, gold_norm, k, rng))
+                own = banned - {noun, _plural(noun)}  # the kind's own word may recur ("Canal")
+                yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag], self._rotate(words, seen, own, gold_norm, k, rng))
             if tag:
                 words = tuple(self._with_determiner(w, gold, tag) for w in POS_FAKES[tag][self.which])
                 yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag],

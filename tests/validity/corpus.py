@@ -177,7 +177,7 @@ def _addonesent(item: dict, src: SpanExample, iid: str) -> SpanExample:
     mutated = item.get("mutated") or _mutate(question, [{"word": r.old, "new": r.new} for r in reps])[0]
     sentence = item["sent"]
     entry = AdversarialSentence(sentence, question=mutated, replacements=tuple(reps), answer=item.get("fake", ""),
-                                answer_type=item.get("type", ""), rule="written")
+                                answer_type=item.get("type", ""), rule="written", fake_rule=item.get("rule", ""))
     return src.insert_sentence(sentence, len(src.context)).with_provenance(
         AttackSummary("addonesent", sentences=(entry,)))
 
