@@ -120,7 +120,6 @@ def test_the_card_states_each_splits_attacked_share_as_stats_counts_it(tmp_path)
         assert (n, m) == (s["perturbed"], s["count"]) == (manifest["splits"][split]["perturbed"],
                                                           manifest["splits"][split]["count"])
         assert pct == f"{100 * n / m:.1f}"
-    assert any(n < m for n, m, _ in found.values())  # a split with unchanged copies, as the text explains
     assert "unchanged copy of the original" in share and "`advrace evaluate` reports the score on the attacked" in share
 
 
