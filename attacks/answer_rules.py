@@ -41,10 +41,7 @@ from dataclasses import dataclass
 from advrace.core.checks.sentences import wanted_group
 from advrace.metrics import normalize_answer
 
-from .fake_answers import FAKES, MONTHS, FakePool, _lexfile, answer_type, wh_noun
-
-FALLBACK_RULES = ("date", "number", "abbreviation", "ner", "wh_who", "wh_when", "wh_where", "wh_how_many",
-                  "wh_how_much", "lexfile", "pos", "catch_all")
+from .fake_answers import FAKES, MONTHS, FakePool, answer_type, lexfile_of, wh_noun
 
 
 @dataclass(frozen=True)
@@ -248,11 +245,11 @@ class FallbackFakes:
                 # the kind the question asks for ("what kinds of trees"), else, where it names
                 # none, the answer head's
                 word = noun or (head.lemma_ or head.text).lower()
-                found = self._lexfile(word, head.tag_ == "NNS", gold, seen, banned, gold_norm, rng, k)
+                found = self._file_fakes(word, head.tag_ == "NNS", gold, seen, banned, gold_norm, rng, k)
                 if found:
                     yield found
             tag = self._pos_tag(example, head)
-            if tag in ("NNP", "NNPS") and noun and _lexfile(noun, self.resources) not in (None, "noun.person"):
+            if tag in ("NNP", "NNPS") and noun and lexfile_of(noun, self.resources) not in (None, "noun.person"):
                 # a name of the kind the question asks for: "What river ...?" -> "the Kolmogorov River"
                 det = "the " if self._determiner(gold) == "the" else ""
                 plural = _plural(noun) if tag == "NNPS" else noun
@@ -271,7 +268,7 @@ class FallbackFakes:
     def _wh(self, example, gold, seen, banned, gold_norm, avoid_answers, rng, k):
         wh, noun = wh_noun(example.question, self.resources)
         lower = example.question.lower()
-        noun_file = _lexfile(noun, self.resources) if noun else None
+        noun_file = lexfile_of(noun, self.resources) if noun else None
 
         def typed(rule, kind, key, fixed):
             data = self.pool.choose(key, avoid_answers, example.context, example.question, rng, k,
@@ -329,7 +326,7 @@ class FallbackFakes:
             det = "an" if noun[0].lower() in "aeiou" else "a"
         return f"{det} {noun}"
 
-    def _lexfile(self, lemma, plural, gold, seen, banned, gold_norm, rng, k) -> FakeChoice | None:
+    def _file_fakes(self, lemma, plural, gold, seen, banned, gold_norm, rng, k) -> FakeChoice | None:
         """Nouns of `lemma`'s WordNet file (the question's noun or the gold's head): the data's
         own noun phrases whose head is a close relative of it, else the fixed list's, nearest
         first."""

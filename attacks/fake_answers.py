@@ -152,7 +152,7 @@ MAX_FAKE_WORDS = 5
 _SKIP_FIRST = frozenset({"PRP", "PRP$", "WDT", "WP", "WP$", "EX"})
 
 
-def _lexfile(word: str, resources, pos: str = "n") -> str | None:
+def lexfile_of(word: str, resources, pos: str = "n") -> str | None:
     """The WordNet lexicographer file of the word's most frequent sense of `pos` (noun.cognition)."""
     senses = resources.wordnet.synsets(word.lower(), pos)
     return senses[0].lexname() if senses else None
@@ -217,7 +217,7 @@ def type_key(kind: str, context: str, start: int, end: int, resources, question:
     if kind == "person" and re.search(r"['’]s?$", gold):
         return None  # "Gandhi's": a possessive reads as no name in the sentence
     wh, noun = wh_noun(question, resources) if question else ("", None)
-    noun_file = _lexfile(noun, resources) if noun else None
+    noun_file = lexfile_of(noun, resources) if noun else None
     if kind == "person" and question and not (wh in ("who", "whom", "whose") or noun_file == "noun.person"):
         return None
     if kind in _NAMED_KINDS and noun_file in _NOT_NAMED_FILES:
@@ -235,7 +235,7 @@ def type_key(kind: str, context: str, start: int, end: int, resources, question:
         if span is None or not len(span):
             return None
         head = span.root
-        found = _lexfile(head.lemma_ or head.text, resources, "n" if kind in NOUN_TYPES else "v")
+        found = lexfile_of(head.lemma_ or head.text, resources, "n" if kind in NOUN_TYPES else "v")
         # the noun the question asks for and the answer's head must agree: WordNet's first
         # senses are a rough guide, two of them agreeing a firmer one; a question that names no
         # noun ("What are associated with normal forces?") gives no second opinion
@@ -258,7 +258,7 @@ def _question_agrees(key: tuple, wh: str, noun: str | None, noun_file: str | Non
         return wh == "where" or (wh == "who" and key[1] == "country")
     if key[0] == "named":
         return noun is None and wh in ("who", "where") or noun == key[1] or (
-            noun is not None and noun_file == _lexfile(key[1], resources))  # "what agreement": a convention
+            noun is not None and noun_file == lexfile_of(key[1], resources))  # "what agreement": a convention
     if key[0] == "nationality":
         return noun in NATIONALITY_NOUNS
     return True
@@ -551,14 +551,14 @@ class FakePool:
                 if (root.tag_ not in ("NN", "NNS") or chunk[0].tag_ in _SKIP_FIRST
                         or any(t.i in in_entity for t in chunk) or not chunk.text.isascii()):
                     continue
-                lexfile = _lexfile(root.lemma_ or root.text, resources)
+                lexfile = lexfile_of(root.lemma_ or root.text, resources)
                 kind = "noun" if root.tag_ == "NN" else "plural_noun"
                 if lexfile and _usable(chunk.text):
                     add((kind, lexfile), chunk.text)
             for t in doc:
                 for kind, tags in VERB_TYPES.items():
                     if t.tag_ in tags and t.pos_ == "VERB" and t.is_alpha and t.lemma_ not in ("be", "have", "do"):
-                        lexfile = _lexfile(t.lemma_, resources, "v")
+                        lexfile = lexfile_of(t.lemma_, resources, "v")
                         if lexfile:
                             add((kind, lexfile), t.text.lower())
             pool.spread.update(here)

@@ -56,6 +56,11 @@ PARSE_ONLY = {
     "advrace evaluate releases/race-test --model Qwen/": "a Hub LLM; tests/test_llm_scoring.py scores letter choice",
     "advrace evaluate releases/race-test --model meta-llama/": "a 70B Hub LLM over GPUs; tests/test_model_args.py "
                                                               "loads a tiny one with these model args",
+    "python bench/squad_strength.py XQUAD_EN_JSON": "real XQuAD data, which tests never read; a bench",
+    "advrace train configs/train/squad-cpu.yaml --set train.path=runs/squad-strength/": "the bench's split of "
+                                                                                         "real XQuAD data",
+    "advrace build --data runs/squad-strength/": "the bench's held-out half of real XQuAD data",
+    "advrace evaluate runs/squad-strength/": "the bench's release and trained reader",
     "advrace compare reports/smollm2 reports/smollm2-bos": "two reports of real weights; "
                                                            "tests/test_scoring_protocol.py compares two",
     "accelerate launch --num_processes 8 -m advrace evaluate": "8 GPUs; tests/test_llm_scoring.py scores "
