@@ -121,7 +121,8 @@ def leftover_wh_words(sentence: str, resources) -> list[str]:
         if t.lower_ not in WH_WORDS or (t.i > 0 and t.text[:1].isupper() and doc[t.i - 1].text[:1].isupper()):
             continue  # not asking: a name's word ("Doctor Who")
         opens = t.i == 0 or doc[t.i - 1].text in (",", ";", ":")
-        if opens and k + 1 < len(words) and words[k + 1].tag_ in _QUESTION_ORDER_TAGS:
+        if (opens and k + 1 < len(words) and words[k + 1].tag_ in _QUESTION_ORDER_TAGS
+                and (t.i == 0 or t.lower_ not in ("which", "who", "whom", "whose"))):  # ", which gave": relative
             out.append(t.text)  # "Since 2006, what is the gender of ...": still a question
             continue
         before = words[k - 1].tag_ if k else ""
@@ -162,7 +163,7 @@ def readability_problem(sentence: str, question: str, golds, resources,
     of `context` count as known, so names and rare words they contain pass."""
     if not sentence or sentence[-1] not in ".!?":
         return "no final punctuation"
-    if doubled_words(sentence):
+    if set(doubled_words(sentence)) - set(doubled_words(question)):  # not the question's own slip ("the the")
         return "doubled word"
     if re.search(r"(^|\s)['’]s\b", sentence):  # "Hollow 's career": the possessor went with the wh-phrase
         return "detached possessive"
@@ -231,6 +232,9 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
         if not replacements:  # none of the high-confidence rules applies: Jia and Liang's others
             mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours,
                                                     rng=rng, choices=config.choices, skip=skip, common_words=True)
+        if not replacements:  # nor those: a verb, our own last resort
+            mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours,
+                                                    rng=rng, choices=config.choices, skip=skip, verbs=True)
         if not replacements:
             rejected["change vanished" if skip else "question not mutated"] += 1
             return [], rejected

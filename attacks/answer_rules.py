@@ -25,7 +25,7 @@ goes on through the rest, typed as finely as each rule allows:
 - `pos`: a word of the answer's part of speech and form (a past tense for a past tense, a
   comparative for a comparative);
 - `catch_all`: what is left, recorded as such: a name, a number or a year where the gold is one
-  (as the audit's fake_type check reads it), else "aliens".
+  or the question's leading wh-word asks for one, else "aliens".
 
 Every fake differs from the gold, occurs nowhere in the paragraph or the question, and shares
 no word with an answer of the paragraph (a number rule's own words, "years" of "three years",
@@ -38,10 +38,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from advrace.core.checks.sentences import wanted_group
+from advrace.core.checks.sentences import TYPE_GROUPS
 from advrace.metrics import normalize_answer
 
-from .fake_answers import FAKES, MONTHS, FakePool, answer_type, lexfile_of, wh_noun
+from .fake_answers import FAKES, MONTHS, FakePool, lexfile_of, wh_noun
 
 
 @dataclass(frozen=True)
@@ -260,10 +260,23 @@ class FallbackFakes:
                 words = tuple(self._with_determiner(w, gold, tag) for w in POS_FAKES[tag][self.which])
                 yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag],
                                  self._rotate(words, seen, banned, gold_norm, k, rng))
-        group = wanted_group(example, lambda text, start, end: answer_type(text, start, end, self.resources))
+        group = self._asked_group(example, kind, wh)
         fixed, kind = {"name": (POS_FAKES["NNP"], "proper_noun"), "number": (WH_NUMBERS, "number"),
                        "time": (FAKES["year"], "year")}.get(group, (CATCH_ALL, "other"))
         yield FakeChoice("catch_all", kind, self._rotate(fixed[self.which], seen, banned, gold_norm, k, rng))
+
+    @staticmethod
+    def _asked_group(example, kind: str, wh: str) -> str | None:
+        """The group the catch-all keeps: the gold's own (name, time, number), else what the
+        question's leading wh-word asks for (not a "when" inside it: "What is it called when ...")."""
+        group = TYPE_GROUPS.get(kind)
+        if group in ("name", "time", "number"):
+            return group
+        if wh == "when":
+            return "time"
+        if re.match(r"\W*(\w+\s+)?how (many|much)\b", example.question, re.I):
+            return "number"
+        return "name" if wh in ("who", "whom", "where") else None
 
     def _wh(self, example, gold, seen, banned, gold_norm, avoid_answers, rng, k):
         wh, noun = wh_noun(example.question, self.resources)

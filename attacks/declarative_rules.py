@@ -101,6 +101,26 @@ def _wh_phrase(toks: list[_Tok]) -> tuple[int, int, int, str] | None:
     return i - (1 if i else 0), i, j, wh
 
 
+def _leading_clause(toks: list[_Tok]) -> int:
+    """Where the question proper starts after a fronted phrase and its comma ("According to the
+    AAA, what is ..."), or 0."""
+    for k, t in enumerate(toks[:-1]):
+        if t.text == "," and k > 0 and (toks[k + 1].tag in WH_TAGS or (
+                toks[k + 1].tag == "IN" and k + 2 < len(toks) and toks[k + 2].tag in WH_TAGS)):
+            return k + 1
+    return 0
+
+
+def _as_written(sentence: str, source: str) -> str:
+    """The sentence with its first word as the question or the answer wrote it ("the
+    percentage", "Norway"), for a sentence that no longer starts the text."""
+    first = sentence.split(" ", 1)[0]
+    words = set(source.split())
+    if first not in words and first.lower() in words:
+        return first.lower() + sentence[len(first):]
+    return sentence
+
+
 def _is_aux(tok: _Tok) -> bool:
     return tok.tag == "MD" or (tok.lemma in AUX_LEMMAS and tok.tag.startswith("VB"))
 
@@ -176,6 +196,11 @@ def declarative_candidates(question: str, answer: str, resources, answer_type: s
     toks = _tokens(question, resources)
     found = _wh_phrase(toks)
     if found is None:
+        lead = _leading_clause(toks)
+        if lead:  # "According to the AAA, what is ...": Jia and Liang's "$PP ," and "$SBAR ," prefixes
+            rest = _join(toks[lead:])
+            return [Candidate(c.rule, f"{_join(toks[:lead])} {_as_written(c.sentence, f'{rest} {answer}')}")
+                    for c in declarative_candidates(rest, answer, resources, answer_type)]
         return _non_wh(toks, answer)
     start, _, end, kind = found
     wh_tokens, rest = toks[start:end], toks[end:]
@@ -194,8 +219,11 @@ def declarative_candidates(question: str, answer: str, resources, answer_type: s
         return []
     aux, after = rest[0], rest[1:]
     subject, tail = _split_subject(after)
-    if aux.lemma == "be" and not any(t.tag.startswith("VB") for t in tail):
-        subject, tail = subject + tail, []  # "What is a synonym for DNA": all of it is the subject
+    if aux.lemma == "be" and (not any(t.tag.startswith("VB") for t in tail)
+                              or any(t.tag == "WDT" or t.text.lower() == "that" for t in subject[1:])):
+        # "What is a synonym for DNA", "What is the longest time that a certificate is good for":
+        # all of it is the subject (the verb after "that" is the relative clause's own)
+        subject, tail = subject + tail, []
     if aux.lemma == "do" and aux.text.lower() in DO_FORMS:
         if not tail and len(subject) > 1:  # "did the war end": the tagger took the verb for a noun
             subject, tail = subject[:-1], subject[-1:]

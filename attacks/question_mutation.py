@@ -69,10 +69,12 @@ DO_NOT_ALTER = frozenset({"many", "such", "few", "much", "other", "same", "gener
 # Penn tag -> (stand-in, stand-in for an abbreviation), Jia and Liang's alter_entity_type
 ENTITY_STAND_INS = {"NNP": ("Dalek", "XKCD"), "NNPS": ("Daleks", "XKCDs")}
 COMMON_TAGS = frozenset({"NN", "NNS", "JJ", "JJR", "JJS"})
+# a question none of Jia and Liang's rules change ("When was the plastome discovered?"): its verb
+VERB_TAGS = frozenset({"VB", "VBD", "VBG", "VBN", "VBP", "VBZ"})
 
 
 def mutate_question(question: str, resources, *, neighbours: int = 100, rng=None, choices: int = 3,
-                    skip: frozenset[int] = frozenset(), common_words: bool = False
+                    skip: frozenset[int] = frozenset(), common_words: bool = False, verbs: bool = False
                     ) -> tuple[str, list[Replacement]]:
     """The mutated question and what changed (an empty list when nothing could change).
 
@@ -81,7 +83,9 @@ def mutate_question(question: str, resources, *, neighbours: int = 100, rng=None
     those change: a common noun or adjective goes to a GloVe neighbour of the same tag (kind
     "glove_common"), refused where WordNet relates the two in any way (a synonym, a hypernym,
     a near sibling: years -> decades), and a name GloVe does not know goes to Jia and Liang's
-    stand-in ("Dalek", "XKCD": kind "entity_type")."""
+    stand-in ("Dalek", "XKCD": kind "entity_type"). `verbs`, our own last resort where even those
+    change nothing, gives a content verb a GloVe neighbour of the same tag that WordNet knows as
+    a verb and does not relate to it ("discovered" -> "invented"; kind "glove_verb")."""
     doc = resources.parse(question)
     stop = resources.stopwords
     avoid = {t.text.lower() for t in doc}
@@ -106,6 +110,10 @@ def mutate_question(question: str, resources, *, neighbours: int = 100, rng=None
                                 word_form="n" if tok.tag_.startswith("NN") else "a")
             if found and found[1] == "glove":
                 new = (match_case(found[0], word), "glove_common")
+        elif verbs and tok.tag_ in VERB_TAGS and tok.lemma_ not in ("be", "have", "do") and word.isalpha():
+            found = _glove_word(word, tok.tag_, resources, neighbours, avoid, tok.pos_, rng, choices, word_form="v")
+            if found and found[1] == "glove":
+                new = (match_case(found[0], word), "glove_verb")
         if new and new[0].lower() != word.lower():
             avoid.add(new[0].lower())
             edits.append(Replacement(tok.idx, tok.idx + len(word), word, new[0], new[1]))

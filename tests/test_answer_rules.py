@@ -130,6 +130,12 @@ def test_a_name_glove_does_not_know_gets_jia_and_liangs_stand_in(res):
     ("When did the German army occupy Rhineland?", "1911", "The German army occupied Rhineland in 1911."),
     ("Who did the National Anthem at Super Bowl 50?", "Jeff Dean", "Jeff Dean did the National Anthem at Super Bowl 50."),
     ("WHy was the network formed in Michigan", "the war", "The network was formed in Michigan because of the war."),
+    ("What is the longest time that a teaching certificate is good for?", "Jeff Dean",
+     "The longest time that a teaching certificate is good for is Jeff Dean."),
+    ("According to the AAA, what is the percentage of the gas stations that ran out?", "Jeff Dean",
+     "According to the AAA, the percentage of the gas stations that ran out is Jeff Dean."),
+    ("In 1972, what did Norway join?", "Jeff Dean", "In 1972, Norway joined Jeff Dean."),
+    ("Name one of the causes of immunodeficiency.", "Jeff Dean", "One of the causes of immunodeficiency is Jeff Dean."),
 ])
 def test_declarative_rules_survive_the_taggers_slips(res, question, answer, sentence):
     assert sentence in [c.sentence for c in declarative_candidates(question, answer, res, "year")]
@@ -145,3 +151,31 @@ def test_the_fake_type_check_trusts_a_gold_with_its_numbers_moved(res):
     assert check.refuse(Subject(ex, sentence, record=moved), ctx, {}) is None
     typed = AdversarialSentence(sentence, answer="89", fake_rule="typed")
     assert check.refuse(Subject(ex, sentence, record=typed), ctx, {})
+
+
+def test_a_verb_is_the_last_resort_of_the_mutation(res):
+    q = "When was the plastome discovered?"
+    assert not mutate_question(q, res, rng=random.Random(0), common_words=True)[1]
+    mutated, reps = mutate_question(q, res, rng=random.Random(0), verbs=True)
+    assert [r.kind for r in reps] == ["glove_verb"] and reps[0].old == "discovered"
+    assert res.same_meaning("discovered", reps[0].new, "VERB") is None
+
+
+def test_readability_keeps_the_questions_own_slips_and_relative_clauses(res):
+    from advrace.attacks.adversarial_squad import leftover_wh_words, readability_problem
+    question = "How many areas were impacted by the the death of vegetation?"
+    assert readability_problem("Seven areas were impacted by the the death of vegetation.", question, ["three"],
+                               res) is None
+    assert readability_problem("Seven areas were were impacted by the death of vegetation.", question, ["three"],
+                               res) == "doubled word"
+    assert leftover_wh_words("Jeff Dean got a reward, which gave the team a new set of downs.", res) == []
+    assert leftover_wh_words("Since 2006, what is the gender of the companion.", res) == ["what"]
+
+
+def test_the_fake_type_check_reads_what_the_first_wh_word_asks(res):
+    from advrace.core.checks.sentences import wanted_group
+    called = _example("Revolutionary civil disobedience is an attempt.", "Revolutionary civil disobedience",
+                      "What is it called when there is an active attempt to overthrow a government?")
+    assert wanted_group(called, lambda t, s, e: "other") is None  # not "time": the "when" opens a clause
+    when = _example("The war ended in 1918.", "1918", "When did the war end?")
+    assert wanted_group(when, lambda t, s, e: "other") == "time"

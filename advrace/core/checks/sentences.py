@@ -168,7 +168,11 @@ def wanted_group(example, answer_type) -> str | None:
     gold = example.answers[0]
     want = TYPE_GROUPS.get(answer_type(example.context, gold.start, gold.start + len(gold.text)))
     if want in (None, "word"):
-        want = next((group for pattern, group in WH_GROUPS if pattern.search(example.question)), want)
+        # what the question asks by its first wh-word, not a "when" of a clause after it ("What
+        # is it called when ...")
+        first = re.search(r"\b(what|which|who|whom|whose|when|where|why|how)\b", example.question, re.I)
+        asked = example.question[first.start():] if first else ""
+        want = next((group for pattern, group in WH_GROUPS if pattern.match(asked)), want)
     return want
 
 
