@@ -242,10 +242,13 @@ class FallbackFakes:
         head = self._head(example)
         if head is not None:
             if head.tag_ in ("NN", "NNS"):
-                # the kind the question asks for ("what kinds of trees"), else, where it names
-                # none, the answer head's
-                word = noun or (head.lemma_ or head.text).lower()
-                found = self._file_fakes(word, head.tag_ == "NNS", gold, seen, banned, gold_norm, rng, k)
+                # GloVe's neighbours of the answer's head in its WordNet file ("lamprey": eels),
+                # else nouns of the file of the noun the question asks for ("what kinds of
+                # trees"), or, where it names none, of the answer head's
+                plural = head.tag_ == "NNS"
+                found = self._neighbours((head.lemma_ or head.text).lower(), plural, gold, seen, banned, gold_norm, k) \
+                    or self._file_fakes(noun or (head.lemma_ or head.text).lower(), plural, gold, seen, banned,
+                                        gold_norm, rng, k)
                 if found:
                     yield found
             tag = self._pos_tag(example, head)
@@ -364,6 +367,33 @@ class FallbackFakes:
         rng.shuffle(fit)
         fit.sort(key=lambda n: (-self._similarity(n.split()[-1], sense), self.pool.uses[n]))
         return FakeChoice("lexfile", kind, tuple(fit[:k])) if fit else None
+
+    # relations under which a neighbour would be the answer again, or a vaguer one that holds
+    _RESTATES = frozenset({"synonym", "spelling variant", "inflection", "hypernym", "hyponym"})
+
+    def _neighbours(self, lemma, plural, gold, seen, banned, gold_norm, k) -> FakeChoice | None:
+        """GloVe's nearest nouns to the answer's head whose first WordNet sense is of the head's
+        file, and which WordNet does not relate to it as a synonym, hypernym or hyponym (a
+        sibling is welcome: another thing of the same kind), least used first."""
+        wordnet, glove = self.resources.wordnet, self.resources.glove
+        senses = wordnet.synsets(lemma, "n")
+        if not senses or lemma not in glove:
+            return None
+        lexfile = senses[0].lexname()
+        out = []
+        for word, _ in glove.nearest(lemma, 60):
+            if not word.isalpha() or wordnet.morphy(word, "n") != word or self.resources.word_pos(word) != "NOUN":
+                continue  # a noun's lemma ("latest", "saying" are other words first; plurals are made here)
+            first = wordnet.synsets(word, "n")
+            if not first or first[0].lexname() != lexfile or first[0].instance_hypernyms():
+                continue
+            if self.resources.same_meaning(lemma, word, "NOUN") in self._RESTATES:
+                continue
+            text = self._with_determiner(_plural(word) if plural else word, gold, "NNS" if plural else "NN")
+            if self._fits(text, seen, banned, gold_norm):
+                out.append(text)
+        out = sorted(out[:2 * k], key=lambda t: self.pool.uses[t])  # the nearest, rotated by use
+        return FakeChoice("lexfile", "plural_noun" if plural else "noun", tuple(out[:k])) if out else None
 
     def _similarity(self, word: str, sense) -> float:
         senses = self.resources.wordnet.synsets(self.resources.wordnet.morphy(word.lower(), "n") or word.lower(), "n")

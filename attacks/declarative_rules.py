@@ -50,6 +50,7 @@ class _Tok:
 def _tokens(question: str, resources) -> list[_Tok]:
     question = re.sub(r"^(\s*)(WH[a-z]+|Wh[A-Z]+\w*)\b", lambda m: m.group(1) + m.group(2).capitalize(),
                       question)  # "WHy was ...": a typo the tagger does not read as a wh-word
+    question = re.sub(r"^(\s*)(What|Who|Where|When|How|Which)['’]s\b", r"\1\2 is", question)  # "What's"
     doc = resources.parse(question.strip())
     toks = [_Tok(t.text, "NNP" if t.tag_ in WH_TAGS and t.i and t.text[:1].isupper() and doc[t.i - 1].text[:1].isupper()
                  else t.tag_, t.lemma_.lower(), t.whitespace_) for t in doc]  # "Doctor Who" is a name
@@ -65,7 +66,7 @@ def _join(toks: list[_Tok]) -> str:
 
 def _sentence(*parts: str) -> str:
     text = " ".join(p.strip() for p in parts if p and p.strip())
-    text = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split())).rstrip(" ,;:")
+    text = re.sub(r"\s+([,.;:!?]|['’]s\b)", r"\1", " ".join(text.split())).rstrip(" ,;:")
     return text[:1].upper() + text[1:] + "." if text else ""
 
 

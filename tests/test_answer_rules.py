@@ -179,3 +179,15 @@ def test_the_fake_type_check_reads_what_the_first_wh_word_asks(res):
     assert wanted_group(called, lambda t, s, e: "other") is None  # not "time": the "when" opens a clause
     when = _example("The war ended in 1918.", "1918", "When did the war end?")
     assert wanted_group(when, lambda t, s, e: "other") == "time"
+
+
+def test_a_common_noun_gets_glove_neighbours_of_its_wordnet_file_that_are_other_things(res):
+    ex = _example("The lamprey is a jawless fish of the rivers.", "The lamprey", "What jawless fish lives in rivers?")
+    pool = FakePool.from_contexts([ex.context], res, cap=3)
+    found = FallbackFakes(pool, res)._neighbours("lamprey", False, "The lamprey", " the rivers ", set(), "lamprey", 3)
+    assert found and found.rule == "lexfile" and len(found.fakes) == 3
+    for fake in found.fakes:
+        assert fake.startswith("the ")  # the gold's determiner kept
+        noun = fake.split()[-1]
+        assert res.wordnet.synsets(noun, "n")[0].lexname() == "noun.animal"
+        assert res.same_meaning("lamprey", noun, "NOUN") not in ("synonym", "hypernym", "hyponym")
