@@ -126,6 +126,7 @@ _NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven t
                  "sixteen seventeen eighteen nineteen twenty").split()
 _SCALE_SWAP = {"thousand": "million", "million": "thousand", "billion": "thousand", "trillion": "thousand"}
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(\.\d+)?(?!\w)")
+_ORDINAL = re.compile(r"(?<![\w.])(\d+)(st|nd|rd|th)\b")
 _DECADE = re.compile(r"(?<!\d)(1[0-9]{2}0|20[0-9]0)s\b")
 _YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d|s\b)")
 _MONTH = re.compile(r"\b(" + "|".join(m.title() for m in MONTHS) + r")\b")
@@ -138,6 +139,11 @@ def _plural(noun: str) -> str:
     if re.search(r"[^aeiou]y$", noun):
         return noun[:-1] + "ies"
     return noun + ("es" if re.search(r"(s|x|ch|sh)$", noun) else "s")
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _lead_digit(number: str) -> str:
@@ -173,6 +179,7 @@ def shift_number(text: str) -> str | None:
     """Every number of the answer changed: its digits where it has some, else its number words
     and scale words ("three years": "eight years"); None when it has none."""
     out = _NUMBER.sub(lambda m: _lead_digit(m.group()), text)
+    out = _ORDINAL.sub(lambda m: _ordinal(int(_lead_digit(m.group(1)))), out)  # "12th": "62nd"
     if out != text:
         return out  # "$5 million": the digits moved, the scale kept
 

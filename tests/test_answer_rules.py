@@ -32,7 +32,8 @@ def res():
     ("about 21", None, "about 71"),
     ("three years", None, "eight years"),
     ("$5 million", None, "$1 million"),
-    ("the 18th century", None, None),
+    ("the 18th century", None, "the 68th century"),
+    ("12th", None, "62nd"),
 ])
 def test_dates_and_numbers_move_as_jia_and_liang_moved_them(text, date, number):
     assert shift_date(text) == date
