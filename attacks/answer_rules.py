@@ -6,7 +6,7 @@ question's wh-word (who, when, where, how many), the answer's part of speech (fi
 token, its determiner kept), and last a catch-all ("aliens"), so that some fake always exists.
 
 Here the typed pool of `fake_answers` (the data's own phrases of the answer's refined type)
-stands for their named-entity rules and goes first; where it has nothing, `fallback_fakes`
+stands for their named-entity rules and goes first; where it has nothing, `FallbackFakes`
 goes on through the rest, typed as finely as each rule allows:
 
 - `date`, `number`: the gold itself with its years moved back 25, its days by 11, its months by
@@ -17,11 +17,12 @@ goes on through the rest, typed as finely as each rule allows:
   the typed pool did not trust its refinement;
 - `wh_who`, `wh_when`, `wh_where`, `wh_how_many`, `wh_how_much`: a person, a year or date, a
   city, a number, an amount of money, for the question's wh-word;
-- `lexfile`: a noun of the WordNet lexicographer file of the noun the question asks for ("what
-  kinds of trees": noun.plant), else of the answer's head noun (noun.person,
-  noun.artifact, noun.act, ...), a plural for a plural and the gold's determiner kept, the
-  data's own noun phrases first when their head is a close WordNet relative of the gold's
-  (a bridge for an aqueduct), else the fixed list's nearest nouns;
+- `lexfile`: GloVe's nearest nouns to the answer's head noun whose first WordNet sense is of the
+  head's lexicographer file and which WordNet does not relate to it as a synonym, hypernym or
+  hyponym ("the lamprey": "the tilapia"); else nouns of the file of the noun the question asks
+  for ("what kinds of trees": noun.plant) or of the head's: the data's noun phrases whose head is
+  a close WordNet relative, else the fixed list's, nearest first; a plural for a plural and the
+  gold's determiner kept;
 - `pos`: a word of the answer's part of speech and form (a past tense for a past tense, a
   comparative for a comparative);
 - `catch_all`: what is left, recorded as such: a name, a number or a year where the gold is one
