@@ -24,7 +24,8 @@ goes on through the rest, typed as finely as each rule allows:
   a close WordNet relative, else the fixed list's, nearest first; a plural for a plural and the
   gold's determiner kept;
 - `pos`: a word of the answer's part of speech and form (a past tense for a past tense, a
-  comparative for a comparative);
+  comparative for a comparative): for an adjective, adverb or verb GloVe's nearest words of its
+  tag that WordNet does not relate to it first ("suburban": "rural"), then Jia and Liang's;
 - `catch_all`: what is left, recorded as such: a name, a number or a year where the gold is one
   or the question's leading wh-word asks for one, else "aliens".
 
@@ -112,6 +113,10 @@ POS_FAKES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "RB": (("silently", "slowly", "rarely"), ("quickly", "loudly", "gently")),
 }
 NAME_STEMS = (("Kolmogorov", "Zanzibar", "Halloway"), ("Calloway", "Tamsin", "Ostrander"))
+# tags whose GloVe neighbours serve before the fixed words: (WordNet letter, universal POS)
+_NEIGHBOUR_POS = {"JJ": ("a", "ADJ"), "JJR": ("a", "ADJ"), "JJS": ("a", "ADJ"), "RB": ("r", "ADV"),
+                  "VB": ("v", "VERB"), "VBD": ("v", "VERB"), "VBG": ("v", "VERB"), "VBN": ("v", "VERB"),
+                  "VBP": ("v", "VERB"), "VBZ": ("v", "VERB")}
 POS_KINDS = {"VB": "verb", "VBP": "verb", "VBZ": "verb", "VBD": "verb_past", "VBN": "verb_past",
              "VBG": "verb_ing", "NN": "noun", "NNS": "plural_noun", "NNP": "proper_noun",
              "NNPS": "proper_noun", "JJ": "adjective", "JJR": "adjective", "JJS": "adjective",
@@ -259,7 +264,11 @@ class FallbackFakes:
                                         gold_norm, rng, k)
                 if found:
                     yield found
-            tag = self._pos_tag(example, head)
+            tag, word = self._pos_tag(example, head)
+            if tag in _NEIGHBOUR_POS:  # GloVe's words of the tag first ("suburban": "rural"), then the list's
+                near = self._word_neighbours(word, tag, seen, banned, gold_norm, k)
+                if near:
+                    yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag], near)
             if tag in ("NNP", "NNPS") and noun and lexfile_of(noun, self.resources) not in (None, "noun.person"):
                 # a name of the kind the question asks for: "What river ...?" -> "the Kolmogorov River"
                 det = "the " if self._determiner(gold) == "the" else ""
@@ -322,18 +331,38 @@ class FallbackFakes:
         span = self.resources.parse(example.context).char_span(first.start, first.end, alignment_mode="expand")
         return span.root if span is not None and len(span) else None
 
-    def _pos_tag(self, example, head) -> str | None:
-        """Jia and Liang's order: a verb by the answer's first token, else a noun, adjective or
-        adverb by its last."""
+    def _pos_tag(self, example, head) -> tuple[str | None, str]:
+        """(tag, word) by Jia and Liang's order: a verb by the answer's first token, else a noun,
+        adjective or adverb by its last."""
         first = example.answers[0]
         span = self.resources.parse(example.context).char_span(first.start, first.end, alignment_mode="expand")
         toks = [t for t in span if not t.is_punct] if span is not None else []
         if not toks:
-            return None
+            return None, ""
         if toks[0].tag_ in POS_FAKES and toks[0].tag_.startswith("VB"):
-            return toks[0].tag_
-        last = toks[-1].tag_
-        return last if last in POS_FAKES and not last.startswith("VB") or last == "VBG" else None
+            return toks[0].tag_, toks[0].text
+        last = toks[-1]
+        ok = last.tag_ in POS_FAKES and not last.tag_.startswith("VB") or last.tag_ == "VBG"
+        return (last.tag_, last.text) if ok else (None, "")
+
+    def _word_neighbours(self, word: str, tag: str, seen, banned, gold_norm, k) -> tuple[str, ...]:
+        """GloVe's nearest words to the answer's word that the tagger gives its tag on their own,
+        WordNet knows under its part of speech, and WordNet does not relate to it as a synonym,
+        hypernym or hyponym: another adjective, verb or adverb of its kind, in its form."""
+        lower = word.lower()
+        if not lower.isalpha() or lower not in self.resources.glove:
+            return ()
+        letter, pos = _NEIGHBOUR_POS[tag]
+        near = [w for w, _ in self.resources.glove.nearest(lower, 60) if w.isalpha() and w != lower]
+        out = []
+        for w, (_, t) in zip(near, self.resources.word_tags(near)):
+            if t != tag or not self.resources.wordnet.morphy(w, letter):
+                continue
+            if self.resources.same_meaning(lower, w, pos) in self._RESTATES:
+                continue
+            if self._fits(w, seen, banned, gold_norm):
+                out.append(w)
+        return tuple(sorted(out[:2 * k], key=lambda t: self.pool.uses[t])[:k])
 
     @staticmethod
     def _determiner(gold: str) -> str:

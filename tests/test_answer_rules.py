@@ -192,3 +192,15 @@ def test_a_common_noun_gets_glove_neighbours_of_its_wordnet_file_that_are_other_
         noun = fake.split()[-1]
         assert res.wordnet.synsets(noun, "n")[0].lexname() == "noun.animal"
         assert res.same_meaning("lamprey", noun, "NOUN") not in ("synonym", "hypernym", "hyponym")
+
+
+def test_an_adjective_or_verb_gets_glove_words_of_its_tag_before_the_fixed_ones(res):
+    ex = _example("Communities there are suburban and spread out.", "suburban",
+                  "What characteristic do communities there have?")
+    pool = FakePool.from_contexts([ex.context], res, cap=3)
+    pos = [c for c in FallbackFakes(pool, res).choices(ex, "adjective", ["suburban"], random.Random(0))
+           if c.rule == "pos_jj"]
+    assert len(pos) == 2 and set(pos[1].fakes) <= set(POS_FAKES["JJ"][0])  # the neighbours, then the list
+    for word in pos[0].fakes:
+        assert res.word_tags([word])[0][1] == "JJ" and res.wordnet.morphy(word, "a")
+        assert res.same_meaning("suburban", word, "ADJ") not in ("synonym", "hypernym", "hyponym")
