@@ -251,8 +251,9 @@ class FallbackFakes:
             # kind of its own ("What channel": a channel, not any organisation)
             names = [p for p in self.pool.by_kind[kind] if self.pool.in_set(p, self.second_set)]
             yield FakeChoice("ner", kind, self._rotate(names, seen, banned, gold_norm, k, rng))
-        yield from self._wh(example, gold, seen, banned, gold_norm, avoid_answers, rng, k)
-        head = self._head(example)
+        yield from self._wh(example, wh, noun, gold, seen, banned, gold_norm, avoid_answers, rng, k)
+        span = self._answer_span(example)
+        head = span.root if span is not None else None
         if head is not None:
             if head.tag_ in ("NN", "NNS"):
                 # GloVe's neighbours of the answer's head in its WordNet file ("lamprey": eels),
@@ -264,7 +265,7 @@ class FallbackFakes:
                                         gold_norm, rng, k)
                 if found:
                     yield found
-            tag, word = self._pos_tag(example, head)
+            tag, word = self._pos_tag(span)
             if tag in _NEIGHBOUR_POS:  # GloVe's words of the tag first ("suburban": "rural"), then the list's
                 near = self._word_neighbours(word, tag, seen, banned, gold_norm, k)
                 if near:
@@ -298,8 +299,7 @@ class FallbackFakes:
             return "number"
         return "name" if wh in ("who", "whom", "where") else None
 
-    def _wh(self, example, gold, seen, banned, gold_norm, avoid_answers, rng, k):
-        wh, noun = wh_noun(example.question, self.resources)
+    def _wh(self, example, wh, noun, gold, seen, banned, gold_norm, avoid_answers, rng, k):
         lower = example.question.lower()
         noun_file = lexfile_of(noun, self.resources) if noun else None
 
@@ -326,16 +326,16 @@ class FallbackFakes:
             elif re.search(r"\d", gold):
                 yield typed("wh_how_much", "number", ("number", "integer"), WH_NUMBERS[self.which])
 
-    def _head(self, example):
+    def _answer_span(self, example):
+        """The parsed tokens of the first answer in its context, or None."""
         first = example.answers[0]
         span = self.resources.parse(example.context).char_span(first.start, first.end, alignment_mode="expand")
-        return span.root if span is not None and len(span) else None
+        return span if span is not None and len(span) else None
 
-    def _pos_tag(self, example, head) -> tuple[str | None, str]:
+    @staticmethod
+    def _pos_tag(span) -> tuple[str | None, str]:
         """(tag, word) by Jia and Liang's order: a verb by the answer's first token, else a noun,
         adjective or adverb by its last."""
-        first = example.answers[0]
-        span = self.resources.parse(example.context).char_span(first.start, first.end, alignment_mode="expand")
         toks = [t for t in span if not t.is_punct] if span is not None else []
         if not toks:
             return None, ""

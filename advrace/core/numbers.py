@@ -56,3 +56,9 @@ def agree(a: float, b: float, digits: int = DIGITS) -> bool:
 def argmax(values) -> int:
     """The index of the largest value, the first one on a tie (how every scorer picks an option)."""
     return max(range(len(values)), key=lambda i: (values[i], -i))
+
+
+def share_of(n: int, m: int, noun: str = "") -> str:
+    """`1,115 of 1,190 (93%)`: a part of a whole, the percent rounded down (a share just under
+    half never reads 50%)."""
+    return f"{n:,} of {m:,}{' ' + noun if noun else ''} ({100 * n // m if m else 0}%)"

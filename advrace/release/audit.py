@@ -28,6 +28,7 @@ from typing import Callable, Iterable
 from advrace.core.checks import OPTION, QUESTION, REGISTRY, SENTENCE, Subject, checks_for
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
+from advrace.core.numbers import share_of
 from advrace.core.provenance import (AdversarialSentence, AttackSummary, FieldsRemoved, OptionsReplaced,
                                      SentencesInserted, TextReplaced)
 from advrace.core.text import WORD_RE
@@ -348,7 +349,7 @@ class SplitAudit:
         The percent is rounded down, so a split under half never reads as 50%."""
         if self.perturbed is None or not self.count:
             return "?"
-        return f"{self.perturbed:,} of {self.count:,} ({100 * self.perturbed // self.count}%)"
+        return share_of(self.perturbed, self.count)
 
     @property
     def flagged_indices(self) -> dict[int, str]:

@@ -17,6 +17,7 @@ from advrace.core.atomic import atomic_dir, check_replaceable
 from advrace.core.config import SAMPLE_DIR, SAMPLE_PREFIX, ReleaseConfig
 from advrace.core.environment import environment_record
 from advrace.core.errors import ConfigError
+from advrace.core.numbers import share_of
 from advrace.core.numbers import significant_floats
 from advrace.core.paths import MODEL, PATH, portable, setting_kind
 from advrace.core.sampling import select
@@ -227,8 +228,7 @@ def attack_share_warnings(manifest: dict, stats: dict) -> list[str]:
         reasons = (stats.get("splits", {}).get(split) or {}).get("unperturbed_reasons") or {}
         top = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_REASONS]
         why = "; top reasons left unchanged: " + ", ".join(f"{r} ({n:,})" for r, n in top) if top else ""
-        out.append(f"warning: {split} attacked {perturbed:,} of {count:,} questions "
-                   f"({100 * perturbed // count}%){why}")
+        out.append(f"warning: {split} attacked {share_of(perturbed, count, 'questions')}{why}")
     return out
 
 
