@@ -49,8 +49,9 @@ from advrace.models.runtime.sharding import map_sharded
 
 from .base import Attack, CannotPerturb, Outcome, register
 from .answer_rules import FakeChoice, FallbackFakes
+from .closed_book import closed_book, usable
 from .declarative_rules import declarative_candidates
-from .fake_answers import FakePool, answer_type, type_key
+from .fake_answers import FakePool, answer_type, type_key, wh_noun
 from .model_based import CheckpointAttack
 from .question_mutation import mutate_question
 
@@ -65,6 +66,11 @@ class AddSentConfig:
     # fakes for common-noun and verb answers, typed by WordNet's first senses: read on XQuAD, most
     # were of another kind ("the work" for a type of civil disobedience), so off by default
     common_word_fakes: bool = False
+    # a causal LM asked each question without its passage (a folder, a Hub name, smollm2; "" for
+    # Jia and Liang's rules alone): its answer is the fake where the question names no kind that
+    # the rules can fill, for it is of the asked kind far more often than a rule's (closed_book)
+    answer_model: str = "smollm2"
+    answer_batch_size: int = field(default=32, metadata={"min": 1})
 
 
 WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
@@ -186,8 +192,20 @@ VANISHED = CHECKS["change_vanished"]  # the audit's own checks
 FAKE_TYPE = CHECKS["fake_type"]
 
 
+def closed_book_fakes(examples, config: AddSentConfig, resources) -> dict[str, str | None]:
+    """Each question's closed-book answer that can serve as a fake (closed_book.usable), or None."""
+    if not config.answer_model or not examples:
+        return {}
+    raw = closed_book(config.answer_model, config.answer_batch_size).answers([ex.question for ex in examples])
+    out = {}
+    for q, a in raw.items():
+        noun = wh_noun(q, resources)[1]
+        out[q] = usable(a, q, resources.stopwords, (noun, noun and f"{noun}s") if noun else ())
+    return out
+
+
 def _fake_choices(example, kind, key, resources, config: AddSentConfig, second_set, rng, pool: FakePool,
-                  avoid_answers):
+                  avoid_answers, closed: str | None = None):
     """The fake answers to try, rule by rule: the typed pool's first, then Jia and Liang's
     remaining rules (answer_rules), down to the catch-all."""
     first = example.answers[0]
@@ -196,16 +214,19 @@ def _fake_choices(example, kind, key, resources, config: AddSentConfig, second_s
                             real=first.text)
         if typed:
             yield FakeChoice("typed", kind, tuple(typed))
-    yield from FallbackFakes(pool, resources, second_set).choices(example, kind, avoid_answers, rng, config.fakes)
+    yield from FallbackFakes(pool, resources, second_set).choices(example, kind, avoid_answers, rng, config.fakes,
+                                                                  closed)
 
 
 def sentence_candidates(example, resources, config: AddSentConfig, second_set: bool = False,
                         rng: random.Random | None = None, pool: FakePool | None = None,
-                        paragraph_answers=None) -> tuple[list[AdversarialSentence], Counter]:
+                        paragraph_answers=None, closed: str | None = None
+                        ) -> tuple[list[AdversarialSentence], Counter]:
     """Candidate adversarial sentences (`AdversarialSentence` records) and why others were dropped.
 
     `pool` gives the typed fake answers (an empty pool: the fixed lists only); `paragraph_answers`
-    are the answers of every question on the passage, none of which a fake may share a word with.
+    are the answers of every question on the passage, none of which a fake may share a word with;
+    `closed` is the question's closed-book answer (closed_book_fakes), if any.
     The fakes of the first answer rule whose sentences pass the checks are kept (see
     answer_rules): a typed fake where the data has one, else the fallbacks in Jia and Liang's order.
     """
@@ -224,22 +245,37 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
     rng = rng or random.Random(0)
     pool = pool if pool is not None else FakePool(cap=config.fake_cap, resources=resources)
     avoid = list(paragraph_answers or ()) + golds
-    choices = list(_fake_choices(example, kind, key, resources, config, second_set, rng, pool, avoid))
-    skip: frozenset[int] = frozenset()
-    for attempt in range(config.attempts):
-        mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours,
-                                                rng=rng, choices=config.choices, skip=skip)
-        if not replacements:  # none of the high-confidence rules applies: Jia and Liang's others
+    choices = list(_fake_choices(example, kind, key, resources, config, second_set, rng, pool, avoid, closed))
+    mutations: dict[tuple, tuple] = {}
+
+    def mutation(skip: frozenset, attempt: int) -> tuple:  # drawn once, shared by the rules
+        if (skip, attempt) not in mutations:
             mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours,
-                                                    rng=rng, choices=config.choices, skip=skip, common_words=True)
-        if not replacements:  # nor those: a verb, our own last resort
-            mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours,
-                                                    rng=rng, choices=config.choices, skip=skip, verbs=True)
-        if not replacements:
-            rejected["change vanished" if skip else "question not mutated"] += 1
-            return [], rejected
-        out, seen, vanished = [], set(), set()
-        for choice in choices:
+                                                    rng=rng, choices=config.choices, skip=skip)
+            if not replacements:  # none of the high-confidence rules applies: Jia and Liang's others
+                mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours,
+                                                        rng=rng, choices=config.choices, skip=skip, common_words=True)
+            if not replacements:  # nor those: a verb, our own last resort
+                mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours,
+                                                        rng=rng, choices=config.choices, skip=skip, verbs=True)
+            mutations[skip, attempt] = (mutated, replacements)
+        return mutations[skip, attempt]
+
+    out: list[AdversarialSentence] = []
+    if not mutation(frozenset(), 0)[1]:
+        rejected["question not mutated"] += 1
+        return [], rejected
+    # the best-typed rule first, each tried with up to `attempts` mutations (a change that vanished
+    # in its sentences, standing in the wh-phrase the fake replaces, is left as it was in the next),
+    # before a less well typed rule is tried
+    for choice in choices:
+        skip: frozenset[int] = frozenset()
+        for attempt in range(config.attempts):
+            mutated, replacements = mutation(skip, attempt)
+            if not replacements:
+                rejected["change vanished"] += 1
+                break
+            seen, vanished = set(), set()
             for fake in choice.fakes:
                 for cand in declarative_candidates(mutated, fake, resources, choice.kind):
                     if cand.rule.endswith("np_of") and fake.split()[-1].lower() in mutated.lower().split():
@@ -262,11 +298,11 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
                         seen.add(cand.sentence)
                         out.append(record)
             if out:
-                break  # the first rule whose sentences pass: a later rule's fakes are less well typed
+                break
+            # mutate again: leaving the words that vanished as they are, or drawing other neighbours
+            skip = skip | frozenset(vanished)
         if out:
-            break
-        # mutate again: leaving the words that vanished as they are, or drawing other neighbours
-        skip = skip | frozenset(vanished)
+            break  # the first rule whose sentences pass: a later rule's fakes are less well typed
     if not out and not rejected:
         rejected["no rule matched"] += 1
     return out, rejected
@@ -300,6 +336,7 @@ class _SentenceAttack(Attack):
 
     _pool: FakePool | None = None
     _answers: dict | None = None
+    _closed: dict | None = None
 
     def prepare(self, examples):
         """Parse the passages and questions in one batch, and collect their typed phrases as the
@@ -308,12 +345,14 @@ class _SentenceAttack(Attack):
         self._pool = FakePool.from_contexts([ex.context for ex in examples], self.resources,
                                             cap=self.config.fake_cap)
         self._answers = _paragraph_answers(examples)
+        self._closed = closed_book_fakes(examples, self.config, self.resources)
 
     def candidates(self, example, rng):
         if self._pool is None:  # applied without prepare: the fixed lists only
             self._pool, self._answers = FakePool(cap=self.config.fake_cap, resources=self.resources), {}
         return sentence_candidates(example, self.resources, self.config, self.second_set, rng,
-                                   self._pool, (self._answers or {}).get(example.context))
+                                   self._pool, (self._answers or {}).get(example.context),
+                                   (self._closed or {}).get(example.question.strip()))
 
     def summarize(self, examples):
         rules, types, kinds, fakes, fake_rules = Counter(), Counter(), Counter(), Counter(), Counter()
@@ -409,10 +448,11 @@ class AddSentAdversary(_ModelDependent):
         self.resources.prepare_parses([ex.context for ex in examples] + [ex.question for ex in examples])
         pool = FakePool.from_contexts([ex.context for ex in examples], self.resources, cap=self.config.fake_cap)
         answers = _paragraph_answers(examples)
+        closed = closed_book_fakes(examples, self.config, self.resources)
         cands = []
         for ex in examples:  # in order: a fake offered to one question counts against the cap
             found = sentence_candidates(ex, self.resources, self.config, False, self.rng_for(ex), pool,
-                                        answers.get(ex.context))
+                                        answers.get(ex.context), closed.get(ex.question.strip()))
             for fake in dict.fromkeys(c.answer for c in found[0]):
                 pool.use(fake)
             cands.append(found)

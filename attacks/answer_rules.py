@@ -12,20 +12,28 @@ goes on through the rest, typed as finely as each rule allows:
 - `date`, `number`: the gold itself with its years moved back 25, its days by 11, its months by
   six, its other numbers' leading digit by five (Jia and Liang's own arithmetic), so that "between
   1550 and 1580" becomes "between 1525 and 1555" and "about 21 stages" "about 71 stages";
+- `asked_name`: where the question names the kind it asks for and the gold reads as a name, a
+  name of that kind ("Which canal": "the Halloway Canal");
+- `closed_book`: a language model's answer to the question alone (attacks.closed_book), where
+  the caller has one;
+- `asked_kind`: where the question names its kind and the gold is a common noun, a WordNet
+  hyponym of the asked noun, the gold head's kin first ("Which diseases": "cancers");
 - `abbreviation`: an acronym for an all-capitals answer;
-- `ner`: a name of the data of the kind the tagger gave the gold (a team for "Broncos"), where
-  the typed pool did not trust its refinement;
-- `wh_who`, `wh_when`, `wh_where`, `wh_how_many`, `wh_how_much`: a person, a year or date, a
-  city, a number, an amount of money, for the question's wh-word;
+- `ner`: a name of the data of the kind the tagger gave the gold that GloVe puts near it (a team
+  for "Broncos"), where the typed pool did not trust its refinement;
+- `wh_who`, `wh_when`, `wh_where`, `wh_how_many`, `wh_how_much`, `wh_how_often`,
+  `wh_what_happened`: a person, a year or date, a city, a number, an amount of money, a
+  frequency, an event, for the question's wh-word;
 - `lexfile`: GloVe's nearest nouns to the answer's head noun whose first WordNet sense is of the
   head's lexicographer file and which WordNet does not relate to it as a synonym, hypernym or
-  hyponym ("the lamprey": "the tilapia"); else nouns of the file of the noun the question asks
-  for ("what kinds of trees": noun.plant) or of the head's: the data's noun phrases whose head is
+  hyponym ("the lamprey": "the tilapia"); after the `pos` rule's GloVe nouns, nouns of the file
+  of the noun the question asks for ("what kinds of trees": noun.plant) or of the head's: the data's noun phrases whose head is
   a close WordNet relative, else the fixed list's, nearest first; a plural for a plural and the
   gold's determiner kept;
 - `pos`: a word of the answer's part of speech and form (a past tense for a past tense, a
-  comparative for a comparative): for an adjective, adverb or verb GloVe's nearest words of its
-  tag that WordNet does not relate to it first ("suburban": "rural"), then Jia and Liang's;
+  comparative for a comparative): for a noun phrase's head, an adjective, adverb or verb GloVe's
+  nearest words of its tag that WordNet does not relate to it first ("suburban": "rural"), then
+  the fixed nouns of the head's file, then Jia and Liang's;
 - `catch_all`: what is left, recorded as such: a name, a number or a year where the gold is one
   or the question's leading wh-word asks for one, else "aliens".
 
@@ -114,7 +122,8 @@ POS_FAKES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 NAME_STEMS = (("Kolmogorov", "Zanzibar", "Halloway"), ("Calloway", "Tamsin", "Ostrander"))
 # tags whose GloVe neighbours serve before the fixed words: (WordNet letter, universal POS)
-_NEIGHBOUR_POS = {"JJ": ("a", "ADJ"), "JJR": ("a", "ADJ"), "JJS": ("a", "ADJ"), "RB": ("r", "ADV"),
+_NEIGHBOUR_POS = {"NN": ("n", "NOUN"), "NNS": ("n", "NOUN"), "JJ": ("a", "ADJ"), "JJR": ("a", "ADJ"),
+                  "JJS": ("a", "ADJ"), "RB": ("r", "ADV"),
                   "VB": ("v", "VERB"), "VBD": ("v", "VERB"), "VBG": ("v", "VERB"), "VBN": ("v", "VERB"),
                   "VBP": ("v", "VERB"), "VBZ": ("v", "VERB")}
 POS_KINDS = {"VB": "verb", "VBP": "verb", "VBZ": "verb", "VBD": "verb_past", "VBN": "verb_past",
@@ -126,6 +135,8 @@ CATCH_ALL = (("aliens", "moonlight", "glass marbles", "seaweed"),
 ABBREVIATIONS = (("LSTM", "NAACP", "UNESCO", "OPEC"), ("PCFG", "NATO", "FIFA", "IUPAC"))
 WH_CITIES = (("Chicago", "Nairobi", "Lisbon", "Winnipeg"), ("Stockholm", "Osaka", "Lima", "Adelaide"))
 WH_NUMBERS = (("42", "17", "2,400", "9"), ("200", "36", "9,100", "13"))
+WH_OFTEN = (("twice a year", "every decade", "once a month"), ("every winter", "three times a week", "hourly"))
+WH_HAPPENED = (("a general strike", "an earthquake", "a flood"), ("a famine", "a mutiny", "a landslide"))
 WH_MONEY = (("$2.5 million", "$400", "$75,000"), ("$17 billion", "$85", "$3,200"))
 
 _NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
@@ -139,6 +150,26 @@ _MONTH = re.compile(r"\b(" + "|".join(m.title() for m in MONTHS) + r")\b")
 _MONTH_NAMES = "|".join(m.title() for m in MONTHS)
 _DAY = re.compile(rf"\b(?P<m1>{_MONTH_NAMES}) (?P<d1>\d{{1,2}})\b|\b(?P<d2>\d{{1,2}}) (?P<m2>{_MONTH_NAMES})\b")
 _DETERMINERS = ("the", "a", "an")
+
+
+_JOINING = frozenset({"of", "the", "and", "de", "for", "in", "on", "a", "an", "to", "at", "by", "with", "from"})
+
+
+_PERSON_NOUNS = frozenset({"person", "people", "individual", "human", "man", "woman"})
+
+
+def _asks_person(noun: str | None, noun_file: str | None) -> bool:
+    """A noun the question asks for that is a person ("what person": noun.Tops, not noun.person)."""
+    return noun_file == "noun.person" or noun in _PERSON_NOUNS
+
+
+def _reads_as_name(text: str) -> bool:
+    """Every word capitalised but a short joining one ("Museum of Manufactures", "St. Johns
+    River"), and not a lone acronym (the abbreviation rule's)."""
+    words = [w for w in text.split() if w.lower() not in _JOINING]
+    if not words or (len(text.split()) == 1 and text.isupper()):
+        return False
+    return all(w[:1].isupper() or w[:1].isdigit() for w in words) and any(w[:1].isupper() for w in words)
 
 
 def _plural(noun: str) -> str:
@@ -220,7 +251,7 @@ class FallbackFakes:
         return tuple(fit[:k])
 
     # ------------------------------------------------------------------ the rules
-    def choices(self, example, kind: str, avoid_answers, rng, k: int = 2):
+    def choices(self, example, kind: str, avoid_answers, rng, k: int = 2, closed: str | None = None):
         """(rule, kind, fakes) for each rule that applies, in Jia and Liang's order: a caller
         takes the first whose sentences pass its checks."""
         first = example.answers[0]
@@ -241,43 +272,63 @@ class FallbackFakes:
         if own(number):
             yield FakeChoice("number", kind if kind in ("number", "quantity", "percent", "money", "year", "date",
                                                         "ordinal") else "number", (number,))
+        wh, noun = wh_noun(example.question, self.resources)
+        span = self._answer_span(example)
+        head = span.root if span is not None else None
+        noun_file = lexfile_of(noun, self.resources) if noun else None
+        asked = None
+        if wh in ("what", "which") and noun_file is not None and not _asks_person(noun, noun_file):
+            # the kind the question names comes before the gold's own form ("Which sport": not an acronym)
+            asked = self._asked(noun, head, gold, seen, banned, gold_norm, rng, k)
+        if asked is not None and asked.rule == "asked_name":
+            yield asked
+        if closed and self._fits(closed, seen, banned, gold_norm):
+            # a language model's answer to the question alone: of the asked kind where no rule
+            # knows it (closed_book)
+            yield FakeChoice("closed_book", kind, (closed,))
+        if asked is not None and asked.rule == "asked_kind":
+            yield asked
         words = gold.split()
         if len(words) == 1 and gold.isupper() and any(c.isalpha() for c in gold):
             yield FakeChoice("abbreviation", "abbreviation",
                              self._rotate(ABBREVIATIONS[self.which], seen, banned, gold_norm, k, rng))
-        wh, noun = wh_noun(example.question, self.resources)
-        if kind in self.pool.by_kind and noun is None and (wh not in ("who", "whom") or kind in ("person", "organisation")):
+        if kind in self.pool.by_kind and noun is None and (wh not in ("who", "whom") or kind in (
+                "person", "organisation", "country", "nationality")):
             # a name of the tagger's kind, its refinement untrusted, where the question names no
             # kind of its own ("What channel": a channel, not any organisation)
-            names = [p for p in self.pool.by_kind[kind] if self.pool.in_set(p, self.second_set)]
-            yield FakeChoice("ner", kind, self._rotate(names, seen, banned, gold_norm, k, rng))
-        yield from self._wh(example, wh, noun, gold, seen, banned, gold_norm, avoid_answers, rng, k)
-        span = self._answer_span(example)
-        head = span.root if span is not None else None
+            names = [p for p in self.pool.by_kind[kind] if self.pool.in_set(p, self.second_set)
+                     and self._fits(p, seen, banned, gold_norm)]
+            # the tagger's kinds are coarse and slip ("the Huguenot Memorial Bridge" a person):
+            # only names GloVe puts near the gold, nearest first (a team for a team)
+            names = self._nearest(names, gold, floor=self._NEAR)[:4 * k]
+            if names:
+                yield FakeChoice("ner", kind, self._rotate(names, seen, banned, gold_norm, k, rng))
+        if not (wh in ("who", "whom", "where") and head is not None and head.pos_ in ("ADJ", "ADV", "VERB", "AUX")):
+            # "Where does it rank?" "low": no city
+            yield from self._wh(example, wh, noun, gold, seen, banned, gold_norm, avoid_answers, rng, k)
         if head is not None:
-            if head.tag_ in ("NN", "NNS"):
-                # GloVe's neighbours of the answer's head in its WordNet file ("lamprey": eels),
-                # else nouns of the file of the noun the question asks for ("what kinds of
-                # trees"), or, where it names none, of the answer head's
-                plural = head.tag_ == "NNS"
-                found = self._neighbours((head.lemma_ or head.text).lower(), plural, gold, seen, banned, gold_norm, k) \
-                    or self._file_fakes(noun or (head.lemma_ or head.text).lower(), plural, gold, seen, banned,
-                                        gold_norm, rng, k)
+            nominal = head.tag_ in ("NN", "NNS")
+            if nominal:  # GloVe's neighbours of the answer's head in its WordNet file ("lamprey": eels)
+                found = self._neighbours((head.lemma_ or head.text).lower(), head.tag_ == "NNS", gold, seen, banned,
+                                         gold_norm, k)
                 if found:
                     yield found
             tag, word = self._pos_tag(span)
-            if tag in _NEIGHBOUR_POS:  # GloVe's words of the tag first ("suburban": "rural"), then the list's
+            if nominal:  # a noun phrase's head, not its last word or a participle ("increased settlement")
+                tag, word = head.tag_, head.text
+            if tag in _NEIGHBOUR_POS:  # GloVe's words of the tag ("suburban": "rural"; "firms": "banks")
                 near = self._word_neighbours(word, tag, seen, banned, gold_norm, k)
                 if near:
-                    yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag], near)
-            if tag in ("NNP", "NNPS") and noun and lexfile_of(noun, self.resources) not in (None, "noun.person"):
-                # a name of the kind the question asks for: "What river ...?" -> "the Kolmogorov River"
-                det = "the " if self._determiner(gold) == "the" else ""
-                plural = _plural(noun) if tag == "NNPS" else noun
-                words = tuple(f"{det}{name} {plural.title()}" for name in NAME_STEMS[self.which])
-                own = banned - {noun, _plural(noun)}  # the kind's own word may recur ("Canal")
-                yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag], self._rotate(words, seen, own, gold_norm, k, rng))
-            if tag:
+                    yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag],
+                                     tuple(self._with_determiner(w, gold, tag) for w in near))
+            if nominal:
+                # nouns of the file of the noun the question asks for ("what kinds of trees"), or,
+                # where it names none, of the answer head's
+                found = self._file_fakes(noun or (head.lemma_ or head.text).lower(), head.tag_ == "NNS", gold, seen,
+                                         banned, gold_norm, rng, k)
+                if found:
+                    yield found
+            if tag:  # Jia and Liang's words last
                 words = tuple(self._with_determiner(w, gold, tag) for w in POS_FAKES[tag][self.which])
                 yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag],
                                  self._rotate(words, seen, banned, gold_norm, k, rng))
@@ -285,6 +336,86 @@ class FallbackFakes:
         fixed, kind = {"name": (POS_FAKES["NNP"], "proper_noun"), "number": (WH_NUMBERS, "number"),
                        "time": (FAKES["year"], "year")}.get(group, (CATCH_ALL, "other"))
         yield FakeChoice("catch_all", kind, self._rotate(fixed[self.which], seen, banned, gold_norm, k, rng))
+
+    def _asked(self, noun, head, gold, seen, banned, gold_norm, rng, k) -> FakeChoice | None:
+        """A fake of the kind the question names ("Which river", "What type of engine"): for a
+        name, a name of that kind ("the Kolmogorov River"); for a common noun, one of the kinds
+        WordNet files under the asked noun, GloVe's nearest to the gold's head first ("Which
+        diseases": typhus -> measles). Before the gold's own part of speech, which knows nothing
+        of the question ("hamsters" for a disease)."""
+        if _reads_as_name(gold):
+            det = "the " if self._determiner(gold) == "the" else ""
+            names = tuple(f"{det}{name} {noun.title()}" for name in NAME_STEMS[self.which])
+            own = banned - {noun, _plural(noun)}  # the kind's own word may recur ("Canal")
+            fakes = self._rotate(names, seen, own, gold_norm, k, rng)
+            return FakeChoice("asked_name", "proper_noun", fakes) if fakes else None
+        lemma = (head.lemma_ or head.text).lower() if head is not None and head.tag_ in ("NN", "NNS") else None
+        if lemma == noun:
+            return None  # "What conjecture": "the twin prime conjecture"; other conjectures are the head's kin (lexfile)
+        plural = head is not None and head.tag_ == "NNS"
+        kinds = self._kinds_of(noun, lemma, gold)
+        if plural:  # a plural GloVe knows: "cancers", not "tuberculosises"
+            kinds = [_plural(w) for w in kinds if _plural(w) in self.resources.glove]
+        out = [self._with_determiner(w, gold, "NNS" if plural else "NN") for w in kinds]
+        out = [t for t in out if self._fits(t, seen, banned, gold_norm)][:2 * k]
+        out = sorted(out, key=lambda t: self.pool.uses[t])[:k]
+        return FakeChoice("asked_kind", "plural_noun" if plural else "noun", tuple(out)) if out else None
+
+    def _kinds_of(self, noun: str, lemma: str | None, gold: str) -> list[str]:
+        """Single-word hyponyms (to three levels) of the sense of the asked `noun` above the gold's
+        head `lemma`, the head's closest WordNet kin first (welding: soldering before
+        sterilisation), then GloVe's nearest; less the head's synonyms, hypernyms and hyponyms.
+        Where no sense of `noun` is above the head, every sense's hyponyms that GloVe puts near
+        the gold: the sense is unknown ("catalyst": an enzyme is one, not of an energy crisis)."""
+        wordnet, glove = self.resources.wordnet, self.resources.glove
+        senses = wordnet.synsets(noun, "n")
+        gold_sense, sense = None, None
+        for g in wordnet.synsets(lemma, "n") if lemma else ():
+            above = set(g.closure(lambda x: x.hypernyms() + x.instance_hypernyms()))
+            sense = next((x for x in senses if x in above), None)
+            if sense is not None:
+                gold_sense = g
+                break
+        found: dict[str, object] = {}
+        for root in [sense] if sense is not None else senses:
+            for hypo in root.closure(lambda x: x.hyponyms(), depth=3):
+                for name in hypo.lemma_names():
+                    if name.isalpha() and name.islower() and name in glove and name not in (noun, lemma):
+                        found.setdefault(name, hypo)
+        if gold_sense is not None:
+            near = self._nearest(list(found), lemma if lemma in glove else noun)
+            near.sort(key=lambda w: -round(gold_sense.wup_similarity(found[w]) or 0.0, 1))  # stable: GloVe within
+        else:
+            near = self._nearest(list(found), gold, floor=self._NEAR)
+        if lemma:
+            near = [w for w in near[:40] if self.resources.same_meaning(lemma, w, "NOUN") not in self._RESTATES]
+        return near
+
+    # GloVe cosine to the gold from which a fake of an unsure rule counts as of the gold's kind
+    _NEAR = 0.3
+
+    def _nearest(self, phrases, gold: str, floor: float | None = None) -> list[str]:
+        """`phrases` nearest `gold` first, by the mean GloVe vector of their content words; with
+        `floor`, only those at least that near (none where GloVe knows no word of the gold)."""
+        at = self._phrase_vector(gold)
+        if at is None:
+            return [] if floor is not None else list(phrases)
+        scored = []
+        for p in phrases:
+            v = self._phrase_vector(p)
+            cos = float(v @ at) if v is not None else -1.0
+            if floor is None or cos >= floor:
+                scored.append((-cos, p))
+        return [p for _, p in sorted(scored, key=lambda cp: cp[0])]
+
+    def _phrase_vector(self, text: str):
+        glove, stop = self.resources.glove, self.resources.stopwords
+        vectors = [glove.vector(w) for w in re.findall(r"[a-z]+", text.lower()) if w in glove and w not in stop]
+        if not vectors:
+            return None
+        mean = sum(vectors) / len(vectors)
+        norm = float((mean @ mean) ** 0.5)
+        return mean / norm if norm else None
 
     @staticmethod
     def _asked_group(example, kind: str, wh: str) -> str | None:
@@ -309,7 +440,7 @@ class FallbackFakes:
             fakes = tuple(data) or self._rotate(fixed, seen, banned, gold_norm, k, rng)
             return FakeChoice(rule, kind, fakes)
 
-        if wh in ("who", "whom", "whose") or (wh in ("what", "which") and noun_file == "noun.person"):
+        if wh in ("who", "whom", "whose") or (wh in ("what", "which") and _asks_person(noun, noun_file)):
             yield typed("wh_who", "person", ("person",), FAKES["person"][self.which])
         elif wh == "when" or (wh in ("what", "which") and noun in ("year", "date", "day", "month")):
             if _YEAR.search(gold) or noun == "year" or not _MONTH.search(gold):
@@ -325,6 +456,10 @@ class FallbackFakes:
                 yield typed("wh_how_much", "money", ("money",), WH_MONEY[self.which])
             elif re.search(r"\d", gold):
                 yield typed("wh_how_much", "number", ("number", "integer"), WH_NUMBERS[self.which])
+        elif re.search(r"\bhow often\b", lower):
+            yield typed("wh_how_often", "other", None, WH_OFTEN[self.which])
+        elif re.match(r"\W*what (has |had )?(happened|happens)\b", lower):
+            yield typed("wh_what_happened", "event", None, WH_HAPPENED[self.which])
 
     def _answer_span(self, example):
         """The parsed tokens of the first answer in its context, or None."""
@@ -361,7 +496,7 @@ class FallbackFakes:
             if self.resources.same_meaning(lower, w, pos) in self._RESTATES:
                 continue
             if self._fits(w, seen, banned, gold_norm):
-                out.append(w)
+                out.append(w.title() if word[:1].isupper() else w)  # "Pictish": "Slavic", a name's form
         return tuple(sorted(out[:2 * k], key=lambda t: self.pool.uses[t])[:k])
 
     @staticmethod
@@ -426,6 +561,8 @@ class FallbackFakes:
                 continue
             if self.resources.same_meaning(lemma, word, "NOUN") in self._RESTATES:
                 continue
+            if plural and _plural(word) not in glove:
+                continue  # a plural English uses: "cancers", not "tuberculosises"
             text = self._with_determiner(_plural(word) if plural else word, gold, "NNS" if plural else "NN")
             if self._fits(text, seen, banned, gold_norm):
                 out.append(text)

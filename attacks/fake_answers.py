@@ -178,6 +178,9 @@ def wh_noun(question: str, resources) -> tuple[str, str | None]:
     for i, t in enumerate(toks):
         if t.tag_ not in ("WDT", "WP", "WP$", "WRB"):
             continue
+        if i and toks[i - 1].tag_ in ("NNS", "NN", "NNP", "NNPS") and any(
+                u.tag_ in ("WDT", "WP", "WP$", "WRB") for u in toks[i + 1:]):
+            continue  # a relative pronoun ("those persons who oppose what?"): the later one asks
         noun = None
         start = i + 1
         if start + 1 < len(toks) and toks[start].lemma_ == "be" and toks[start + 1].tag_ in ("DT", "PRP$"):

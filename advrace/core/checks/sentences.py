@@ -162,18 +162,39 @@ WH_GROUPS = ((re.compile(r"\bhow\s+(?:many|much|old|tall|high|far|big|large|heav
              (re.compile(r"\b(?:who(?:m|se)?|where)\b", re.IGNORECASE), "name"))
 
 
+_WH = re.compile(r"\b(what|which|who|whom|whose|when|where|why|how)\b", re.I)
+_BEFORE_ASKING = frozenset({"in", "at", "on", "of", "for", "by", "to", "from", "with", "during", "and", "or", "but",
+                            "about", "under", "after", "before", "since", "into", "than", "as"})
+
+
+def asking_wh(question: str) -> int | None:
+    """Where the wh-word that asks begins: the first, unless a noun's relative pronoun with
+    another wh-word after it ("those persons who conscientiously oppose what?")."""
+    found = list(_WH.finditer(question))
+    for i, m in enumerate(found):
+        before = re.findall(r"[A-Za-z]+", question[:m.start()])
+        relative = i + 1 < len(found) and before and before[-1].lower() not in _BEFORE_ASKING
+        if not relative:
+            return m.start()
+    return found[-1].start() if found else None
+
+
 def wanted_group(example, answer_type) -> str | None:
     """The group (name, time, number, word) of the gold answer of a SQuAD example: its type read
     in its context, else (where that says little) what the question's wh-word asks for."""
     gold = example.answers[0]
     want = TYPE_GROUPS.get(answer_type(example.context, gold.start, gold.start + len(gold.text)))
     if want in (None, "word"):
-        # what the question asks by its first wh-word, not a "when" of a clause after it ("What
-        # is it called when ...")
-        first = re.search(r"\b(what|which|who|whom|whose|when|where|why|how)\b", example.question, re.I)
-        asked = example.question[first.start():] if first else ""
-        want = next((group for pattern, group in WH_GROUPS if pattern.match(asked)), want)
+        want = asked_group(example.question) or want
     return want
+
+
+def asked_group(question: str) -> str | None:
+    """The group the question's asking wh-word names (how many: number; when: time; who, where:
+    name), not a "when" of a clause after it ("What is it called when ..."), or None."""
+    first = asking_wh(question)
+    asked = question[first:] if first is not None else ""
+    return next((group for pattern, group in WH_GROUPS if pattern.match(asked)), None)
 
 
 @register
@@ -187,15 +208,20 @@ class FakeAnswerType(SentenceCheck):
 
     def refuse(self, subject, ctx, settings):
         rec, ex = subject.record, subject.example
-        if rec.fake_rule in ("date", "number"):
-            return None  # the gold's own words with its numbers moved: its type by construction
+        if rec.fake_rule in ("date", "number", "asked_kind"):
+            # the gold's own words with its numbers moved, or a kind WordNet files under the noun
+            # the question asks for ("Which virus": herpes): its type by construction
+            return None
         fake = rec.answer
         answers = getattr(ex, "answers", ())
         at = subject.text.lower().find(fake.lower()) if fake else -1
         if at < 0 or not answers:
             return None
         gold = answers[0]
-        want = wanted_group(ex, ctx.answer_type)
+        # a closed-book answer is the asked kind read by a language model: held to what the
+        # wh-word asks, not to the gold's surface type ("the 1920s" for "When ...?", gold "before
+        # World War I"; "sickle cell anemia" for a condition, gold "HIV/AIDS")
+        want = asked_group(ex.question) if rec.fake_rule == "closed_book" else wanted_group(ex, ctx.answer_type)
         got = TYPE_GROUPS.get(ctx.answer_type(subject.text, at, at + len(fake)))
         if want and got and got != want:
             return f"{fake!r} is a {got}, the gold {gold.text!r} a {want}"

@@ -1,0 +1,169 @@
+"""Closed-book answers of a small causal LM: a fake answer of the kind the question asks for.
+
+Jia and Liang's rules past the named-entity types give a word of the answer's part of speech or
+a catch-all ("hamsters", "aliens"); their crowd workers then threw out or mended the sentences
+whose fake fitted no reading of the question. Read on XQuAD-en, a quarter of the rules' fakes
+were of no kind the question could take ("steam engines" for another term for a string, a
+bridge as a prime minister). A language model asked the question with no passage answers with
+a phrase of the asked kind, right or wrong ("What satellite ...?": "Astra 1A"; "How did he build
+a strong economic base?": "by taxing diamonds"), which is what a fake answer needs.
+
+The model reads a fixed few-shot prompt (written here, none of it from SQuAD) and the question
+alone, and decodes greedily in fp32, in batches of fixed size and order: the same questions give
+the same answers on a machine. An answer is dropped, so that the rules after it are used, when
+it is not a short phrase, repeats a content word of the question, or is a refusal ("I don't know").
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+from advrace.models.runtime.loading import SMOLLM2, load_model
+from advrace.models.runtime.precision import cpu_threads
+
+# the shots span the kinds a SQuAD question asks for: a named place, a person, a year, a thing,
+# a reason, a manner, a quality, a number; bare, for the declarative rules give "because of", "by"
+# and "in" themselves
+SHOTS = (("What river runs alongside the old town?", "the Hillsborough River"),
+         ("Who designed the first steam locomotive?", "George Stephenson"),
+         ("When was the lighthouse built?", "1874"),
+         ("What do koalas mainly eat?", "eucalyptus leaves"),
+         ("Why did the bridge collapse?", "corrosion"),
+         ("How did the company raise money?", "selling bonds"),
+         ("What kind of climate does the island have?", "tropical"),
+         ("How many moons does the planet have?", "four"))
+_SHOT_ANSWERS = frozenset(a.lower() for _, a in SHOTS)
+PROMPT = "".join(f"Q: {q}\nA: {a}\n\n" for q, a in SHOTS) + "Q: {question}\nA:"
+
+MAX_WORDS = 6
+_LEADING = re.compile(r"^(because of|because|by|in|on|at|during)\s+", re.I)
+_REFUSAL = re.compile(r"\b(i don'?t|i do not|unknown|not sure|no answer|cannot|can't|answer is|none)\b", re.I)
+
+
+def usable(answer: str, question: str, stopwords, kind_words=()) -> str | None:
+    """The answer as a fake, or None: a short phrase with no content word of the question but
+    `kind_words`, the noun it asks for ("What type of professional": "a medical professional")."""
+    answer = answer.strip().split("\n")[0].strip().rstrip(".").strip().strip('"').strip()
+    answer = _LEADING.sub("", answer)  # the declarative rules add their own
+    words = re.findall(r"[\w'’-]+", answer)
+    if not words or len(words) > MAX_WORDS or "?" in answer or _REFUSAL.search(answer) or \
+            answer.lower() in ("yes", "no"):
+        return None
+    if answer.lower() in _SHOT_ANSWERS:
+        return None  # the prompt's own example, not an answer to this question
+    asked = {w.lower() for w in re.findall(r"[\w'’-]+", question)} - set(stopwords) - set(kind_words)
+    if {w.lower() for w in words} & asked:
+        return None  # "the Texans" for "Who did the Texans beat?": the question's own entity
+    return answer
+
+
+class ClosedBook:
+    """A causal LM (a folder, a Hub name, or `smollm2`) that answers questions without a passage."""
+
+    def __init__(self, model: str = SMOLLM2, batch_size: int = 32, max_new_tokens: int = 12):
+        self.model_name, self.batch_size, self.max_new_tokens = model, batch_size, max_new_tokens
+        self._loaded = None
+        self._answers: dict[str, str] = {}
+
+    def _load(self):
+        if self._loaded is None:
+            from transformers import AutoModelForCausalLM  # deferred: start-up time (torch, transformers)
+
+            self._loaded = load_model(AutoModelForCausalLM, self.model_name, False,
+                                      "answer_model (the closed-book fakes of addonesent, addsentmod, addsent)",
+                                      '`advrace train` (objective causal_lm); or set answer_model to smollm2, or '
+                                      'to "" for Jia and Liang\'s rules alone', quiet=True)
+        return self._loaded
+
+    def answers(self, questions, progress=None) -> dict[str, str]:
+        """Raw answers to `questions` (each question once, in sorted order: the batches do not
+        depend on the order the caller asks in)."""
+        todo = sorted({q.strip() for q in questions} - set(self._answers))
+        if todo:
+            import torch  # deferred: start-up time
+
+            model, tok, device, _ = self._load()
+            with cpu_threads(device), torch.no_grad():
+                prefix = self._prefix(model, tok, device)
+                for i in range(0, len(todo), self.batch_size):
+                    batch = todo[i:i + self.batch_size]
+                    self._answers.update(zip(batch, self._greedy(model, tok, device, prefix, batch)))
+                    if progress is not None:
+                        progress(len(batch))
+        return {q.strip(): self._answers[q.strip()] for q in questions}
+
+    @staticmethod
+    def _prefix(model, tok, device):
+        """The shots' keys and values, computed once: each question then costs its own tokens only."""
+        import torch  # deferred: start-up time
+
+        head = PROMPT.split(" {question}")[0]
+        ids = torch.tensor([tok(head).input_ids], device=device)
+        return ids.shape[1], model(input_ids=ids, use_cache=True).past_key_values, ids[0].tolist()
+
+    def _greedy(self, model, tok, device, prefix, batch: list[str]) -> list[str]:
+        """Greedy answers to one batch after the cached shots, each cut at its first line break."""
+        import torch  # deferred: start-up time
+
+        length, cached, cached_ids = prefix
+        rows = [tok(f" {q}" + PROMPT.split("{question}")[1], add_special_tokens=False).input_ids for q in batch]
+        width = max(len(r) for r in rows)
+        pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+        window = _window(model)
+        if window is not None and length + width + self.max_new_tokens > window:
+            # padding between the cached shots and a question moves a sliding window's edge:
+            # each question alone, its whole prompt run again
+            return [self._alone(model, tok, device, cached_ids, row) for row in rows]
+        ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=device)
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
+        cache = copy.deepcopy(cached)
+        cache.batch_repeat_interleave(len(batch))
+        attention = torch.cat([torch.ones(len(batch), length, dtype=mask.dtype, device=device), mask], dim=1)
+        positions = length + (mask.cumsum(-1) - 1).clamp(min=0)
+        out: list[list[int]] = [[] for _ in batch]
+        done = [False] * len(batch)
+        for _ in range(self.max_new_tokens):
+            logits = model(input_ids=ids, attention_mask=attention, position_ids=positions, past_key_values=cache,
+                           use_cache=True).logits
+            nxt = logits[:, -1].argmax(-1)
+            for j, t in enumerate(nxt.tolist()):
+                if not done[j]:
+                    out[j].append(t)
+                    done[j] = t == tok.eos_token_id or "\n" in tok.decode(out[j])
+            if all(done):
+                break
+            ids = nxt[:, None]
+            attention = torch.cat([attention, torch.ones_like(ids)], dim=1)
+            positions = positions[:, -1:] + 1
+        return [tok.decode(r, skip_special_tokens=True) for r in out]
+
+    def _alone(self, model, tok, device, head: list[int], row: list[int]) -> str:
+        import torch  # deferred: start-up time
+
+        ids = torch.tensor([head + row], device=device)
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=self.max_new_tokens,
+                             do_sample=False, num_beams=1, pad_token_id=tok.pad_token_id or tok.eos_token_id)
+        new = out[0, ids.shape[1]:].tolist()
+        text = tok.decode(new, skip_special_tokens=True)
+        return text[:text.index("\n") + 1] if "\n" in text else text
+
+
+def _window(model) -> int | None:
+    """The model's sliding attention window, or None where every layer sees the whole context."""
+    config = model.config
+    window = getattr(config, "sliding_window", None)
+    if not window or getattr(config, "use_sliding_window", True) is False:
+        return None
+    return int(window)
+
+
+_SHARED: dict[tuple, ClosedBook] = {}
+
+
+def closed_book(model: str, batch_size: int = 32) -> ClosedBook:
+    """One model per process and name: AddOneSent and AddSentMod of one build ask the same questions."""
+    key = (model, batch_size)
+    if key not in _SHARED:
+        _SHARED[key] = ClosedBook(model, batch_size)
+    return _SHARED[key]

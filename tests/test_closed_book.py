@@ -1,0 +1,159 @@
+"""Closed-book fakes (attacks.closed_book): a causal LM's answer to the question alone, tried after
+the typed pool, the moved numbers and a name of the asked kind, before the part-of-speech rules."""
+
+import random
+
+import pytest
+import torch
+
+from advrace.attacks.adversarial_squad import AddSentConfig, sentence_candidates
+from advrace.attacks.answer_rules import FallbackFakes
+from advrace.attacks.closed_book import PROMPT, ClosedBook, usable
+from advrace.attacks.fake_answers import FakePool, answer_type
+from advrace.core.checks import REGISTRY, Subject, TextContext
+from advrace.core.examples import Answer, SpanExample
+from advrace.core.provenance import AdversarialSentence
+from advrace.resources import get_resources
+from conftest import make_tokenizer
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(scope="module")
+def res():
+    return get_resources()
+
+
+def _example(context, answer, question):
+    return SpanExample(id="q", title="t", context=context, question=question,
+                       answers=(Answer(answer, context.index(answer)),))
+
+
+@pytest.mark.parametrize("raw, question, kinds, want", [
+    (" the Saint Johns River\n\nQ: What", "What river runs alongside Tampa?", ("river",), "the Saint Johns River"),
+    (" because of rust\n", "Why did the mill close?", (), "rust"),
+    (" in 1901.", "When was the mill built?", (), "1901"),
+    (" the Texans\n", "Who did the Texans beat?", (), None),  # the question's own entity
+    (" I don't know\n", "Who built the mill?", (), None),
+    (" George Stephenson\n", "Who built the mill?", (), None),  # the prompt's own example
+    (" no\n", "What do beroids not have?", (), None),
+    (" a creature that is a type of animal that is a type\n", "What does it represent?", (), None),
+    (" a medical professional\n", "What type of professional is a technician?", ("professional",),
+     "a medical professional"),
+])
+def test_an_answer_is_a_fake_only_when_short_and_new_to_the_question(res, raw, question, kinds, want):
+    assert usable(raw, question, res.stopwords, kinds) == want
+
+
+def _tiny(family: str, vocab: int, impl: str = "sdpa"):
+    import transformers as tf
+
+    common = dict(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                  pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    config = {"llama": lambda: tf.LlamaConfig(**common),
+              "qwen2": lambda: tf.Qwen2Config(**common),
+              "mistral": lambda: tf.MistralConfig(**common, sliding_window=24),
+              "gemma2": lambda: tf.Gemma2Config(**common, head_dim=8, sliding_window=24),
+              "phi3": lambda: tf.Phi3Config(**common, sliding_window=24),
+              "olmo2": lambda: tf.Olmo2Config(**common),
+              "gpt2": lambda: tf.GPT2Config(vocab_size=vocab, n_embd=32, n_layer=2, n_head=4, n_positions=512,
+                                            bos_token_id=1, eos_token_id=2)}[family]()
+    torch.manual_seed(0)
+    return tf.AutoModelForCausalLM.from_config(config, attn_implementation=impl).eval()
+
+
+@pytest.mark.parametrize("family, impl", [("llama", "sdpa"), ("llama", "eager"), ("qwen2", "sdpa"),
+                                          ("mistral", "sdpa"), ("gemma2", "eager"), ("phi3", "sdpa"),
+                                          ("olmo2", "sdpa"), ("gpt2", "eager")])
+def test_the_cached_shots_give_the_answers_of_the_whole_prompt(tmp_path, family, impl):
+    """The shots' keys and values, computed once and shared by a batch of left-padded questions,
+    give each question the greedy answer that the whole prompt run alone gives: for every family,
+    sliding windows (shorter here than the prompt) included."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(make_tokenizer(tmp_path))
+    model = _tiny(family, len(tok), impl)
+    book = ClosedBook("tiny", batch_size=3, max_new_tokens=5)
+    book._loaded = (model, tok, torch.device("cpu"), False)
+    questions = ["Where does Tom live?", "What does Mary practise after school?", "Who is Mrs Green?",
+                 "Where does Tom walk every morning with his sister?"]
+    got = book.answers(questions)
+    head = tok(PROMPT.split(" {question}")[0]).input_ids
+    for q in questions:
+        ids = head + tok(f" {q}" + PROMPT.split("{question}")[1], add_special_tokens=False).input_ids
+        with torch.no_grad():
+            out = model.generate(torch.tensor([ids]), max_new_tokens=5, do_sample=False, num_beams=1,
+                                 pad_token_id=tok.pad_token_id, eos_token_id=tok.sep_token_id)
+        assert got[q] == tok.decode(out[0, len(ids):], skip_special_tokens=True), (family, q)
+
+
+def test_the_closed_book_answer_comes_after_a_name_of_the_asked_kind_and_before_the_pos_rules(res):
+    ex = _example("The old mill was run by the miller's guild until the flood.", "the flood",
+                  "What closed the old mill?")
+    pool = FakePool.from_contexts([ex.context], res, cap=3)
+    kind = answer_type(ex.context, ex.answers[0].start, ex.answers[0].end, res)
+    rules = [c.rule for c in FallbackFakes(pool, res).choices(ex, kind, ["the flood"], random.Random(0),
+                                                               closed="a fire")]
+    assert rules[0] == "closed_book" and "closed_book" not in rules[1:]
+    # the gold, or a phrase of the passage, is never a fake
+    for closed in ("the flood", "the miller's guild", "flood waters"):
+        rules = [c.rule for c in FallbackFakes(pool, res).choices(ex, kind, ["the flood"], random.Random(0),
+                                                                   closed=closed)]
+        assert "closed_book" not in rules, closed
+    ex = _example("Barges sailed up the Halloway River to the mill.", "the Halloway River",
+                  "Which river did the barges sail up?")
+    pool = FakePool.from_contexts([ex.context], res, cap=3)
+    kind = answer_type(ex.context, ex.answers[0].start, ex.answers[0].end, res)
+    rules = [c.rule for c in FallbackFakes(pool, res).choices(ex, kind, [ex.answers[0].text], random.Random(0),
+                                                               closed="the Thames")]
+    assert rules.index("asked_name") < rules.index("closed_book")
+
+
+def test_a_closed_book_fake_is_held_to_what_the_wh_word_asks(res):
+    check, ctx = REGISTRY["fake_type"], TextContext(answer_type_fn=lambda t, s, e: answer_type(t, s, e, res))
+
+    def refused(context, gold, question, sentence, fake):
+        ex = _example(context, gold, question)
+        rec = AdversarialSentence(sentence, question=question, answer=fake, fake_rule="closed_book")
+        return check.refuse(Subject(ex, sentence, record=rec), ctx, {})
+
+    context = "Angell wrote most before World War I, in London."
+    # a time for "When", though the gold reads as an event's name
+    assert not refused(context, "before World War I", "When did Angell write most?",
+                       "Howell wrote most in the 1920s.", "the 1920s")
+    # but not a year for "Who"
+    context = "The mill was built by Hobb in 1874."
+    assert refused(context, "Hobb", "Who built the mill?", "The barn was built by 1931.", "1931")
+
+
+def test_a_sentence_takes_the_closed_book_fake_where_the_rules_know_only_the_answers_form(res):
+    ex = _example("The old mill closed after the flood of the river.", "the flood",
+                  "What closed the old mill?")
+    pool = FakePool.from_contexts([ex.context], res, cap=3)
+    out, rejected = sentence_candidates(ex, res, AddSentConfig(), rng=random.Random(0), pool=pool,
+                                        closed="a fire")
+    assert out, rejected
+    assert {o.fake_rule for o in out} == {"closed_book"} and all("a fire" in o.sentence.lower() for o in out)
+
+
+@pytest.mark.slow
+def test_smollm2_answers_with_phrases_of_the_asked_kind(res):
+    """The real model: a person for "who", a year for "when", a short phrase each."""
+    book = ClosedBook()
+    got = book.answers(["Who painted the ceiling of the Sistine Chapel?", "When did the Berlin Wall fall?",
+                        "What do pandas mainly eat?"])
+    who, when, what = (usable(a, q, res.stopwords) for q, a in got.items())
+    assert who and who[0].isupper(), got
+    assert when and any(c.isdigit() for c in when), got
+    assert what and len(what.split()) <= 3, got
+
+
+def test_no_answer_model_gives_the_rules_alone_and_a_missing_one_says_what_to_do(res):
+    from advrace.attacks.adversarial_squad import closed_book_fakes
+    from advrace.core.errors import AdvraceError
+
+    ex = _example("The old mill closed after the flood.", "the flood", "What closed the old mill?")
+    assert closed_book_fakes([ex], AddSentConfig(answer_model=""), res) == {}
+    with pytest.raises(AdvraceError, match=r"answer_model .*no checkpoint folder .*or to \"\" for Jia and Liang"):
+        closed_book_fakes([ex], AddSentConfig(answer_model="/nonexistent/lm"), res)
