@@ -200,7 +200,7 @@ def closed_book_fakes(examples, config: AddSentConfig, resources) -> dict[str, s
     out = {}
     for q, a in raw.items():
         noun = wh_noun(q, resources)[1]
-        out[q] = usable(a, q, resources.stopwords, (noun, noun and f"{noun}s") if noun else ())
+        out[q] = usable(a, q, resources.stopwords, (noun, f"{noun}s") if noun else ())
     return out
 
 

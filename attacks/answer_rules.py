@@ -27,9 +27,9 @@ goes on through the rest, typed as finely as each rule allows:
 - `lexfile`: GloVe's nearest nouns to the answer's head noun whose first WordNet sense is of the
   head's lexicographer file and which WordNet does not relate to it as a synonym, hypernym or
   hyponym ("the lamprey": "the tilapia"); after the `pos` rule's GloVe nouns, nouns of the file
-  of the noun the question asks for ("what kinds of trees": noun.plant) or of the head's: the data's noun phrases whose head is
-  a close WordNet relative, else the fixed list's, nearest first; a plural for a plural and the
-  gold's determiner kept;
+  of the noun the question asks for ("what kinds of trees": noun.plant) or of the head's: the
+  data's noun phrases whose head is a close WordNet relative, else the fixed list's, nearest
+  first; a plural for a plural and the gold's determiner kept;
 - `pos`: a word of the answer's part of speech and form (a past tense for a past tense, a
   comparative for a comparative): for a noun phrase's head, an adjective, adverb or verb GloVe's
   nearest words of its tag that WordNet does not relate to it first ("suburban": "rural"), then
@@ -341,7 +341,7 @@ class FallbackFakes:
         """A fake of the kind the question names ("Which river", "What type of engine"): for a
         name, a name of that kind ("the Kolmogorov River"); for a common noun, one of the kinds
         WordNet files under the asked noun, GloVe's nearest to the gold's head first ("Which
-        diseases": typhus -> measles). Before the gold's own part of speech, which knows nothing
+        diseases": typhus -> cancers). Before the gold's own part of speech, which knows nothing
         of the question ("hamsters" for a disease)."""
         if _reads_as_name(gold):
             det = "the " if self._determiner(gold) == "the" else ""
@@ -351,7 +351,7 @@ class FallbackFakes:
             return FakeChoice("asked_name", "proper_noun", fakes) if fakes else None
         lemma = (head.lemma_ or head.text).lower() if head is not None and head.tag_ in ("NN", "NNS") else None
         if lemma == noun:
-            return None  # "What conjecture": "the twin prime conjecture"; other conjectures are the head's kin (lexfile)
+            return None  # "What conjecture": "the twin prime conjecture"; other ones are the head's kin (lexfile)
         plural = head is not None and head.tag_ == "NNS"
         kinds = self._kinds_of(noun, lemma, gold)
         if plural:  # a plural GloVe knows: "cancers", not "tuberculosises"

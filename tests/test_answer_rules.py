@@ -204,3 +204,32 @@ def test_an_adjective_or_verb_gets_glove_words_of_its_tag_before_the_fixed_ones(
     for word in pos[0].fakes:
         assert res.word_tags([word])[0][1] == "JJ" and res.wordnet.morphy(word, "a")
         assert res.same_meaning("suburban", word, "ADJ") not in ("synonym", "hypernym", "hyponym")
+
+
+def test_a_question_that_names_its_kind_gets_a_kind_of_that_noun_before_the_answers_form(res):
+    ex = _example("Doctors in the crowded camps feared typhus above all.", "typhus",
+                  "Which disease did the doctors in the camps fear?")
+    pool = FakePool.from_contexts([ex.context], res, cap=3)
+    kind = answer_type(ex.context, ex.answers[0].start, ex.answers[0].end, res)
+    first = next(FallbackFakes(pool, res).choices(ex, kind, ["typhus"], random.Random(0)))
+    assert first.rule == "asked_kind" and first.fakes
+    disease = res.wordnet.synsets("disease", "n")[0]
+    for fake in first.fakes:  # each a kind of disease, WordNet says
+        senses = res.wordnet.synsets(fake, "n")
+        assert any(disease in s.closure(lambda x: x.hypernyms()) for s in senses), fake
+    ex = _example("Barges sailed up the Halloway River to the mill.", "the Halloway River",
+                  "Which river did the barges sail up?")
+    first = next(FallbackFakes(pool, res).choices(ex, "location", [ex.answers[0].text], random.Random(0)))
+    assert first.rule == "asked_name" and all(f.endswith(" River") for f in first.fakes), first
+
+
+@pytest.mark.parametrize("question, group", [
+    ("The Church supports those persons who conscientiously oppose what?", None),  # a relative "who"
+    ("Who supports the persons that oppose the war?", "name"),
+    ("In which year did the persons who opposed it leave?", "time"),
+    ("What is it called when the river floods?", None),
+])
+def test_the_asking_wh_word_is_not_a_relative_pronoun_before_it(question, group):
+    from advrace.core.checks.sentences import asked_group
+
+    assert asked_group(question) == group
