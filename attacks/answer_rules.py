@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from advrace.core.checks.sentences import TYPE_GROUPS
+from advrace.core.checks.sentences import TYPE_GROUPS, asked_group
 from advrace.metrics import normalize_answer
 
 from .fake_answers import FAKES, MONTHS, FakePool, lexfile_of, wh_noun
@@ -305,7 +305,7 @@ class FallbackFakes:
                 yield FakeChoice("ner", kind, self._rotate(names, seen, banned, gold_norm, k, rng))
         if not (wh in ("who", "whom", "where") and head is not None and head.pos_ in ("ADJ", "ADV", "VERB", "AUX")):
             # "Where does it rank?" "low": no city
-            yield from self._wh(example, wh, noun, gold, seen, banned, gold_norm, avoid_answers, rng, k)
+            yield from self._wh(example, wh, noun, noun_file, gold, seen, banned, gold_norm, avoid_answers, rng, k)
         if head is not None:
             nominal = head.tag_ in ("NN", "NNS")
             if nominal:  # GloVe's neighbours of the answer's head in its WordNet file ("lamprey": eels)
@@ -332,7 +332,7 @@ class FallbackFakes:
                 words = tuple(self._with_determiner(w, gold, tag) for w in POS_FAKES[tag][self.which])
                 yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag],
                                  self._rotate(words, seen, banned, gold_norm, k, rng))
-        group = self._asked_group(example, kind, wh)
+        group = self._asked_group(example, kind)
         fixed, kind = {"name": (POS_FAKES["NNP"], "proper_noun"), "number": (WH_NUMBERS, "number"),
                        "time": (FAKES["year"], "year")}.get(group, (CATCH_ALL, "other"))
         yield FakeChoice("catch_all", kind, self._rotate(fixed[self.which], seen, banned, gold_norm, k, rng))
@@ -418,21 +418,14 @@ class FallbackFakes:
         return mean / norm if norm else None
 
     @staticmethod
-    def _asked_group(example, kind: str, wh: str) -> str | None:
+    def _asked_group(example, kind: str) -> str | None:
         """The group the catch-all keeps: the gold's own (name, time, number), else what the
-        question's leading wh-word asks for (not a "when" inside it: "What is it called when ...")."""
+        question's asking wh-word asks for (the audit's `asked_group`)."""
         group = TYPE_GROUPS.get(kind)
-        if group in ("name", "time", "number"):
-            return group
-        if wh == "when":
-            return "time"
-        if re.match(r"\W*(\w+\s+)?how (many|much)\b", example.question, re.I):
-            return "number"
-        return "name" if wh in ("who", "whom", "where") else None
+        return group if group in ("name", "time", "number") else asked_group(example.question)
 
-    def _wh(self, example, wh, noun, gold, seen, banned, gold_norm, avoid_answers, rng, k):
+    def _wh(self, example, wh, noun, noun_file, gold, seen, banned, gold_norm, avoid_answers, rng, k):
         lower = example.question.lower()
-        noun_file = lexfile_of(noun, self.resources) if noun else None
 
         def typed(rule, kind, key, fixed):
             data = self.pool.choose(key, avoid_answers, example.context, example.question, rng, k,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import re
 
+from advrace.models.decoders.packed_decoding import cache_limit
 from advrace.models.runtime.loading import SMOLLM2, load_model
 from advrace.models.runtime.precision import cpu_threads
 
@@ -76,7 +77,7 @@ class ClosedBook:
                                       'to "" for Jia and Liang\'s rules alone', quiet=True)
         return self._loaded
 
-    def answers(self, questions, progress=None) -> dict[str, str]:
+    def answers(self, questions) -> dict[str, str]:
         """Raw answers to `questions` (each question once, in sorted order: the batches do not
         depend on the order the caller asks in)."""
         todo = sorted({q.strip() for q in questions} - set(self._answers))
@@ -84,13 +85,12 @@ class ClosedBook:
             import torch  # deferred: start-up time
 
             model, tok, device, _ = self._load()
-            with cpu_threads(device), torch.no_grad():
+            with torch.no_grad():
                 prefix = self._prefix(model, tok, device)
                 for i in range(0, len(todo), self.batch_size):
                     batch = todo[i:i + self.batch_size]
-                    self._answers.update(zip(batch, self._greedy(model, tok, device, prefix, batch)))
-                    if progress is not None:
-                        progress(len(batch))
+                    with cpu_threads(device):  # fitted to the load, batch by batch
+                        self._answers.update(zip(batch, self._greedy(model, tok, device, prefix, batch)))
         return {q.strip(): self._answers[q.strip()] for q in questions}
 
     @staticmethod
@@ -110,10 +110,10 @@ class ClosedBook:
         rows = [tok(f" {q}" + PROMPT.split("{question}")[1], add_special_tokens=False).input_ids for q in batch]
         width = max(len(r) for r in rows)
         pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
-        window = _window(model)
-        if window is not None and length + width + self.max_new_tokens > window:
-            # padding between the cached shots and a question moves a sliding window's edge:
-            # each question alone, its whole prompt run again
+        limit, _ = cache_limit(model.config)
+        if limit is not None and length + width + self.max_new_tokens > limit:
+            # padding between the cached shots and a question moves a sliding window's edge (and a
+            # cache of another layout cannot be shared): each question alone, its whole prompt run
             return [self._alone(model, tok, device, cached_ids, row) for row in rows]
         ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=device)
         mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
@@ -148,14 +148,6 @@ class ClosedBook:
         text = tok.decode(new, skip_special_tokens=True)
         return text[:text.index("\n") + 1] if "\n" in text else text
 
-
-def _window(model) -> int | None:
-    """The model's sliding attention window, or None where every layer sees the whole context."""
-    config = model.config
-    window = getattr(config, "sliding_window", None)
-    if not window or getattr(config, "use_sliding_window", True) is False:
-        return None
-    return int(window)
 
 
 _SHARED: dict[tuple, ClosedBook] = {}

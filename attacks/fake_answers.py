@@ -24,6 +24,7 @@ import re
 import zlib
 from collections import Counter
 
+from advrace.core.checks.sentences import asking_wh
 from advrace.metrics import normalize_answer
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
@@ -175,12 +176,10 @@ def wh_noun(question: str, resources) -> tuple[str, str | None]:
     None."""
     doc = resources.parse(question)
     toks = list(doc)
+    asking = asking_wh(question) or 0  # not a relative pronoun before it ("those persons who oppose what?")
     for i, t in enumerate(toks):
-        if t.tag_ not in ("WDT", "WP", "WP$", "WRB"):
+        if t.tag_ not in ("WDT", "WP", "WP$", "WRB") or t.idx < asking:
             continue
-        if i and toks[i - 1].tag_ in ("NNS", "NN", "NNP", "NNPS") and any(
-                u.tag_ in ("WDT", "WP", "WP$", "WRB") for u in toks[i + 1:]):
-            continue  # a relative pronoun ("those persons who oppose what?"): the later one asks
         noun = None
         start = i + 1
         if start + 1 < len(toks) and toks[start].lemma_ == "be" and toks[start + 1].tag_ in ("DT", "PRP$"):

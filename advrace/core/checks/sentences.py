@@ -172,8 +172,8 @@ def asking_wh(question: str) -> int | None:
     another wh-word after it ("those persons who conscientiously oppose what?")."""
     found = list(_WH.finditer(question))
     for i, m in enumerate(found):
-        before = re.findall(r"[A-Za-z]+", question[:m.start()])
-        relative = i + 1 < len(found) and before and before[-1].lower() not in _BEFORE_ASKING
+        before = re.search(r"([A-Za-z]+)\s+$", question[:m.start()])  # the word right before, no comma between
+        relative = i + 1 < len(found) and before and before.group(1).lower() not in _BEFORE_ASKING
         if not relative:
             return m.start()
     return found[-1].start() if found else None
@@ -197,6 +197,16 @@ def asked_group(question: str) -> str | None:
     return next((group for pattern, group in WH_GROUPS if pattern.match(asked)), None)
 
 
+# fake rules (attacks.answer_rules) whose fake has the gold's type by construction: the gold's own
+# words with its numbers moved, or a kind WordNet files under the noun the question asks for
+# ("Which virus": herpes)
+TYPED_BY_CONSTRUCTION = frozenset({"date", "number", "asked_kind"})
+# and whose fake is what a language model read the question to ask: held to what the wh-word asks,
+# not to the gold's surface type ("the 1920s" for "When ...?", gold "before World War I";
+# "sickle cell anemia" for a condition, gold "HIV/AIDS")
+TYPED_BY_QUESTION = frozenset({"closed_book"})
+
+
 @register
 class FakeAnswerType(SentenceCheck):
     """Jia & Liang's fake answer must be of the gold's type: a tractor as the person who built a
@@ -208,9 +218,7 @@ class FakeAnswerType(SentenceCheck):
 
     def refuse(self, subject, ctx, settings):
         rec, ex = subject.record, subject.example
-        if rec.fake_rule in ("date", "number", "asked_kind"):
-            # the gold's own words with its numbers moved, or a kind WordNet files under the noun
-            # the question asks for ("Which virus": herpes): its type by construction
+        if rec.fake_rule in TYPED_BY_CONSTRUCTION:
             return None
         fake = rec.answer
         answers = getattr(ex, "answers", ())
@@ -218,10 +226,7 @@ class FakeAnswerType(SentenceCheck):
         if at < 0 or not answers:
             return None
         gold = answers[0]
-        # a closed-book answer is the asked kind read by a language model: held to what the
-        # wh-word asks, not to the gold's surface type ("the 1920s" for "When ...?", gold "before
-        # World War I"; "sickle cell anemia" for a condition, gold "HIV/AIDS")
-        want = asked_group(ex.question) if rec.fake_rule == "closed_book" else wanted_group(ex, ctx.answer_type)
+        want = asked_group(ex.question) if rec.fake_rule in TYPED_BY_QUESTION else wanted_group(ex, ctx.answer_type)
         got = TYPE_GROUPS.get(ctx.answer_type(subject.text, at, at + len(fake)))
         if want and got and got != want:
             return f"{fake!r} is a {got}, the gold {gold.text!r} a {want}"

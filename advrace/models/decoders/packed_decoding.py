@@ -59,7 +59,7 @@ class Fallback:
                 "cost_ratio": cost}
 
 
-def _cache_limit(config) -> tuple[int | None, str | None]:
+def cache_limit(config) -> tuple[int | None, str | None]:
     """(the longest sequence whose keys a full cache may share, why it is limited)."""
     try:
         from transformers import DynamicCache
@@ -97,7 +97,7 @@ class PackedCore:
                 "options packed over a shared prompt could see each other; advrace gives no number for it. "
                 "Load it with attn_implementation=sdpa (or eager), e.g. --model-args attn_implementation=sdpa")
         self.additive = MASK_FORMS[self.implementation] == "additive"
-        self.limit, self.why_limited = _cache_limit(config)
+        self.limit, self.why_limited = cache_limit(config)
         self.fallback = Fallback()
 
     @property
