@@ -71,6 +71,7 @@ class AddSentConfig:
     # the rules can fill, for it is of the asked kind far more often than a rule's (closed_book)
     answer_model: str = "smollm2"
     answer_batch_size: int = field(default=32, metadata={"min": 1})
+    answer_bf16: bool | None = False  # as the distractor attacks' bf16: fp32 unless asked
 
 
 WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
@@ -196,7 +197,8 @@ def closed_book_fakes(examples, config: AddSentConfig, resources) -> dict[str, s
     """Each question's closed-book answer that can serve as a fake (closed_book.usable), or None."""
     if not config.answer_model or not examples:
         return {}
-    raw = closed_book(config.answer_model, config.answer_batch_size).answers([ex.question for ex in examples])
+    book = closed_book(config.answer_model, config.answer_batch_size, config.answer_bf16)
+    raw = book.answers([ex.question for ex in examples])
     out = {}
     for q, a in raw.items():
         noun = wh_noun(q, resources)[1]

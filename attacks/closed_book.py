@@ -9,7 +9,7 @@ a phrase of the asked kind, right or wrong ("What satellite ...?": "Astra 1A"; "
 a strong economic base?": "by taxing diamonds"), which is what a fake answer needs.
 
 The model reads a fixed few-shot prompt (written here, none of it from SQuAD) and the question
-alone, and decodes greedily in fp32, in batches of fixed size and order: the same questions give
+alone, and decodes greedily in fp32 (bf16 where asked), in batches of fixed size and order: the same questions give
 the same answers on a machine. An answer is dropped, so that the rules after it are used, when
 it is not a short phrase, repeats a content word of the question, or is a refusal ("I don't know").
 """
@@ -62,8 +62,10 @@ def usable(answer: str, question: str, stopwords, kind_words=()) -> str | None:
 class ClosedBook:
     """A causal LM (a folder, a Hub name, or `smollm2`) that answers questions without a passage."""
 
-    def __init__(self, model: str = SMOLLM2, batch_size: int = 32, max_new_tokens: int = 12):
+    def __init__(self, model: str = SMOLLM2, batch_size: int = 32, max_new_tokens: int = 12,
+                 bf16: bool | None = False):
         self.model_name, self.batch_size, self.max_new_tokens = model, batch_size, max_new_tokens
+        self.bf16 = bf16  # as DistractorAttackConfig.bf16: fp32 unless asked
         self._loaded = None
         self._answers: dict[str, str] = {}
 
@@ -71,7 +73,7 @@ class ClosedBook:
         if self._loaded is None:
             from transformers import AutoModelForCausalLM  # deferred: start-up time (torch, transformers)
 
-            self._loaded = load_model(AutoModelForCausalLM, self.model_name, False,
+            self._loaded = load_model(AutoModelForCausalLM, self.model_name, self.bf16,
                                       "answer_model (the closed-book fakes of addonesent, addsentmod, addsent)",
                                       '`advrace train` (objective causal_lm); or set answer_model to smollm2, or '
                                       'to "" for Jia and Liang\'s rules alone', quiet=True)
@@ -84,8 +86,8 @@ class ClosedBook:
         if todo:
             import torch  # deferred: start-up time
 
-            model, tok, device, _ = self._load()
-            with torch.no_grad():
+            model, tok, device, bf16 = self._load()
+            with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 prefix = self._prefix(model, tok, device)
                 for i in range(0, len(todo), self.batch_size):
                     batch = todo[i:i + self.batch_size]
@@ -153,9 +155,9 @@ class ClosedBook:
 _SHARED: dict[tuple, ClosedBook] = {}
 
 
-def closed_book(model: str, batch_size: int = 32) -> ClosedBook:
+def closed_book(model: str, batch_size: int = 32, bf16: bool | None = False) -> ClosedBook:
     """One model per process and name: AddOneSent and AddSentMod of one build ask the same questions."""
-    key = (model, batch_size)
+    key = (model, batch_size, bf16)
     if key not in _SHARED:
-        _SHARED[key] = ClosedBook(model, batch_size)
+        _SHARED[key] = ClosedBook(model, batch_size, bf16=bf16)
     return _SHARED[key]

@@ -157,3 +157,21 @@ def test_no_answer_model_gives_the_rules_alone_and_a_missing_one_says_what_to_do
     assert closed_book_fakes([ex], AddSentConfig(answer_model=""), res) == {}
     with pytest.raises(AdvraceError, match=r"answer_model .*no checkpoint folder .*or to \"\" for Jia and Liang"):
         closed_book_fakes([ex], AddSentConfig(answer_model="/nonexistent/lm"), res)
+
+
+@pytest.mark.parametrize("bf16", [pytest.param(False, id="fp32"), pytest.param(True, id="bf16")])
+def test_the_answers_are_computed_in_the_precision_asked(tmp_path, bf16):
+    """bf16 forced on and off on this CPU: the model's head computes in bf16 only when asked, and
+    either way each question gets its answer (fp32's equal the whole prompt's, tested above)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(make_tokenizer(tmp_path))
+    model = _tiny("llama", len(tok))
+    seen = []
+    model.lm_head.register_forward_hook(lambda m, i, out: seen.append(out.dtype))
+    book = ClosedBook("tiny", batch_size=2, max_new_tokens=3, bf16=bf16)
+    book._loaded = (model, tok, torch.device("cpu"), bf16)
+    questions = ["Where does Tom live?", "Who is Mrs Green?", "What does Mary practise?"]
+    got = book.answers(questions)
+    assert set(got) == set(questions) and all(isinstance(a, str) for a in got.values())
+    assert set(seen) == {torch.bfloat16 if bf16 else torch.float32}
