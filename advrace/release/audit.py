@@ -280,8 +280,9 @@ for _name in ("addany", "addcommon"):
     register_checks(_name, check_gold_in_insert)
 for _name in ("addonesent", "addsentmod"):  # not "addsent": the name is AdvRACE's AddSent's on RACE too
     register_unchecked(_name, "a fake answer of the gold's group but of no kind the question takes (a park's name, or "
-                       "the answer model's landmark, for a newspaper), and a question whose only change is a verb to a near-synonym WordNet does not "
-                       "relate (the asked fact restated with another answer)")
+                       "the answer model's landmark, for a newspaper), and a question whose only change is a verb (or a verb "
+                       "the tagger read as a noun) to a near-synonym WordNet does not relate (the asked fact restated with "
+                       "another answer)")
 register_unchecked("distractor_extraction", "a span that gives the answer's own evidence in other words (a second right answer)")
 register_unchecked("distractor_generation", "a new distractor that is a right answer too: the answer in other words "
                    "below the paraphrase threshold, or what the passage says in answer to the question")
