@@ -350,6 +350,8 @@ class FallbackFakes:
             fakes = self._rotate(names, seen, own, gold_norm, k, rng)
             return FakeChoice("asked_name", "proper_noun", fakes) if fakes else None
         lemma = (head.lemma_ or head.text).lower() if head is not None and head.tag_ in ("NN", "NNS") else None
+        if lemma is None and len(gold.split()) == 1:  # a lone noun the tagger missed ("feared typhus above all")
+            lemma = self.resources.wordnet.morphy(gold.lower(), "n")
         if lemma == noun:
             return None  # "What conjecture": "the twin prime conjecture"; other ones are the head's kin (lexfile)
         plural = head is not None and head.tag_ == "NNS"
@@ -365,8 +367,9 @@ class FallbackFakes:
         """Single-word hyponyms (to three levels) of the sense of the asked `noun` above the gold's
         head `lemma`, the head's closest WordNet kin first (welding: soldering before
         sterilisation), then GloVe's nearest; less the head's synonyms, hypernyms and hyponyms.
-        Where no sense of `noun` is above the head, every sense's hyponyms that GloVe puts near
-        the gold: the sense is unknown ("catalyst": an enzyme is one, not of an energy crisis)."""
+        Nothing where no sense of `noun` is above the head: the sense is then unknown, and GloVe's
+        pick among every sense's kinds was read to miss ("What branch of computer science":
+        bifurcation; "What principle": continuation)."""
         wordnet, glove = self.resources.wordnet, self.resources.glove
         senses = wordnet.synsets(noun, "n")
         gold_sense, sense = None, None
@@ -376,20 +379,16 @@ class FallbackFakes:
             if sense is not None:
                 gold_sense = g
                 break
+        if sense is None:
+            return []
         found: dict[str, object] = {}
-        for root in [sense] if sense is not None else senses:
-            for hypo in root.closure(lambda x: x.hyponyms(), depth=3):
-                for name in hypo.lemma_names():
-                    if name.isalpha() and name.islower() and name in glove and name not in (noun, lemma):
-                        found.setdefault(name, hypo)
-        if gold_sense is not None:
-            near = self._nearest(list(found), lemma if lemma in glove else noun)
-            near.sort(key=lambda w: -round(gold_sense.wup_similarity(found[w]) or 0.0, 1))  # stable: GloVe within
-        else:
-            near = self._nearest(list(found), gold, floor=self._NEAR)
-        if lemma:
-            near = [w for w in near[:40] if self.resources.same_meaning(lemma, w, "NOUN") not in self._RESTATES]
-        return near
+        for hypo in sense.closure(lambda x: x.hyponyms(), depth=3):
+            for name in hypo.lemma_names():
+                if name.isalpha() and name.islower() and name in glove and name not in (noun, lemma):
+                    found.setdefault(name, hypo)
+        near = self._nearest(list(found), lemma if lemma in glove else noun)
+        near.sort(key=lambda w: -round(gold_sense.wup_similarity(found[w]) or 0.0, 1))  # stable: GloVe within
+        return [w for w in near[:40] if self.resources.same_meaning(lemma, w, "NOUN") not in self._RESTATES]
 
     # GloVe cosine to the gold from which a fake of an unsure rule counts as of the gold's kind
     _NEAR = 0.3

@@ -223,6 +223,16 @@ def test_a_question_that_names_its_kind_gets_a_kind_of_that_noun_before_the_answ
     assert first.rule == "asked_name" and all(f.endswith(" River") for f in first.fakes), first
 
 
+def test_no_kind_of_the_asked_noun_where_wordnet_files_the_gold_under_no_sense_of_it(res):
+    """GloVe's pick among every sense's kinds was read to miss: "continuation" for a principle."""
+    ex = _example("The poem showed the principle of nonviolent protest to its readers.", "nonviolent protest",
+                  "What was the principle shown in the poem?")
+    pool = FakePool.from_contexts([ex.context], res, cap=3)
+    kind = answer_type(ex.context, ex.answers[0].start, ex.answers[0].end, res)
+    rules = [c.rule for c in FallbackFakes(pool, res).choices(ex, kind, [ex.answers[0].text], random.Random(0))]
+    assert "asked_kind" not in rules and rules
+
+
 @pytest.mark.parametrize("question, group", [
     ("The Church supports those persons who conscientiously oppose what?", None),  # a relative "who"
     ("Who supports the persons that oppose the war?", "name"),
