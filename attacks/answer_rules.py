@@ -166,7 +166,8 @@ def _asks_person(noun: str | None, noun_file: str | None) -> bool:
 def _reads_as_name(text: str) -> bool:
     """Every word capitalised but a short joining one ("Museum of Manufactures", "St. Johns
     River"), and not a lone acronym (the abbreviation rule's)."""
-    words = [w for w in text.split() if w.lower() not in _JOINING]
+    words = [w.strip("\"'“”‘’()") for w in text.split()]
+    words = [w for w in words if w and w.lower() not in _JOINING]  # a quoted title too ('"A Machine to End War"')
     if not words or (len(text.split()) == 1 and text.isupper()):
         return False
     return all(w[:1].isupper() or w[:1].isdigit() for w in words) and any(w[:1].isupper() for w in words)
@@ -277,7 +278,7 @@ class FallbackFakes:
         head = span.root if span is not None else None
         noun_file = lexfile_of(noun, self.resources) if noun else None
         asked = None
-        if wh in ("what", "which") and noun_file is not None and not _asks_person(noun, noun_file):
+        if wh in ("what", "which") and noun is not None and not _asks_person(noun, noun_file):
             # the kind the question names comes before the gold's own form ("Which sport": not an acronym)
             asked = self._asked(noun, head, gold, seen, banned, gold_norm, rng, k)
         if asked is not None and asked.rule == "asked_name":

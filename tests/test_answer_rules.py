@@ -223,6 +223,20 @@ def test_a_question_that_names_its_kind_gets_a_kind_of_that_noun_before_the_answ
     assert first.rule == "asked_name" and all(f.endswith(" River") for f in first.fakes), first
 
 
+@pytest.mark.parametrize("context, answer, question, kind_word", [
+    ('In 1937 he published "A Machine to End War" in a weekly.', '"A Machine to End War"',
+     "What article was published in 1937?", "Article"),  # a quoted title reads as a name
+    ("The Taskforce of United Methodists on Abortion was organised in 1987.", "Taskforce of United Methodists",
+     "What is the taskforce that was organised in 1987?", "Taskforce"),  # a noun WordNet does not know
+])
+def test_a_name_of_the_asked_noun_for_a_quoted_title_or_a_noun_wordnet_lacks(res, context, answer, question,
+                                                                             kind_word):
+    ex = _example(context, answer, question)
+    pool = FakePool.from_contexts([ex.context], res, cap=3)
+    first = next(FallbackFakes(pool, res).choices(ex, "proper_noun", [answer], random.Random(0)))
+    assert first.rule == "asked_name" and first.fakes and all(f.endswith(f" {kind_word}") for f in first.fakes)
+
+
 def test_no_kind_of_the_asked_noun_where_wordnet_files_the_gold_under_no_sense_of_it(res):
     """GloVe's pick among every sense's kinds was read to miss: "continuation" for a principle."""
     ex = _example("The poem showed the principle of nonviolent protest to its readers.", "nonviolent protest",
@@ -238,6 +252,7 @@ def test_no_kind_of_the_asked_noun_where_wordnet_files_the_gold_under_no_sense_o
     ("Who supports the persons that oppose the war?", "name"),
     ("In which year did the persons who opposed it leave?", "time"),
     ("What is it called when the river floods?", None),
+    ("In what decades was he most active?", "time"),
 ])
 def test_the_asking_wh_word_is_not_a_relative_pronoun_before_it(question, group):
     from advrace.core.checks.sentences import asked_group

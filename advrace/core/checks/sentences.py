@@ -157,8 +157,8 @@ TYPE_GROUPS = {"person": "name", "country": "name", "location": "name", "facilit
 # What the question asks for, where the gold's own type says little ("How many stages?" for "about 21")
 WH_GROUPS = ((re.compile(r"\bhow\s+(?:many|much|old|tall|high|far|big|large|heavy|fast)\b|\bwhat\s+"
                          r"(?:percentage|number|age)\b", re.IGNORECASE), "number"),
-             (re.compile(r"\bwhen\b|\b(?:what|which|in\s+what)\s+(?:year|date|day|month|century|decade)\b",
-                         re.IGNORECASE), "time"),
+             (re.compile(r"\bwhen\b|\b(?:what|which|in\s+what)\s+"
+                         r"(?:years?|dates?|days?|months?|century|centuries|decades?)\b", re.IGNORECASE), "time"),
              (re.compile(r"\b(?:who(?:m|se)?|where)\b", re.IGNORECASE), "name"))
 
 
@@ -203,7 +203,8 @@ def asked_group(question: str) -> str | None:
 TYPED_BY_CONSTRUCTION = frozenset({"date", "number", "asked_kind"})
 # and whose fake is what a language model read the question to ask: held to what the wh-word asks,
 # not to the gold's surface type ("the 1920s" for "When ...?", gold "before World War I";
-# "sickle cell anemia" for a condition, gold "HIV/AIDS")
+# "sickle cell anemia" for a condition, gold "HIV/AIDS"); a number or time only where the question
+# or the gold has one
 TYPED_BY_QUESTION = frozenset({"closed_book"})
 
 
@@ -226,8 +227,13 @@ class FakeAnswerType(SentenceCheck):
         if at < 0 or not answers:
             return None
         gold = answers[0]
-        want = asked_group(ex.question) if rec.fake_rule in TYPED_BY_QUESTION else wanted_group(ex, ctx.answer_type)
         got = TYPE_GROUPS.get(ctx.answer_type(subject.text, at, at + len(fake)))
+        if rec.fake_rule in TYPED_BY_QUESTION:
+            want = asked_group(ex.question)
+            if want is None and got in ("number", "time"):  # "3" for "What are the three subsectors?"
+                want = wanted_group(ex, ctx.answer_type)
+        else:
+            want = wanted_group(ex, ctx.answer_type)
         if want and got and got != want:
             return f"{fake!r} is a {got}, the gold {gold.text!r} a {want}"
         return None
