@@ -178,8 +178,11 @@ def _run(args) -> int:
         out = study.create_study(args.release, args.db, per_split=args.per_split or 50, seed=args.seed,
                                  annotators=args.annotators, splits=splits, all_changed=args.all_changed,
                                  judgements=args.judgements)
-        print(f"created {args.db}: {plural(out['items'], 'item')} from {', '.join(out['splits'])}, "
-              f"{plural(len(out['annotators']), 'annotator')}")
+        per_item = (f", {plural(args.judgements, 'judgement')} per item"
+                    if args.judgements is not None and args.judgements < len(out["annotators"]) else "")
+        print(f"created {args.db}: {plural(out['items'], 'item')} from {', '.join(out['splits'])}"
+              f"{' (every changed question)' if args.all_changed else ''}, "
+              f"{plural(len(out['annotators']), 'annotator')}{per_item}")
         if out["left_out"]:
             print(f"left out the probe splits {', '.join(out['left_out'])} (name them in --splits to include them)")
         for name, token in out["annotators"].items():

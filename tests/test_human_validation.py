@@ -6,6 +6,7 @@ import hashlib
 import json
 import sqlite3
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +17,7 @@ from advrace.core.provenance import Validated, Vote
 from advrace.human_eval import store
 from advrace.human_eval.study import create_study
 from advrace.human_eval.validate import INVALID_REASON, TamperedStudy, validate_release
-from advrace.release import build_release, check_release, perturbed_flags, read_split
+from advrace.release import FORMAT_VERSION, build_release, check_release, perturbed_flags, read_split
 from conftest import make_race_dir
 
 SPLIT = "charswap"
@@ -268,3 +269,42 @@ def test_create_takes_a_sample_or_every_changed_item_not_both(release, tmp_path,
     assert "created" in capsys.readouterr().out and store.meta(store.connect(tmp_path / "s.db"))["judgements"] == 2
     assert main(["human-eval", "validate", str(tmp_path / "s.db"), str(release), "--out", str(tmp_path / "v")]) == 2
     assert "unfinished study" in capsys.readouterr().err
+
+
+def test_a_squad_release_validates_and_its_squad_json_follows(squad_file, tmp_path):
+    build_release(release_config_from_dict({"data": {"path": str(squad_file)}, "splits": ["charswap"],
+                                            "workers": 1}), tmp_path / "rel")
+    create_study(tmp_path / "rel", tmp_path / "s.db", splits=[SPLIT], all_changed=True, annotators=1)
+    items = ids(tmp_path / "rel")
+    conn = store.connect(tmp_path / "s.db")
+    person = store.annotators(conn)[0]["id"]
+    for row in store.queue(conn, person):
+        item = store.item(conn, row["item_id"])
+        if item["record_id"] == items[0]:
+            store.save_annotation(conn, person, item["id"], unanswerable=True, reason="no correct option")
+        else:
+            answer = item["payload"]["answers"][0]
+            store.save_annotation(conn, person, item["id"], answer_text=answer["text"], answer_start=answer["answer_start"])
+    store.mark_finished(conn, person)
+    conn.close()
+    validate_release(tmp_path / "s.db", tmp_path / "rel", tmp_path / "v")
+    check_release(tmp_path / "v")
+    squad = json.loads((tmp_path / "v" / "squad" / f"{SPLIT}.json").read_text())
+    questions = {qa["id"]: qa["question"] for doc in squad["data"] for p in doc["paragraphs"] for qa in p["qas"]}
+    original = records(tmp_path / "rel", "original")
+    assert questions[items[0]] == original["original/" + items[0].split("/", 1)[1]]["question"]
+    assert questions[items[1]] == records(tmp_path / "rel", SPLIT)[items[1]]["question"]
+
+
+def test_a_format_1_release_is_validated_into_the_current_format(tmp_path):
+    """A release written by advrace 0.1.0 (tests/previous_release): every split is written again in
+    the current format, and the one studied carries the verdicts."""
+    previous = Path(__file__).parent / "previous_release" / "addsent-0.1.0-d7b608c"
+    create_study(previous, tmp_path / "s.db", splits=["addsent"], all_changed=True, annotators=1)
+    first = ids(previous, "addsent")[0]
+    judge(tmp_path / "s.db", {first: {"annotator1"}}, finish=("annotator1",))
+    validate_release(tmp_path / "s.db", previous, tmp_path / "v")
+    manifest = check_release(tmp_path / "v")
+    assert manifest["format_version"] == FORMAT_VERSION and manifest["splits"]["addsent"]["perturbed"] == 76
+    assert [ex.id for ex in read_split(tmp_path / "v", "original")] == [ex.id for ex in read_split(previous, "original")]
+    assert read_split(tmp_path / "v", "addsent")[1].provenance[:-1] == read_split(previous, "addsent")[1].provenance

@@ -171,6 +171,9 @@ def derive_release(release_dir: str | Path, out_dir: str | Path, changed: dict[s
             placed[split] = read_split(src, split)
             records[split] = [json.loads(line) for line in
                               (src / entry["file"]).read_text(encoding="utf-8").splitlines() if line.strip()]
+            if source_manifest["format_version"] != FORMAT_VERSION:  # written again in this format
+                records[split] = [to_record(ex, split, r["attack"], r["perturbed"])
+                                  for ex, r in zip(placed[split], records[split])]
     cfg = ReleaseConfig(name=source_manifest["name"], drop_flagged=bool(source_manifest["config"].get("drop_flagged")),
                         description=_card_description(src, source_manifest))
     _write_files(out, cfg, manifest, records, placed, info, stats)
