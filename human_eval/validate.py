@@ -14,6 +14,7 @@ Before anything is written the study is checked against the release and against 
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,12 +66,16 @@ def read_study(db_path) -> Study:
     if not path.is_file():
         raise ConfigError(f"{db_path}: no such study database; create one with "
                           "`advrace human-eval create RELEASE --all-changed --db ...`")
-    conn = store.connect(path)
     try:
-        return Study(path, store.meta(conn), store.all_items(conn), store.annotators(conn), store.queues(conn),
-                     store.annotations(conn))
-    finally:
-        conn.close()
+        conn = store.connect(path)
+        try:
+            return Study(path, store.meta(conn), store.all_items(conn), store.annotators(conn), store.queues(conn),
+                         store.annotations(conn))
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(f"{db_path}: not a study database ({exc}); give the database "
+                          "`advrace human-eval create` wrote") from None
 
 
 def study_problems(study: Study, release_dir) -> list[str]:

@@ -213,6 +213,9 @@ def test_a_study_of_another_release_or_a_sample_is_refused(release, tmp_path):
     create_study(release, tmp_path / "p.db", per_split=2, annotators=1)
     with pytest.raises(ConfigError, match=r"p\.db: a sampled study .*--all-changed"):
         validate_release(tmp_path / "p.db", release, tmp_path / "v")
+    (tmp_path / "n.db").write_text("not a database")
+    with pytest.raises(ConfigError, match=r"n\.db: not a study database"):
+        validate_release(tmp_path / "n.db", release, tmp_path / "v")
 
 
 @pytest.mark.parametrize("edit, problem", [
