@@ -113,7 +113,7 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
                           "to study them anyway")
     chosen = {split: changed_items(release_dir, split) if all_changed
               else sample_split(read_split(release_dir, split), per_split, seed, split) for split in chosen_splits}
-    if not any(chosen.values()):
+    if all_changed and not any(chosen.values()):
         raise ConfigError(f"{release_dir}: no changed items (perturbed: true) in {', '.join(chosen_splits)}; "
                           "name the attacked splits with --splits")
     conn = store.connect(db_path)
