@@ -177,7 +177,8 @@ def test_drop_removes_invalid_items_and_same_inputs_give_the_same_bytes(release,
     assert manifest["validation"]["splits"][SPLIT]["fleiss_kappa"] is None  # one judgement per item
     for path in sorted(p for p in (tmp_path / "d1").rglob("*") if p.is_file()):
         assert path.read_bytes() == (tmp_path / "d2" / path.relative_to(tmp_path / "d1")).read_bytes(), path
-    assert "dropped from the split" in (tmp_path / "d1" / "README.md").read_text()
+    card = (tmp_path / "d1" / "README.md").read_text()
+    assert "dropped from the split" in card and "except those people judged invalid" in card
 
 
 def test_an_unfinished_study_is_refused_unless_partial(release, tmp_path):

@@ -116,9 +116,11 @@ def attacked_share(manifest: dict) -> list[str]:
     attacked = [(split, info) for split, info in manifest["splits"].items() if info["attack"] != NO_ATTACK]
     if not attacked:
         return []
+    dropped = (manifest.get("validation") or {}).get("invalid") == "dropped"
     lines = ["## Attacked share", "",
-             "Every split has the same questions as `original`: a question its attack could not change "
-             "stays in it as an unchanged copy of the original.", ""]
+             ("Every split has the same questions as `original`, except those people judged invalid, dropped "
+              "from the validated splits" if dropped else "Every split has the same questions as `original`")
+             + ": a question its attack could not change stays in it as an unchanged copy of the original.", ""]
     for split, info in attacked:
         n, m = info["perturbed"], info["count"]
         lines.append(f"- `{split}`: attacked: {n:,} of {plural(m, 'question')} ({100 * n / m if m else 0:.1f}%)")
