@@ -273,6 +273,10 @@ def test_create_takes_a_sample_or_every_changed_item_not_both(release, tmp_path,
     assert "created" in capsys.readouterr().out and store.meta(store.connect(tmp_path / "s.db"))["judgements"] == 2
     assert main(["human-eval", "validate", str(tmp_path / "s.db"), str(release), "--out", str(tmp_path / "v")]) == 2
     assert "unfinished study" in capsys.readouterr().err
+    assert main(["human-eval", "validate", str(tmp_path / "s.db"), str(release), "--out", str(tmp_path / "v"),
+                 "--partial"]) == 0
+    assert f"{SPLIT}: 7 items not yet judged, left as they were and marked unvalidated" in capsys.readouterr().out
+    assert main(["verify", str(tmp_path / "v"), "--study", str(tmp_path / "s.db")]) == 0
 
 
 def test_a_squad_release_validates_and_its_squad_json_follows(squad_file, tmp_path):
