@@ -126,6 +126,9 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="re-hash a release against its manifest",
                        description="Re-hash every file of a release; exit 1 on any difference.")
     v.add_argument("release", help="release folder")
+    v.add_argument("--study", metavar="DB",
+                   help="a validated release (`advrace human-eval validate`): also check that this study "
+                        "database is the one it was validated from (same source release, same annotations)")
 
     e = sub.add_parser("export", help="export a release to another format",
                        description="Export splits to AdvRACE's release format (advrace: a JSON dict "
@@ -207,6 +210,14 @@ def _verify(args) -> int:
     n = len(manifest["splits"]) + len(manifest["files"])
     print(f"{args.release}: OK, {plural(n, 'file')} match the manifest "
           f"({plural(len(manifest['splits']), 'split')})")
+    if validation := manifest.get("validation"):
+        source = validation["source_release"]
+        print(f"{args.release}: validated by people from the release {source['name']!r} "
+              f"(manifest sha256 {source['manifest_sha256'][:16]})")
+    if args.study:
+        from advrace.human_eval.validate import check_study_link  # deferred for start-up time: only --study reads a study
+
+        print(check_study_link(manifest, args.study, args.release))
     recorded = manifest.get("environment")
     if recorded is None:
         print(f"{args.release}: the manifest records no package versions (built by an earlier advrace); "

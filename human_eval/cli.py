@@ -18,6 +18,8 @@ TASKS = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
 EPILOG = textwrap.dedent("""\
     examples:
       advrace human-eval create releases/race-test --per-split 50 --seed 1 --annotators 3 --db study.db --port 8765
+      advrace human-eval create releases/race-test --splits distractor_generation --all-changed --annotators 3 --db dg.db
+      advrace human-eval validate dg.db releases/race-test --out releases/race-test-validated
       advrace human-eval serve study.db --port 8765          # as create prints it; send each annotator their link
       advrace human-eval report study.db --out reports/human
       advrace human-eval export study.db --out annotations.jsonl
@@ -33,6 +35,10 @@ EPILOG = textwrap.dedent("""\
     The server binds to 127.0.0.1; pass --host 0.0.0.0 (to create and serve) to let others on the
     network reach it. Probe splits (option_only, diagnosis) are left out of a study unless
     --splits names them.
+    A study of every changed question (--all-changed), once its annotators have pressed Finish,
+    becomes a validated release with `validate`: a question the majority of its judgements
+    (a tie too) found without one right answer goes back to its original form (or out, with
+    --drop). Check the result with `advrace verify RELEASE --study DB`.
     Links carry a secret token: anyone with a link can answer as that annotator, so send each
     link only to its annotator. Exit status: 0 on success, 1 when the release does not match its
     manifest (`advrace verify`), 2 on bad input.
@@ -88,9 +94,15 @@ def add_human_eval_parser(subparsers):
     c = sub.add_parser("create", help="sample a study from a release and create annotator accounts")
     c.add_argument("release", help="release folder")
     c.add_argument("--db", required=True, help="the study database to create (SQLite)")
-    c.add_argument("--per-split", type=int, default=50, help="questions sampled per split (default 50)")
+    c.add_argument("--per-split", type=int, help="questions sampled per split (default 50)")
+    c.add_argument("--all-changed", action="store_true",
+                   help="every question the splits' attacks changed (perturbed: true) instead of a sample: "
+                        "the study `validate` turns into a validated release")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--annotators", type=int, default=3, help="annotator accounts (default 3)")
+    c.add_argument("--judgements", type=int, metavar="K",
+                   help="judgements per item, spread over the annotators from the seed, none judging an item "
+                        "twice (default: every annotator judges every item)")
     c.add_argument("--splits", help="comma-separated splits (default: all but the probe splits, such as "
                                     "option_only, which has no passage or question; name them here to "
                                     "include them, e.g. --splits original,addsent,option_only)")
@@ -109,6 +121,20 @@ def add_human_eval_parser(subparsers):
     r = sub.add_parser("report", help="valid/correct rates with 95%% intervals, kappa, disagreements")
     r.add_argument("db")
     r.add_argument("--out", required=True, help="folder for report.json, report.md, report.png")
+
+    v = sub.add_parser("validate", help="write a validated release from a finished --all-changed study",
+                       description="Write a new release in which every changed question of the studied splits "
+                                   "carries its votes, and one the majority (or a tie) judged without one right "
+                                   "answer is back in its original form (or dropped, with --drop). The manifest "
+                                   "and card record the study; check it with `advrace verify OUT --study DB`.")
+    v.add_argument("db", help="the study database (created with --all-changed)")
+    v.add_argument("release", help="the release the study was created from")
+    v.add_argument("--out", required=True, help="the validated release folder to write")
+    v.add_argument("--drop", action="store_true",
+                   help="remove the questions judged invalid from their split instead of putting back the original")
+    v.add_argument("--partial", action="store_true",
+                   help="validate an unfinished study: items with fewer judgements than the study asked for "
+                        "stay as they are, marked unvalidated in provenance")
 
     x = sub.add_parser("export", help="every annotation as JSONL")
     x.add_argument("db")
@@ -140,17 +166,23 @@ def add_human_eval_parser(subparsers):
 def _run(args) -> int:
     # `advrace` builds this parser for every command; the web app (Jinja2, its templates) and the
     # model code are ~40 ms of imports that only human-eval needs, deferred here for start-up.
-    from . import authoring, report, server, study
+    from . import authoring, report, server, study, validate
 
     cmd = args.human_command
-    if cmd in ("serve", "report", "export", "export-authored") and not Path(args.db).is_file():
+    if cmd in ("serve", "report", "export", "export-authored", "validate") and not Path(args.db).is_file():
         raise ConfigError(f"{args.db}: no such study database; create one with `advrace human-eval create`")
     if cmd == "create":
         splits = [s for s in args.splits.split(",") if s] if args.splits else None
-        out = study.create_study(args.release, args.db, per_split=args.per_split, seed=args.seed,
-                                 annotators=args.annotators, splits=splits)
-        print(f"created {args.db}: {plural(out['items'], 'item')} from {', '.join(out['splits'])}, "
-              f"{plural(len(out['annotators']), 'annotator')}")
+        if args.all_changed and args.per_split is not None:
+            raise ConfigError("--per-split samples, --all-changed takes every changed question: give one of them")
+        out = study.create_study(args.release, args.db, per_split=args.per_split or 50, seed=args.seed,
+                                 annotators=args.annotators, splits=splits, all_changed=args.all_changed,
+                                 judgements=args.judgements)
+        per_item = (f", {plural(args.judgements, 'judgement')} per item"
+                    if args.judgements is not None and args.judgements < len(out["annotators"]) else "")
+        print(f"created {args.db}: {plural(out['items'], 'item')} from {', '.join(out['splits'])}"
+              f"{' (every changed question)' if args.all_changed else ''}, "
+              f"{plural(len(out['annotators']), 'annotator')}{per_item}")
         if out["left_out"]:
             print(f"left out the probe splits {', '.join(out['left_out'])} (name them in --splits to include them)")
         for name, token in out["annotators"].items():
@@ -180,6 +212,20 @@ def _run(args) -> int:
         result = report.write(args.db, args.out)
         print((Path(args.out) / "report.md").read_text(encoding="utf-8").rstrip())
         print(f"\nwrote {args.out}: report.json, report.md, report.png ({plural(len(result['splits']), 'split')})")
+        return 0
+    if cmd == "validate":
+        done = validate.validate_release(args.db, args.release, args.out, drop=args.drop, partial=args.partial)
+        print(f"wrote {args.out}: validated from {args.release} by the study {args.db}")
+        for split, v in done["splits"].items():
+            rate = (f"{100 * v['valid_rate']:.1f}% valid [{100 * v['valid_ci'][0]:.1f}, {100 * v['valid_ci'][1]:.1f}]"
+                    if v["judged"] else "none judged")
+            kappa = f"{v['fleiss_kappa']:.3f}" if v["fleiss_kappa"] is not None else "n/a"
+            print(f"  {split}: {plural(v['judged'], 'item')} judged, {rate}, kappa {kappa}; {v['invalid']} invalid "
+                  f"{'dropped' if args.drop else 'put back as the original'}")
+            if v["unjudged"]:
+                print(f"  {split}: {plural(v['unjudged'], 'item')} not yet judged, left as they were and marked "
+                      "unvalidated (--partial)")
+        print("check it with: " + shlex.join(["advrace", "verify", args.out, "--study", args.db]))
         return 0
     if cmd == "export":
         print(f"wrote {plural(report.export_jsonl(args.db, args.out), 'annotation')} to {args.out}")

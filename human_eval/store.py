@@ -113,8 +113,21 @@ def person_by_token(conn, token: str | None, role: str | None = None):
 
 
 def mark_finished(conn, person_id: int) -> None:
-    """The annotator pressed Finish: their answers can no longer change."""
-    conn.execute("UPDATE people SET finished = 1 WHERE id = ?", (person_id,))
+    """The annotator pressed Finish: their answers can no longer change. The sha256 of their
+    answers is kept in meta (`finished_sha256:<name>`), so that `human-eval validate` can tell an
+    answer changed in the database afterwards from one given in the app."""
+    with transaction(conn, immediate=True):
+        conn.execute("UPDATE people SET finished = 1 WHERE id = ?", (person_id,))
+        name = conn.execute("SELECT name FROM people WHERE id = ?", (person_id,)).fetchone()["name"]
+        set_meta(conn, **{FINISHED_KEY + name: annotations_sha256(conn, person_id)})
+
+
+FINISHED_KEY = "finished_sha256:"  # + an annotator's name: the sha256 of their answers when they finished
+
+
+def annotators(conn) -> list[sqlite3.Row]:
+    """The annotators (id, name, finished) in the order they were created."""
+    return conn.execute("SELECT id, name, finished FROM people WHERE role = ? ORDER BY id", (ANNOTATOR,)).fetchall()
 
 
 def annotator_names(conn) -> list[str]:
@@ -156,6 +169,19 @@ def paragraphs(conn, limit: int = 500) -> list[dict]:
                     "context": payload["context"]})
         if len(out) == limit:
             break
+    return out
+
+
+def all_items(conn) -> list[dict]:
+    """Every item in the order it was created, its payload decoded."""
+    return [{**dict(r), "payload": json.loads(r["payload"])} for r in conn.execute("SELECT * FROM items ORDER BY id")]
+
+
+def queues(conn) -> dict[int, list[int]]:
+    """Each person's item ids in queue order, by person id."""
+    out: dict[int, list[int]] = {}
+    for r in conn.execute("SELECT person_id, item_id FROM queue ORDER BY person_id, position"):
+        out.setdefault(r["person_id"], []).append(r["item_id"])
     return out
 
 
@@ -204,6 +230,32 @@ def annotations(conn) -> list[dict]:
         "FROM annotations a JOIN people p ON p.id = a.person_id JOIN items i ON i.id = a.item_id "
         "ORDER BY i.id, p.name").fetchall()
     return [{**dict(r), "payload": json.loads(r["payload"])} for r in rows]
+
+
+ANSWER_FIELDS = ("choice", "answer_text", "answer_start", "unanswerable", "reason", "comment")
+
+
+def annotations_sha256(conn, person_id: int | None = None) -> str:
+    """The sha256 of what was answered (annotator, item's record id and the answer's fields; not
+    when or how often it was saved), of one person or of everyone."""
+    rows = conn.execute(
+        "SELECT p.name AS annotator, i.record_id, " + ", ".join(f"a.{f}" for f in ANSWER_FIELDS) + " "
+        "FROM annotations a JOIN people p ON p.id = a.person_id JOIN items i ON i.id = a.item_id "
+        "WHERE ? IS NULL OR a.person_id = ? ORDER BY i.record_id, p.name", (person_id, person_id)).fetchall()
+    return rows_sha256([dict(r) for r in rows])
+
+
+def answer_row(annotation: dict) -> dict:
+    """What `annotations_sha256` hashes of a row of `annotations`."""
+    return {k: annotation[k] for k in ("annotator", "record_id", *ANSWER_FIELDS)}
+
+
+def rows_sha256(rows: list[dict]) -> str:
+    """The sha256 of answer rows (`answer_row`), one JSON line each, by record id and annotator."""
+    h = hashlib.sha256()
+    for r in sorted(rows, key=lambda r: (r["record_id"], r["annotator"])):
+        h.update((json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+    return h.hexdigest()
 
 
 # --------------------------------------------------------------------------- authoring

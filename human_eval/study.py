@@ -1,5 +1,7 @@
-"""Creating a study: a seeded sample of each split of a release, annotator accounts, and each
-annotator's queue with the splits interleaved (so nobody can tell which split an item is from)."""
+"""Creating a study: a seeded sample of each split of a release, or every question its attack
+changed (`all_changed`, the study `validate` turns into a validated release), annotator accounts,
+and each annotator's queue with the splits interleaved (so nobody can tell which split an item is
+from)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from advrace.core.errors import ConfigError
 from advrace.core.seeding import seeded_rng
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.evaluation.report import split_kinds
-from advrace.release import check_release, read_split
+from advrace.release import check_release, perturbed_flags, read_split
 
 from . import store
 
@@ -58,15 +60,49 @@ def default_splits(manifest: dict) -> tuple[list[str], list[str]]:
     return [s for s in manifest["splits"] if s not in probes], probes
 
 
+def changed_items(release_dir, split: str) -> list:
+    """The examples of a split that its attack changed (`perturbed: true`), in file order."""
+    flags = perturbed_flags(release_dir, split)
+    return [ex for ex in read_split(release_dir, split) if flags[ex.id]]
+
+
+def assignment(item_ids: list[int], names: list[str], judgements: int, seed: int) -> dict[str, list[int]]:
+    """Each annotator's queue. With as many judgements as annotators, everyone gets every item;
+    with fewer, the items in a seeded order go round the annotators `judgements` at a time, so each
+    item gets that many different annotators and everyone about the same number of items. Each
+    queue is then shuffled by the annotator's own seeded order. `validate` recomputes it to check
+    the database's queues."""
+    if judgements >= len(names):
+        mine = {name: list(item_ids) for name in names}
+    else:
+        order = list(item_ids)
+        seeded_rng("advrace-assign", seed).shuffle(order)
+        mine = {name: [] for name in names}
+        for p, iid in enumerate(order):
+            for j in range(judgements):
+                mine[names[(p * judgements + j) % len(names)]].append(iid)
+        mine = {name: sorted(ids) for name, ids in mine.items()}
+    for name in names:
+        seeded_rng("advrace-queue", seed, name).shuffle(mine[name])
+    return mine
+
+
 def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, annotators: int = 3,
-                 splits=None, names=None) -> dict:
-    """Write a new study database of `splits` (default: every split but the probes); returns
+                 splits=None, names=None, all_changed: bool = False, judgements: int | None = None) -> dict:
+    """Write a new study database of `splits` (default: every split but the probes): a sample of
+    `per_split` questions of each, or with `all_changed` every question the split's attack
+    changed; each item judged by `judgements` of the annotators (default: all of them). Returns
     {"annotators": {name: token}, "items": n, "splits": [...], "left_out": [probe splits]}."""
     db_path = Path(db_path)
     if db_path.exists():
         raise ConfigError(f"{db_path} already exists; a study database is created once (choose another --db)")
     if per_split < 1 or annotators < 1:
         raise ConfigError("--per-split and --annotators must be at least 1")
+    names = list(names or [f"annotator{i + 1}" for i in range(annotators)])
+    judgements = len(names) if judgements is None else judgements
+    if not 1 <= judgements <= len(names):
+        raise ConfigError(f"--judgements {judgements}: each item is judged by at least 1 and at most "
+                          f"--annotators ({len(names)}) annotators, none of them twice")
     manifest = check_release(release_dir)
     chosen_splits, left_out = (list(splits), []) if splits else default_splits(manifest)
     unknown = [s for s in chosen_splits if s not in manifest["splits"]]
@@ -75,30 +111,36 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
     if not chosen_splits:
         raise ConfigError(f"{release_dir}: only probe splits ({', '.join(left_out)}); name them with --splits "
                           "to study them anyway")
-    names = list(names or [f"annotator{i + 1}" for i in range(annotators)])
+    chosen = {split: changed_items(release_dir, split) if all_changed
+              else sample_split(read_split(release_dir, split), per_split, seed, split) for split in chosen_splits}
+    if all_changed and not any(chosen.values()):
+        raise ConfigError(f"{release_dir}: no changed items (perturbed: true) in {', '.join(chosen_splits)}; "
+                          "name the attacked splits with --splits")
     conn = store.connect(db_path)
     try:
         store.init(conn)
         with store.transaction(conn):
             store.set_meta(conn, release=str(Path(release_dir).resolve()), release_name=manifest["name"],
-                           task=manifest["task"], seed=seed, per_split=per_split, splits=chosen_splits,
-                           manifest_sha256=hashlib.sha256(
-                               (Path(release_dir) / "manifest.json").read_bytes()).hexdigest())
+                           task=manifest["task"], seed=seed, per_split=None if all_changed else per_split,
+                           splits=chosen_splits, all_changed=all_changed, judgements=judgements,
+                           annotators=names, manifest_sha256=release_id(release_dir))
             item_ids = [store.add_item(conn, split, ex.id, ex.source_id, ex.task, item_payload(ex))
-                        for split in chosen_splits
-                        for ex in sample_split(read_split(release_dir, split), per_split, seed, split)]
-            tokens = {}
+                        for split in chosen_splits for ex in chosen[split]]
+            tokens, queues = {}, assignment(item_ids, names, judgements, seed)
             for name in names:
                 person_id, tokens[name] = store.add_person(conn, name, store.ANNOTATOR)
-                order = list(item_ids)
-                seeded_rng("advrace-queue", seed, name).shuffle(order)
-                store.set_queue(conn, person_id, order)
+                store.set_queue(conn, person_id, queues[name])
     except BaseException:
         conn.close()
         db_path.unlink(missing_ok=True)
         raise
     conn.close()
     return {"annotators": tokens, "items": len(item_ids), "splits": chosen_splits, "left_out": left_out}
+
+
+def release_id(release_dir) -> str:
+    """A release's identity: the sha256 of its manifest, which holds every file's sha256."""
+    return hashlib.sha256((Path(release_dir) / "manifest.json").read_bytes()).hexdigest()
 
 
 def add_authors(db_path, names) -> dict:

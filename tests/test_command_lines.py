@@ -47,6 +47,12 @@ PARSE_ONLY = {
     "advrace human-eval create releases/squad-authored": "validates what export-authored wrote from the page "
                                                          "(tests/test_human_eval_browser.py runs the loop)",
     "advrace human-eval report squad-check.db": "reports on that study (tests/test_human_eval_browser.py)",
+    "advrace human-eval validate": "needs a finished study, answered in the app; tests/test_human_validation.py "
+                                   "and tests/test_human_eval_browser.py run it",
+    "advrace verify releases/sample-validated --study": "a release that validate wrote "
+                                                        "(tests/test_human_validation.py runs verify --study)",
+    "advrace human-eval create releases/race-test --splits distractor_generation": "a release of the full RACE "
+                                                                                   "test set with trained DG",
     "advrace build my-release.yaml": "a config the reader writes, shown above it in the README",
     "advrace push releases/race-test alice/advrace-race-test --private": "online; the dry run runs here",
     "advrace push releases/race-test my-lab/": "online; the dry run runs here",

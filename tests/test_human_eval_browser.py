@@ -26,8 +26,8 @@ pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
                                 reason="needs Debian's chromium and chromium-driver (make test installs them)")
 
 
-@pytest.fixture(scope="module")
-def browser():
+def chrome():
+    """A headless Chromium of its own: its own profile, so its own cookies."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -38,6 +38,12 @@ def browser():
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.implicitly_wait(5)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = chrome()
     yield driver
     driver.quit()
 
@@ -317,3 +323,77 @@ def test_author_writes_a_span_question_that_fools_the_model(browser, span_model,
         server.server_close()
     entry = report.compute(tmp_path / "v.db")["splits"]["human_authored"]
     assert entry["annotations"] == 1 and entry["human_f1"] == 1.0 and entry["correct_rate"] == 1.0
+
+
+def test_three_annotators_disagree_and_validate_writes_a_release_that_verifies(tmp_path):
+    """Three people, each in their own browser, judge every changed question of a split, disagreeing
+    on some on purpose; the validated release keeps the majority's verdicts and names its study."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    from advrace.cli import main
+    from advrace.core.errors import ConfigError
+    from advrace.human_eval import store
+    from advrace.human_eval.validate import validate_release
+
+    build_release(release_config_from_dict({"data": {"path": str(make_race_dir(tmp_path / "race"))},
+                                            "splits": ["charswap"], "workers": 1}), tmp_path / "rel")
+    db = tmp_path / "study.db"
+    out = create_study(tmp_path / "rel", db, splits=["charswap"], all_changed=True, annotators=3, seed=2)
+    conn = store.connect(db)
+    record_ids = sorted(item["record_id"] for item in store.all_items(conn))
+    # who finds no one right answer: nobody, one (kept, 2:1), two (put back, 1:2), all three (put back)
+    invalid_by = {record_ids[1]: {"annotator2"}, record_ids[2]: {"annotator1", "annotator3"},
+                  record_ids[4]: {"annotator1", "annotator2", "annotator3"}}
+    at = {a["name"]: [store.item(conn, r["item_id"])["record_id"] for r in store.queue(conn, a["id"])]
+          for a in store.annotators(conn)}
+    conn.close()
+    server, url = serve(db)
+    drivers = {name: chrome() for name in out["annotators"]}
+    try:
+        for name, driver in drivers.items():
+            driver.get(f"{url}/a/{out['annotators'][name]}")
+            assert driver.current_url.endswith("/item/0")
+        for pos in range(out["items"]):  # the three sessions take turns, each in its own browser
+            for name, driver in drivers.items():
+                assert driver.current_url.endswith(f"/item/{pos}")
+                if name in invalid_by.get(at[name][pos], ()):
+                    driver.find_element(By.ID, "choice-unanswerable").click()
+                    Select(driver.find_element(By.ID, "reason")).select_by_visible_text("multiple correct options")
+                else:
+                    driver.find_element(By.ID, "choice-1").click()  # an answer: the question is valid
+                _save(driver, "/progress" if pos == out["items"] - 1 else f"/item/{pos + 1}")
+        # before anyone presses Finish, the study is unfinished
+        with pytest.raises(ConfigError, match="unfinished study"):
+            validate_release(db, tmp_path / "rel", tmp_path / "validated")
+        for name, driver in drivers.items():
+            assert f"{out['items']} of {out['items']} answered" in driver.find_element(By.CLASS_NAME, "progress").text
+            old = driver.find_element(By.TAG_NAME, "html")
+            driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+            WebDriverWait(driver, 10).until(lambda d: old.id != d.find_element(By.TAG_NAME, "html").id)
+            assert "You have finished" in driver.find_element(By.CSS_SELECTOR, "p.done").text
+    finally:
+        for driver in drivers.values():
+            driver.quit()
+        server.shutdown()
+        server.server_close()
+
+    assert main(["human-eval", "validate", str(db), str(tmp_path / "rel"), "--out", str(tmp_path / "validated")]) == 0
+    assert main(["verify", str(tmp_path / "validated"), "--study", str(db)]) == 0
+    manifest = check_release(tmp_path / "validated")
+    v = manifest["validation"]["splits"]["charswap"]
+    assert (v["judged"], v["valid"], v["invalid"]) == (7, 5, 2) and v["fleiss_kappa"] is not None
+    assert manifest["validation"]["study"]["annotators"] == 3
+    card = (tmp_path / "validated" / "README.md").read_text(encoding="utf-8")
+    assert "`charswap`: validated by people: 7 items, 71.4% valid (95% CI" in card
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "validated" / "data" / "charswap-00000-of-00001.jsonl")
+                                    .read_text(encoding="utf-8").splitlines())}
+    originals = {r["source_id"]: r for r in map(json.loads, (tmp_path / "rel" / "data" / "original-00000-of-00001.jsonl")
+                                                .read_text(encoding="utf-8").splitlines())}
+    for rid in (record_ids[2], record_ids[4]):
+        row, orig = rows[rid], originals[rows[rid]["source_id"]]
+        assert not row["perturbed"] and (row["passage"], row["question"]) == (orig["passage"], orig["question"])
+        assert json.loads(row["provenance"])[-1]["verdict"] == "invalid"
+    kept = json.loads(rows[record_ids[1]]["provenance"])[-1]
+    assert rows[record_ids[1]]["perturbed"] and kept["verdict"] == "valid"
+    assert [vote["valid"] for vote in kept["votes"]] == [True, False, True]

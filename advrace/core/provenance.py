@@ -4,8 +4,8 @@ Two kinds of record sit in an example's `provenance`, in the order they were mad
 - edits, which the example's own edit methods append (`TextReplaced`, `SentencesInserted`,
   `OptionsReplaced`, `FieldsRemoved`): enough to replay the example from its source;
 - `AttackSummary`, which an attack appends: what it chose and why (its adversarial sentences,
-  new distractors, swaps, search), or why it left the example unchanged; and `Authored`, a
-  human-authored question's record.
+  new distractors, swaps, search), or why it left the example unchanged; `Authored`, a
+  human-authored question's record; and `Validated`, people's verdict on a changed question.
 
 The same idea has the same name everywhere: a replaced span is a `Replacement` (`old` ->
 `new` at `start`..`end`) whether AddSent, the SQuAD question mutation or CharSwap made it;
@@ -190,10 +190,36 @@ class Authored:
     model_f1: float | None = None
 
 
-Record = (TextReplaced | SentencesInserted | OptionsReplaced | FieldsRemoved | AttackSummary | Authored)
+@dataclass(frozen=True)
+class Vote:
+    """One annotator's judgement of a changed question: `valid` when they found one right answer,
+    else the reason they gave."""
+
+    annotator: str
+    valid: bool
+    reason: str | None = None
+
+
+VALID, INVALID, UNVALIDATED = "valid", "invalid", "unvalidated"  # a `Validated` record's verdicts
+
+
+@dataclass(frozen=True)
+class Validated:
+    """People's verdict on a changed question (`advrace human-eval validate`): `valid` or
+    `invalid` by the majority of its `votes` (a tie is invalid), or `unvalidated` when a partial
+    study had not judged it; `reason` says what was done to an invalid one (put back as the
+    original) or why one stayed unvalidated."""
+
+    verdict: str
+    votes: tuple[Vote, ...] = ()
+    reason: str | None = None
+
+
+Record = (TextReplaced | SentencesInserted | OptionsReplaced | FieldsRemoved | AttackSummary | Authored
+          | Validated)
 RECORD_TYPES: dict[str, type] = {
     "replace": TextReplaced, "insert": SentencesInserted, "replace_options": OptionsReplaced,
-    "remove": FieldsRemoved, "attack": AttackSummary, "authored": Authored,
+    "remove": FieldsRemoved, "attack": AttackSummary, "authored": Authored, "validated": Validated,
 }
 TYPE_NAMES = {cls: name for name, cls in RECORD_TYPES.items()}
 TYPE_KEY = "type"

@@ -30,9 +30,11 @@ from advrace.models.runtime.sharding import process_state
 from advrace.release.audit import AuditContext, audit_split
 from advrace.release.card import dataset_card
 from advrace.release.licence import identify
-from advrace.release.records import FORMAT_VERSION, NO_ATTACK, dumps, in_split, split_file, squad_json, to_record
+from advrace.release.records import (FORMAT_VERSION, NO_ATTACK, dumps, in_split, read_split, split_file, squad_json,
+                                     to_record)
 from advrace.release.runner import ORIGINAL, SplitResult, check_splits, run_splits
 from advrace.release.stats import split_stats
+from advrace.release.verify import check_release
 from advrace.resources import get_resources
 
 
@@ -138,6 +140,51 @@ def write_release(split_examples: dict[str, list], out_dir: str | Path, *, name:
         stats["splits"][split] = split_stats(exs, {ex.source_id: ex for ex in exs}, [False] * len(exs), Counter())
     _write_files(out, cfg, manifest, splits, placed, info, stats)
     return manifest
+
+
+def derive_release(release_dir: str | Path, out_dir: str | Path, changed: dict[str, tuple[list, list[bool], Counter]],
+                   extra: dict) -> dict:
+    """A new release from an intact one: the splits in `changed` replaced by (examples, perturbed
+    flags, the reasons of the examples it newly leaves unperturbed), every other file rewritten from the source
+    unchanged, and `extra` (`validation`, say) added to the manifest and so to the card. Every
+    split's sha256, stats and the card are made again, so `advrace verify` checks it as any
+    release; the source's environment, source and configs are kept, since they made the bytes."""
+    out, src = Path(out_dir), Path(release_dir)
+    if out.resolve() == src.resolve():
+        raise ConfigError(f"{out}: is the source release; write the new release to another --out")
+    check_replaceable(out, "manifest.json", "release")
+    source_manifest = check_release(src)
+    stats = json.loads((src / "stats.json").read_text(encoding="utf-8"))
+    originals = {ex.source_id: ex for ex in read_split(src, ORIGINAL)}
+    manifest = {**source_manifest, "format_version": FORMAT_VERSION, "splits": {}, "files": {}, **extra}
+    records, placed, info = {}, {}, {}
+    for split, entry in source_manifest["splits"].items():
+        info[split] = {k: v for k, v in entry.items() if k not in ("file", "count", "perturbed", "sha256", "bytes")}
+        if split in changed:
+            exs, flags, reasons = changed[split]
+            placed[split] = [in_split(ex, split) for ex in exs]
+            records[split] = [to_record(ex, split, entry["attack"], flag) for ex, flag in zip(placed[split], flags)]
+            before = stats["splits"][split]
+            reasons = Counter(before.get("unperturbed_reasons") or {}) + reasons
+            stats["splits"][split] = {**before, **split_stats(placed[split], originals, flags, reasons)}
+        else:
+            placed[split] = read_split(src, split)
+            records[split] = [json.loads(line) for line in
+                              (src / entry["file"]).read_text(encoding="utf-8").splitlines() if line.strip()]
+            if source_manifest["format_version"] != FORMAT_VERSION:  # written again in this format
+                records[split] = [to_record(ex, split, r["attack"], r["perturbed"])
+                                  for ex, r in zip(placed[split], records[split])]
+    cfg = ReleaseConfig(name=source_manifest["name"], drop_flagged=bool(source_manifest["config"].get("drop_flagged")),
+                        description=_card_description(src, source_manifest))
+    _write_files(out, cfg, manifest, records, placed, info, stats)
+    return manifest
+
+
+def _card_description(release_dir: Path, manifest: dict) -> str:
+    """The recipe's description as the source's card printed it: only when it did (the card leaves
+    out a description of other data than the data read)."""
+    text = (manifest["config"].get("description") or "").strip()
+    return text if text and text in (release_dir / "README.md").read_text(encoding="utf-8") else ""
 
 
 SOURCE_DROPPED = "source split flagged"

@@ -116,9 +116,11 @@ def attacked_share(manifest: dict) -> list[str]:
     attacked = [(split, info) for split, info in manifest["splits"].items() if info["attack"] != NO_ATTACK]
     if not attacked:
         return []
+    dropped = (manifest.get("validation") or {}).get("invalid") == "dropped"
     lines = ["## Attacked share", "",
-             "Every split has the same questions as `original`: a question its attack could not change "
-             "stays in it as an unchanged copy of the original.", ""]
+             ("Every split has the same questions as `original`, except those people judged invalid, dropped "
+              "from the validated splits" if dropped else "Every split has the same questions as `original`")
+             + ": a question its attack could not change stays in it as an unchanged copy of the original.", ""]
     for split, info in attacked:
         n, m = info["perturbed"], info["count"]
         lines.append(f"- `{split}`: attacked: {n:,} of {plural(m, 'question')} ({100 * n / m if m else 0:.1f}%)")
@@ -183,7 +185,7 @@ def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
                             if run else "")
                          + _selection(info.get("select_with"))
                          + "; its difficulty for other models is measured, not guaranteed.")
-    lines += ["", *attacked_share(manifest)]
+    lines += ["", *attacked_share(manifest), *validation_lines(manifest.get("validation"))]
     lines += [
         "Load it with `datasets.load_dataset(\"json\", data_dir=\"<this folder>\")` or "
         "`datasets.load_dataset(\"<this folder>\")`; check it with `advrace verify <this folder>`.",
@@ -196,6 +198,31 @@ def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
     lines += ["", "## Licence", "", *licence_lines(src), ""]
     lines += audit_lines(stats.get("audit"), cfg.drop_flagged)
     return "\n".join(lines)
+
+
+def validation_lines(validation: dict | None) -> list[str]:
+    """What people's validation (`advrace human-eval validate`) found per split, and what became
+    of the questions they judged invalid."""
+    if not validation:
+        return []
+    source, study = validation["source_release"], validation["study"]
+    lines = ["## Validated by people", "",
+             f"Made from the release `{source['name']}` (manifest sha256 `{source['manifest_sha256'][:16]}`) by "
+             f"a study of every question the attacks below changed: {plural(study['annotators'], 'annotator')}, "
+             f"{plural(study['judgements'], 'judgement')} per question, majority verdict (a tie is invalid); "
+             f"annotations sha256 `{study['annotations_sha256'][:16]}`.", ""]
+    for split, v in validation["splits"].items():
+        share = (f"{100 * v['valid_rate']:.1f}% valid (95% CI {100 * v['valid_ci'][0]:.1f}–{100 * v['valid_ci'][1]:.1f})"
+                 if v["judged"] else "none judged")
+        kappa = f"{v['fleiss_kappa']:.2f}" if v["fleiss_kappa"] is not None else "n/a"
+        gone = ("dropped from the split" if validation["invalid"] == "dropped"
+                else "put back as in `original` (unperturbed)")
+        lines.append(f"- `{split}`: validated by people: {plural(v['judged'], 'item')}, {share}, kappa {kappa}; "
+                     f"{v['invalid']:,} judged invalid, {gone}"
+                     + (f"; **{plural(v['unjudged'], 'changed question')} not yet judged, left as they were "
+                        "(marked unvalidated in provenance)**" if v["unjudged"] else "") + ".")
+    lines += ["", "Each validated question's `provenance` ends with its votes (a `validated` record).", ""]
+    return lines
 
 
 def _selection(reader: dict | None) -> str:

@@ -61,7 +61,18 @@ def _verify(root: Path) -> tuple[dict, list[str]]:
             continue
         if path.is_file() and rel != "manifest.json" and rel not in expected:
             problems.append(f"{rel}: not listed in the manifest")
-    return manifest, problems
+    return manifest, problems + _validation_problems(manifest.get("validation"))
+
+
+def _validation_problems(validation: dict | None) -> list[str]:
+    """What a validated release's manifest must say of its study: the release it was made from and
+    the annotations it rests on (`advrace verify --study` compares them with the database)."""
+    if validation is None:
+        return []
+    source, study = validation.get("source_release") or {}, validation.get("study") or {}
+    missing = [f"validation.source_release.{k}" for k in ("name", "manifest_sha256") if not source.get(k)]
+    missing += [f"validation.study.{k}" for k in ("annotations_sha256", "annotators", "judgements") if not study.get(k)]
+    return [f"manifest.json: a validated release, but it does not name {', '.join(missing)}"] if missing else []
 
 
 def _read_split(path: Path, info: dict) -> tuple[str, list[str]]:
