@@ -311,7 +311,7 @@ class DistractorAttack(CheckpointAttack):
         options = on(OPTION)
         batched = [c for c in options if c.batched]
         ctx = TextContext(stopwords=frozenset(self.resources.stopwords), cosine_fn=paraphrase_cosines,
-                          same_meaning_fn=self.resources.same_meaning)
+                          same_meaning_fn=self.resources.same_meaning, known_word_fn=self.resources.known_word)
         return on(QUESTION), [c for c in options if c not in batched], batched, ctx, settings
 
     def vet(self, examples: list, progress: bool = False) -> list[dict]:
