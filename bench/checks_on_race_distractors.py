@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import results  # noqa: E402  (bench/results.py)
 from advrace.core.checks import OPTION, REGISTRY, Subject, TextContext  # noqa: E402
 from advrace.resources import get_resources  # noqa: E402
 from advrace.core.validity import asks_what_passage_states  # noqa: E402
@@ -36,6 +37,7 @@ def main(argv=None) -> int:
     ap.add_argument("data", help="RACE data (any format advrace reads)")
     ap.add_argument("--checks", default=",".join(DEFAULT_CHECKS))
     ap.add_argument("--show", type=int, default=0)
+    results.add_argument(ap)
     args = ap.parse_args(argv)
     checks = [REGISTRY[name] for name in args.checks.split(",") if name]
     if any(c.scope != OPTION for c in checks):
@@ -71,6 +73,13 @@ def main(argv=None) -> int:
               f"{s} of the stating questions' {stating}, {100 * s / max(stating, 1):.2f}%)")
         for line in shown[check.name]:
             print("   ", line)
+    if args.record:
+        figures = {"questions": len(examples), "original distractors": total, "of stating questions": stating}
+        for check in checks:
+            n, s = refused[check.name], refused_stating[check.name]
+            figures[check.name] = f"{n} ({100 * n / max(total, 1):.2f}%; stating questions {s}, " \
+                                  f"{100 * s / max(stating, 1):.2f}%)"
+        results.record("checks_on_race_distractors", figures, argv=sys.argv[1:] if argv is None else argv)
     return 0
 
 
