@@ -634,3 +634,29 @@ def test_de_refuses_what_the_passage_states_where_the_question_asks_what_it_indi
     record = attack.apply_batch([ex])[0].example.provenance[-1].distractors
     assert record.rejected == {"stated in the passage": 1, "stated in the passage, nearly word for word": 1}
     assert record.new == ("They can never be deadly.", "Fluoride is used in few parts of the world.")
+
+
+def test_a_split_built_with_a_model_trained_on_the_bundled_sample_says_so_on_its_card(setup, tmp_path):
+    """`make demo` trains its DE and DG models on the sample's 77 questions: a release built with
+    them shows the pipeline only, and its card and manifest say so; a model trained on other data
+    gets no such line."""
+    import shutil
+
+    from advrace.models.runtime.checkpoint_info import TRAINING_INFO
+
+    demo = tmp_path / "de-demo" / "final"
+    shutil.copytree(setup["de"]["final"], demo)
+    info = json.loads((demo / TRAINING_INFO).read_text())
+    assert info["config"]["train"]["path"] == str(setup["race"])  # trained here, on other data
+    info["config"]["train"]["path"] = "@sample/race"  # as configs/train/de-cpu.yaml trains it
+    (demo / TRAINING_INFO).write_text(json.dumps(info))
+    cards = {}
+    for name, model in (("demo", demo), ("other", setup["de"]["final"])):
+        manifest, out = _build(setup, tmp_path, [{"attack": "distractor_extraction",
+                                                  "config": {"model": str(model), "max_answer_tokens": 8}}], name)
+        cards[name] = ((out / "README.md").read_text(), manifest["splits"]["distractor_extraction"])
+    card, split = cards["demo"]
+    assert split["trained_on_sample"] == "@sample/race"
+    assert "trained on the bundled sample (`@sample/race`)" in card and "configs/train/de-gpu.yaml" in card
+    card, split = cards["other"]
+    assert "trained_on_sample" not in split and "bundled sample" not in card
