@@ -161,17 +161,14 @@ def _passage_sentences(passage: str) -> tuple[tuple[str, ...], ...]:
 
 # Words that change what a statement says: an option and the part of a sentence it restates must
 # hold the same ones ("It can climb the stairs" does not restate "it cannot climb the stairs").
-MEANING_WORDS = frozenset("without only once always all every "
-                          "each both either any some most more less least few many much several often sometimes "
-                          "seldom rarely usually ever already still yet again before after than too enough "
-                          "hardly".split())
+MEANING_WORDS = frozenset("without only once always all every each both either any some most more less least few "
+                          "many much several often sometimes seldom rarely usually ever already still yet again "
+                          "before after than too enough hardly".split())
+NEGATIONS = frozenset("not cannot no never nor neither none nobody nothing nowhere".split())
 AROUND = 3  # words either side of the restated part where its "only", "always" or number may stand
 # what an option may say in other words than its sentence: who or which thing it is about
 _REFERRING = frozenset("the a an he she it they we you i his her its their our your my him them us me this that "
                        "these those there".split())
-
-
-NEGATIONS = frozenset("not cannot no never nor neither none nobody nothing nowhere".split())
 
 
 def _negations(tokens: Sequence[str]) -> int:
@@ -334,7 +331,6 @@ CUT_RE = re.compile(r"['\u2019][a-z]|[,;:!?)\]}]|\.(?!\d)")  # not ".5 kilos"
 
 # A blank of the passage or question ("being _ short of _ exercise", "( )"): no option holds one.
 BLANK_RE = re.compile(r"_|\(\s*\)|（\s*）|\[\s*\]")
-_TRAILING_RE = re.compile(r"[\s.!?,;:]+$")
 
 
 def cut_inside_word(candidate: str, passage: str, known_word: Callable[[str], bool] | None = None) -> str | None:
@@ -343,7 +339,7 @@ def cut_inside_word(candidate: str, passage: str, known_word: Callable[[str], bo
     ("oride" of "oride to protect teeth", where the passage has "fluoride to protect teeth"), or
     None. A piece that `known_word` knows is no cut ("old" of "told", "smell" of "smells": options
     people write); nor is a number ("October 1" of "October 10")."""
-    cand = _TRAILING_RE.sub("", candidate.strip())
+    cand = END_PUNCT_RE.sub("", candidate.strip())
     if not cand or not passage:
         return None
     pieces = cand.split()
@@ -364,9 +360,9 @@ def cut_inside_word(candidate: str, passage: str, known_word: Callable[[str], bo
 def form_giveaway(candidate: str, others: Sequence[str], *, length_ratio: float = 3.0, passage: str = "",
                   known_word: Callable[[str], bool] | None = None) -> str | None:
     """How the candidate stands out from the other options by form alone, or None: it starts
-    inside a word or clause ("'t worry"), it is a piece of the `passage` cut inside a word
-    ("Oride to protect teeth"; see `cut_inside_word`), it holds a blank ("being _ short of _ exercise"), it runs on into
-    another sentence ("Hide under a desk. Cover"), it alone starts in lower case or upper case, it
+    inside a word or clause ("'t worry"), it holds a blank ("being _ short of _ exercise"), it is a
+    piece of the `passage` cut inside a word ("Oride to protect teeth"; see `cut_inside_word`), it
+    runs on into another sentence ("Hide under a desk. Cover"), it alone starts in lower case or upper case, it
     alone ends (or does not end) with a full stop, or its length in words is more than
     `length_ratio` times off the others' median (for options of three words or more, where that
     can be told)."""
