@@ -30,7 +30,7 @@ from advrace.core.distractors import jaccard_distance, match_format, replace_dis
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.numbers import significant
-from advrace.core.paths import models_named
+from advrace.core.paths import SAMPLE_PREFIX, models_named
 from advrace.core.provenance import AttackSummary, NewDistractors, summary_of
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words
@@ -178,6 +178,16 @@ def _distinct(candidates: list[str]) -> list[str]:
     return kept
 
 
+def demo_training_data(info: dict) -> str | None:
+    """The bundled sample's name (`@sample/race`) when the checkpoint was trained on it, as
+    `make demo` trains its DE and DG models (77 questions): such a model shows the pipeline and
+    makes no benchmark, and the card says so. None for any other data, or no training record."""
+    config = info.get("config") if isinstance(info, dict) else None
+    train = config.get("train") if isinstance(config, dict) else None
+    path = train.get("path") if isinstance(train, dict) else None
+    return path if isinstance(path, str) and path.startswith(SAMPLE_PREFIX) else None
+
+
 def ensemble_rank(rows: list, j: int) -> float:
     """Option j's mean rank (0: the highest score) among the options of one question, over the
     readers' score rows: readers whose scores are on different scales weigh the same."""
@@ -265,6 +275,9 @@ class DistractorAttack(CheckpointAttack):
         if self.reader_info is not None:
             info["config"] = {**info["config"], "select_with": self.reader_info["name"]}
             info.update(model_dependent=True, select_with=self.reader_info)
+        sample = demo_training_data(self._training_info)
+        if sample:
+            info["trained_on_sample"] = sample
         return info
 
     # ---------------------------------------------------------------- filtering and ranking
@@ -311,7 +324,7 @@ class DistractorAttack(CheckpointAttack):
         options = on(OPTION)
         batched = [c for c in options if c.batched]
         ctx = TextContext(stopwords=frozenset(self.resources.stopwords), cosine_fn=paraphrase_cosines,
-                          same_meaning_fn=self.resources.same_meaning)
+                          same_meaning_fn=self.resources.same_meaning, known_word_fn=self.resources.known_word)
         return on(QUESTION), [c for c in options if c not in batched], batched, ctx, settings
 
     def vet(self, examples: list, progress: bool = False) -> list[dict]:

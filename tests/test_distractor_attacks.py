@@ -597,3 +597,66 @@ def test_the_build_audits_a_split_with_its_own_settings_and_names_what_it_cannot
     assert built == audit_release(out)["distractor_generation"].counts()
     assert "right answer" in built["unchecked"][0]
     assert "the audit does not see a new distractor that is a right answer too" in (out / "README.md").read_text()
+
+
+# Read on RACE dev-high's DE and DG splits of the demo models (issue 37): spans cut inside a word
+# ("Oride to protect teeth"), spans holding the passage's blanks, and sentences the passage states
+# for "The passage indicates that _". Written in RACE's style, not taken from it.
+TEETH = ("Bad teeth can be painful and even be deadly. Experts say good dental care starts at birth. "
+         "The use of fluoride to protect teeth is common in many parts of the world. Doctors worry about "
+         "children being _ short of _ exercise and sleep.")
+
+
+def test_de_refuses_a_span_cut_inside_a_word_or_holding_a_blank(setup):
+    attack = planted(setup, max_answer_cosine=None)
+    ex = MCExample(id="teeth", passage=TEETH, question="What do experts say about dental care?", label=0,
+                   options=("it starts at birth", "it starts at school", "it is not important", "it costs too much"))
+    attack.candidates = lambda shard, progress=False: [[
+        "oride to protect teeth",  # "fluoride" cut
+        "being _ short of _ exercise",  # the passage's blanks
+        "fluoride to protect teeth",  # the same span, at a word's boundary
+        "exercise and sleep"]]  # after the blanks
+    record = attack.apply_batch([ex])[0].example.provenance[-1].distractors
+    assert record.rejected == {"form: cut inside a word of the passage": 1, "form: holds a blank": 1}
+    assert record.new == ("fluoride to protect teeth", "exercise and sleep")
+
+
+def test_de_refuses_what_the_passage_states_where_the_question_asks_what_it_indicates(setup):
+    attack = planted(setup, max_answer_cosine=None)
+    ex = MCExample(id="teeth", passage=TEETH, question="The passage indicates that _ .", label=0,
+                   options=("Doctors worry about children.", "Sugar is good for teeth.", "Fluoride is rare.",
+                            "Babies need no dental care."))
+    attack.candidates = lambda shard, progress=False: [[
+        "good dental care starts at birth",  # stated
+        "They can even be deadly",  # nearly: "Bad teeth can be painful and even be deadly."
+        "They can never be deadly",  # the passage says the opposite
+        "fluoride is used in few parts of the world"]]
+    record = attack.apply_batch([ex])[0].example.provenance[-1].distractors
+    assert record.rejected == {"stated in the passage": 1, "stated in the passage, nearly word for word": 1}
+    assert record.new == ("They can never be deadly.", "Fluoride is used in few parts of the world.")
+
+
+def test_a_split_built_with_a_model_trained_on_the_bundled_sample_says_so_on_its_card(setup, tmp_path):
+    """`make demo` trains its DE and DG models on the sample's 77 questions: a release built with
+    them shows the pipeline only, and its card and manifest say so; a model trained on other data
+    gets no such line."""
+    import shutil
+
+    from advrace.models.runtime.checkpoint_info import TRAINING_INFO
+
+    demo = tmp_path / "de-demo" / "final"
+    shutil.copytree(setup["de"]["final"], demo)
+    info = json.loads((demo / TRAINING_INFO).read_text())
+    assert info["config"]["train"]["path"] == str(setup["race"])  # trained here, on other data
+    info["config"]["train"]["path"] = "@sample/race"  # as configs/train/de-cpu.yaml trains it
+    (demo / TRAINING_INFO).write_text(json.dumps(info))
+    cards = {}
+    for name, model in (("demo", demo), ("other", setup["de"]["final"])):
+        manifest, out = _build(setup, tmp_path, [{"attack": "distractor_extraction",
+                                                  "config": {"model": str(model), "max_answer_tokens": 8}}], name)
+        cards[name] = ((out / "README.md").read_text(), manifest["splits"]["distractor_extraction"])
+    card, split = cards["demo"]
+    assert split["trained_on_sample"] == "@sample/race"
+    assert "trained on the bundled sample (`@sample/race`)" in card and "configs/train/de-gpu.yaml" in card
+    card, split = cards["other"]
+    assert "trained_on_sample" not in split and "bundled sample" not in card

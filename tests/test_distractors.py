@@ -158,9 +158,10 @@ def test_match_format_lowers_a_first_word_only_where_the_passage_writes_it_lower
 
 # --------------------------------------------------------------------------- validity checks
 
-from advrace.core.validity import (answer_equivalence, asks_what_passage_states,  # noqa: E402
-                                   duplicate_options, form_giveaway, grounded_share, negated_question,
-                                   option_key, repeats_question, same_option, stated_in_passage)
+from advrace.core.validity import (answer_equivalence, asks_what_passage_states, cut_inside_word,  # noqa: E402
+                                   duplicate_options, form_giveaway, grounded_share, nearly_stated,
+                                   negated_question, option_key, repeats_question, same_option,
+                                   stated_in_passage)
 from advrace.resources import load_stopwords  # noqa: E402
 
 STORY = ("Tom was tired after the long walk, so he felt exhausted and went to bed early. The next "
@@ -177,6 +178,9 @@ STORY = ("Tom was tired after the long walk, so he felt exhausted and went to be
     "From the passage we know that   _  .",
     "It can be learned from the passage that  _  .",
     "What does the passage tell us?",
+    "The passage indicates that _ .",  # read on RACE dev-high (issue 37)
+    "According to the passage,  _  .",
+    "The writer tells us that _ .",
 ])
 def test_questions_that_ask_what_the_passage_states(question):
     assert asks_what_passage_states(question)
@@ -192,6 +196,8 @@ def test_questions_that_ask_what_the_passage_states(question):
     "What was the right way to cook it?",  # "right" of a thing, not of a statement
     "What did Tom do when he turned right?",
     "Which is the best title for the passage?",
+    "The passage mainly tells us _ .",  # the main idea, which one stated detail is not
+    "According to the passage, what is the function of fluoride?",  # one fact
 ])
 def test_questions_that_do_not(question):
     assert not asks_what_passage_states(question)
@@ -215,6 +221,50 @@ def test_a_sentence_restated_with_harmless_words_left_out_is_stated():
     assert not stated_in_passage("You can open the windows on a plane.", passage)  # the negation left out
     assert not stated_in_passage("Fes was the capital of Morocco.", passage)  # "once" changes what it says
     assert not stated_in_passage("You can carry things in a train.", passage)  # a word not in the sentence
+
+
+TEETH = ("Bad teeth can be painful and even be deadly. Experts say good dental care starts at birth. "
+         "The shop opens at nine o'clock every day. Tom's father went to Beijing. Harbin is really very cold in "
+         "winter. It can walk and talk, but it cannot climb the stairs. \"Why can't it be mixed with English?\" "
+         "Liu said. The use of fluoride to protect teeth is common, and they told old people about it.")
+
+
+@pytest.mark.parametrize("text, stated", [
+    ("They can even be deadly.", True),  # read on RACE dev-high (issue 37): a pronoun, "painful and" left out
+    ("It opens at nine every day.", True),
+    ("It is really cold there in winter.", True),
+    ("They can never be deadly.", False),  # a negation the sentence lacks
+    ("It opens at ten every day.", False),  # another number
+    ("Tom went to Beijing.", False),  # Tom's father did: "father" is skipped
+    ("It can climb the stairs.", False),  # the sentence's negation left out
+    ("It can be mixed with English.", False),  # a question states nothing
+    ("They can be deadly", True),
+    ("Be deadly", False),  # too short to state anything
+])
+def test_nearly_stated_says_what_one_sentence_says_in_nearly_its_words(text, stated):
+    assert nearly_stated(text, TEETH, load_stopwords()) is stated
+
+
+@pytest.mark.parametrize("candidate, piece", [
+    ("Oride to protect teeth", "Oride"),  # read on RACE dev-high's DE split (issue 37)
+    ("The use of fluori", "fluori"),
+    ("fluoride to protect teeth.", None),
+    ("old people", None),  # a piece of "told people", but a word
+    ("good dental care starts at school", None),  # not in the passage
+])
+def test_a_span_cut_inside_a_word_of_the_passage(candidate, piece):
+    from advrace.resources import get_resources
+
+    assert cut_inside_word(candidate, TEETH, get_resources().known_word) == piece
+    others = ["It helps.", "It is cheap.", "It hurts."]
+    assert (form_giveaway(candidate + ".", others, passage=TEETH, known_word=get_resources().known_word)
+            == "cut inside a word of the passage") is (piece is not None)
+
+
+@pytest.mark.parametrize("candidate, blank", [("being _ short of _ exercise", True), ("seldom ___ go out", True),
+                                              ("for hours ( ) a day", True), ("being short of exercise", False)])
+def test_an_option_holding_a_blank_gives_itself_away(candidate, blank):
+    assert (form_giveaway(candidate, ["in a city", "by the sea"]) == "holds a blank") is blank
 
 
 @pytest.mark.parametrize("candidate, reason", [

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from statistics import median
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from advrace.core.text import fold_case_and_spaces, split_sentences, words
 
@@ -27,7 +28,11 @@ STATES_RE = re.compile(
     r"|\b(?:infer|inferred|imply|implies|implied|suggest|suggests|suggested|conclude|concluded)\b"
     r"|\b(?:mentioned|stated|described|told|said)\s+in\s+the\s+(?:passage|text|article|story)\b"
     r"|\baccording\s+to\s+the\s+(?:passage|text|article|story)\s*,?\s*which\b"
-    r"|\bwhat\s+does\s+the\s+(?:passage|text|article|story|writer|author)\s+(?:tell|show|say)\b",
+    r"|\bwhat\s+does\s+the\s+(?:passage|text|article|story|writer|author)\s+(?:tell|show|say)\b"
+    # "The passage indicates that _", "According to the passage, _": the blank is a whole statement
+    r"|\b(?:passage|text|article|story|writer|author)\s+(?:also\s+|clearly\s+)?(?:indicates?|shows?|tells?\s+us|"
+    r"says?|states?|reveals?|proves?)\s+(?:that\b|_)"
+    r"|\baccording\s+to\s+the\s+(?:passage|text|article|story|writer|author)\s*,?\s*_",
     re.IGNORECASE)
 # ... unless it asks for the one that is not so: then a stated sentence is the right distractor.
 NEGATED_RE = re.compile(r"\b(?:not|except|false|untrue|incorrect|wrong)\b|n't\b|n’t\b", re.IGNORECASE)
@@ -154,6 +159,66 @@ def _passage_sentences(passage: str) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(_ARTICLES.get(w, w) for w in _tokens(s)) for s in split_sentences(passage, line_breaks=True))
 
 
+# Words that change what a statement says: an option and the part of a sentence it restates must
+# hold the same ones ("It can climb the stairs" does not restate "it cannot climb the stairs").
+MEANING_WORDS = frozenset("without only once always all every each both either any some most more less least few "
+                          "many much several often sometimes seldom rarely usually ever already still yet again "
+                          "before after than too enough hardly".split())
+NEGATIONS = frozenset("not cannot no never nor neither none nobody nothing nowhere".split())
+AROUND = 3  # words either side of the restated part where its "only", "always" or number may stand
+# what an option may say in other words than its sentence: who or which thing it is about
+_REFERRING = frozenset("the a an he she it they we you i his her its their our your my him them us me this that "
+                       "these those there".split())
+
+
+def _negations(tokens: Sequence[str]) -> int:
+    return sum(w in NEGATIONS or w.endswith(("n't", "n’t")) for w in tokens)
+
+
+def _meaning_marks(tokens: Sequence[str]) -> Counter:
+    """The meaning words and numbers among the tokens."""
+    return Counter(w for w in tokens if w in MEANING_WORDS or w in NUMBER_WORDS or w.isdigit())
+
+
+def nearly_stated(text: str, passage: str, stopwords: Iterable[str], *, min_words: int = MIN_STATED_WORDS) -> bool:
+    """Whether the text says what one passage sentence (not a question) says in nearly its words:
+    of at least `min_words` words, each of them but a pronoun or article is the sentence's (up to a
+    plural or tense ending), its content words are a run of the sentence's content words, in
+    order, it holds as many negations as the sentence up to that run, and the same quantifiers and
+    numbers as the run and the few words around it. "They can even be deadly." for "Bad teeth can
+    be painful and even be deadly."; not "It can climb the stairs." for "... but it cannot climb
+    the stairs", nor "Tom went to Beijing." for "Tom's father went to Beijing."."""
+    cand = _tokens(text)
+    stop = stopwords if isinstance(stopwords, (set, frozenset)) else frozenset(stopwords)
+    content = [suffix_stem(w) for w in _content_words(text, stop)]
+    if len(cand) < min_words or not content:
+        return False
+    needed = {suffix_stem(_bare(w)) for w in cand if w not in _REFERRING}
+    marks, negations = _meaning_marks(cand), _negations(cand)
+    for sent in _sentence_tokens(passage):
+        bare = [_bare(w) for w in sent]
+        if not needed <= {suffix_stem(b) for b in bare}:
+            continue
+        # the sentence's content words, by stem, with their positions in it
+        keyed = [(i, suffix_stem(b)) for i, b in enumerate(bare) if b.isalnum() and b not in stop]
+        stems = [k for _, k in keyed]
+        for j in range(len(stems) - len(content) + 1):
+            if stems[j:j + len(content)] != content:
+                continue
+            lo, hi = keyed[j][0], keyed[j + len(content) - 1][0]
+            if _negations(sent[:hi + 1]) == negations and \
+                    _meaning_marks(sent[max(0, lo - AROUND):hi + 1 + AROUND]) == marks:
+                return True
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def _sentence_tokens(passage: str) -> tuple[tuple[str, ...], ...]:
+    """A passage's sentences but those that ask (a question states nothing: '"Why can't Chinese be
+    mixed with English?" Liu said.'), as lowercase tokens; kept for the next candidate."""
+    return tuple(tuple(_tokens(s)) for s in split_sentences(passage, line_breaks=True) if "?" not in s)
+
+
 def answer_equivalence(candidate: str, answer: str, *, max_overlap: float = 0.5,
                        stopwords: Iterable[str] = ()) -> str | None:
     """Why the candidate could be the answer in other words, or None: it equals, contains or is
@@ -264,18 +329,54 @@ def _stems(text: str) -> frozenset[str]:
 CUT_RE = re.compile(r"['\u2019][a-z]|[,;:!?)\]}]|\.(?!\d)")  # not ".5 kilos"
 
 
-def form_giveaway(candidate: str, others: Sequence[str], *, length_ratio: float = 3.0) -> str | None:
+# A blank of the passage or question ("being _ short of _ exercise", "( )"): no option holds one.
+BLANK_RE = re.compile(r"_|\(\s*\)|（\s*）|\[\s*\]")
+
+
+def cut_inside_word(candidate: str, passage: str, known_word: Callable[[str], bool] | None = None) -> str | None:
+    """The piece of a word the candidate starts or ends with where it is a piece of the passage
+    (case, spaces and end punctuation aside) found only with a word cut at its start or end
+    ("oride" of "oride to protect teeth", where the passage has "fluoride to protect teeth"), or
+    None. A piece that `known_word` knows is no cut ("old" of "told", "smell" of "smells": options
+    people write); nor is a number ("October 1" of "October 10")."""
+    cand = END_PUNCT_RE.sub("", candidate.strip())
+    if not cand or not passage:
+        return None
+    pieces = cand.split()
+    pattern = re.compile(r"\s+".join(map(re.escape, pieces)), re.IGNORECASE)
+    cut = None
+    for m in pattern.finditer(passage):
+        before, after = passage[max(0, m.start() - 2):m.start()], passage[m.end():m.end() + 3]
+        first, last = words(pieces[0])[:1], words(pieces[-1])[-1:]
+        found = [w for w, broken in ((first, re.search(r"[^\W\d]['’]?$", before)),
+                                     (last, re.match(r"[^\W\d]|['’]t\b", after))) if broken and w]
+        found = [w[0] for w in found if w[0].isalpha() and not (known_word and known_word(w[0].lower()))]
+        if not found:
+            return None
+        cut = cut or found[0]
+    return cut
+
+
+def form_giveaway(candidate: str, others: Sequence[str], *, length_ratio: float = 3.0, passage: str = "",
+                  known_word: Callable[[str], bool] | None = None) -> str | None:
     """How the candidate stands out from the other options by form alone, or None: it starts
-    inside a word or clause ("'t worry"), it runs on into another sentence ("Hide under a desk.
-    Cover"), it alone starts in lower case or upper case, it alone ends (or does not end) with a full stop, or its
-    length in words is more than `length_ratio` times off the others' median (for options of
-    three words or more, where that can be told)."""
+    inside a word or clause ("'t worry"), it holds a blank ("being _ short of _ exercise"), it is a
+    piece of the `passage` cut inside a word ("Oride to protect teeth"; see `cut_inside_word`), it
+    runs on into another sentence ("Hide under a desk. Cover"), it alone starts in lower case or upper case, it
+    alone ends (or does not end) with a full stop, or its length in words is more than
+    `length_ratio` times off the others' median (for options of three words or more, where that
+    can be told)."""
     others = [o.strip() for o in others if o.strip()]
     cand = candidate.strip()
     if not cand or not others:
         return None
     if CUT_RE.match(cand):  # "'t worry", ", and then": a span cut inside a word or a clause
         return "starts with a cut-off word or punctuation"
+    if BLANK_RE.search(cand):
+        return "holds a blank"
+    piece = cut_inside_word(cand, passage, known_word)
+    if piece:
+        return "cut inside a word of the passage"
     if runs_into_next_sentence(cand):
         return "runs into a second sentence"
     first = [o[0] for o in others if o[0].isalpha()]

@@ -311,6 +311,9 @@ class AuditContext:
     def same_meaning(self, word: str, new: str, pos: str | None = None) -> str | None:
         return self.resources.same_meaning(word, new, pos)
 
+    def known_word(self, word: str) -> bool:
+        return self.resources.known_word(word)
+
     def answer_type(self, text: str, start: int, end: int) -> str:
         from advrace.attacks.fake_answers import answer_type  # deferred for start-up time: it loads every attack
 

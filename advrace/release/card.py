@@ -185,6 +185,12 @@ def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
                             if run else "")
                          + _selection(info.get("select_with"))
                          + "; its difficulty for other models is measured, not guaranteed.")
+            if info.get("trained_on_sample"):
+                lines.append(f"  The checkpoint was trained on the bundled sample (`{info['trained_on_sample']}`), "
+                             "as `make demo` trains it: a demonstration model, far too weak for a benchmark, "
+                             "so this split shows the pipeline and measures nothing. Train real models with "
+                             "`configs/train/de-gpu.yaml` (extraction) or `configs/train/dg-gpu.yaml` "
+                             "(generation) on RACE train.")
     lines += ["", *attacked_share(manifest), *validation_lines(manifest.get("validation"))]
     lines += [
         "Load it with `datasets.load_dataset(\"json\", data_dir=\"<this folder>\")` or "

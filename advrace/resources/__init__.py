@@ -68,6 +68,7 @@ class Resources:
         self._common: dict[int, list[str]] = {}
         self._antonyms: dict[tuple[str, str], list[str]] = {}
         self._same_meaning: dict[tuple[str, str, str | None], str | None] = {}
+        self._known: dict[str, bool] = {}
         self._lock = threading.RLock()
         self._wordnet_where = ""
         self._word_tags = WordTagLexicon(self._tag_lexicon_path)
@@ -201,6 +202,19 @@ class Resources:
         found = _same_meaning(self.wordnet, word, new, pos)
         with self._lock:
             self._same_meaning[key] = found
+        return found
+
+    def known_word(self, word: str) -> bool:
+        """Whether a lowercase word is an English word form: a stopword, or in WordNet under some
+        POS through its inflection rules ("smells", "told"); "oride" is not."""
+        if word in self.stopwords:
+            return True
+        with self._lock:
+            if word in self._known:
+                return self._known[word]
+        found = any(self.wordnet.morphy(word, pos) for pos in ("n", "v", "a", "r"))
+        with self._lock:
+            self._known[word] = found
         return found
 
     # GloVe

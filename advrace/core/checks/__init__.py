@@ -29,8 +29,9 @@ SCOPES = (OPTION, QUESTION, SENTENCE)
 
 class CheckContext(Protocol):
     """What checks may use: the stopword list, a batched cosine of text pairs (the paraphrase
-    encoder), WordNet's judgement of a word replacement, and the SQuAD adversaries' type of the
-    answer at text[start:end] (person, year, number, ...)."""
+    encoder), WordNet's judgement of a word replacement, the SQuAD adversaries' type of the
+    answer at text[start:end] (person, year, number, ...), and whether a lowercase word is an
+    English word form (WordNet or a stopword: "oride" is a piece of "fluoride", "old" a word)."""
 
     stopwords: frozenset
 
@@ -39,6 +40,8 @@ class CheckContext(Protocol):
     def same_meaning(self, word: str, new: str, pos: str | None = None) -> str | None: ...
 
     def answer_type(self, text: str, start: int, end: int) -> str: ...
+
+    def known_word(self, word: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,7 @@ class TextContext:
     cosine_fn: Callable | None = None
     same_meaning_fn: Callable | None = None
     answer_type_fn: Callable | None = None
+    known_word_fn: Callable | None = None  # without a lexicon every word counts as known
 
     def cosines(self, pairs):
         if self.cosine_fn is None:
@@ -134,6 +138,9 @@ class TextContext:
 
     def answer_type(self, text, start, end):
         return self.answer_type_fn(text, start, end) if self.answer_type_fn else "other"
+
+    def known_word(self, word):
+        return self.known_word_fn(word) if self.known_word_fn else True
 
 
 import_submodules(__name__, __path__)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from advrace.core.text import words
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states, form_giveaway,
-                                   grounded_share, negated_question, option_core, refers_to_options,
-                                   repeats_question, same_option, stated_in_passage)
+                                   grounded_share, nearly_stated, negated_question, option_core,
+                                   refers_to_options, repeats_question, same_option, stated_in_passage)
 
 from . import OPTION, QUESTION, Check, register
 
@@ -113,7 +113,9 @@ class RefersToOptions(OptionCheck):
 
 @register
 class StatedForTrueQuestion(OptionCheck):
-    """'Which is true?' is answered by every sentence the passage states."""
+    """'Which is true?' is answered by every sentence the passage states, and by one that says
+    what a sentence says in nearly its words ("They can even be deadly." for "Bad teeth can be
+    painful and even be deadly.")."""
 
     name, flag = "stated_in_passage", "distractor stated in the passage"
 
@@ -122,8 +124,12 @@ class StatedForTrueQuestion(OptionCheck):
 
     def refuse(self, subject, ctx, settings):
         ex = subject.example
-        return "stated in the passage" if asks_what_passage_states(ex.question) and \
-            stated_in_passage(subject.text, ex.passage) else None
+        if not asks_what_passage_states(ex.question):
+            return None
+        if stated_in_passage(subject.text, ex.passage):
+            return "stated in the passage"
+        return "stated in the passage, nearly word for word" if \
+            nearly_stated(subject.text, ex.passage, ctx.stopwords) else None
 
 
 @register
@@ -159,7 +165,8 @@ class Ungrounded(OptionCheck):
 
 @register
 class FormGiveaway(OptionCheck):
-    """Compared with the question's original options: case, final stop, length, a cut word."""
+    """Compared with the question's original options: case, final stop, length; and a word of
+    the passage cut, or a blank of it kept, where the option is a piece of it."""
 
     name, flag = "form", "distractor gives itself away by form"
 
@@ -167,7 +174,8 @@ class FormGiveaway(OptionCheck):
         return bool(setting(settings, "reject_form_giveaways"))
 
     def refuse(self, subject, ctx, settings):
-        why = form_giveaway(subject.text, list(subject.example.options))
+        why = form_giveaway(subject.text, list(subject.example.options), passage=subject.example.passage,
+                            known_word=ctx.known_word)
         if why is None:
             return None
         # the length message carries numbers: one count key for it
