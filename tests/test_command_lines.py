@@ -54,6 +54,10 @@ PARSE_ONLY = {
     "advrace human-eval create releases/race-test --splits distractor_generation": "a release of the full RACE "
                                                                                    "test set with trained DG",
     "advrace build my-release.yaml": "a config the reader writes, shown above it in the README",
+    "advrace build configs/release/dg-dev-middle-40.yaml": "real RACE dev-middle and the generator trained on "
+                                                           "real RACE train above it",
+    "advrace human-eval create releases/dg40": "the release built from real data above it",
+    "advrace evaluate releases/dg40": "the release built from real data, and its validated release",
     "advrace push releases/race-test alice/advrace-race-test --private": "online; the dry run runs here",
     "advrace push releases/race-test my-lab/": "online; the dry run runs here",
     "advrace evaluate releases/race-test --model HuggingFaceTB/": "Hub LLMs on a GPU; tests/test_llm_scoring.py "
