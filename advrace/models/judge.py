@@ -1,0 +1,129 @@
+"""An answerability judge: refuses a new distractor that a model rates as good an answer as the gold.
+
+No word or cosine check separates a second right answer in other words ("Beijing" for "China",
+"at his friends house" for "at Peter's friend's house") from a wrong option; a reader can. The
+judge scores the gold and each candidate as answers to the question given the passage, with the
+project's own scorers (`advrace.models.encoders.mc_scoring.make_mc_scorer`: a multiple-choice
+checkpoint's option logits, a built-in reader's scores, or a causal LM's per-option
+log-likelihood after lm-evaluation-harness's RACE prompt, divided by the option's characters as
+`acc_norm` does), and refuses a candidate when
+
+    score(candidate) >= score(gold) - margin
+
+The margin is on the model's own scale, so it is calibrated per model on RACE's own distractors
+(`bench/judge_calibration.py`: the margin at which the judge refuses at most 2% of them); only
+the bundled `smollm2` has a calibrated default (`CALIBRATED`). A judge weaker than the models
+under test refuses hard-but-valid distractors too: see docs/audit.md, "The answerability judge".
+
+The distractor attacks (`judge:` in their config) and `advrace audit --judge` both call this.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from advrace.core.errors import ConfigError
+from advrace.core.examples import MCExample
+from advrace.core.paths import looks_like_model_name
+
+# Margins measured by bench/judge_calibration.py on RACE dev-middle (docs/results.md), at which the
+# judge refuses at most 2% of RACE's own distractors; a model not named here needs `judge_margin`.
+CALIBRATED: dict[str, float] = {"smollm2": 0.0}
+FLAG = "judged a right answer"
+CONFIG_KEYS = ("judge", "judge_margin")
+
+
+def check_judge_config(judge: str | None, margin: float | None, where: str, folder: str | None = None) -> None:
+    """A clear error for a judge that cannot be used, before any model is loaded: a local folder
+    that does not exist, or a model with no calibrated margin and none given."""
+    if judge is None:
+        return
+    if not isinstance(judge, str) or not judge.strip():
+        raise ConfigError(f"{where}: judge must name a model (a multiple-choice checkpoint folder, a causal-LM "
+                          "folder, `smollm2`, or a Hub name), or be null")
+    path = judge if folder is None or os.path.isabs(judge) else os.path.join(folder, judge)
+    if not os.path.isdir(os.path.expanduser(path)) and not looks_like_model_name(judge, folder):
+        raise ConfigError(f"{where}: judge {judge}: no such folder; give a multiple-choice checkpoint folder "
+                          "(`advrace train`), a causal-LM folder (save_pretrained), `smollm2`, or a Hub name, "
+                          "or remove the judge key")
+    if margin is None and judge not in CALIBRATED:
+        raise ConfigError(f"{where}: judge {judge} has no calibrated margin; give judge_margin (on the model's "
+                          "own score scale), measured with `python bench/judge_calibration.py RACE/dev/middle "
+                          f"--judge {judge}`")
+
+
+def margin_for(judge: str, margin: float | None) -> float:
+    return CALIBRATED[judge] if margin is None else float(margin)
+
+
+@dataclass
+class Verdict:
+    """One candidate's judgement: its score, the gold's, and whether the judge refuses it."""
+
+    candidate: float
+    gold: float
+    refused: bool
+
+
+@dataclass
+class AnswerabilityJudge:
+    """A scorer (anything with `predict_mc`) and the refusal rule; `per_char`: divide each
+    option's score by its characters (a causal LM's log-likelihood, lm-eval's acc_norm)."""
+
+    scorer: object
+    name: str
+    margin: float
+    per_char: bool = False
+    judged: int = field(default=0, init=False)
+
+    def option_scores(self, examples: list[MCExample], progress: bool = False) -> list[list[float]]:
+        """Each option's score on the judge's scale (the rule compares these)."""
+        rows = self.scorer.predict_mc(examples, desc="judge", progress=progress)
+        if self.per_char:
+            rows = [[v / max(len(o), 1) for v, o in zip(row, ex.options)] for row, ex in zip(rows, examples)]
+        return rows
+
+    def refuses(self, candidate: float, gold: float) -> bool:
+        return candidate >= gold - self.margin
+
+    def judge(self, items: list[tuple[MCExample, list[str]]], progress: bool = False) -> list[list[Verdict]]:
+        """Per (question, candidates): a Verdict for each candidate, scored as an option of the
+        question beside the gold (the gold first; the scores of each option do not depend on the
+        others for lm-eval's RACE prompt and for a multiple-choice head, which reads each option
+        alone). A question with no candidate costs nothing."""
+        todo = [(n, ex, cands) for n, (ex, cands) in enumerate(items) if cands]
+        asked = [MCExample(id=f"{ex.id}/judge", passage=ex.passage, question=ex.question, label=0,
+                           options=(ex.answer, *cands)) for _, ex, cands in todo]
+        rows = self.option_scores(asked, progress) if asked else []
+        out: list[list[Verdict]] = [[] for _ in items]
+        for (n, _, _), row in zip(todo, rows):
+            gold = row[0]
+            out[n] = [Verdict(c, gold, self.refuses(c, gold)) for c in row[1:]]
+            self.judged += len(row) - 1
+        return out
+
+    def describe(self) -> dict:
+        return {"name": self.name, "margin": self.margin,
+                "score": "log-likelihood per character" if self.per_char else "option score"}
+
+    def note(self) -> str:
+        """What the audit's `not checked:` line says of the judge (its recall: docs/results.md)."""
+        return (f"judge {self.name} (margin {self.margin:g}) refused the new distractors it rated as likely as the "
+                "gold; it misses most second right answers: its recall on the validity corpus is in docs/results.md, "
+                "`bench/judge_calibration.py`")
+
+
+def load_judge(model: str, margin: float | None = None, *, batch_size: int = 4, bf16: bool | None = False,
+               where: str = "judge") -> AnswerabilityJudge:
+    """An AnswerabilityJudge for a multiple-choice checkpoint, a built-in reader, a causal-LM folder,
+    `smollm2` or a Hub name (`make_mc_scorer` tells them apart by their config)."""
+    from advrace.models.decoders.llm_scoring import CausalLMScorer
+    from advrace.models.encoders.mc_scoring import make_mc_scorer
+    from advrace.models.runtime.loading import checkpoint_name
+
+    check_judge_config(model, margin, where)
+    scorer = make_mc_scorer(model, batch_size=batch_size, max_length=None, bf16=bf16, place=True,
+                            reader_batch_size=batch_size)
+    per_char = isinstance(scorer, CausalLMScorer)
+    return AnswerabilityJudge(scorer, checkpoint_name(str(model)), margin_for(model, margin), per_char)
