@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.paths import looks_like_model_name
+from advrace.models.decoders.llm_scoring import CausalLMScorer
+from advrace.models.encoders.mc_scoring import make_mc_scorer
+from advrace.models.runtime.loading import checkpoint_name
 
 # Margins measured by bench/judge_calibration.py on RACE dev-middle (docs/results.md), at which the
 # judge refuses at most 2% of RACE's own distractors; a model not named here needs `judge_margin`.
@@ -118,10 +121,6 @@ def load_judge(model: str, margin: float | None = None, *, batch_size: int = 4, 
                where: str = "judge") -> AnswerabilityJudge:
     """An AnswerabilityJudge for a multiple-choice checkpoint, a built-in reader, a causal-LM folder,
     `smollm2` or a Hub name (`make_mc_scorer` tells them apart by their config)."""
-    from advrace.models.decoders.llm_scoring import CausalLMScorer
-    from advrace.models.encoders.mc_scoring import make_mc_scorer
-    from advrace.models.runtime.loading import checkpoint_name
-
     check_judge_config(model, margin, where)
     scorer = make_mc_scorer(model, batch_size=batch_size, max_length=None, bf16=bf16, place=True,
                             reader_batch_size=batch_size)
