@@ -130,9 +130,16 @@ def test_audit_judge_flags_the_distractor_it_rates_highest_and_names_itself(setu
 
 
 @pytest.mark.slow
-def test_smollm2_prefers_the_gold_to_a_wrong_option_and_refuses_the_gold_restated():
-    """The real SmolLM2-135M at its calibrated margin: the gold repeated is refused; an option the
-    passage makes false is kept."""
+def test_smollm2_at_its_calibrated_margin_refuses_only_what_it_rates_far_above_the_gold():
+    """The real SmolLM2-135M: its calibrated margin is negative (it prefers a RACE distractor to the
+    gold a third of the time), so even the gold restated passes; at margin 0 the gold restated is
+    refused and an option the passage makes false is kept."""
+    from advrace.models.judge import CALIBRATED
+
     judge = load_judge("smollm2")
-    (verdicts,) = judge.judge([(WHERE, [WHERE.answer, "In the desert far from any mountains"])])
+    assert judge.margin == CALIBRATED["smollm2"] < 0 and judge.per_char
+    (verdicts,) = judge.judge([(WHERE, [WHERE.answer, "By the sea"])])
+    assert verdicts[0].candidate == pytest.approx(verdicts[0].gold) and not verdicts[0].refused
+    judge.margin = 0.0
+    (verdicts,) = judge.judge([(WHERE, [WHERE.answer, "By the sea"])])
     assert verdicts[0].refused and not verdicts[1].refused

@@ -30,9 +30,14 @@ from advrace.models.decoders.llm_scoring import CausalLMScorer
 from advrace.models.encoders.mc_scoring import make_mc_scorer
 from advrace.models.runtime.loading import checkpoint_name
 
-# Margins measured by bench/judge_calibration.py on RACE dev-middle (docs/results.md), at which the
-# judge refuses at most 2% of RACE's own distractors; a model not named here needs `judge_margin`.
-CALIBRATED: dict[str, float] = {"smollm2": 0.0}
+# Margins measured by bench/judge_calibration.py on RACE dev-middle (400 questions, seed 0; docs/results.md),
+# at which the judge refuses at most 2% of RACE's own distractors; a model not named here needs
+# `judge_margin`. SmolLM2 rates a RACE distractor above the gold a third of the time, so its margin is
+# negative: it refuses only what it rates far above the gold.
+CALIBRATED: dict[str, float] = {"smollm2": -1.45}
+# The same bench's recall at that margin on tests/validity's second_right_answer items: what the audit's
+# `not checked:` line says of the judge (refused invalid items, of all; refused valid twins, of all).
+RECALL: dict[str, tuple[int, int, int, int]] = {"smollm2": (0, 14, 0, 14)}
 FLAG = "judged a right answer"
 CONFIG_KEYS = ("judge", "judge_margin")
 
@@ -111,10 +116,16 @@ class AnswerabilityJudge:
                 "score": "log-likelihood per character" if self.per_char else "option score"}
 
     def note(self) -> str:
-        """What the audit's `not checked:` line says of the judge (its recall: docs/results.md)."""
-        return (f"judge {self.name} (margin {self.margin:g}) refused the new distractors it rated as likely as the "
-                "gold; it misses most second right answers: its recall on the validity corpus is in docs/results.md, "
-                "`bench/judge_calibration.py`")
+        """What the audit's `not checked:` line says of the judge: its name, margin and, where
+        measured at this margin, its recall on the validity corpus (docs/results.md)."""
+        said = f"judge {self.name} (margin {self.margin:g}) refused"
+        known = RECALL.get(self.name)
+        if known and CALIBRATED.get(self.name) == self.margin:
+            caught, invalid, wrong, valid = known
+            return (f"{said}: at this margin it refused {caught} of the validity corpus's {invalid} second right "
+                    f"answers and {wrong} of their {valid} valid twins (docs/results.md)")
+        return (f"{said}: its recall at this margin is not measured; measure it with "
+                f"`python bench/judge_calibration.py RACE/dev/middle --judge {self.name}` (docs/results.md)")
 
 
 def load_judge(model: str, margin: float | None = None, *, batch_size: int = 4, bf16: bool | None = False,
