@@ -79,7 +79,7 @@ class DistractorAttackConfig:
     select_with_max_length: int = 512  # tokens per option, for a checkpoint reader
     # An answerability judge (advrace.models.judge): a multiple-choice checkpoint, a built-in reader,
     # a causal LM (folder, `smollm2` or Hub name) that refuses a candidate it rates at least as likely
-    # as the gold, less `judge_margin` (on its own scale; None: the calibrated one, smollm2 only).
+    # as the gold, less `judge_margin` (on its own scale; None: the calibrated one, smollm2 and the built-in readers only).
     judge: str | None = None
     judge_margin: float | None = None
 

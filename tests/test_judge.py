@@ -129,6 +129,17 @@ def test_audit_judge_flags_the_distractor_it_rates_highest_and_names_itself(setu
     assert stats["audit"]["distractor_extraction"]["flagged"] == 0  # the build itself had no judge
 
 
+def test_a_built_in_reader_judges_on_its_own_scale_with_its_calibrated_margin():
+    from advrace.models.judge import CALIBRATED
+
+    judge = load_judge("sliding-window")
+    assert judge.margin == CALIBRATED["sliding-window"] and not judge.per_char
+    (verdicts,) = judge.judge([(WHERE, [WHERE.answer, "By the sea"])])
+    assert verdicts[0].candidate == verdicts[0].gold
+    assert [v.refused for v in verdicts] == [v.candidate >= v.gold - judge.margin for v in verdicts]
+    assert judge.describe() == {"name": "sliding-window", "margin": judge.margin, "score": "option score"}
+
+
 @pytest.mark.slow
 def test_smollm2_at_its_calibrated_margin_refuses_only_what_it_rates_far_above_the_gold():
     """The real SmolLM2-135M: its calibrated margin is negative (it prefers a RACE distractor to the

@@ -12,8 +12,9 @@ log-likelihood after lm-evaluation-harness's RACE prompt, divided by the option'
 
 The margin is on the model's own scale, so it is calibrated per model on RACE's own distractors
 (`bench/judge_calibration.py`: the margin at which the judge refuses at most 2% of them); only
-the bundled `smollm2` has a calibrated default (`CALIBRATED`). A judge weaker than the models
-under test refuses hard-but-valid distractors too: see docs/audit.md, "The answerability judge".
+`smollm2` and the built-in readers have a calibrated default (`CALIBRATED`). A judge weaker than
+the models under test refuses hard-but-valid distractors too: see docs/audit.md, "The
+answerability judge".
 
 The distractor attacks (`judge:` in their config) and `advrace audit --judge` both call this.
 """
@@ -32,12 +33,13 @@ from advrace.models.runtime.loading import checkpoint_name
 
 # Margins measured by bench/judge_calibration.py on RACE dev-middle (400 questions, seed 0; docs/results.md),
 # at which the judge refuses at most 2% of RACE's own distractors; a model not named here needs
-# `judge_margin`. SmolLM2 rates a RACE distractor above the gold a third of the time, so its margin is
+# `judge_margin` (the built-in readers are on their own scales). SmolLM2 rates a RACE distractor above the gold a third of the time, so its margin is
 # negative: it refuses only what it rates far above the gold.
-CALIBRATED: dict[str, float] = {"smollm2": -1.45}
+CALIBRATED: dict[str, float] = {"smollm2": -1.45, "similarity": -0.175, "sliding-window": -1.561}
 # The same bench's recall at that margin on tests/validity's second_right_answer items: what the audit's
 # `not checked:` line says of the judge (refused invalid items, of all; refused valid twins, of all).
-RECALL: dict[str, tuple[int, int, int, int]] = {"smollm2": (0, 14, 0, 14)}
+RECALL: dict[str, tuple[int, int, int, int]] = {"smollm2": (0, 14, 0, 14), "similarity": (0, 14, 0, 14),
+                                                 "sliding-window": (1, 14, 0, 14)}
 FLAG = "judged a right answer"
 CONFIG_KEYS = ("judge", "judge_margin")
 
