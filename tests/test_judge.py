@@ -129,6 +129,18 @@ def test_audit_judge_flags_the_distractor_it_rates_highest_and_names_itself(setu
     assert stats["audit"]["distractor_extraction"]["flagged"] == 0  # the build itself had no judge
 
 
+def test_a_split_built_with_a_judge_names_it_on_the_not_checked_line(setup, tmp_path):
+    cfg = release_config_from_dict({"name": "t", "data": {"path": str(setup["race"])}, "seed": 7, "splits": [
+        {"attack": "distractor_extraction", "config": {"model": setup["de"], "batch_size": 3, "max_answer_tokens": 8,
+                                                       "judge": setup["llama"], "judge_margin": 0.5}}]})
+    manifest = build_release(cfg, tmp_path / "rel")
+    info = manifest["splits"]["distractor_extraction"]
+    assert info["judge"]["margin"] == 0.5 and info["model_dependent"]
+    stats = json.loads((tmp_path / "rel" / "stats.json").read_text())
+    (line,) = stats["audit"]["distractor_extraction"]["unchecked"]
+    assert f"the attack's judge {info['judge']['name']} (margin 0.5) refused" in line
+
+
 def test_a_built_in_reader_judges_on_its_own_scale_with_its_calibrated_margin():
     from advrace.models.judge import CALIBRATED
 

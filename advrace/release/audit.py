@@ -391,8 +391,14 @@ def audit_split(attack: str, sources: list, examples: list, ctx: AuditContext,
         if src.source_id != ex.source_id:
             raise ConfigError(f"audit of {attack!r}: {ex.id} was not made from {src.id}")
     unchecked = UNCHECKED.get(attack, ())
+    built_with = (config or {}).get("judge")
     if ctx.judge is not None and check_options in CHECKS.get(attack, ()):
         unchecked = tuple(f"{kind}, beyond what {ctx.judge.note()}" for kind in unchecked)
+    elif built_with:  # the attack's own judge refused some while building: say whose opinion that was
+        margin = (config or {}).get("judge_margin")
+        said = "its calibrated margin" if margin is None else f"margin {margin:g}"
+        unchecked = tuple(f"{kind}, beyond what the attack's judge {built_with} ({said}) refused; its recall on "
+                          "the validity corpus: docs/results.md (`bench/judge_calibration.py`)" for kind in unchecked)
     result = SplitAudit(attack, checked=len(examples), unchecked=unchecked)
     ctx = ctx.for_split(attack, config)
     for check in [check_edits, *CHECKS.get(attack, ())]:
