@@ -31,17 +31,17 @@ from advrace.models.decoders.llm_scoring import CausalLMScorer
 from advrace.models.encoders.mc_scoring import make_mc_scorer
 from advrace.models.runtime.loading import checkpoint_name
 
-# Margins measured by bench/judge_calibration.py on RACE dev-middle (400 questions, seed 0; docs/results.md),
-# at which the judge refuses at most 2% of RACE's own distractors; a model not named here needs
-# `judge_margin` (the built-in readers are on their own scales). SmolLM2 rates a RACE distractor above the gold a third of the time, so its margin is
-# negative: it refuses only what it rates far above the gold.
+# Margins measured by bench/judge_calibration.py on RACE dev-middle (400 questions, seed 0;
+# docs/results.md), at which the judge refuses at most 2% of RACE's own distractors; a model not
+# named here needs `judge_margin` (each model scores on its own scale). SmolLM2 rates a RACE
+# distractor above the gold a third of the time, so its margin is negative: it refuses only what it
+# rates far above the gold.
 CALIBRATED: dict[str, float] = {"smollm2": -1.45, "similarity": -0.175, "sliding-window": -1.561}
 # The same bench's recall at that margin on tests/validity's second_right_answer items: what the audit's
 # `not checked:` line says of the judge (refused invalid items, of all; refused valid twins, of all).
 RECALL: dict[str, tuple[int, int, int, int]] = {"smollm2": (0, 14, 0, 14), "similarity": (0, 14, 0, 14),
                                                  "sliding-window": (1, 14, 0, 14)}
 FLAG = "judged a right answer"
-CONFIG_KEYS = ("judge", "judge_margin")
 
 
 def check_judge_config(judge: str | None, margin: float | None, where: str, folder: str | None = None) -> None:
@@ -58,8 +58,8 @@ def check_judge_config(judge: str | None, margin: float | None, where: str, fold
                           "(`advrace train`), a causal-LM folder (save_pretrained), `smollm2`, or a Hub name, "
                           "or remove the judge key")
     if margin is None and judge not in CALIBRATED:
-        raise ConfigError(f"{where}: judge {judge} has no calibrated margin; give judge_margin (on the model's "
-                          "own score scale), measured with `python bench/judge_calibration.py RACE/dev/middle "
+        raise ConfigError(f"{where}: judge {judge} has no calibrated margin; give judge_margin (`--judge-margin` "
+                          "on the command line; on the model's own score scale), measured with `python bench/judge_calibration.py RACE/dev/middle "
                           f"--judge {judge}`")
 
 
