@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import results  # noqa: E402  (bench/results.py)
 from advrace.core.examples import MCExample  # noqa: E402
 from advrace.formats import load  # noqa: E402
-from advrace.models.judge import AnswerabilityJudge, load_judge  # noqa: E402
+from advrace.models.judge import TOLERANCE, AnswerabilityJudge, load_judge  # noqa: E402
 
 MARGINS = (-1.0, -0.5, -0.3, -0.2, -0.1, -0.05, 0.0, 0.05, 0.1, 0.2)
 
@@ -44,7 +44,7 @@ def gaps(judge: AnswerabilityJudge, examples: list) -> list[float]:
 
 
 def refusal_rate(values: list[float], margin: float) -> float:
-    return sum(v >= -margin for v in values) / max(len(values), 1)
+    return sum(v >= -margin - TOLERANCE for v in values) / max(len(values), 1)  # the judge's own rule
 
 
 def calibrate(values: list[float], target: float) -> float:
@@ -105,7 +105,8 @@ def main(argv=None) -> int:
         invalid = [v[0].refused for (_, _, ok), v in zip(items, verdicts) if not ok]
         valid = [v[0].refused for (_, _, ok), v in zip(items, verdicts) if ok]
         # at margin 0 (refuse whatever it rates at least as likely as the gold): the best it could do
-        zero = [v[0].candidate >= v[0].gold for v in verdicts]
+        judge.margin = 0.0
+        zero = [judge.refuses(v[0].candidate, v[0].gold) for v in verdicts]
         inv0 = [z for (_, _, ok), z in zip(items, zero) if not ok]
         val0 = [z for (_, _, ok), z in zip(items, zero) if ok]
         print(f"  second_right_answer corpus at {margin:+.3f}: refuses {sum(invalid)} of {len(invalid)} invalid "

@@ -16,7 +16,7 @@ from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.models.decoders.llm_scoring import load_causal_scorer
-from advrace.models.judge import FLAG, load_judge
+from advrace.models.judge import FLAG, TOLERANCE, load_judge
 from advrace.release import build_release, read_split
 from conftest import PASSAGE, make_race_dir, make_tokenizer, save_tiny_llama, tiny
 from advrace.training import train
@@ -54,7 +54,7 @@ def test_the_rule_refuses_the_gold_itself_and_keeps_a_candidate_rated_far_below(
     assert again[0].refused  # rated as likely as the gold: refused at any margin >= 0
     kept = [c for c, v in zip(CANDIDATES, again[1:]) if not v.refused]
     assert CANDIDATES[verdicts[1:].index(low)] in kept
-    assert [v.refused for v in again[1:]] == [v.candidate >= gold - judge.margin for v in verdicts[1:]]
+    assert [v.refused for v in again[1:]] == [v.candidate >= gold - judge.margin - TOLERANCE for v in verdicts[1:]]
     assert judge.judge([(WHERE, [])]) == [[]]
     assert again == judge.judge([(WHERE, [WHERE.answer, *CANDIDATES])])[0]  # deterministic
 
@@ -77,7 +77,7 @@ def test_the_config_key_reaches_the_attack_and_refuses_what_the_judge_rates_abov
     attack = planted(setup, judge=setup["llama"], judge_margin=margin)
     out = attack.apply_batch([WHERE])[0]
     record = out.example.provenance[-1].distractors
-    refused = [c for c in passed if by_text[c].candidate >= gold - margin]
+    refused = [c for c in passed if by_text[c].candidate >= gold - margin - TOLERANCE]
     assert top in refused and top not in record.new
     assert record.rejected[FLAG] == len(refused)
     info = attack.describe()
@@ -115,7 +115,7 @@ def test_audit_judge_flags_the_distractor_it_rates_highest_and_names_itself(setu
     verdicts = [v for (v,) in judge.judge([(src, [d]) for src, d, _ in new])]
     gaps = [v.gold - v.candidate for v in verdicts]
     margin = min(gaps)  # refuses the new distractor rated closest to (or above) its gold, and ties
-    expected = sorted({i for (_, _, i), g in zip(new, gaps) if g <= margin})
+    expected = sorted({i for (_, _, i), g in zip(new, gaps) if g <= margin + TOLERANCE})
     assert main(["audit", str(out)]) == 0
     capsys.readouterr()
     assert main(["audit", str(out), "--details", "--judge", setup["llama"], "--judge-margin", repr(margin)]) == 1
@@ -148,7 +148,7 @@ def test_a_built_in_reader_judges_on_its_own_scale_with_its_calibrated_margin():
     assert judge.margin == CALIBRATED["sliding-window"] and not judge.per_char
     (verdicts,) = judge.judge([(WHERE, [WHERE.answer, "By the sea"])])
     assert verdicts[0].candidate == verdicts[0].gold
-    assert [v.refused for v in verdicts] == [v.candidate >= v.gold - judge.margin for v in verdicts]
+    assert [v.refused for v in verdicts] == [v.candidate >= v.gold - judge.margin - TOLERANCE for v in verdicts]
     assert judge.describe() == {"name": "sliding-window", "margin": judge.margin, "score": "option score"}
 
 

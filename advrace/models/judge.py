@@ -42,6 +42,10 @@ CALIBRATED: dict[str, float] = {"smollm2": -1.45, "similarity": -0.175, "sliding
 RECALL: dict[str, tuple[int, int, int, int]] = {"smollm2": (0, 14, 0, 14), "similarity": (0, 14, 0, 14),
                                                  "sliding-window": (1, 14, 0, 14)}
 FLAG = "judged a right answer"
+# One text scored twice (as the gold and as a candidate) differs in its last float bits with its place
+# in a packed batch (SmolLM2: 3e-7): scores this close count as equal, so the gold restated is refused
+# at margin 0 on any batch shape.
+TOLERANCE = 1e-5
 
 
 def check_judge_config(judge: str | None, margin: float | None, where: str, folder: str | None = None) -> None:
@@ -95,7 +99,8 @@ class AnswerabilityJudge:
         return rows
 
     def refuses(self, candidate: float, gold: float) -> bool:
-        return candidate >= gold - self.margin
+        """score(candidate) >= score(gold) - margin, up to float noise (`TOLERANCE`)."""
+        return candidate >= gold - self.margin - TOLERANCE
 
     def judge(self, items: list[tuple[MCExample, list[str]]], progress: bool = False) -> list[list[Verdict]]:
         """Per (question, candidates): a Verdict for each candidate, scored as an option of the
