@@ -159,7 +159,8 @@ def _parser() -> argparse.ArgumentParser:
                         "the gold, less the margin (a multiple-choice checkpoint, a built-in reader, a causal LM "
                         "folder, `smollm2` or a Hub name; see docs/audit.md, 'The answerability judge')")
     a.add_argument("--judge-margin", type=float, metavar="M",
-                   help="the judge's margin on its own scale (default: the calibrated one, for smollm2 and the built-in readers only)")
+                   help="the judge's margin on its own scale (default: the calibrated one, for smollm2 and the "
+                        "built-in readers only)")
 
     sub.add_parser("attacks", help="list the available attacks and their default configs")
 

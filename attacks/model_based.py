@@ -5,12 +5,11 @@ A subclass proposes ranked candidate distractors for a batch of questions (`cand
 class filters them (advrace.core.checks: a new distractor must not be the answer in other words,
 a sentence the passage states where the question asks what it states, about nothing in the
 passage, or give itself away by its form), optionally asks an answerability judge
-(advrace.models.judge) to refuse a candidate it rates as good an answer as the gold, re-ranks the
-survivors by a reader's scores
-(SWAG's adversarial filtering), chooses three per question (`select`), keeps an original
-distractor for each one it could not fill (counted), optionally shuffles the options with the
-question's own seeded generator (the label follows the answer), and records old and new
-distractors and the rejections by reason in the provenance.
+(advrace.models.judge) to refuse a candidate it rates as good an answer as the gold, optionally
+re-ranks the survivors by a reader's scores (SWAG's adversarial filtering), chooses three per
+question (`select`), keeps an original distractor for each one it could not fill (counted),
+optionally shuffles the options with the question's own seeded generator (the label follows the
+answer), and records old and new distractors and the rejections by reason in the provenance.
 """
 
 from __future__ import annotations
@@ -79,7 +78,8 @@ class DistractorAttackConfig:
     select_with_max_length: int = 512  # tokens per option, for a checkpoint reader
     # An answerability judge (advrace.models.judge): a multiple-choice checkpoint, a built-in reader,
     # a causal LM (folder, `smollm2` or Hub name) that refuses a candidate it rates at least as likely
-    # as the gold, less `judge_margin` (on its own scale; None: the calibrated one, smollm2 and the built-in readers only).
+    # as the gold, less `judge_margin` (on its own scale; None: the calibrated one, for smollm2 and
+    # the built-in readers only).
     judge: str | None = None
     judge_margin: float | None = None
 
