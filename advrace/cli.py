@@ -16,7 +16,7 @@ from advrace.core.cli_types import comma_list
 from advrace.core.config import load_config, with_overrides, with_settings
 from advrace.core.environment import (LOCK_NAME, check_lock, default_lock, package_versions, python_version,
                                       version_differences)
-from advrace.core.errors import AdvraceError
+from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.text import plural
 from advrace.evaluation import add_evaluate_parser
 from advrace.evaluation.compare import add_compare_parser
@@ -154,6 +154,13 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("release", help="release folder")
     a.add_argument("--split", type=comma_list, help="split(s) to audit (default: every attacked one)")
     a.add_argument("--details", action="store_true", help="list each flagged question's id and reason")
+    a.add_argument("--judge", metavar="MODEL",
+                   help="also refuse a DE or DG split's new distractor that MODEL rates at least as likely as "
+                        "the gold, less the margin (a multiple-choice checkpoint, a built-in reader, a causal LM "
+                        "folder, `smollm2` or a Hub name; see docs/audit.md, 'The answerability judge')")
+    a.add_argument("--judge-margin", type=float, metavar="M",
+                   help="the judge's margin on its own scale (default: the calibrated one, for smollm2 and the "
+                        "built-in readers only)")
 
     sub.add_parser("attacks", help="list the available attacks and their default configs")
 
@@ -256,7 +263,15 @@ def _env(args) -> int:
 
 
 def _audit(args) -> int:
-    audits = audit_release(args.release, args.split)
+    ctx = None
+    if args.judge_margin is not None and args.judge is None:
+        raise ConfigError("--judge-margin needs --judge MODEL")
+    if args.judge is not None:
+        from advrace.models.judge import load_judge  # deferred: start-up time (torch)
+        from advrace.release.audit import AuditContext
+
+        ctx = AuditContext(judge=load_judge(args.judge, args.judge_margin, where="--judge"))
+    audits = audit_release(args.release, args.split, ctx)
     flagged = sum(a.counts()["flagged"] for a in audits.values())
     print(f"{args.release}: audited {plural(len(audits), 'split')}, {plural(flagged, 'question')} flagged")
     for split, audit in audits.items():

@@ -4,11 +4,12 @@ over a whole split, and the replacement of the three distractors (AdvRACE sectio
 A subclass proposes ranked candidate distractors for a batch of questions (`candidates`); this
 class filters them (advrace.core.checks: a new distractor must not be the answer in other words,
 a sentence the passage states where the question asks what it states, about nothing in the
-passage, or give itself away by its form), optionally re-ranks the survivors by a reader's scores
-(SWAG's adversarial filtering), chooses three per question (`select`), keeps an original
-distractor for each one it could not fill (counted), optionally shuffles the options with the
-question's own seeded generator (the label follows the answer), and records old and new
-distractors and the rejections by reason in the provenance.
+passage, or give itself away by its form), optionally asks an answerability judge
+(advrace.models.judge) to refuse a candidate it rates as good an answer as the gold, optionally
+re-ranks the survivors by a reader's scores (SWAG's adversarial filtering), chooses three per
+question (`select`), keeps an original distractor for each one it could not fill (counted),
+optionally shuffles the options with the question's own seeded generator (the label follows the
+answer), and records old and new distractors and the rejections by reason in the provenance.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from advrace.core.text import count_words
 from advrace.core.validity import same_option
 from advrace.models.encoders.mc_scoring import make_mc_scorer
 from advrace.models.encoders.paraphrase import paraphrase_cosines
+from advrace.models.judge import FLAG as JUDGED, check_judge_config, load_judge, margin_for
 from advrace.models.encoders.readers import READERS, is_builtin_reader
 from advrace.models.runtime.checkpoint_info import training_info
 from advrace.models.runtime.loading import MINILM, checkpoint_name
@@ -74,6 +76,12 @@ class DistractorAttackConfig:
     select_with: str | None = None
     select_with_pool: int = 20  # how many of the best-ranked passing candidates the reader scores
     select_with_max_length: int = 512  # tokens per option, for a checkpoint reader
+    # An answerability judge (advrace.models.judge): a multiple-choice checkpoint, a built-in reader,
+    # a causal LM (folder, `smollm2` or Hub name) that refuses a candidate it rates at least as likely
+    # as the gold, less `judge_margin` (on its own scale; None: the calibrated one, for smollm2 and
+    # the built-in readers only).
+    judge: str | None = None
+    judge_margin: float | None = None
 
 
 def checkpoint_sha256(path: str | Path) -> str | None:
@@ -154,7 +162,7 @@ def _minilm_version() -> str:
 SELECTION_FIELDS = frozenset({"shuffle", "max_overlap_answer", "match_answer_format", "max_answer_cosine",
                               "reject_stated_in_passage", "min_grounded_share", "reject_form_giveaways",
                               "negated_questions",
-                              "select_with", "select_with_pool", "select_with_max_length",
+                              "select_with", "select_with_pool", "select_with_max_length", "judge", "judge_margin",
                               "max_overlap_each_other", "min_jaccard_distance"})
 
 
@@ -232,6 +240,7 @@ class DistractorAttack(CheckpointAttack):
                               f"not {cfg.negated_questions!r}")
         if cfg.select_with_pool < 1 or cfg.select_with_max_length < 8:
             raise ConfigError(f"{what}: select_with_pool must be at least 1 and select_with_max_length at least 8")
+        check_judge_config(cfg.judge, cfg.judge_margin, what)
 
     @abstractmethod
     def candidates(self, examples: list, progress: bool = False) -> list[list[str]]:
@@ -267,9 +276,32 @@ class DistractorAttack(CheckpointAttack):
                                     for name in models_named(cfg.select_with)]
         return self._select_readers
 
+    @functools.cached_property
+    def judge_info(self) -> dict | None:
+        """The judge by a portable name, its folder's sha256 and the margin used; None without one."""
+        cfg = self.config
+        if cfg.judge is None:
+            return None
+        sha = None if is_builtin_reader(cfg.judge) else checkpoint_sha256(cfg.judge)
+        return {"name": checkpoint_name(cfg.judge), "checkpoint_sha256": sha,
+                "margin": margin_for(cfg.judge, cfg.judge_margin)}
+
+    def _answer_judge(self):
+        """The judge, loaded once, at the precision of the attack's own model."""
+        if getattr(self, "_loaded_judge", None) is None:
+            cfg = self.config
+            self._loaded_judge = load_judge(cfg.judge, cfg.judge_margin, batch_size=cfg.batch_size, bf16=cfg.bf16,
+                                            where=f"attack {self.name!r}")
+        return self._loaded_judge
+
     def describe(self) -> dict:
-        """With a reader, the split depends on it: its name and hash, never its local path."""
+        """With a reader or a judge, the split depends on it: its name and hash, never its local path."""
         info = super().describe()
+        if self.judge_info is not None:
+            info["config"] = {**info["config"], "judge": self.judge_info["name"]}
+            info.update(model_dependent=True, judge=self.judge_info)
+        else:  # without a judge, the manifest is what it was before the key existed
+            info["config"] = {k: v for k, v in info["config"].items() if k not in ("judge", "judge_margin")}
         if self.config.max_answer_cosine is not None:
             info["paraphrase_encoder"] = {"name": MINILM, "version": _minilm_version()}
         if self.reader_info is not None:
@@ -350,6 +382,8 @@ class DistractorAttack(CheckpointAttack):
                 whys = [next(verdicts) for _ in v["passed"]]
                 v["rejected"].update(w for w in whys if w)
                 v["passed"] = [t for t, w in zip(v["passed"], whys) if not w]
+        if self.config.judge is not None:
+            self._judge_candidates(examples, vetted, progress)
         for v in vetted:
             v["rejected"] = {k: n for k, n in sorted(v["rejected"].items()) if n}
         if self.config.select_with is not None:
@@ -370,6 +404,15 @@ class DistractorAttack(CheckpointAttack):
             else:
                 passed.append(text)
         return passed
+
+    def _judge_candidates(self, examples: list, vetted: list[dict], progress: bool) -> None:
+        """The answerability judge over what the checks left, in one batched call per shard: a
+        candidate it rates at least as likely as the gold, less the margin, is a second right
+        answer to it, refused and counted as `judged a right answer`."""
+        verdicts = self._answer_judge().judge([(ex, v["passed"]) for ex, v in zip(examples, vetted)], progress)
+        for v, said in zip(vetted, verdicts):
+            v["rejected"][JUDGED] += sum(s.refused for s in said)
+            v["passed"] = [t for t, s in zip(v["passed"], said) if not s.refused]
 
     def _rank_by_reader(self, examples: list, vetted: list[dict], progress: bool) -> None:
         """SWAG's adversarial filtering (Zellers et al., 2018): the reader scores the best

@@ -38,7 +38,7 @@ MODEL = "model"
 # Settings of an attack's config (or a release's `resources`) that name files, folders or models:
 # the models by these keys, files and folders by their endings. A third-party attack names its
 # path settings so too.
-MODEL_KEYS = frozenset({"model", "select_with", "tokenizer"})
+MODEL_KEYS = frozenset({"model", "select_with", "tokenizer", "judge"})
 PATH_ENDINGS = ("_path", "_dir", "_file")
 
 # A Hub model id: `name` or `owner/name` (what advrace.models.runtime.loading reads from the Hub).

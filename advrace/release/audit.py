@@ -54,6 +54,7 @@ ECHO = REGISTRY["echoes_question"].flag
 NEGATED = REGISTRY["negated_question"].flag
 NEGATION_HINT = REGISTRY["negation_hint"].flag
 UNKNOWN_WORD = "word form not in the lexicon"
+JUDGED = "judged a right answer"  # advrace.models.judge.FLAG, not imported: start-up time (torch)
 WH_LEFT = "wh-word left in a statement"
 
 Flag = tuple[int, str, str]
@@ -248,6 +249,13 @@ def check_options(sources: list, examples: list, ctx) -> Iterable[Flag]:
         for (i, subject), why in zip(later, check.refuse_many([s for _, s in later], ctx, settings)):
             if why:
                 yield i, check.flag, f"{subject.text!r} {why} {subject.example.answer!r}"
+    if ctx.judge is not None and later:  # `advrace audit --judge`: a model's opinion, after the checks
+        verdicts = ctx.judge.judge([(s.example, [s.text]) for _, s in later])
+        for (i, subject), (verdict,) in zip(later, verdicts):
+            if verdict.refused:
+                yield i, JUDGED, (f"{subject.text!r} scored {verdict.candidate:.4g} against the gold "
+                                  f"{subject.example.answer!r}'s {verdict.gold:.4g} by {ctx.judge.name} "
+                                  f"(margin {ctx.judge.margin:g})")
 
 
 # --------------------------------------------------------------------------- the registry
@@ -303,6 +311,8 @@ class AuditContext:
     attack: str = ""
     settings: dict = field(default_factory=dict)
     _cosines: Callable | None = None
+    # an answerability judge (advrace.models.judge.AnswerabilityJudge) for DE and DG splits, or None
+    judge: object = None
 
     @property
     def stopwords(self):
@@ -380,7 +390,16 @@ def audit_split(attack: str, sources: list, examples: list, ctx: AuditContext,
     for src, ex in zip(sources, examples):
         if src.source_id != ex.source_id:
             raise ConfigError(f"audit of {attack!r}: {ex.id} was not made from {src.id}")
-    result = SplitAudit(attack, checked=len(examples), unchecked=UNCHECKED.get(attack, ()))
+    unchecked = UNCHECKED.get(attack, ())
+    built_with = (config or {}).get("judge")
+    if ctx.judge is not None and check_options in CHECKS.get(attack, ()):
+        unchecked = tuple(f"{kind}, beyond what {ctx.judge.note()}" for kind in unchecked)
+    elif built_with:  # the attack's own judge refused some while building: say whose opinion that was
+        margin = (config or {}).get("judge_margin")
+        said = "its calibrated margin" if margin is None else f"margin {margin:g}"
+        unchecked = tuple(f"{kind}, beyond what the attack's judge {built_with} ({said}) refused; its recall on "
+                          "the validity corpus: docs/results.md (`bench/judge_calibration.py`)" for kind in unchecked)
+    result = SplitAudit(attack, checked=len(examples), unchecked=unchecked)
     ctx = ctx.for_split(attack, config)
     for check in [check_edits, *CHECKS.get(attack, ())]:
         for index, name, detail in check(sources, examples, ctx):
