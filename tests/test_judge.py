@@ -36,7 +36,8 @@ def setup(tmp_path_factory):
     llama = save_tiny_llama(AutoTokenizer.from_pretrained(tok), root / "llama")
     de = train(tiny(tok, race, root / "de", objective="span_extraction", max_length=48, doc_stride=16,
                     epochs=2), progress=False)
-    return {"race": race, "llama": llama, "de": de["final"], "root": root}
+    mc = train(tiny(tok, race, root / "mc", epochs=1), progress=False)  # a multiple-choice checkpoint
+    return {"race": race, "llama": llama, "de": de["final"], "mc": mc["final"], "root": root}
 
 
 def test_the_rule_refuses_the_gold_itself_and_keeps_a_candidate_rated_far_below(setup):
@@ -150,6 +151,20 @@ def test_a_built_in_reader_judges_on_its_own_scale_with_its_calibrated_margin():
     assert verdicts[0].candidate == verdicts[0].gold
     assert [v.refused for v in verdicts] == [v.candidate >= v.gold - judge.margin - TOLERANCE for v in verdicts]
     assert judge.describe() == {"name": "sliding-window", "margin": judge.margin, "score": "option score"}
+
+
+def test_a_multiple_choice_checkpoint_judges_by_its_option_logits_and_needs_a_margin(setup):
+    with pytest.raises(ConfigError, match="judge_margin"):
+        load_judge(setup["mc"])  # no calibrated default: its scale is its own
+    judge = load_judge(setup["mc"], 0.0)
+    assert not judge.per_char
+    (verdicts,) = judge.judge([(WHERE, [WHERE.answer, *CANDIDATES])])
+    assert len(verdicts) == 1 + len(CANDIDATES) and verdicts[0].refused  # the gold restated, at margin 0
+    spread = max(abs(v.candidate - v.gold) for v in verdicts) + 1.0
+    judge.margin = spread  # everything within the spread of the gold: all refused
+    assert all(v.refused for v in judge.judge([(WHERE, CANDIDATES)])[0])
+    judge.margin = -spread  # only what it rates far above the gold: none here
+    assert not any(v.refused for v in judge.judge([(WHERE, [WHERE.answer, *CANDIDATES])])[0])
 
 
 @pytest.mark.slow
