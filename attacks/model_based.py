@@ -286,13 +286,12 @@ class DistractorAttack(CheckpointAttack):
         return {"name": checkpoint_name(cfg.judge), "checkpoint_sha256": sha,
                 "margin": margin_for(cfg.judge, cfg.judge_margin)}
 
-    def _answer_judge(self):
+    @functools.cached_property
+    def answer_judge(self):
         """The judge, loaded once, at the precision of the attack's own model."""
-        if getattr(self, "_loaded_judge", None) is None:
-            cfg = self.config
-            self._loaded_judge = load_judge(cfg.judge, cfg.judge_margin, batch_size=cfg.batch_size, bf16=cfg.bf16,
-                                            where=f"attack {self.name!r}")
-        return self._loaded_judge
+        cfg = self.config
+        return load_judge(cfg.judge, cfg.judge_margin, batch_size=cfg.batch_size, bf16=cfg.bf16,
+                          where=f"attack {self.name!r}")
 
     def describe(self) -> dict:
         """With a reader or a judge, the split depends on it: its name and hash, never its local path."""
@@ -409,7 +408,7 @@ class DistractorAttack(CheckpointAttack):
         """The answerability judge over what the checks left, in one batched call per shard: a
         candidate it rates at least as likely as the gold, less the margin, is a second right
         answer to it, refused and counted as `judged a right answer`."""
-        verdicts = self._answer_judge().judge([(ex, v["passed"]) for ex, v in zip(examples, vetted)], progress)
+        verdicts = self.answer_judge.judge([(ex, v["passed"]) for ex, v in zip(examples, vetted)], progress)
         for v, said in zip(vetted, verdicts):
             v["rejected"][JUDGED] += sum(s.refused for s in said)
             v["passed"] = [t for t, s in zip(v["passed"], said) if not s.refused]

@@ -238,11 +238,7 @@ ANSWER_FIELDS = ("choice", "answer_text", "answer_start", "unanswerable", "reaso
 def annotations_sha256(conn, person_id: int | None = None) -> str:
     """The sha256 of what was answered (annotator, item's record id and the answer's fields; not
     when or how often it was saved), of one person or of everyone."""
-    rows = conn.execute(
-        "SELECT p.name AS annotator, i.record_id, " + ", ".join(f"a.{f}" for f in ANSWER_FIELDS) + " "
-        "FROM annotations a JOIN people p ON p.id = a.person_id JOIN items i ON i.id = a.item_id "
-        "WHERE ? IS NULL OR a.person_id = ? ORDER BY i.record_id, p.name", (person_id, person_id)).fetchall()
-    return rows_sha256([dict(r) for r in rows])
+    return rows_sha256([answer_row(a) for a in annotations(conn) if person_id is None or a["person_id"] == person_id])
 
 
 def answer_row(annotation: dict) -> dict:

@@ -206,7 +206,7 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
         "invalid": DROPPED if drop else PUT_BACK,
         "splits": significant_floats(per_split),
     }
-    derive_release(release_dir, out_dir, changed, {"validation": validation})
+    derive_release(release_dir, out_dir, changed, {"validation": validation}, source_manifest=manifest)
     return validation
 
 

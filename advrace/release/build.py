@@ -143,17 +143,19 @@ def write_release(split_examples: dict[str, list], out_dir: str | Path, *, name:
 
 
 def derive_release(release_dir: str | Path, out_dir: str | Path, changed: dict[str, tuple[list, list[bool], Counter]],
-                   extra: dict) -> dict:
+                   extra: dict, source_manifest: dict | None = None) -> dict:
     """A new release from an intact one: the splits in `changed` replaced by (examples, perturbed
     flags, the reasons of the examples it newly leaves unperturbed), every other file rewritten from the source
     unchanged, and `extra` (`validation`, say) added to the manifest and so to the card. Every
     split's sha256, stats and the card are made again, so `advrace verify` checks it as any
-    release; the source's environment, source and configs are kept, since they made the bytes."""
+    release; the source's environment, source and configs are kept, since they made the bytes.
+    `source_manifest`: what `check_release` returned for the source, where the caller has checked
+    it already (it hashes every file)."""
     out, src = Path(out_dir), Path(release_dir)
     if out.resolve() == src.resolve():
         raise ConfigError(f"{out}: is the source release; write the new release to another --out")
     check_replaceable(out, "manifest.json", "release")
-    source_manifest = check_release(src)
+    source_manifest = source_manifest or check_release(src)
     stats = json.loads((src / "stats.json").read_text(encoding="utf-8"))
     originals = {ex.source_id: ex for ex in read_split(src, ORIGINAL)}
     manifest = {**source_manifest, "format_version": FORMAT_VERSION, "splits": {}, "files": {}, **extra}
