@@ -398,3 +398,27 @@ def test_training_mixed_precision(runs, objective, bf16):
         fp32 = load_file(str(Path(runs(objective, "no")["final"]) / "model.safetensors"))
         diffs = [(weights[k] - fp32[k]).abs().max().item() for k in fp32]
         assert 0 < max(diffs) < 0.05
+
+
+# --------------------------------------------------------------------------- answerability judge
+
+
+@pytest.mark.parametrize("kind", ["mc", "lm"])
+@pytest.mark.parametrize("bf16", PRECISIONS)
+def test_answerability_judge(setup, bf16, kind):
+    """The judge at the attack's precision: fp32's scores are the scorer's own; bf16's differ by
+    little; the gold restated is refused at margin 0 in both."""
+    from advrace.models.judge import load_judge
+
+    ex = setup["examples"][0]
+    judge = load_judge(setup[kind], 0.0, bf16=bf16, batch_size=2)
+    assert judge.scorer.bf16 is bf16
+    others = [o for i, o in enumerate(ex.options) if i != ex.label]
+    (verdicts,) = judge.judge([(ex, [ex.answer, *others])])
+    assert verdicts[0].refused and all(_finite([v.candidate, v.gold]) for v in verdicts)
+    fp32 = load_judge(setup[kind], 0.0, bf16=False, batch_size=2).judge([(ex, [ex.answer, *others])])[0]
+    got, want = [v.candidate for v in verdicts], [v.candidate for v in fp32]
+    if bf16:
+        assert got == pytest.approx(want, abs=0.05) and got != pytest.approx(want, abs=1e-7)
+    else:
+        assert got == want
