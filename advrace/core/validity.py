@@ -409,6 +409,12 @@ OPTION_REFERENCE_RE = re.compile(
     r"|\b[A-D]\s*(?:,|and|or|&)\s*[A-D]\b|^\s*[A-D]\s*[.)]?\s*$", re.IGNORECASE)
 
 
+# RACE's passages often lack the space after a full stop ("on April l.Those who try"): a span
+# across two such sentences glues a word to a capitalised one (its first letter capitalised where
+# the span starts there: "L.Those who try")
+_GLUED_BREAK_RE = re.compile(r"\b([A-Za-z][a-z]*)[.!?][A-Z][a-z]")
+
+
 def runs_into_next_sentence(text: str) -> bool:
     """Whether a sentence ends inside the text and another begins (a span cut across two)."""
     for m in _INNER_BREAK_RE.finditer(text.strip()):
@@ -416,7 +422,7 @@ def runs_into_next_sentence(text: str) -> bool:
         if m.group(2) == "." and (word.lower() in ABBREVIATIONS or len(word) == 1):
             continue
         return True
-    return False
+    return any(m.group(1).lower() not in ABBREVIATIONS for m in _GLUED_BREAK_RE.finditer(text))
 
 
 def refers_to_options(text: str) -> bool:
