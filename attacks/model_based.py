@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
 
-from advrace.core.checks import OPTION, QUESTION, Subject, TextContext, checks_for, first_refusal
+from advrace.core.checks import JUDGED, OPTION, QUESTION, Subject, TextContext, checks_for, first_refusal
 from advrace.core.checks.options import DEFAULTS, NEGATED_MODES
 from advrace.core.distractors import jaccard_distance, match_format, replace_distractors, token_overlap
 from advrace.core.errors import ConfigError
@@ -38,7 +38,7 @@ from advrace.core.text import count_words
 from advrace.core.validity import same_option
 from advrace.models.encoders.mc_scoring import make_mc_scorer
 from advrace.models.encoders.paraphrase import paraphrase_cosines
-from advrace.models.judge import FLAG as JUDGED, check_judge_config, load_judge, margin_for
+from advrace.models.judge import check_judge_config, load_judge, margin_for
 from advrace.models.encoders.readers import READERS, is_builtin_reader
 from advrace.models.runtime.checkpoint_info import training_info
 from advrace.models.runtime.loading import MINILM, checkpoint_name

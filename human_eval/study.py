@@ -14,7 +14,7 @@ from advrace.core.errors import ConfigError
 from advrace.core.seeding import seeded_rng
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.evaluation.report import split_kinds
-from advrace.release import check_release, perturbed_flags, read_split
+from advrace.release import check_release, read_split, split_records
 
 from . import store
 
@@ -62,8 +62,7 @@ def default_splits(manifest: dict) -> tuple[list[str], list[str]]:
 
 def changed_items(release_dir, split: str) -> list:
     """The examples of a split that its attack changed (`perturbed: true`), in file order."""
-    flags = perturbed_flags(release_dir, split)
-    return [ex for ex in read_split(release_dir, split) if flags[ex.id]]
+    return [ex for record, ex in split_records(release_dir, split) if record.get("perturbed")]
 
 
 def assignment(item_ids: list[int], names: list[str], judgements: int, seed: int) -> dict[str, list[int]]:

@@ -23,7 +23,7 @@ from advrace.core.errors import ConfigError, VerifyError
 from advrace.core.numbers import significant_floats
 from advrace.core.provenance import INVALID, UNVALIDATED, VALID, Validated, Vote
 from advrace.core.text import plural
-from advrace.release import ORIGINAL, check_release, perturbed_flags, read_split
+from advrace.release import ORIGINAL, check_release, read_split, split_records
 from advrace.release.build import derive_release
 
 from . import store
@@ -171,9 +171,10 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     originals = {ex.source_id: ex for ex in read_split(release_dir, ORIGINAL)}
     changed, per_split = {}, {}
     for split in study.meta["splits"]:
-        flags = perturbed_flags(release_dir, split)
+        flags = {}
         exs, kept_flags, verdicts = [], [], Counter()
-        for ex in read_split(release_dir, split):
+        for record, ex in split_records(release_dir, split):
+            flags[ex.id] = bool(record.get("perturbed"))
             if not flags[ex.id]:
                 exs.append(ex)
                 kept_flags.append(False)

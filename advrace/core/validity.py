@@ -197,10 +197,11 @@ def nearly_stated(text: str, passage: str, stopwords: Iterable[str], *, min_word
     marks, negations = _meaning_marks(cand), _negations(cand)
     for sent in _sentence_tokens(passage):
         bare = [_bare(w) for w in sent]
-        if not needed <= {suffix_stem(b) for b in bare}:
+        stemmed = [suffix_stem(b) for b in bare]
+        if not needed <= set(stemmed):
             continue
         # the sentence's content words, by stem, with their positions in it
-        keyed = [(i, suffix_stem(b)) for i, b in enumerate(bare) if b.isalnum() and b not in stop]
+        keyed = [(i, stemmed[i]) for i, b in enumerate(bare) if b.isalnum() and b not in stop]
         stems = [k for _, k in keyed]
         for j in range(len(stems) - len(content) + 1):
             if stems[j:j + len(content)] != content:
@@ -344,10 +345,10 @@ def cut_inside_word(candidate: str, passage: str, known_word: Callable[[str], bo
         return None
     pieces = cand.split()
     pattern = re.compile(r"\s+".join(map(re.escape, pieces)), re.IGNORECASE)
+    first, last = words(pieces[0])[:1], words(pieces[-1])[-1:]
     cut = None
     for m in pattern.finditer(passage):
         before, after = passage[max(0, m.start() - 2):m.start()], passage[m.end():m.end() + 3]
-        first, last = words(pieces[0])[:1], words(pieces[-1])[-1:]
         found = [w for w, broken in ((first, re.search(r"[^\W\d]['’]?$", before)),
                                      (last, re.match(r"[^\W\d]|['’]t\b", after))) if broken and w]
         found = [w[0] for w in found if w[0].isalpha() and not (known_word and known_word(w[0].lower()))]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from advrace.core.checks import JUDGED as FLAG
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.paths import looks_like_model_name
@@ -41,7 +42,6 @@ CALIBRATED: dict[str, float] = {"smollm2": -1.45, "similarity": -0.175, "sliding
 # `not checked:` line says of the judge (refused invalid items, of all; refused valid twins, of all).
 RECALL: dict[str, tuple[int, int, int, int]] = {"smollm2": (0, 14, 0, 14), "similarity": (0, 14, 0, 14),
                                                  "sliding-window": (1, 14, 0, 14)}
-FLAG = "judged a right answer"
 # One text scored twice (as the gold and as a candidate) differs in its last float bits with its place
 # in a packed batch (SmolLM2: 3e-7): scores this close count as equal, so the gold restated is refused
 # at margin 0 on any batch shape.

@@ -16,7 +16,7 @@ lm-evaluation-harness task folder).
 """
 
 from advrace.release.records import (FORMAT_VERSION, NO_ATTACK, dumps, from_record, in_split, perturbed_flags,
-                                     read_split, sha256_file, split_file, squad_json, to_record)
+                                     read_split, sha256_file, split_file, split_records, squad_json, to_record)
 from advrace.release.stats import split_stats
 from advrace.release.card import dataset_card
 from advrace.release.runner import ORIGINAL
@@ -32,6 +32,6 @@ __all__ = [
     "load_manifest", "verify_release", "check_release",
     "export_advrace", "export_lm_eval", "LmEvalExport",
     "AuditContext", "audit_release", "audit_split", "register_checks", "register_unchecked",
-    "split_file", "read_split", "perturbed_flags", "to_record", "from_record", "in_split", "squad_json", "dumps", "sha256_file",
+    "split_file", "read_split", "split_records", "perturbed_flags", "to_record", "from_record", "in_split", "squad_json", "dumps", "sha256_file",
     "split_stats", "dataset_card",
 ]

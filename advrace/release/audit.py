@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from advrace.core.checks import OPTION, QUESTION, REGISTRY, SENTENCE, Subject, checks_for
+from advrace.core.checks import JUDGED, OPTION, QUESTION, REGISTRY, SENTENCE, Subject, checks_for
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.numbers import share_of
@@ -54,7 +54,6 @@ ECHO = REGISTRY["echoes_question"].flag
 NEGATED = REGISTRY["negated_question"].flag
 NEGATION_HINT = REGISTRY["negation_hint"].flag
 UNKNOWN_WORD = "word form not in the lexicon"
-JUDGED = "judged a right answer"  # advrace.models.judge.FLAG, not imported: start-up time (torch)
 WH_LEFT = "wh-word left in a statement"
 
 Flag = tuple[int, str, str]

@@ -30,8 +30,8 @@ from advrace.models.runtime.sharding import process_state
 from advrace.release.audit import AuditContext, audit_split
 from advrace.release.card import dataset_card
 from advrace.release.licence import identify
-from advrace.release.records import (FORMAT_VERSION, NO_ATTACK, dumps, in_split, read_split, split_file, squad_json,
-                                     to_record)
+from advrace.release.records import (FORMAT_VERSION, NO_ATTACK, dumps, in_split, split_file, split_records,
+                                     squad_json, to_record)
 from advrace.release.runner import ORIGINAL, SplitResult, check_splits, run_splits
 from advrace.release.stats import split_stats
 from advrace.release.verify import check_release
@@ -157,7 +157,8 @@ def derive_release(release_dir: str | Path, out_dir: str | Path, changed: dict[s
     check_replaceable(out, "manifest.json", "release")
     source_manifest = source_manifest or check_release(src)
     stats = json.loads((src / "stats.json").read_text(encoding="utf-8"))
-    originals = {ex.source_id: ex for ex in read_split(src, ORIGINAL)}
+    kept = {split: list(split_records(src, split)) for split in source_manifest["splits"] if split not in changed}
+    originals = {ex.source_id: ex for _, ex in kept.get(ORIGINAL) or split_records(src, ORIGINAL)}
     manifest = {**source_manifest, "format_version": FORMAT_VERSION, "splits": {}, "files": {}, **extra}
     records, placed, info = {}, {}, {}
     for split, entry in source_manifest["splits"].items():
@@ -170,9 +171,7 @@ def derive_release(release_dir: str | Path, out_dir: str | Path, changed: dict[s
             reasons = Counter(before.get("unperturbed_reasons") or {}) + reasons
             stats["splits"][split] = {**before, **split_stats(placed[split], originals, flags, reasons)}
         else:
-            placed[split] = read_split(src, split)
-            records[split] = [json.loads(line) for line in
-                              (src / entry["file"]).read_text(encoding="utf-8").splitlines() if line.strip()]
+            records[split], placed[split] = [r for r, _ in kept[split]], [ex for _, ex in kept[split]]
             if source_manifest["format_version"] != FORMAT_VERSION:  # written again in this format
                 records[split] = [to_record(ex, split, r["attack"], r["perturbed"])
                                   for ex, r in zip(placed[split], records[split])]

@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
+from typing import Iterator
 
 from advrace import __version__
 from advrace.core.errors import AdvraceError, ConfigError
@@ -92,13 +93,21 @@ def from_record(record: dict, version: int = FORMAT_VERSION, where: str = "recor
 
 def read_split(release_dir: str | Path, split: str) -> list:
     """The examples of one split of a release, in file order, whatever format version wrote it."""
+    return [ex for _, ex in split_records(release_dir, split)]
+
+
+def split_records(release_dir: str | Path, split: str) -> Iterator[tuple[dict, object]]:
+    """Each record of a split as written, with its example, in file order: one read for a caller
+    that needs the record too (its `perturbed` flag, its fields to copy)."""
     path = Path(release_dir) / split_file(split)
     if not path.is_file():
         raise ConfigError(f"{release_dir}: no split {split!r} (expected {path})")
     version = release_format(release_dir)
     with open(path, encoding="utf-8") as f:
-        return [from_record(json.loads(line), version, f"{path}, line {n}")
-                for n, line in enumerate(f, start=1) if line.strip()]
+        for n, line in enumerate(f, start=1):
+            if line.strip():
+                record = json.loads(line)
+                yield record, from_record(record, version, f"{path}, line {n}")
 
 
 def perturbed_flags(release_dir: str | Path, split: str) -> dict[str, bool]:

@@ -25,6 +25,9 @@ OPTION = "option"  # a new distractor beside the question's other options
 QUESTION = "question"  # a question whose options or text an attack would change
 SENTENCE = "sentence"  # a sentence an attack inserts, with its provenance record (an `AdversarialSentence`)
 SCOPES = (OPTION, QUESTION, SENTENCE)
+# The flag of the answerability judge (advrace.models.judge), which is no Check: named here so that the
+# attacks, the judge and the audit share it, and the audit names it without loading torch.
+JUDGED = "judged a right answer"
 
 
 class CheckContext(Protocol):
