@@ -356,7 +356,7 @@ class FallbackFakes:
         if lemma == noun:
             return None  # "What conjecture": "the twin prime conjecture"; other ones are the head's kin (lexfile)
         plural = head is not None and head.tag_ == "NNS"
-        kinds = self._kinds_of(noun, lemma, gold)
+        kinds = self._kinds_of(noun, lemma)
         if plural:  # a plural GloVe knows: "cancers", not "tuberculosises"
             kinds = [_plural(w) for w in kinds if _plural(w) in self.resources.glove]
         out = [self._with_determiner(w, gold, "NNS" if plural else "NN") for w in kinds]
@@ -364,7 +364,7 @@ class FallbackFakes:
         out = sorted(out, key=lambda t: self.pool.uses[t])[:k]
         return FakeChoice("asked_kind", "plural_noun" if plural else "noun", tuple(out)) if out else None
 
-    def _kinds_of(self, noun: str, lemma: str | None, gold: str) -> list[str]:
+    def _kinds_of(self, noun: str, lemma: str | None) -> list[str]:
         """Single-word hyponyms (to three levels) of the sense of the asked `noun` above the gold's
         head `lemma`, the head's closest WordNet kin first (welding: soldering before
         sterilisation), then GloVe's nearest; less the head's synonyms, hypernyms and hyponyms.

@@ -12,7 +12,7 @@ import pytest
 
 from advrace.cli import main
 from advrace.core.config import release_config_from_dict
-from advrace.core.errors import ConfigError, VerifyError
+from advrace.core.errors import ConfigError
 from advrace.core.provenance import Validated, Vote
 from advrace.human_eval import store
 from advrace.human_eval.study import create_study

@@ -12,11 +12,12 @@ import pytest
 
 from advrace.attacks import get_attack
 from advrace.cli import main
+from advrace.core.checks import JUDGED as FLAG
 from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.models.decoders.llm_scoring import load_causal_scorer
-from advrace.models.judge import FLAG, TOLERANCE, load_judge
+from advrace.models.judge import TOLERANCE, load_judge
 from advrace.release import build_release, read_split
 from conftest import PASSAGE, make_race_dir, make_tokenizer, save_tiny_llama, tiny
 from advrace.training import train

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from advrace.core.checks import JUDGED as FLAG
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.paths import looks_like_model_name
