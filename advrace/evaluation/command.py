@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 from advrace.core.atomic import check_replaceable
@@ -20,10 +22,12 @@ from advrace.evaluation.report import ORIGINAL, file_stems, write_report
 from advrace.evaluation.scoring import (check_fits, check_model_args, make_accelerator, make_scorer, mark_perturbed,
                                         score_splits, select_splits)
 from advrace.formats import load as load_data
+from advrace.formats.base import race_level
 from advrace.models.decoders import lm_eval_race
 from advrace.models.decoders.llm_prompts import LETTER
 from advrace.models.decoders.llm_scoring import GENERATION, LOGLIKELIHOOD, MC_METHODS, merge_decoding
-from advrace.models.decoders.scoring_protocol import BOS_POLICIES, LM_EVAL_RACE, PER_QUESTION, PROTOCOL_TEXT, PROTOCOLS
+from advrace.models.decoders.scoring_protocol import (BOS_POLICIES, LM_EVAL_RACE, LM_EVAL_RACE_TASK, PER_QUESTION,
+                                                       PROTOCOL_TEXT, PROTOCOLS)
 from advrace.models.encoders.readers import is_builtin_reader
 from advrace.models.runtime.loading import model_name
 from advrace.models.runtime.model_args import HELP as MODEL_ARGS_HELP
@@ -112,11 +116,62 @@ def lm_eval_race_split(release, task: str, split_examples: dict, models, kinds, 
     return {ORIGINAL: [doc.example for doc in lm_eval_race.documents(split_examples[ORIGINAL])]}
 
 
+def not_lm_evals_data(manifest: dict, scored) -> str | None:
+    """Why the articles `scored` (the last question of each) are not the data of lm-eval's race
+    task, RACE-high's test set (EleutherAI/race, config high), or None when nothing says so: RACE-
+    middle articles or ones of unknown level (read from RACE ids, `high1.txt-0`), or a release made
+    from another part of RACE than its test set."""
+    levels = Counter(race_level(ex.source_id) or "unknown" for ex in scored)
+    part = (manifest.get("source") or {}).get("split")
+    other = [plural(n, "article") + (" of unknown level (not RACE ids)" if level == "unknown" else f" of RACE-{level}")
+             for level, n in sorted(levels.items()) if level != "high"]
+    problems = [f"its {ORIGINAL} split holds {' and '.join(other)} (of {plural(sum(levels.values()), 'article')} "
+                "scored)"] if other else []
+    if part and part != "test":
+        problems.append(f"it was made from RACE's {part} set")
+    if not problems:
+        return None
+    return (f"lm-evaluation-harness's race task has RACE-high's test set only ({LM_EVAL_RACE_TASK['dataset']}), "
+            f"and this release is not that: {'; '.join(problems)}. Its number follows lm-eval's protocol on other "
+            "data, and is not comparable to lm-eval's race score")
+
+
+LM_EVAL_MODEL_TYPES = ("hf", "hf-auto", "huggingface")  # lm-eval's --model: the class that loads `pretrained`
+
+
+def take_lm_eval_settings(settings: dict, models: list, bos: str | None, max_length: int | None):
+    """(models, bos, max_length) with lm-evaluation-harness's `pretrained`, `add_bos_token` and
+    `max_length` from the model args (`settings`, from ModelArgs.parse) in place of --model,
+    --bos and --max-length; ConfigError where both are given and disagree."""
+    if "model" in settings:
+        pretrained = settings["model"]
+        if models and models != [pretrained]:
+            if len(models) == 1 and models[0] in LM_EVAL_MODEL_TYPES:
+                raise ConfigError(f"--model {models[0]} with --model-args pretrained={pretrained}: lm-evaluation-"
+                                  f"harness's --model names its model class ({models[0]}); advrace's --model is the "
+                                  f"model itself: leave out --model {models[0]}")
+            raise ConfigError(f"--model-args pretrained={pretrained} and --model {' --model '.join(map(str, models))}: "
+                              "give the model once, with --model or with pretrained= (without --model)")
+        models = [pretrained]
+    if "bos" in settings:
+        if bos not in (None, settings["bos"]):
+            raise ConfigError(f"--bos {bos} and --model-args add_bos_token "
+                              f"({'true' if settings['bos'] == 'always' else 'false'}, that is --bos {settings['bos']}) "
+                              "disagree: give one of them")
+        bos = settings["bos"]
+    if "max_length" in settings:
+        if max_length not in (None, settings["max_length"]):
+            raise ConfigError(f"--max-length {max_length} and --model-args max_length={settings['max_length']} "
+                              "disagree: give one of them")
+        max_length = settings["max_length"]
+    return models, bos or "tokenizer", max_length
+
+
 def evaluate_command(release, models=(), predictions=(), out=None, *, splits=None, batch_size: int = 16,
                      max_length: int | None = None, bf16: bool | None = None, allow_missing: bool = False,
                      progress: bool = True, accelerator=None, method: str = LOGLIKELIHOOD, few_shot: int = 0,
                      few_shot_file=None, few_shot_seed: int = 1234, chat_template: bool | None = None,
-                     bos: str = "tokenizer", model_args=None, protocol: str = PER_QUESTION) -> dict:
+                     bos: str | None = None, model_args=None, protocol: str = PER_QUESTION) -> dict:
     """Score every model and predictions file on every split; write the report to `out`.
 
     `max_length`: None scores each checkpoint at the length `advrace train` recorded for it
@@ -125,13 +180,15 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     Causal LMs: `method` (loglikelihood or letter) for multiple choice, greedy generation for
     SQuAD; `few_shot` solved questions from `few_shot_file` before each one, drawn by
     `few_shot_seed`; `chat_template` for letter choice: None applies the tokenizer's when it has one;
-    `bos`: "tokenizer" (BOS first when the tokenizer adds one by default, as lm-evaluation-harness
-    0.4.10+ does), "always" or "never". Each causal LM's source in the report holds its scoring
-    protocol (advrace.models.decoders.scoring_protocol) and what its decoding shared, ran alone and cut.
+    `bos`: "tokenizer" (None: the default; BOS first when the tokenizer adds one by default, as
+    lm-evaluation-harness 0.4.10+ does), "always" or "never". Each causal LM's source in the report
+    holds its scoring protocol (advrace.models.decoders.scoring_protocol) and what its decoding
+    shared, ran alone and cut.
     `model_args`: how every model is loaded (a ModelArgs, a `key=value,...` string or a dict; see
     advrace.models.runtime.model_args): they apply to causal LMs only, and any other model is refused
     (ConfigError, exit 2) before any model loads, as is a bad key or value. Each model's source in
-    the report records them.
+    the report records them. lm-evaluation-harness's `pretrained`, `add_bos_token` and `max_length`
+    there stand for `models`, `bos` and `max_length` (`take_lm_eval_settings`).
 
     Every model is checked against the release's task before any is scored: a checkpoint whose
     head does not fit (a span model on RACE) is refused with ConfigError (exit 2).
@@ -139,8 +196,10 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     Returns the report summary (what results.json holds). With several processes every process
     scores its shard and only the main process writes.
     """
-    model_args = ModelArgs.coerce(model_args)
-    models, predictions = list(models or ()), list(predictions or ())
+    settings: dict = {}
+    model_args = ModelArgs.coerce(model_args, settings)
+    models, bos, max_length = take_lm_eval_settings(settings, list(models or ()), bos, max_length)
+    predictions = list(predictions or ())
     if not models and not predictions:
         raise ConfigError("nothing to evaluate: give at least one --model or --predictions file")
     if model_args and not models:
@@ -176,6 +235,9 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     if protocol == LM_EVAL_RACE:
         split_examples = lm_eval_race_split(release, task, split_examples, models, kinds, predictions, method,
                                             few_shot)
+        warning = not_lm_evals_data(manifest, split_examples[ORIGINAL])
+        if warning and main:
+            print(f"warning: --protocol {LM_EVAL_RACE}: {warning}", file=sys.stderr, flush=True)
     llm = {}
     if "causal_lm" in kinds:
         pool, shot_source = few_shot_pool(few_shot_file, few_shot, read, task)
@@ -248,15 +310,17 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     model cut from the left per (prompt, option) pair as lm-eval cuts it, each cut warned and
     counted. That is not lm-eval's race number: its task has one document per article, puts the
     earlier questions with their answers in the context and scores only the last question.
-    --protocol lm-eval-race scores exactly that, on the release's original split. Every decoder
+    --protocol lm-eval-race scores exactly that, on the release's original split, as lm-eval's race
+    task version 3.0 (its blank-filling fix, lm-eval issue 835), recorded in the protocol; lm-eval's
+    task has RACE-high's test set only, and a release of other RACE data is warned about. Every decoder
     LM's entry in results.json holds its protocol record (prompt, delimiters, shots, BOS, chat
     template, truncation, maximum length, metrics, weights, release) and what its decoding shared
     or ran alone; results.md says so under "How each model was scored". An attention the shared
     prompt cache cannot be masked for (flash, flex) is refused: --model-args attn_implementation=sdpa.
 
     --model-args KEY=VALUE,...: how causal language models are loaded, as lm-evaluation-harness's
-    --model_args (less pretrained=, which is --model). dtype=auto|float32|bfloat16|float16: the
-    dtype the weights are loaded in (default float32; auto: the checkpoint's own). This is not
+    --model_args. dtype=auto|float32|bfloat16|float16: the dtype the weights are loaded in (default
+    float32, where lm-eval's default is auto: the checkpoint's own; results.md says so). This is not
     --no-bf16: bf16 autocast computes in bf16 over weights kept in fp32, and is on by default
     where the hardware has native bf16; dtype=bfloat16 stores the weights themselves in bf16 (half
     the memory) and computes in bf16 everywhere, with autocast off. device_map=auto (or balanced,
@@ -265,7 +329,14 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     process: refused under accelerate launch with several); device_map=cpu, cuda:0, ...: the
     whole model on that device. attn_implementation=eager|sdpa|flash_attention_2|flex_attention|...
     (those the installed Transformers registers). revision=BRANCH|TAG|COMMIT of a Hub model.
-    trust_remote_code=true runs the Python code a Hub repository ships (off unless given). An
+    trust_remote_code=true runs the Python code a Hub repository ships (off unless given).
+    tokenizer=FOLDER|NAME: another tokenizer than the model's own. gguf_file=FILE: read the model
+    (weights and tokenizer) from that GGUF file of its folder or Hub repository, dequantised to
+    dtype. peft=ADAPTER: put a PEFT adapter (LoRA, ...) on the model (needs `pip install peft`).
+    lm-eval's keys that are settings here: pretrained=MODEL is --model (when --model is not given),
+    add_bos_token=true|false is --bos always|never, max_length=N is --max-length N, and
+    parallelize=true is device_map=auto; its others (load_in_4bit, delta, device, ...) are refused
+    with the reason and what to use instead. An
     unknown key or a bad value exits with status 2 before any model loads; so do model args with
     a --model that is not a causal language model (a multiple-choice or span checkpoint, a
     built-in reader), since they would change nothing there. Predictions files are scored as they
@@ -316,7 +387,8 @@ def add_evaluate_parser(subparsers):
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EVALUATE_EPILOG)
     p.add_argument("release", help="release folder (checked against its manifest first)")
     p.add_argument("--model", action="append", default=[], metavar="CKPT",
-                   help="checkpoint folder or Hub name; repeat for several models")
+                   help="checkpoint folder or Hub name; repeat for several models (or, for one causal LM, "
+                        "--model-args pretrained=CKPT as in lm-evaluation-harness)")
     p.add_argument("--predictions", action="append", default=[], metavar="FILE",
                    help="predictions file: a JSON object keyed by record id, or JSON lines of "
                         "{\"id\", \"prediction\"} as in a report's predictions/; repeat for several files")
@@ -360,13 +432,15 @@ def add_evaluate_parser(subparsers):
     llm.add_argument("--protocol", choices=PROTOCOLS, default=PER_QUESTION,
                      help=f"{PER_QUESTION} (the default): {PROTOCOL_TEXT[PER_QUESTION]}; adversarial splits need "
                           f"it, since each question is attacked on its own. {LM_EVAL_RACE}: "
-                          f"{PROTOCOL_TEXT[LM_EVAL_RACE]}, to reproduce lm-eval's race number (acc) on the "
-                          "release's original split; zero-shot log-likelihood, decoder LMs only")
-    llm.add_argument("--bos", choices=BOS_POLICIES, default="tokenizer",
+                          f"{PROTOCOL_TEXT[LM_EVAL_RACE]}, to reproduce lm-eval's race number (acc; task "
+                          f"version {LM_EVAL_RACE_TASK['version']}) on the release's original split (warned unless "
+                          "it is RACE-high test, lm-eval's data); zero-shot log-likelihood, decoder LMs only")
+    llm.add_argument("--bos", choices=BOS_POLICIES, default=None,
                      help="a BOS token before each prompt: tokenizer (when the tokenizer adds one by default, "
                           "as lm-evaluation-harness 0.4.10 and later do: Llama 3, Mistral, Gemma yes; GPT-2, "
                           "SmolLM2 no), always, or never (lm-eval's add_bos_token=False). Never two: a chat "
-                          "template that writes BOS gets none more (default: tokenizer)")
+                          "template that writes BOS gets none more (default: tokenizer; --model-args "
+                          "add_bos_token=true|false is always|never)")
     p.add_argument("--allow-missing", action="store_true",
                    help="count questions missing from a predictions file as wrong instead of failing")
     p.add_argument("--quiet", action="store_true", help="no progress output")

@@ -41,6 +41,19 @@ PROTOCOL_TEXT = {
 }
 
 
+# The version of lm-evaluation-harness's race task that `lm-eval-race` reproduces (race.yaml's
+# metadata.version; lm-eval 0.4.13 ships it): version 3.0 fills in the blank of an earlier
+# question ending in "  _  ." with its answer, the fix of lm-eval's issue 835 (PR 3716). Before it
+# (2.0) the question's stem was dropped and the blank kept (" _  .dog"), so numbers of the two
+# versions differ on articles with such questions.
+LM_EVAL_RACE_TASK = {
+    "task": "race", "version": "3.0",
+    "change": "an earlier fill-in-the-blank question is written as the filled-in sentence (lm-eval issue 835, "
+              "PR 3716); version 2.0 and before dropped its stem",
+    "dataset": "EleutherAI/race, config high, split test",
+}
+
+
 def text_sha256(text: str | None) -> str | None:
     return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -68,6 +81,7 @@ class ScoringProtocol:
     truncation: str = TRUNCATION
     model: dict = field(default_factory=dict)  # name, path, weights
     release: dict = field(default_factory=dict)  # name, manifest_sha256
+    lm_eval_task: dict | None = None  # the lm-eval task version an lm-eval protocol reproduces
 
     @property
     def description(self) -> str:
@@ -100,7 +114,8 @@ def task_protocol(task_is_mc: bool, method: str, *, per_article: bool = False) -
         prompt, metrics = llm_prompts.RACE_PROMPT, ("acc", "acc_norm")
     return {"name": LM_EVAL_RACE if per_article else PER_QUESTION, "method": method, "prompt": prompt,
             "target_delimiter": llm_prompts.TARGET_DELIMITER, "fewshot_delimiter": llm_prompts.FEWSHOT_DELIMITER,
-            "metrics": metrics, "truncation": TRUNCATION}
+            "metrics": metrics, "truncation": TRUNCATION,
+            **({"lm_eval_task": dict(LM_EVAL_RACE_TASK)} if per_article else {})}
 
 
 # what two records may differ in without the numbers meaning different things
@@ -135,4 +150,18 @@ def protocol_line(protocol: dict) -> str:
             f"{protocol.get('target_delimiter')!r}, few-shot separator {protocol.get('fewshot_delimiter')!r}; "
             f"{few}; {bos}; {chat}; max length {protocol.get('max_length')} "
             f"(from {protocol.get('max_length_from')}), cut per pair from the left; metrics "
-            f"{', '.join(protocol.get('metrics') or ())}{weights}")
+            f"{', '.join(protocol.get('metrics') or ())}{weights}{_lm_eval_terms(protocol)}")
+
+
+def _lm_eval_terms(protocol: dict) -> str:
+    """What a reader comparing with lm-evaluation-harness needs besides the prompt: the task
+    version reproduced, and the weights' dtype when it is advrace's default (float32), which is
+    not lm-eval's (auto: the checkpoint's own)."""
+    task = protocol.get("lm_eval_task")
+    out = (f"; reproduces lm-eval's `{task.get('task')}` task version {task.get('version')} "
+           f"({task.get('change')}) on {task.get('dataset')}") if isinstance(task, dict) else ""
+    model = protocol.get("model") or {}
+    if isinstance(model.get("model_args"), dict) and "dtype" not in model["model_args"]:
+        out += ("; weights loaded in float32, advrace's default, where lm-eval's default dtype is auto (the "
+                "checkpoint's own): --model-args dtype=auto loads them as lm-eval does")
+    return out

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from advrace.core.errors import AdvraceError, ConfigError, ResourceMissing
 from advrace.core.paths import looks_like_model_name
-from advrace.models.runtime.model_args import ModelArgs
+from advrace.models.runtime.model_args import PEFT_HINT, ModelArgs
 from advrace.models.runtime.precision import inference_device, use_bf16
 
 MINILM = "minilm"
@@ -227,20 +227,34 @@ def checkpoint_architectures(name: str, config_kwargs: dict | None = None) -> li
     (a Hub name offline, a folder without a config)."""
     if name == SMOLLM2:
         return ["LlamaForCausalLM"]
+    gguf = (config_kwargs or {}).get("gguf_file")
     path = Path(resolve_model(name) if name == MINILM else name).expanduser()
-    if path.is_dir():
+    if path.is_dir() and not gguf:
         return saved_architectures(path) if (path / "config.json").is_file() else None
-    if not looks_like_model_name(name):
-        return None
-    refuse_near_miss(name)
+    if not path.is_dir():
+        if not looks_like_model_name(name):
+            return None
+        refuse_near_miss(name)
     try:
         from transformers import AutoConfig
 
         with transformers_quiet(logs=True):
-            names = AutoConfig.from_pretrained(name, **{**hub_keywords(), **(config_kwargs or {})}).architectures
+            config = AutoConfig.from_pretrained(str(path) if path.is_dir() else name,
+                                                **{**({} if path.is_dir() else hub_keywords()), **(config_kwargs or {})})
     except (OSError, ValueError, KeyError, ImportError):
         return None
-    return [str(a) for a in names or ()]
+    if not config.architectures and gguf:
+        return gguf_architectures(config)
+    return [str(a) for a in config.architectures or ()]
+
+
+def gguf_architectures(config) -> list[str]:
+    """A GGUF file's config names no architecture, only a model type; Transformers reads GGUF
+    weights of decoder language models alone, so the type's causal-LM class is the one."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    arch = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(config.model_type)
+    return [arch] if arch else []
 
 
 def checkpoint_kind(name: str, config_kwargs: dict | None = None) -> tuple[str | None, str | None]:
@@ -463,6 +477,43 @@ def input_device(model):
     return params[0].device if params else torch.device("cpu")
 
 
+def load_tokenizer(source: str, extra: dict, model_args: ModelArgs):
+    """The tokenizer: the model's own (from `source`, with `extra`: its GGUF file, the cache
+    alone offline), or the one `model_args.tokenizer` names."""
+    from transformers import AutoTokenizer
+
+    if model_args.tokenizer is None:
+        return AutoTokenizer.from_pretrained(source, **extra, **model_args.tokenizer_kwargs())
+    own = model_args.tokenizer
+    offline = {"local_files_only": True} if not Path(own).expanduser().is_dir() and hub_unreachable() else {}
+    return AutoTokenizer.from_pretrained(own, **offline, **model_args.tokenizer_kwargs())
+
+
+def with_adapter(model, tokenizer, adapter: str):
+    """`model` with the PEFT adapter `adapter` (a folder or Hub name) on it, as lm-evaluation-
+    harness puts one: the embeddings resized first to the tokenizer's length when the model's
+    vocabulary differs (an adapter trained with added tokens), which is said."""
+    try:
+        from peft import PeftModel
+    except ImportError:
+        raise ConfigError(f"model argument peft={adapter}: loading a PEFT adapter needs the peft package; "
+                          f"{PEFT_HINT}") from None
+    config = getattr(model.config, "text_config", None) or model.config
+    vocab = getattr(config, "vocab_size", None)
+    if vocab is not None and vocab != len(tokenizer):
+        print(f"note: embeddings resized from {vocab} to the tokenizer's {len(tokenizer)} tokens before the "
+              "adapter is put on, as lm-evaluation-harness does", file=sys.stderr, flush=True)
+        model.resize_token_embeddings(len(tokenizer))
+    offline = {"local_files_only": True} if not Path(adapter).expanduser().is_dir() and hub_unreachable() else {}
+    try:
+        return PeftModel.from_pretrained(model, adapter, **offline)
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ModelLoadError(f"model argument peft={adapter}: cannot put this PEFT adapter on the model "
+                             f"({reason}); give a folder written by a PEFT model's save_pretrained, made "
+                             "for this base model") from exc
+
+
 def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
                hint: str = "save_pretrained", *, source: str | os.PathLike | None = None,
                place: bool = True, check_heads: bool = True, wording: Wording = CHECKPOINT,
@@ -477,7 +528,8 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     process's device (its GPU under `accelerate launch`); False leaves it on the CPU, for a
     caller that places it itself. `check_heads`: refuse a folder saved with another head.
     `quiet`: no Transformers progress bars while loading, and no line about a new head.
-    `model_args`: how to load it (dtype, device_map, attention, revision, trust_remote_code; see
+    `model_args`: how to load it (dtype, device_map, attention, revision, trust_remote_code, tokenizer,
+    GGUF file, PEFT adapter; see
     advrace.models.runtime.model_args), checked before anything loads. A model placed by a device_map is
     never moved, whatever `place` says.
 
@@ -485,7 +537,6 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     with another head, ModelLoadError (exit status 3) for one that would not load.
     """
     import torch
-    from transformers import AutoTokenizer
 
     model_args = model_args or ModelArgs()
     model_args.check_model(name, builtin=SMOLLM2 if "CausalLM" in cls.__name__ else None)
@@ -512,8 +563,7 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
         check_head(cls, path, what, hint)
     try:
         with transformers_quiet(quiet):
-            tokenizer = AutoTokenizer.from_pretrained(str(path) if local else source, **extra,
-                                                      **model_args.tokenizer_kwargs())
+            tokenizer = load_tokenizer(str(path) if local else source, extra, model_args)
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(0)
                 model = from_pretrained(cls, str(path) if local else source, quiet=quiet,
@@ -528,6 +578,8 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         template = wording.failed_online if wording.failed_online and not local else wording.failed
         raise ModelLoadError(template.format(**fields, reason=reason, error=exc)) from exc
+    if model_args.peft is not None:
+        model = with_adapter(model, tokenizer, model_args.peft)
     model.eval()
     if model_args.places:
         device = input_device(model)
