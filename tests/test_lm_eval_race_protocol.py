@@ -1,11 +1,14 @@
 """`advrace evaluate --protocol lm-eval-race` against lm-evaluation-harness's own `race` task,
 run from the installed lm_eval package (its race.yaml, pointed at rows in EleutherAI/race's format
 that this test writes) on the same articles with the same tiny model: the same documents, the same
-predictions, the same acc. And what the protocol refuses."""
+predictions, the same acc, and the task version recorded. What the protocol refuses, and the
+warning when a release is not lm-eval's data (RACE-high's test set)."""
 
+import dataclasses
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,12 +18,15 @@ import pytest
 from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
+from advrace.evaluation.command import not_lm_evals_data
 from advrace.models.decoders import lm_eval_race
+from advrace.models.decoders.scoring_protocol import LM_EVAL_RACE_TASK
 from advrace.release import build_release, read_split
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama
 
 pytest.importorskip("lm_eval", reason="lm-evaluation-harness is not installed")
 pytestmark = pytest.mark.usefixtures("one_thread")
+RACE_YAML = Path(importlib.util.find_spec("lm_eval").submodule_search_locations[0]) / "tasks" / "race" / "race.yaml"
 
 RUN_RACE = """
 import json, sys
@@ -62,6 +68,11 @@ def test_it_gives_lm_evals_own_race_number(setup, tmp_path):
     assert list(result["splits"]) == ["original"] and summary["metrics"] == ["accuracy"]
     protocol = result["source"]["protocol"]
     assert protocol["name"] == "lm-eval-race" and protocol["metrics"] == ["acc"]
+    # the task version reproduced: the installed lm-eval's race.yaml, which the rest of this test runs
+    assert protocol["lm_eval_task"] == LM_EVAL_RACE_TASK
+    assert re.search(r"^  version: (\S+)$", RACE_YAML.read_text(), re.M).group(1) == LM_EVAL_RACE_TASK["version"]
+    assert "issue 835" in protocol["lm_eval_task"]["change"]
+    assert "reproduces lm-eval's `race` task, version 3.0: " in (tmp_path / "r" / "results.md").read_text()
     records = [json.loads(x) for x in next((tmp_path / "r" / "predictions").glob("*.jsonl")).read_text().splitlines()]
     originals = read_split(setup["release"], "original")
     docs = lm_eval_race.documents(originals)
@@ -71,7 +82,7 @@ def test_it_gives_lm_evals_own_race_number(setup, tmp_path):
     # lm-eval's own race task on the same articles, written as EleutherAI/race rows
     data = tmp_path / "race.jsonl"
     data.write_text("".join(json.dumps(lm_eval_race.eleuther_row(d.questions)) + "\n" for d in docs))
-    race_yaml = Path(importlib.util.find_spec("lm_eval").submodule_search_locations[0]) / "tasks" / "race" / "race.yaml"
+    race_yaml = RACE_YAML
     folder = tmp_path / "task"
     folder.mkdir()
     (folder / "race_local.yaml").write_text(
@@ -102,3 +113,24 @@ def test_what_the_protocol_refuses(setup, tmp_path):
     with pytest.raises(ConfigError, match="unknown protocol"):
         evaluate_command(setup["release"], [setup["lm"]], out=tmp_path / "r", progress=False, protocol="race")
     assert not (tmp_path / "r").exists()
+
+
+def test_a_release_that_is_not_race_high_test_is_warned_about(setup, tmp_path, capsys):
+    evaluate_command(setup["release"], [setup["lm"]], out=tmp_path / "r", progress=False, bf16=False,
+                     protocol="lm-eval-race", bos="never")
+    err = capsys.readouterr().err
+    assert "warning: --protocol lm-eval-race: lm-evaluation-harness's race task has RACE-high's test set only" in err
+    assert "its original split holds 2 articles of RACE-middle (of 3 articles scored)" in err
+
+    high = tmp_path / "high-release"
+    build_release(release_config_from_dict({"data": {"path": str(setup["root"] / "RACE" / "test" / "high")},
+                                            "splits": ["charswap"], "workers": 1}), high)
+    evaluate_command(high, [setup["lm"]], out=tmp_path / "h", progress=False, bf16=False, protocol="lm-eval-race",
+                     bos="never")
+    assert "warning" not in capsys.readouterr().err
+
+    highs = read_split(high, "original")
+    assert not_lm_evals_data({"source": {"split": "test"}}, highs) is None
+    assert "it was made from RACE's dev set" in not_lm_evals_data({"source": {"split": "dev"}}, highs)
+    renamed = [dataclasses.replace(ex, source_id=f"q{i}-0") for i, ex in enumerate(highs[-1:])]
+    assert "1 article of unknown level (not RACE ids)" in not_lm_evals_data({}, renamed)

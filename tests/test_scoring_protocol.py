@@ -225,3 +225,31 @@ def test_compare_says_when_two_reports_were_scored_under_different_protocols(set
     assert "adds_bos: True vs False" in apart and "bos: 'tokenizer' vs 'never'" in apart
     assert cli_main(["compare", str(tmp_path / "a"), str(tmp_path / "nothing")]) == 2
     assert "no results.json there" in capsys.readouterr().err
+
+
+def _scores(report: Path) -> dict:
+    lines = next((report / "predictions").glob("*.jsonl")).read_text().splitlines()
+    return {(r := json.loads(x))["id"]: r["scores"] for x in lines}
+
+
+@pytest.mark.parametrize("lm, add_bos_token, bos", [("plain_lm", "true", "always"), ("bos_lm", "False", "never")])
+def test_lm_evals_add_bos_token_and_max_length_score_as_bos_and_max_length(setup, tmp_path, lm, add_bos_token, bos):
+    """lm-eval's model args, pasted: the same protocol and the same numbers as --bos and --max-length."""
+    pasted = evaluate_command(setup["release"], out=tmp_path / "a", progress=False, bf16=False, splits=["original"],
+                              model_args=f"pretrained={setup[lm]},add_bos_token={add_bos_token},max_length=48")
+    flags = evaluate_command(setup["release"], [setup[lm]], out=tmp_path / "b", progress=False, bf16=False,
+                             splits=["original"], bos=bos, max_length=48)
+    protocol = _source(pasted)["protocol"]
+    assert protocol["bos"] == bos and protocol["adds_bos"] is (bos == "always") and protocol["max_length"] == 48
+    assert differences(protocol, _source(flags)["protocol"]) == []
+    assert _scores(tmp_path / "a") == _scores(tmp_path / "b")
+
+
+def test_results_md_says_the_default_dtype_is_not_lm_evals(setup, tmp_path):
+    evaluate_command(setup["release"], [setup["plain_lm"]], out=tmp_path / "a", progress=False, bf16=False,
+                     splits=["original"])
+    note = "dtype float32, advrace's default, where lm-eval's default is auto"
+    assert note in (tmp_path / "a" / "results.md").read_text()
+    evaluate_command(setup["release"], [setup["plain_lm"]], out=tmp_path / "b", progress=False, bf16=False,
+                     splits=["original"], model_args="dtype=float32")
+    assert note not in (tmp_path / "b" / "results.md").read_text()

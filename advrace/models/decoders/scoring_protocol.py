@@ -48,8 +48,8 @@ PROTOCOL_TEXT = {
 # versions differ on articles with such questions.
 LM_EVAL_RACE_TASK = {
     "task": "race", "version": "3.0",
-    "change": "an earlier fill-in-the-blank question is written as the filled-in sentence (lm-eval issue 835, "
-              "PR 3716); version 2.0 and before dropped its stem",
+    "change": "an earlier question ending in '  _  .' is written as the sentence with its answer in the blank, "
+              "the fix of lm-eval issue 835 (PR 3716), where version 2.0 and before dropped the question's stem",
     "dataset": "EleutherAI/race, config high, split test",
 }
 
@@ -158,10 +158,10 @@ def _lm_eval_terms(protocol: dict) -> str:
     version reproduced, and the weights' dtype when it is advrace's default (float32), which is
     not lm-eval's (auto: the checkpoint's own)."""
     task = protocol.get("lm_eval_task")
-    out = (f"; reproduces lm-eval's `{task.get('task')}` task version {task.get('version')} "
-           f"({task.get('change')}) on {task.get('dataset')}") if isinstance(task, dict) else ""
+    out = (f"; reproduces lm-eval's `{task.get('task')}` task, version {task.get('version')}: {task.get('change')}; "
+           f"lm-eval's data: {task.get('dataset')}") if isinstance(task, dict) else ""
     model = protocol.get("model") or {}
     if isinstance(model.get("model_args"), dict) and "dtype" not in model["model_args"]:
-        out += ("; weights loaded in float32, advrace's default, where lm-eval's default dtype is auto (the "
-                "checkpoint's own): --model-args dtype=auto loads them as lm-eval does")
+        out += ("; dtype float32, advrace's default, where lm-eval's default is auto (the checkpoint's own): "
+                "--model-args dtype=auto loads the weights as lm-eval does")
     return out

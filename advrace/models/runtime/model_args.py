@@ -162,6 +162,13 @@ def _lm_eval_setting(key: str, value: str, settings: dict | None) -> None:
     settings[setting] = value
 
 
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules: not importable
+        return False
+
+
 def _text(key: str, value, what: str):
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise _bad(key, value, what)
@@ -368,7 +375,7 @@ class ModelArgs:
             value = getattr(self, key)
             if value is not None and not Path(value).expanduser().exists() and not looks_like_model_name(value):
                 raise ConfigError(f"model argument {key}={value}: no such folder (nor a Hub name)")
-        if self.peft is not None and importlib.util.find_spec("peft") is None:
+        if self.peft is not None and not _installed("peft"):
             raise ConfigError(f"model argument peft={self.peft}: loading a PEFT adapter needs the peft package; "
                               f"{PEFT_HINT}")
         devices = [d for _, d in self.device_map] if isinstance(self.device_map, tuple) else [self.device_map]
