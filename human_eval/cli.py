@@ -12,6 +12,7 @@ from pathlib import Path
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import plural
+from advrace.release.card import RATES, validation_fate, validation_summary
 
 TASKS = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
 
@@ -218,8 +219,6 @@ def _run(args) -> int:
         print(f"\nwrote {args.out}: report.json, report.md, report.png ({plural(len(result['splits']), 'split')})")
         return 0
     if cmd == "validate":
-        from advrace.release.card import RATES, validation_fate, validation_summary
-
         done = validate.validate_release(args.db, args.release, args.out, drop=args.drop, partial=args.partial)
         print(f"wrote {args.out}: validated from {args.release} by the study {args.db}")
         for split, v in done["splits"].items():
