@@ -474,23 +474,34 @@ def test_a_validated_release_is_audited_again(release, tmp_path):
     assert f"| {SPLIT} | 5 | 0 |" in (tmp_path / "v" / "README.md").read_text()
 
 
-def test_splits_built_from_a_studied_split_are_studied_with_it_and_follow_it(tmp_path):
+DERIVED = "addsent_on_charswap"
+
+
+@pytest.fixture(scope="module")
+def derived_release(tmp_path_factory):
+    """A release with a split built from charswap."""
+    root = tmp_path_factory.mktemp("derived")
+    build_release(release_config_from_dict({"data": {"path": str(make_race_dir(root))}, "workers": 1, "splits": [
+        "charswap", {"attack": "addsent", "name": DERIVED, "from": "charswap"}]}), root / "rel")
+    return root / "rel"
+
+
+def test_splits_built_from_a_studied_split_are_studied_with_it_and_follow_it(derived_release, tmp_path):
     """An invalid question goes back to its split's source (here the validated charswap, not
     original), and the split built from a split whose question went back goes back with it."""
-    derived = "addsent_on_charswap"
-    build_release(release_config_from_dict({"data": {"path": str(make_race_dir(tmp_path))}, "workers": 1, "splits": [
-        "charswap", {"attack": "addsent", "name": derived, "from": "charswap"}]}), tmp_path / "rel")
+    derived = DERIVED
+    rel = derived_release
     with pytest.raises(ConfigError, match=f"{derived} \\(from charswap\\).*--splits charswap,{derived}"):
-        create_study(tmp_path / "rel", tmp_path / "x.db", splits=["charswap"], all_changed=True)
-    create_study(tmp_path / "rel", tmp_path / "s.db", splits=["charswap", derived], all_changed=True, annotators=1)
-    cs, on_cs = ids(tmp_path / "rel", "charswap"), ids(tmp_path / "rel", derived)
+        create_study(rel, tmp_path / "x.db", splits=["charswap"], all_changed=True)
+    create_study(rel, tmp_path / "s.db", splits=["charswap", derived], all_changed=True, annotators=1)
+    cs, on_cs = ids(rel, "charswap"), ids(rel, derived)
     x, y = cs[0].split("/", 1)[1], cs[1].split("/", 1)[1]
     assert f"{derived}/{x}" in on_cs and f"{derived}/{y}" in on_cs
     # charswap's x is invalid; the derived split's y is invalid, its x valid
     judge(tmp_path / "s.db", {f"charswap/{x}": {"annotator1"}, f"{derived}/{y}": {"annotator1"}}, finish=("annotator1",))
-    v = validate_release(tmp_path / "s.db", tmp_path / "rel", tmp_path / "v")["splits"]
+    v = validate_release(tmp_path / "s.db", rel, tmp_path / "v")["splits"]
     assert (v["charswap"]["invalid"], v[derived]["invalid"], v[derived]["with_source"]) == (1, 1, 1)
-    original, charswap = records(tmp_path / "rel", "original"), records(tmp_path / "rel", "charswap")
+    original, charswap = records(rel, "original"), records(rel, "charswap")
     out = records(tmp_path / "v", derived)
     # y: back as charswap's y (its source split's), not as original's
     assert not out[f"{derived}/{y}"]["perturbed"]
@@ -501,3 +512,24 @@ def test_splits_built_from_a_studied_split_are_studied_with_it_and_follow_it(tmp
     stats = json.loads((tmp_path / "v" / "stats.json").read_text())
     assert stats["splits"][derived]["unperturbed_reasons"][WITH_SOURCE] == 1
     assert stats["audit"][derived]["flagged"] == 0 and stats["audit"][derived]["checked"] == 7
+
+
+def test_a_derived_release_takes_the_splits_built_from_a_changed_split_with_it(derived_release, tmp_path):
+    """derive_release alone: a question put back (or dropped) in charswap is put back (or dropped)
+    in the split built from it, though no decision names that split."""
+    from advrace.release.build import Decision, derive_release
+
+    x = ids(derived_release, "charswap")[0].split("/", 1)[1]
+    decisions = {"charswap": {f"charswap/{x}": Decision(Validated("invalid"), keep=False, reason="refused")}}
+    derive_release(derived_release, tmp_path / "back", decisions, {})
+    out, original = records(tmp_path / "back", DERIVED), records(derived_release, "original")
+    assert records(derived_release, DERIVED)[f"{DERIVED}/{x}"]["perturbed"]
+    assert not out[f"{DERIVED}/{x}"]["perturbed"]
+    assert out[f"{DERIVED}/{x}"]["passage"] == original[f"original/{x}"]["passage"]
+    stats = json.loads((tmp_path / "back" / "stats.json").read_text())["splits"]
+    before = json.loads((derived_release / "stats.json").read_text())["splits"]
+    for split, reason in ((DERIVED, WITH_SOURCE), ("charswap", "refused")):
+        assert Counter(stats[split]["unperturbed_reasons"]) - Counter(before[split]["unperturbed_reasons"]) == {reason: 1}
+    derive_release(derived_release, tmp_path / "drop", decisions, {}, drop=True)
+    kept = records(tmp_path / "drop", DERIVED)
+    assert f"{DERIVED}/{x}" not in kept and len(kept) == len(records(derived_release, DERIVED)) - 1
