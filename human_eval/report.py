@@ -100,9 +100,10 @@ def compute(db_path) -> dict:
     finally:
         conn.close()
     splits = info.get("splits") or sorted(total_items)
-    k = info.get("judgements") or len(people)
+    judgements = info.get("judgements") or len(people)  # a study created before --judgements: everyone judged all
     finished = {p["name"] for p in people if p["finished"]}
-    result = {"study": {k: info.get(k) for k in ("release_name", "task", "seed", "per_split", "judgements")},
+    result = {"study": {**{key: info.get(key) for key in ("release_name", "task", "seed", "per_split")},
+                        "judgements": judgements},
               "annotators": sorted(p["name"] for p in people), "definitions": RATES,
               "unfinished_judgements": sum(a["annotator"] not in finished for a in rows),
               "splits": {}, "disagreements": []}
@@ -115,7 +116,7 @@ def compute(db_path) -> dict:
         item_votes = [tuple(vote(a) for a in v) for v in by_item.values()]
         everyone += item_votes
         mine = [a for v in by_item.values() for a in v]
-        entry = {"items": total_items.get(split, 0), **item_rates(item_votes, k),
+        entry = {"items": total_items.get(split, 0), **item_rates(item_votes, judgements),
                  "unanswerable_reasons": dict(Counter(a["reason"] for a in mine if a["unanswerable"])),
                  "other_answers": sum(1 for v in item_votes for x in v if not x.valid) - sum(
                      1 for a in mine if a["unanswerable"])}
@@ -129,7 +130,7 @@ def compute(db_path) -> dict:
                     "split": split, "record_id": v[0]["record_id"],
                     "answers": {a["annotator"]: category(a) + (f" ({a['reason']})" if a["unanswerable"] else "")
                                 for a in v}})
-    result["fleiss_kappa"] = item_rates(everyone, k)["fleiss_kappa"]
+    result["fleiss_kappa"] = item_rates(everyone, judgements)["fleiss_kappa"]
     return result
 
 
@@ -141,7 +142,7 @@ def write(db_path, out_dir) -> dict:
     (out / "report.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     squad = result["study"]["task"] == EXTRACTIVE_QA
     lines = [f"# Human evaluation of {result['study']['release_name']}", "",
-             f"{plural(len(result['annotators']), 'annotator')}, {plural(result['study']['judgements'] or 0, 'judgement')} "
+             f"{plural(len(result['annotators']), 'annotator')}, {plural(result['study']['judgements'], 'judgement')} "
              f"per item; rates with 95% Wilson intervals. {RATES}", "",
              "| split | items | judged | judgements | valid (items) | correct (judgements) |"
              + (" human F1 |" if squad else "") + " kappa |",
