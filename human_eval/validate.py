@@ -147,8 +147,8 @@ def votes_by_item(study: Study, added: dict[str, list] | None = None) -> dict[st
 
 
 def check_study(study: Study, release_dir, manifest: dict, partial: bool) -> list[str]:
-    """Refuse a study that cannot validate this release; returns the ids of the items not yet
-    judged (allowed with `partial`)."""
+    """Refuse a study that cannot validate this release; returns the ids of the items with fewer
+    judgements than the study asked for (allowed with `partial`)."""
     db, meta = study.path, study.meta
     if meta.get("manifest_sha256") != release_id(release_dir):
         raise ConfigError(
@@ -182,7 +182,7 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     `partial`, an unfinished one); returns its manifest's `validation`."""
     manifest = check_release(release_dir)
     study = read_study(db_path)
-    check_study(study, release_dir, manifest, partial)
+    short = check_study(study, release_dir, manifest, partial)
     k = study.meta["judgements"]
     studied = [split for split in manifest["splits"] if split in study.meta["splits"]]  # sources first
     changed = {split: changed_items(release_dir, split) for split in studied}
@@ -194,7 +194,7 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
         for ex in changed[split]:
             mine = votes[ex.id]
             said = verdict(mine, k)
-            counts[said or UNVALIDATED] += 1
+            counts[said or UNVALIDATED] += ex.source_id not in undone.get(source, ())
             if ex.source_id in undone.get(source, ()):
                 counts["with_source"] += 1
                 d = Decision(Validated(said or UNVALIDATED, mine, WITH_SOURCE), keep=False,
@@ -213,7 +213,7 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
         "source_release": {"name": manifest["name"], "manifest_sha256": release_id(release_dir)},
         "study": {"items_sha256": study.items_sha256(), "annotations_sha256": study.annotations_sha256(),
                   "annotators": len(study.annotators), "judgements": k, "seed": study.meta["seed"],
-                  "partial": bool(sum(v["unjudged"] for v in per_split.values()))},
+                  "partial": bool(short)},
         "invalid": DROPPED if drop else PUT_BACK,
         "splits": significant_floats(per_split),
     }
