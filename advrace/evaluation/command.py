@@ -18,7 +18,7 @@ from advrace.evaluation.naming import report_labels
 from advrace.evaluation.predictions import PredictionsError, score_predictions
 from advrace.evaluation.report import ORIGINAL, file_stems, write_report
 from advrace.evaluation.scoring import (check_fits, check_model_args, make_accelerator, make_scorer, mark_perturbed,
-                                        score_splits, select_splits)
+                                        score_splits, scored_identity, select_splits)
 from advrace.formats import load as load_data
 from advrace.models.decoders import lm_eval_race
 from advrace.models.decoders.llm_prompts import LETTER
@@ -195,7 +195,8 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
                                        release, flags)
         is_object = hasattr(model, "predict_mc") or hasattr(model, "predict_qa")
         sources[label] = {"kind": "scorer" if is_object else "built-in" if is_builtin_reader(model) else "model",
-                          "path": str(model) if isinstance(model, (str, os.PathLike)) else model_name(model)}
+                          "path": str(model) if isinstance(model, (str, os.PathLike)) else model_name(model),
+                          "identity": scored_identity(model, model_args) if main else {}}
         inference = getattr(scorer, "inference", None)
         if isinstance(inference, dict):  # the readers that run a network say how it computed
             sources[label].update(bf16=inference.get("precision") == "bf16", inference=inference)
@@ -213,7 +214,8 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     for label, pred in zip(labels[len(models):], predictions):
         scores[label] = score_predictions(release, pred, splits=names, allow_missing=allow_missing,
                                           manifest=manifest, split_examples=read, perturbed=flags)
-        sources[label] = {"kind": "predictions", "path": str(pred)}
+        sources[label] = {"kind": "predictions", "path": str(pred),
+                          "identity": {"name": Path(pred).name, "sha256": sha256_file(Path(pred))}}
     if not main:
         return {}
     return write_report(out, {**manifest, "manifest_sha256": release_record["manifest_sha256"]}, scores,
