@@ -417,8 +417,19 @@ def test_an_unrelated_generator_and_readers_above_chance_give_no_such_caveat(tmp
     summary = summarize(manifest, scores, {"smollm2": {"kind": "model", "path": "smollm2",
                                                        "identity": scored_identity("smollm2")}})
     assert [c["kind"] for c in summary["caveats"]] == ["unvalidated"]
-    # scoring the generator itself is the same model, by its sha256 whatever its label
-    same = {"gen": {"kind": "model", "path": str(dg), "identity": scored_identity(str(dg))}}
+    # scoring the generator itself, copied elsewhere and with no training record, is the same
+    # model by its sha256 alone
+    import shutil
+
+    from advrace.attacks.distractor_extraction import DistractorExtraction
+
+    bare = tmp_path / "de-bare" / "final"
+    bare.mkdir(parents=True)
+    (bare / "model.safetensors").write_bytes(b"weights")
+    manifest["splits"]["distractor_generation"] = {"attack": "distractor_extraction", "source": "original",
+                                                   "count": 10, **DistractorExtraction({"model": str(bare)}).describe()}
+    copy = shutil.copytree(bare, tmp_path / "elsewhere" / "copy")
+    same = {"gen": {"kind": "model", "path": str(copy), "identity": scored_identity(str(copy))}}
     summary = summarize(manifest, {"gen": scores["smollm2"]}, same)
     assert ("shared_base", "gen") in {(c["kind"], c["model"]) for c in summary["caveats"]}
 
