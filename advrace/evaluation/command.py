@@ -299,8 +299,13 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     <metric>_attacked_ci (the score on them alone), <metric>_attacked_original (the same
     questions on `original`) and <metric>_attacked_drop; the headline drop stays over all
     questions, as AdvRACE reports it. Null where no question was attacked. Top level: statistics (the methods in words), chance (percent, null
-    for SQuAD), metrics (accuracy_norm added when a log-likelihood model gives it). Per model:
-    predictions (its predictions file) and source (how it was scored; method when known).
+    for SQuAD), metrics (accuracy_norm added when a log-likelihood model gives it), caveats (what
+    the release records that changes how a number reads, per split and model: people's validation,
+    a demonstration model, a generator, judge or reader sharing its base with a scored model, a
+    model below chance; results.md's "Caveats"). Per model: predictions (its predictions file) and
+    source (how it was scored; method when known; identity: what was scored, a folder's sha256,
+    smollm2's GGUF sha256, a Hub model's cached commit, a predictions file's sha256, which
+    `advrace compare` checks).
     A model is named by its `advrace train` run name, else its last two folder names
     (dg-sample/final); Hub and built-in names as given; repeats get -2, -3.
     Exit status: 0 on success, 1 if the release fails verification, 2 on bad input,
