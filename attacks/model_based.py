@@ -21,7 +21,6 @@ import weakref
 from abc import abstractmethod
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from statistics import mean
 
 from advrace.core.checks import JUDGED, OPTION, QUESTION, Subject, TextContext, checks_for, first_refusal

@@ -9,7 +9,6 @@ advrace.models.encoders.span_scoring, one shard of the examples per Accelerate p
 from __future__ import annotations
 
 import inspect
-import os
 from pathlib import Path
 
 from advrace.core.errors import AdvraceError, ConfigError
