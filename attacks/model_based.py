@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 import weakref
 from abc import abstractmethod
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from statistics import mean
 
 from advrace.core.checks import JUDGED, OPTION, QUESTION, Subject, TextContext, checks_for, first_refusal
@@ -40,7 +38,7 @@ from advrace.models.encoders.mc_scoring import make_mc_scorer
 from advrace.models.encoders.paraphrase import paraphrase_cosines
 from advrace.models.judge import check_judge_config, load_judge, margin_for
 from advrace.models.encoders.readers import READERS, is_builtin_reader
-from advrace.models.runtime.checkpoint_info import training_info
+from advrace.models.runtime.checkpoint_info import checkpoint_sha256, trained_from, training_info
 from advrace.models.runtime.loading import MINILM, checkpoint_name
 from advrace.models.runtime.precision import cpu_threads, inference_device, precision_info, use_bf16
 from advrace.models.runtime.sharding import map_sharded
@@ -82,35 +80,6 @@ class DistractorAttackConfig:
     # the built-in readers only).
     judge: str | None = None
     judge_margin: float | None = None
-
-
-def checkpoint_sha256(path: str | Path) -> str | None:
-    """One digest of every file of a checkpoint folder (names and contents); None for a Hub name.
-
-    Memoised per process on the folder's resolved path and each file's name, size and mtime:
-    every split built from one checkpoint (and each attack is built twice per split, to check
-    the config and to run) would otherwise read its hundreds of MB again."""
-    root = Path(path)
-    if not root.is_dir():
-        return None
-    files = sorted(q for q in root.rglob("*") if q.is_file())
-    listing = []
-    for p in files:
-        st = p.stat()
-        listing.append((p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns))
-    return _folder_sha256(str(root.resolve()), tuple(listing))
-
-
-@functools.cache
-def _folder_sha256(root: str, listing: tuple) -> str:
-    h = hashlib.sha256()
-    for name, _, _ in listing:
-        h.update(name.encode() + b"\0")
-        with open(Path(root, name), "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        h.update(b"\0")
-    return h.hexdigest()
 
 
 class CheckpointAttack(Attack):
@@ -283,8 +252,9 @@ class DistractorAttack(CheckpointAttack):
         if cfg.judge is None:
             return None
         sha = None if is_builtin_reader(cfg.judge) else checkpoint_sha256(cfg.judge)
+        base = None if is_builtin_reader(cfg.judge) else trained_from(cfg.judge)
         return {"name": checkpoint_name(cfg.judge), "checkpoint_sha256": sha,
-                "margin": margin_for(cfg.judge, cfg.judge_margin)}
+                "margin": margin_for(cfg.judge, cfg.judge_margin), **({"trained_from": base} if base else {})}
 
     @functools.cached_property
     def answer_judge(self):
@@ -309,6 +279,9 @@ class DistractorAttack(CheckpointAttack):
         sample = demo_training_data(self._training_info)
         if sample:
             info["trained_on_sample"] = sample
+        base = trained_from(self.config.model)
+        if base:  # a scored model of the same base is confounded on this split (the report says so)
+            info["trained_from"] = base
         return info
 
     # ---------------------------------------------------------------- filtering and ranking

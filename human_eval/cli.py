@@ -12,6 +12,7 @@ from pathlib import Path
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import plural
+from advrace.release.card import RATES, validation_fate, validation_summary
 
 TASKS = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
 
@@ -36,9 +37,11 @@ EPILOG = textwrap.dedent("""\
     network reach it. Probe splits (option_only, diagnosis) are left out of a study unless
     --splits names them.
     A study of every changed question (--all-changed), once its annotators have pressed Finish,
-    becomes a validated release with `validate`: a question the majority of its judgements
-    (a tie too) found without one right answer goes back to its original form (or out, with
-    --drop). Check the result with `advrace verify RELEASE --study DB`.
+    becomes a validated release with `validate`. A judgement is a valid vote only when the
+    annotator chose the gold (another option, a fake answer's span, or "cannot be answered" is an
+    invalid vote); a question whose votes are not a valid majority (a tie too) goes back to its
+    source split's form (or out, with --drop), with the same question of every split built from
+    it. Check the result with `advrace verify RELEASE --study DB`.
     Links carry a secret token: anyone with a link can answer as that annotator, so send each
     link only to its annotator. Exit status: 0 on success, 1 when the release does not match its
     manifest (`advrace verify`), 2 on bad input.
@@ -118,23 +121,25 @@ def add_human_eval_parser(subparsers):
     s.add_argument("--model", help="also serve the authoring page with this model (checkpoint or built-in)")
     _authoring_arguments(s)
 
-    r = sub.add_parser("report", help="valid/correct rates with 95%% intervals, kappa, disagreements")
+    r = sub.add_parser("report", help="valid rate (items) and correct rate (judgements) with 95%% intervals, "
+                                      "kappa, disagreements")
     r.add_argument("db")
     r.add_argument("--out", required=True, help="folder for report.json, report.md, report.png")
 
     v = sub.add_parser("validate", help="write a validated release from a finished --all-changed study",
                        description="Write a new release in which every changed question of the studied splits "
-                                   "carries its votes, and one the majority (or a tie) judged without one right "
-                                   "answer is back in its original form (or dropped, with --drop). The manifest "
-                                   "and card record the study; check it with `advrace verify OUT --study DB`.")
+                                   "carries its votes (valid only when the annotator chose the gold), and one "
+                                   "without a valid majority (a tie too) is back as in its source split (or "
+                                   "dropped, with --drop). The manifest and card record the study; check it "
+                                   "with `advrace verify OUT --study DB`.")
     v.add_argument("db", help="the study database (created with --all-changed)")
     v.add_argument("release", help="the release the study was created from")
     v.add_argument("--out", required=True, help="the validated release folder to write")
     v.add_argument("--drop", action="store_true",
                    help="remove the questions judged invalid from their split instead of putting back the original")
     v.add_argument("--partial", action="store_true",
-                   help="validate an unfinished study: items with fewer judgements than the study asked for "
-                        "stay as they are, marked unvalidated in provenance")
+                   help="validate an unfinished study: an item whose votes so far decide its verdict gets it; "
+                        "the others stay as they are, marked unvalidated in provenance")
 
     x = sub.add_parser("export", help="every annotation as JSONL")
     x.add_argument("db")
@@ -217,14 +222,11 @@ def _run(args) -> int:
         done = validate.validate_release(args.db, args.release, args.out, drop=args.drop, partial=args.partial)
         print(f"wrote {args.out}: validated from {args.release} by the study {args.db}")
         for split, v in done["splits"].items():
-            rate = (f"{100 * v['valid_rate']:.1f}% valid [{100 * v['valid_ci'][0]:.1f}, {100 * v['valid_ci'][1]:.1f}]"
-                    if v["judged"] else "none judged")
-            kappa = f"{v['fleiss_kappa']:.3f}" if v["fleiss_kappa"] is not None else "n/a"
-            print(f"  {split}: {plural(v['judged'], 'item')} judged, {rate}, kappa {kappa}; {v['invalid']} invalid "
-                  f"{'dropped' if args.drop else 'put back as the original'}")
+            print(f"  {split}: {validation_summary(v)}; {validation_fate(v, args.drop)}")
             if v["unjudged"]:
                 print(f"  {split}: {plural(v['unjudged'], 'item')} not yet judged, left as they were and marked "
                       "unvalidated (--partial)")
+        print(textwrap.fill(RATES, 100))
         print("check it with: " + shlex.join(["advrace", "verify", args.out, "--study", args.db]))
         return 0
     if cmd == "export":

@@ -1,10 +1,11 @@
-"""The study report: per split, how many answers judged the question answerable (valid rate) and
-how many were right (correct rate), with 95% Wilson intervals (AdvRACE Table 3, right-hand side);
-human F1 for SQuAD; the unanswerable reasons; Fleiss' kappa between annotators; and the items on
-which they disagree. Rates are over annotations (an item answered by three annotators counts
-three times); an "unanswerable" answer counts as valid = no and correct = no. A split that nobody
-annotated has no rates: null in report.json, "n/a" in report.md, no bar in report.png, never a
-measured-looking 0.
+"""The study report: per split, the valid rate (the share of judged items whose majority of
+judgements chose the gold) and the correct rate (the share of judgements that chose the gold),
+with 95% Wilson intervals (AdvRACE Table 3, right-hand side); human F1 for SQuAD; the reasons
+given for "cannot be answered"; Fleiss' kappa of the vote; and the items on which annotators
+disagree. The definitions are `votes`'s, the same as `human-eval validate`'s, so a finished study
+gives the same numbers in both (the report counts every stored judgement, `validate` those of
+annotators who pressed Finish). A split that nobody annotated has no rates: null in report.json,
+"n/a" in report.md, no bar in report.png, never a measured-looking 0.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ import math
 from collections import Counter
 from pathlib import Path
 
+from advrace.core.provenance import INVALID, VALID
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import plural
 from advrace.metrics import squad_em_f1
+from advrace.release.card import RATES, kappa_text, percent_ci
 
 from . import store
+from .votes import category, verdict, vote
 
 Z95 = 1.959963984540054
 
@@ -64,28 +68,26 @@ def fleiss_kappa(ratings: list[list[str]]) -> float | None:
     return (P_bar - P_e) / (1 - P_e)
 
 
-def _category(a: dict) -> str:
-    """What an annotation says, as a category for agreement."""
-    if a["unanswerable"]:
-        return "unanswerable"
-    if a["task"] == MULTIPLE_CHOICE:
-        return f"option {a['choice']}"
-    golds = [g["text"] for g in a["payload"]["answers"]]
-    return "correct" if squad_em_f1(a["answer_text"] or "", golds)[1] >= 0.5 else "incorrect"
-
-
-def _correct(a: dict) -> bool:
-    if a["unanswerable"]:
-        return False
-    if a["task"] == MULTIPLE_CHOICE:
-        return a["choice"] == a["payload"]["label"]
-    return squad_em_f1(a["answer_text"] or "", [g["text"] for g in a["payload"]["answers"]])[0] == 1.0
-
-
 def _f1(a: dict) -> float:
     if a["unanswerable"] or a["task"] == MULTIPLE_CHOICE:
         return 0.0
     return squad_em_f1(a["answer_text"] or "", [g["text"] for g in a["payload"]["answers"]])[1]
+
+
+def item_rates(item_votes: list[tuple], k: int) -> dict:
+    """The numbers of a set of items from their votes (each item to get `k` judgements): items
+    judged (with a verdict) and valid or invalid, the valid rate over the judged items, the correct
+    rate over the judgements, and Fleiss' kappa of the vote over the items with all `k`."""
+    verdicts = Counter(verdict(v, k) for v in item_votes)
+    judged = verdicts[VALID] + verdicts[INVALID]
+    cast = [v for votes in item_votes for v in votes]
+    correct = sum(v.valid for v in cast)
+    return {"judged": judged, "valid": verdicts[VALID], "invalid": verdicts[INVALID],
+            "valid_rate": verdicts[VALID] / judged if judged else None, "valid_ci": wilson(verdicts[VALID], judged),
+            "judgements": len(cast), "correct": correct, "correct_rate": correct / len(cast) if cast else None,
+            "correct_ci": wilson(correct, len(cast)),
+            "fleiss_kappa": fleiss_kappa([["gold" if v.valid else "not gold" for v in votes]
+                                          for votes in item_votes if len(votes) == k])}
 
 
 def compute(db_path) -> dict:
@@ -93,51 +95,43 @@ def compute(db_path) -> dict:
     try:
         info = store.meta(conn)
         rows = store.annotations(conn)
-        annotators = store.annotator_names(conn)
+        people = store.annotators(conn)
         total_items = store.items_per_split(conn)
     finally:
         conn.close()
     splits = info.get("splits") or sorted(total_items)
-    result = {"study": {k: info.get(k) for k in ("release_name", "task", "seed", "per_split")},
-              "annotators": annotators, "splits": {}, "disagreements": []}
+    judgements = info.get("judgements") or len(people)  # a study created before --judgements: everyone judged all
+    finished = {p["name"] for p in people if p["finished"]}
+    result = {"study": {**{key: info.get(key) for key in ("release_name", "task", "seed", "per_split")},
+                        "judgements": judgements},
+              "annotators": sorted(p["name"] for p in people), "definitions": RATES,
+              "unfinished_judgements": sum(a["annotator"] not in finished for a in rows),
+              "splits": {}, "disagreements": []}
+    everyone = []
     for split in splits:
-        mine = [a for a in rows if a["split"] == split]
-        n = len(mine)
-        valid = sum(1 for a in mine if not a["unanswerable"])
-        correct = sum(1 for a in mine if _correct(a))
-        entry = {"items": total_items.get(split, 0), "annotations": n,
-                 "valid_rate": valid / n if n else None, "valid_ci": wilson(valid, n),
-                 "correct_rate": correct / n if n else None, "correct_ci": wilson(correct, n),
-                 "unanswerable_reasons": dict(Counter(a["reason"] for a in mine if a["unanswerable"]))}
+        by_item: dict[int, list] = {}
+        for a in rows:
+            if a["split"] == split:
+                by_item.setdefault(a["item_id"], []).append(a)
+        item_votes = [tuple(vote(a) for a in v) for v in by_item.values()]
+        everyone += item_votes
+        mine = [a for v in by_item.values() for a in v]
+        entry = {"items": total_items.get(split, 0), **item_rates(item_votes, judgements),
+                 "unanswerable_reasons": dict(Counter(a["reason"] for a in mine if a["unanswerable"])),
+                 "other_answers": sum(1 for v in item_votes for x in v if not x.valid) - sum(
+                     1 for a in mine if a["unanswerable"])}
         if info.get("task") == EXTRACTIVE_QA:
             f1 = mean_interval([_f1(a) for a in mine])
             entry.update(human_f1=f1[0] if f1 else None, human_f1_ci=f1[1:] if f1 else None)
-        by_item: dict[int, list] = {}
-        for a in mine:
-            by_item.setdefault(a["item_id"], []).append(a)
-        entry["fleiss_kappa"] = fleiss_kappa([[_category(a) for a in v] for v in by_item.values()])
         result["splits"][split] = entry
         for v in by_item.values():
-            cats = {_category(a) for a in v}
-            if len(v) >= 2 and len(cats) > 1:
+            if len(v) >= 2 and len({category(a) for a in v}) > 1:
                 result["disagreements"].append({
                     "split": split, "record_id": v[0]["record_id"],
-                    "answers": {a["annotator"]: _category(a) + (f" ({a['reason']})" if a["unanswerable"] else "")
+                    "answers": {a["annotator"]: category(a) + (f" ({a['reason']})" if a["unanswerable"] else "")
                                 for a in v}})
-    everyone = {}
-    for a in rows:
-        everyone.setdefault(a["item_id"], []).append(a)
-    result["fleiss_kappa"] = fleiss_kappa([[_category(a) for a in v] for v in everyone.values()])
+    result["fleiss_kappa"] = item_rates(everyone, judgements)["fleiss_kappa"]
     return result
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}"
-
-
-def _rate(rate: float | None, ci) -> str:
-    """A rate with its interval, or n/a when nobody annotated the split."""
-    return "n/a" if rate is None else f"{_pct(rate)} [{_pct(ci[0])}, {_pct(ci[1])}]"
 
 
 def write(db_path, out_dir) -> dict:
@@ -148,30 +142,38 @@ def write(db_path, out_dir) -> dict:
     (out / "report.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     squad = result["study"]["task"] == EXTRACTIVE_QA
     lines = [f"# Human evaluation of {result['study']['release_name']}", "",
-             f"{plural(len(result['annotators']), 'annotator')}; rates over annotations with 95% Wilson intervals.", "",
-             "| split | items | annotations | valid % | correct % |" + (" human F1 |" if squad else "") + " kappa |",
-             "|---|---:|---:|---:|---:|" + ("---:|" if squad else "") + "---:|"]
+             f"{plural(len(result['annotators']), 'annotator')}, {plural(result['study']['judgements'], 'judgement')} "
+             f"per item; rates with 95% Wilson intervals. {RATES}", "",
+             "| split | items | judged | judgements | valid (items) | correct (judgements) |"
+             + (" human F1 |" if squad else "") + " kappa |",
+             "|---|---:|---:|---:|---:|---:|" + ("---:|" if squad else "") + "---:|"]
     for split, e in result["splits"].items():
-        row = (f"| {split} | {e['items']} | {e['annotations']} | {_rate(e['valid_rate'], e['valid_ci'])} | "
-               f"{_rate(e['correct_rate'], e['correct_ci'])} |")
+        row = (f"| {split} | {e['items']} | {e['judged']} | {e['judgements']} | {percent_ci(e['valid_rate'], e['valid_ci'])} | "
+               f"{percent_ci(e['correct_rate'], e['correct_ci'])} |")
         if squad:
-            row += f" {_rate(e['human_f1'], e['human_f1_ci'])} |"
-        kappa = e["fleiss_kappa"]
-        lines.append(row + (f" {kappa:.3f} |" if kappa is not None else " n/a |"))
-    unannotated = [split for split, e in result["splits"].items() if not e["annotations"]]
+            row += f" {_f1_text(e['human_f1'], e['human_f1_ci'])} |"
+        lines.append(row + f" {kappa_text(e['fleiss_kappa'])} |")
+    unannotated = [split for split, e in result["splits"].items() if not e["judgements"]]
     if unannotated:
-        lines += ["", f"No annotations yet, so no rates (n/a): {', '.join(unannotated)}."]
-    lines += ["", "## Unanswerable reasons", ""]
+        lines += ["", f"No judgements yet, so no rates (n/a): {', '.join(unannotated)}."]
+    if result["unfinished_judgements"]:
+        lines += ["", f"{plural(result['unfinished_judgements'], 'judgement')} of annotators who have not pressed "
+                      "Finish are counted here; `advrace human-eval validate` counts only finished annotators'."]
+    lines += ["", "## Other answers than the gold", ""]
     for split, e in result["splits"].items():
-        reasons = ", ".join(f"{r}: {c}" for r, c in sorted(e["unanswerable_reasons"].items())) or (
-            "none" if e["annotations"] else "n/a")
-        lines.append(f"- {split}: {reasons}")
+        reasons = ", ".join(f"{r}: {c}" for r, c in sorted(e["unanswerable_reasons"].items())) or "none"
+        lines.append(f"- {split}: " + (f"another answer: {e['other_answers']}; cannot be answered: {reasons}"
+                                       if e["judgements"] else "n/a"))
     lines += ["", f"## Disagreements ({len(result['disagreements'])})", ""]
     for d in result["disagreements"]:
         lines.append(f"- {d['split']} `{d['record_id']}`: " + "; ".join(f"{k}: {v}" for k, v in d["answers"].items()))
     (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     _chart(result, out / "report.png")
     return result
+
+
+def _f1_text(f1: float | None, ci) -> str:
+    return "n/a" if f1 is None else f"{100 * f1:.1f} (95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f})"
 
 
 def _chart(result: dict, path: Path) -> None:
@@ -182,24 +184,24 @@ def _chart(result: dict, path: Path) -> None:
     from matplotlib.patches import Patch
 
     splits = list(result["splits"])
-    measured = [i for i, s in enumerate(splits) if result["splits"][s]["annotations"]]
     fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(splits) + 2), 3.5))
     width = 0.38
     for k, key in enumerate(("valid", "correct")):
+        measured = [i for i, s in enumerate(splits) if result["splits"][s][f"{key}_rate"] is not None]
         entries = [result["splits"][splits[i]] for i in measured]
         values = [100 * e[f"{key}_rate"] for e in entries]
         lo = [v - 100 * e[f"{key}_ci"][0] for v, e in zip(values, entries)]
         hi = [100 * e[f"{key}_ci"][1] - v for v, e in zip(values, entries)]
         ax.bar([i + (k - 0.5) * width for i in measured], values, width, yerr=[lo, hi], capsize=3,
                color=f"C{k}")
-    for i in sorted(set(range(len(splits))) - set(measured)):
+    for i in [i for i, s in enumerate(splits) if not result["splits"][s]["judgements"]]:
         ax.text(i, 2, "n/a", ha="center", va="bottom", color="grey")
     ax.set_xticks(range(len(splits)), splits, rotation=20)
     ax.set_xlim(-0.6, len(splits) - 0.4)
     ax.set_ylim(0, 105)
-    ax.set_ylabel("% of annotations")
+    ax.set_ylabel("% of items (valid), of judgements (correct)", fontsize=8)
     # drawn from patches, since bars with no split measured would give the legend no colour
-    ax.legend(handles=[Patch(color=f"C{k}", label=key) for k, key in enumerate(("valid", "correct"))],
+    ax.legend(handles=[Patch(color=f"C{k}", label=key) for k, key in enumerate(("valid items", "correct judgements"))],
               loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -254,6 +254,16 @@ def rows_sha256(rows: list[dict]) -> str:
     return h.hexdigest()
 
 
+def items_sha256(items: list[dict]) -> str:
+    """The sha256 of a study's items (rows of `all_items`: id, split, record id and what was shown),
+    so that a validated release can name the items it rests on."""
+    h = hashlib.sha256()
+    for item in sorted(items, key=lambda i: i["id"]):
+        row = {k: item[k] for k in ("id", "split", "record_id", "source_id", "task", "payload")}
+        h.update((json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+    return h.hexdigest()
+
+
 # --------------------------------------------------------------------------- authoring
 
 

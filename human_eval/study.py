@@ -14,7 +14,7 @@ from advrace.core.errors import ConfigError
 from advrace.core.seeding import seeded_rng
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.evaluation.report import split_kinds
-from advrace.release import check_release, read_split, split_records
+from advrace.release import NO_ATTACK, check_release, read_split, split_records
 
 from . import store
 
@@ -65,6 +65,30 @@ def changed_items(release_dir, split: str) -> list:
     return [ex for record, ex in split_records(release_dir, split) if record.get("perturbed")]
 
 
+def uncovered_derived(manifest: dict, splits: list[str]) -> dict[str, str]:
+    """The splits built (`from:`, directly or through others) from one of `splits` that `splits`
+    leaves out, each with the studied split it comes from. Validating a split puts its invalid
+    questions back, and with them the questions of every split built from them, whose other
+    changes then go unjudged: a study of every changed question covers them too."""
+    out: dict[str, str] = {}
+    attacked = {s for s in splits if manifest["splits"].get(s, {}).get("attack", NO_ATTACK) != NO_ATTACK}
+    for split, info in manifest["splits"].items():  # a split comes after the split it is built from
+        source = info.get("source")
+        root = source if source in attacked else out.get(source)
+        if root and split not in splits:
+            out[split] = root
+    return out
+
+
+def check_covers_derived(manifest: dict, splits: list[str], where) -> None:
+    """Refuse a study of every changed question that leaves out a split built from a studied one."""
+    missing = uncovered_derived(manifest, splits)
+    if missing:
+        built = ", ".join(f"{split} (from {root})" for split, root in missing.items())
+        raise ConfigError(f"{where}: the splits {built} are built from a studied split, and validating it puts "
+                          f"their questions back too; study them with it: --splits {','.join([*splits, *missing])}")
+
+
 def assignment(item_ids: list[int], names: list[str], judgements: int, seed: int) -> dict[str, list[int]]:
     """Each annotator's queue. With as many judgements as annotators, everyone gets every item;
     with fewer, the items in a seeded order go round the annotators `judgements` at a time, so each
@@ -110,6 +134,8 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
     if not chosen_splits:
         raise ConfigError(f"{release_dir}: only probe splits ({', '.join(left_out)}); name them with --splits "
                           "to study them anyway")
+    if all_changed:
+        check_covers_derived(manifest, chosen_splits, release_dir)
     chosen = {split: changed_items(release_dir, split) if all_changed
               else sample_split(read_split(release_dir, split), per_split, seed, split) for split in chosen_splits}
     if all_changed and not any(chosen.values()):

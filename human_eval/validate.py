@@ -2,14 +2,17 @@
 create --all-changed`) turned into a new release, as SWAG, Adversarial NLI and AdversarialQA
 publish only what people validated.
 
-Each changed question takes the majority of its judgements ("one right answer?"; a tie is
-invalid). A valid one stays, its votes appended to its provenance; an invalid one goes back to
-its form in `original` (unperturbed, the reason and votes in provenance), or out of the split with
-`drop`. The manifest records the source release, the annotations' sha256 and, per split, the
-valid rate with its Wilson interval and Fleiss' kappa of the valid/invalid judgement.
+Each judgement is a vote (`votes.vote`): valid only when the annotator chose the gold. Each
+changed question takes the verdict of its votes (`votes.verdict`: the majority, a tie invalid).
+A valid one stays, its votes appended to its provenance; an invalid one goes back to its source
+split's question (unperturbed, the reason and votes in provenance), or out of the split with
+`drop`, and with it the same question of every split built from it. The manifest records the
+source release, the items' and annotations' sha256 and, per split, the valid rate (items) and
+the correct rate (judgements) with their Wilson intervals and Fleiss' kappa of the vote.
 
 Before anything is written the study is checked against the release and against itself
-(`study_problems`): what is and is not detected is in docs/human-eval.md.
+(`study_problems`), and `advrace verify --study` checks it again (`check_study_link`): what is
+and is not detected is in docs/human-eval.md.
 """
 
 from __future__ import annotations
@@ -23,15 +26,17 @@ from advrace.core.errors import ConfigError, VerifyError
 from advrace.core.numbers import significant_floats
 from advrace.core.provenance import INVALID, UNVALIDATED, VALID, Validated, Vote
 from advrace.core.text import plural
-from advrace.release import ORIGINAL, check_release, read_split, split_records
-from advrace.release.build import derive_release
+from advrace.release import ORIGINAL, check_release, read_split
+from advrace.release.build import WITH_SOURCE, Decision, derive_release
 
 from . import store
-from .report import fleiss_kappa, wilson
-from .study import assignment, changed_items, item_payload, release_id
+from .report import item_rates
+from .study import assignment, changed_items, check_covers_derived, item_payload, release_id
+from .votes import added_spans, verdict, vote
 
 INVALID_REASON = "judged invalid by annotators"
 UNJUDGED_REASON = "not judged: validated from an unfinished study (--partial)"
+DECIDED_EARLY = "decided before all its judgements were in (--partial): the rest cannot change the majority"
 PUT_BACK, DROPPED = "put_back", "dropped"
 
 
@@ -60,6 +65,9 @@ class Study:
     def annotations_sha256(self) -> str:
         return store.rows_sha256([store.answer_row(a) for a in self.counted()])
 
+    def items_sha256(self) -> str:
+        return store.items_sha256(self.items)
+
 
 def read_study(db_path) -> Study:
     path = Path(db_path)
@@ -80,9 +88,8 @@ def read_study(db_path) -> Study:
 
 def study_problems(study: Study, release_dir) -> list[str]:
     """How the database differs from what `create` and the app wrote: items that are not the
-    release's changed questions (missing, added, or with another text), queues that are not the
-    seeded assignment, answers outside an annotator's queue, and answers of a finished annotator
-    that differ from what they had when they pressed Finish."""
+    release's changed questions (missing, added, or with another text), and what
+    `answer_problems` finds."""
     meta, problems = study.meta, []
     expected = {ex.id: item_payload(ex) for split in meta["splits"] for ex in changed_items(release_dir, split)}
     found = {item["record_id"]: item for item in study.items}
@@ -93,6 +100,14 @@ def study_problems(study: Study, release_dir) -> list[str]:
     for rid in sorted(expected.keys() & found.keys()):
         if found[rid]["payload"] != expected[rid]:
             problems.append(f"item {rid}: its text differs from the release's")
+    return problems + answer_problems(study)
+
+
+def answer_problems(study: Study) -> list[str]:
+    """What the database alone shows of a tampered study: queues that are not the seeded
+    assignment, answers outside an annotator's queue, and answers of a finished annotator that
+    differ from what they had when they pressed Finish."""
+    meta, problems = study.meta, []
     names = [a["name"] for a in study.annotators]
     if names != meta.get("annotators"):
         problems.append(f"the annotators are {names}, the study was created with {meta.get('annotators')}")
@@ -116,23 +131,24 @@ def study_problems(study: Study, release_dir) -> list[str]:
     return problems
 
 
-def votes_by_item(study: Study) -> dict[str, tuple[Vote, ...]]:
-    """Each item's counted judgements, by record id, in annotator order."""
+def _tampered(db, problems: list[str]) -> TamperedStudy:
+    return TamperedStudy(f"{db}: the study database no longer holds what the study recorded, so no release "
+                         "can rest on it:\n  " + "\n  ".join(problems[:20])
+                         + "\nRestore the database from a backup, or create a new study.")
+
+
+def votes_by_item(study: Study, added: dict[str, list] | None = None) -> dict[str, tuple[Vote, ...]]:
+    """Each item's counted judgements as votes (`votes.vote`; `added`: where each record's added
+    sentences stand, to name a vote for a fake answer), by record id, in annotator order."""
     out: dict[str, list[Vote]] = {item["record_id"]: [] for item in study.items}
     for a in sorted(study.counted(), key=lambda a: a["annotator"]):
-        out[a["record_id"]].append(Vote(a["annotator"], not a["unanswerable"], a["reason"]))
+        out[a["record_id"]].append(vote(a, (added or {}).get(a["record_id"], ())))
     return {rid: tuple(v) for rid, v in out.items()}
 
 
-def verdict(votes: tuple[Vote, ...]) -> str:
-    """The majority of the votes; a tie is invalid (a question that half its judges could not answer
-    is no benchmark item)."""
-    return VALID if 2 * sum(v.valid for v in votes) > len(votes) else INVALID
-
-
 def check_study(study: Study, release_dir, manifest: dict, partial: bool) -> list[str]:
-    """Refuse a study that cannot validate this release; returns the ids of the items not yet
-    judged (allowed with `partial`)."""
+    """Refuse a study that cannot validate this release; returns the ids of the items with fewer
+    judgements than the study asked for (allowed with `partial`)."""
     db, meta = study.path, study.meta
     if meta.get("manifest_sha256") != release_id(release_dir):
         raise ConfigError(
@@ -142,11 +158,10 @@ def check_study(study: Study, release_dir, manifest: dict, partial: bool) -> lis
     if not meta.get("all_changed"):
         raise ConfigError(f"{db}: a sampled study (--per-split) judges a sample, not every changed question; "
                           f"create one with `advrace human-eval create {release_dir} --all-changed --splits ...`")
+    check_covers_derived(manifest, meta["splits"], db)
     problems = study_problems(study, release_dir)
     if problems:
-        raise TamperedStudy(f"{db}: the study database no longer holds what the study recorded, so no release "
-                            "can rest on it:\n  " + "\n  ".join(problems[:20])
-                            + "\nRestore the database from a backup, or create a new study.")
+        raise _tampered(db, problems)
     k = meta["judgements"]
     unjudged = [rid for rid, votes in votes_by_item(study).items() if len(votes) < k]
     if unjudged and not partial:
@@ -157,63 +172,67 @@ def check_study(study: Study, release_dir, manifest: dict, partial: bool) -> lis
         raise ConfigError(f"{db}: unfinished study: {len(unjudged)} of {plural(len(study.items), 'item')} have fewer "
                           f"than {plural(k, 'judgement')} from annotators who pressed Finish (not finished: "
                           f"{', '.join(waiting)}); finish the study, or pass --partial to write the release with "
-                          "those items left as they were and marked unvalidated")
+                          "the items whose votes so far decide their verdict validated and the others left as they "
+                          "were, marked unvalidated")
     return unjudged
 
 
 def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, partial: bool = False) -> dict:
-    """Write the validated release of `release_dir` to `out_dir` from a finished study; returns its
-    manifest's `validation`."""
+    """Write the validated release of `release_dir` to `out_dir` from a finished study (or, with
+    `partial`, an unfinished one); returns its manifest's `validation`."""
     manifest = check_release(release_dir)
     study = read_study(db_path)
-    unjudged = set(check_study(study, release_dir, manifest, partial))
-    votes = votes_by_item(study)
-    originals = {ex.source_id: ex for ex in read_split(release_dir, ORIGINAL)}
-    changed, per_split = {}, {}
-    for split in study.meta["splits"]:
-        flags = {}
-        exs, kept_flags, verdicts = [], [], Counter()
-        for record, ex in split_records(release_dir, split):
-            flags[ex.id] = bool(record.get("perturbed"))
-            if not flags[ex.id]:
-                exs.append(ex)
-                kept_flags.append(False)
-                continue
-            if ex.id in unjudged:
-                verdicts[UNVALIDATED] += 1
-                exs.append(ex.with_provenance(Validated(UNVALIDATED, votes[ex.id], UNJUDGED_REASON)))
-                kept_flags.append(True)
-            elif verdict(votes[ex.id]) == VALID:
-                verdicts[VALID] += 1
-                exs.append(ex.with_provenance(Validated(VALID, votes[ex.id])))
-                kept_flags.append(True)
+    short = check_study(study, release_dir, manifest, partial)
+    k = study.meta["judgements"]
+    studied = [split for split in manifest["splits"] if split in study.meta["splits"]]  # sources first
+    changed = {split: changed_items(release_dir, split) for split in studied}
+    votes = votes_by_item(study, {ex.id: added_spans(ex) for exs in changed.values() for ex in exs})
+    decisions, undone, per_split = {}, {}, {}
+    for split in studied:
+        source = manifest["splits"][split].get("source") or ORIGINAL
+        decisions[split], undone[split], counts = {}, set(), Counter()
+        for ex in changed[split]:
+            mine = votes[ex.id]
+            said = verdict(mine, k)
+            counts[said or UNVALIDATED] += ex.source_id not in undone.get(source, ())
+            if ex.source_id in undone.get(source, ()):
+                counts["with_source"] += 1
+                d = Decision(Validated(said or UNVALIDATED, mine, WITH_SOURCE), keep=False,
+                             reason=WITH_SOURCE)
+            elif said is None:
+                d = Decision(Validated(UNVALIDATED, mine, UNJUDGED_REASON))
+            elif said == VALID:
+                d = Decision(Validated(VALID, mine, DECIDED_EARLY if len(mine) < k else None))
             else:
-                verdicts[INVALID] += 1
-                if not drop:
-                    exs.append(originals[ex.source_id].with_provenance(Validated(INVALID, votes[ex.id], INVALID_REASON)))
-                    kept_flags.append(False)
-        changed[split] = (exs, kept_flags, Counter() if drop else Counter({INVALID_REASON: verdicts[INVALID]}))
-        judged = verdicts[VALID] + verdicts[INVALID]
-        ratings = [["valid" if v.valid else "invalid" for v in votes[rid]]
-                   for rid, iv in flags.items() if iv and rid not in unjudged]
-        per_split[split] = {"changed": sum(flags.values()), "judged": judged, "valid": verdicts[VALID],
-                            "invalid": verdicts[INVALID], "unjudged": verdicts[UNVALIDATED],
-                            "valid_rate": verdicts[VALID] / judged if judged else None,
-                            "valid_ci": wilson(verdicts[VALID], judged), "fleiss_kappa": fleiss_kappa(ratings)}
+                d = Decision(Validated(INVALID, mine, INVALID_REASON), keep=False, reason=INVALID_REASON)
+            decisions[split][ex.id] = d
+            if not d.keep:
+                undone[split].add(ex.source_id)
+        per_split[split] = split_validation(changed[split], votes, counts, k)
     validation = {
         "source_release": {"name": manifest["name"], "manifest_sha256": release_id(release_dir)},
-        "study": {"annotations_sha256": study.annotations_sha256(), "annotators": len(study.annotators),
-                  "judgements": study.meta["judgements"], "seed": study.meta["seed"], "partial": bool(unjudged)},
+        "study": {"items_sha256": study.items_sha256(), "annotations_sha256": study.annotations_sha256(),
+                  "annotators": len(study.annotators), "judgements": k, "seed": study.meta["seed"],
+                  "partial": bool(short)},
         "invalid": DROPPED if drop else PUT_BACK,
         "splits": significant_floats(per_split),
     }
-    derive_release(release_dir, out_dir, changed, {"validation": validation}, source_manifest=manifest)
+    derive_release(release_dir, out_dir, decisions, {"validation": validation}, drop=drop, source_manifest=manifest)
     return validation
+
+
+def split_validation(examples: list, votes: dict, counts: Counter, k: int) -> dict:
+    """One split's numbers (`report.item_rates`, the report's definitions), with how many of its
+    changed questions were not yet judged and how many went back with their source split's."""
+    return {"changed": len(examples), **item_rates([votes[ex.id] for ex in examples], k),
+            "unjudged": counts[UNVALIDATED], "with_source": counts["with_source"]}
 
 
 def check_study_link(manifest: dict, db_path, release_dir) -> str:
     """That a validated release's manifest names its source release and matches the study
-    database it was validated from; returns a line saying so."""
+    database it was validated from: the study's own tamper checks run again (`answer_problems`),
+    its items and annotations are those the release recorded, and every `validated` record's
+    votes are the study's; returns a line saying so."""
     validation = manifest.get("validation")
     if not validation:
         raise ConfigError(f"{release_dir}: not a validated release (its manifest has no `validation`); "
@@ -225,11 +244,28 @@ def check_study_link(manifest: dict, db_path, release_dir) -> str:
                           f"(manifest sha256 {str(study.meta.get('manifest_sha256'))[:16]}), but {release_dir} was "
                           f"validated from {source['name']!r} ({source['manifest_sha256'][:16]}); give the study it "
                           "was validated from")
+    problems = answer_problems(study)
+    items = validation["study"].get("items_sha256")
+    if items is not None and items != study.items_sha256():
+        problems.insert(0, f"its items (sha256 {study.items_sha256()[:16]}) are not those {release_dir} was "
+                           f"validated from (sha256 {items[:16]})")
+    if problems:
+        raise _tampered(db_path, problems)
     digest = study.annotations_sha256()
     recorded = validation["study"]["annotations_sha256"]
     if digest != recorded:
         raise VerifyError(f"{db_path}: its annotations (sha256 {digest[:16]}) are not those {release_dir} was "
                           f"validated from (sha256 {recorded[:16]}): the database changed since, or is another "
                           "study of the same release")
-    return (f"{release_dir}: the study {db_path} is the one it was validated from "
-            f"(annotations sha256 {digest[:16]}, release {source['name']!r})")
+    votes = votes_by_item(study)
+    for split in validation["splits"]:
+        for ex in read_split(release_dir, split):
+            last = ex.provenance[-1] if ex.provenance else None
+            if ex.id in votes and isinstance(last, Validated) and [(v.annotator, v.valid) for v in last.votes] != [
+                    (v.annotator, v.valid) for v in votes.get(ex.id, ())]:
+                raise VerifyError(f"{release_dir}: the votes of {ex.id} in its provenance are not the study's "
+                                  f"({db_path}); the release was written from other judgements")
+    return (f"{release_dir}: the study {db_path} is the one it was validated from (annotations sha256 "
+            f"{digest[:16]}, release {source['name']!r}); its tamper checks pass"
+            + ("" if items else "; its items are not checked (the manifest, written by an earlier advrace, "
+                                "records no items_sha256)"))

@@ -507,7 +507,7 @@ def test_checkpoint_digest_is_memoised_until_a_file_changes(tmp_path, monkeypatc
     import hashlib
     import os
 
-    from advrace.attacks import model_based
+    from advrace.models.runtime import checkpoint_info
 
     folder = tmp_path / "ckpt"
     (folder / "sub").mkdir(parents=True)
@@ -523,7 +523,7 @@ def test_checkpoint_digest_is_memoised_until_a_file_changes(tmp_path, monkeypatc
     first = checkpoint_sha256(folder)
     assert first == plain()
     opened = []
-    monkeypatch.setattr(model_based, "open", lambda *a, **k: opened.append(a) or open(*a, **k), raising=False)
+    monkeypatch.setattr(checkpoint_info, "open", lambda *a, **k: opened.append(a) or open(*a, **k), raising=False)
     assert checkpoint_sha256(str(folder)) == checkpoint_sha256(folder / "sub" / "..") == first
     assert not opened
     (folder / "a.bin").write_bytes(b"y" * 10)

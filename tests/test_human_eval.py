@@ -201,7 +201,8 @@ def test_squad_items_take_a_span(tmp_path):
         server.server_close()
     result = report.compute(tmp_path / "q.db")
     entry = result["splits"]["original"]
-    assert entry["annotations"] == 6 and entry["valid_rate"] == 1.0
+    # one annotator selects each gold, the other "Danube" (no gold answer): a tie on every item, so invalid
+    assert entry["judgements"] == 6 and entry["valid_rate"] == 0.0 and entry["judged"] == 3
     assert entry["correct_rate"] == pytest.approx(0.5)
     assert 0.5 <= entry["human_f1"] < 1.0
 
@@ -250,15 +251,16 @@ def test_report_numbers_by_hand(mc_release, tmp_path):
     for split, plans in by_split.items():
         flat = "".join(plans)
         e = result["splits"][split]
-        assert e["annotations"] == len(flat)
-        assert e["valid_rate"] == pytest.approx(flat.count("c") / len(flat) + flat.count("w") / len(flat))
+        assert e["judgements"] == len(flat)
+        # valid: the items whose majority chose the gold (a wrong option is no valid vote); correct: the judgements
+        assert e["valid_rate"] == pytest.approx(sum(p.count("c") >= 2 for p in plans) / len(plans))
         assert e["correct_rate"] == pytest.approx(flat.count("c") / len(flat))
         lo, hi = e["correct_ci"]
         assert lo <= e["correct_rate"] <= hi
-    # Fleiss' kappa over all four items, categories: the option chosen, or unanswerable
-    category = lambda iid, a: {"c": labels[iid], "w": (labels[iid] + 1) % 4, "u": "u"}[a]  # noqa: E731
+    assert sum(e["valid"] for e in result["splits"].values()) == 2
+    # Fleiss' kappa over all four items, of the vote: chose the gold or not
     assert result["fleiss_kappa"] == pytest.approx(report.fleiss_kappa(
-        [[str(category(iid, a)) for a in answers] for iid, answers in plan.items()]))
+        [["gold" if a == "c" else "not" for a in answers] for answers in plan.values()]))
     assert len(result["disagreements"]) == 2
     assert {"report.json", "report.md", "report.png"} <= {p.name for p in (tmp_path / "out").iterdir()}
     assert "missing key information: 2" in (tmp_path / "out" / "report.md").read_text()
@@ -451,11 +453,14 @@ def test_splits_nobody_annotated_report_na_not_zero(mc_release, tmp_path):
     saved = json.loads((tmp_path / "out" / "report.json").read_text())
     assert result["splits"]["charswap"]["correct_rate"] == 1.0
     for entry in (result["splits"]["original"], saved["splits"]["original"]):
-        assert entry["annotations"] == 0
+        assert entry["judgements"] == 0
         assert [entry[k] for k in ("valid_rate", "valid_ci", "correct_rate", "correct_ci", "fleiss_kappa")] == [None] * 5
     md = (tmp_path / "out" / "report.md").read_text()
     row = next(line for line in md.splitlines() if line.startswith("| original |"))
-    assert row == "| original | 2 | 0 | n/a | n/a | n/a |" and "0.0 [0.0, 0.0]" not in md
+    assert row == "| original | 2 | 0 | 0 | n/a | n/a | n/a |" and "0.0% (95% CI 0.0–0.0)" not in md
+    # one of two judgements in on each charswap item: correct, but no verdict yet, so no valid rate
+    charswap = result["splits"]["charswap"]
+    assert charswap["valid_rate"] is None and charswap["judged"] == 0
     assert (tmp_path / "out" / "report.png").stat().st_size > 0
     # SQuAD: human F1 is n/a too, and a study nobody answered still reports
     path = tmp_path / "squad.json"
@@ -464,7 +469,7 @@ def test_splits_nobody_annotated_report_na_not_zero(mc_release, tmp_path):
     create_study(tmp_path / "sq", tmp_path / "q.db", per_split=2, annotators=1)
     entry = report.write(tmp_path / "q.db", tmp_path / "qout")["splits"]["original"]
     assert entry["human_f1"] is None and entry["human_f1_ci"] is None
-    assert "| original | 2 | 0 | n/a | n/a | n/a | n/a |" in (tmp_path / "qout" / "report.md").read_text()
+    assert "| original | 2 | 0 | 0 | n/a | n/a | n/a | n/a |" in (tmp_path / "qout" / "report.md").read_text()
 
 
 def test_add_person_returns_the_new_row_id_with_the_token(tmp_path):

@@ -322,12 +322,14 @@ def test_author_writes_a_span_question_that_fools_the_model(browser, span_model,
         server.shutdown()
         server.server_close()
     entry = report.compute(tmp_path / "v.db")["splits"]["human_authored"]
-    assert entry["annotations"] == 1 and entry["human_f1"] == 1.0 and entry["correct_rate"] == 1.0
+    assert entry["judgements"] == 1 and entry["human_f1"] == 1.0 and entry["correct_rate"] == 1.0
 
 
 def test_three_annotators_disagree_and_validate_writes_a_release_that_verifies(tmp_path):
     """Three people, each in their own browser, judge every changed question of a split, disagreeing
-    on some on purpose; the validated release keeps the majority's verdicts and names its study."""
+    on some on purpose, by finding no one right answer or by choosing a distractor; the validated
+    release keeps the majority's verdicts (choosing a distractor is an invalid vote) and names its
+    study."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -341,10 +343,13 @@ def test_three_annotators_disagree_and_validate_writes_a_release_that_verifies(t
     db = tmp_path / "study.db"
     out = create_study(tmp_path / "rel", db, splits=["charswap"], all_changed=True, annotators=3, seed=2)
     conn = store.connect(db)
-    record_ids = sorted(item["record_id"] for item in store.all_items(conn))
+    labels = {item["record_id"]: item["payload"]["label"] for item in store.all_items(conn)}
+    record_ids = sorted(labels)
     # who finds no one right answer: nobody, one (kept, 2:1), two (put back, 1:2), all three (put back)
     invalid_by = {record_ids[1]: {"annotator2"}, record_ids[2]: {"annotator1", "annotator3"},
                   record_ids[4]: {"annotator1", "annotator2", "annotator3"}}
+    # who chooses a distractor over the gold: two (put back, 1:2), one (kept, 2:1)
+    distracted_by = {record_ids[3]: {"annotator1", "annotator2"}, record_ids[5]: {"annotator3"}}
     at = {a["name"]: [store.item(conn, r["item_id"])["record_id"] for r in store.queue(conn, a["id"])]
           for a in store.annotators(conn)}
     conn.close()
@@ -357,11 +362,14 @@ def test_three_annotators_disagree_and_validate_writes_a_release_that_verifies(t
         for pos in range(out["items"]):  # the three sessions take turns, each in its own browser
             for name, driver in drivers.items():
                 assert driver.current_url.endswith(f"/item/{pos}")
-                if name in invalid_by.get(at[name][pos], ()):
+                rid = at[name][pos]
+                if name in invalid_by.get(rid, ()):
                     driver.find_element(By.ID, "choice-unanswerable").click()
                     Select(driver.find_element(By.ID, "reason")).select_by_visible_text("multiple correct options")
+                elif name in distracted_by.get(rid, ()):
+                    driver.find_element(By.ID, f"choice-{(labels[rid] + 1) % 4}").click()
                 else:
-                    driver.find_element(By.ID, "choice-1").click()  # an answer: the question is valid
+                    driver.find_element(By.ID, f"choice-{labels[rid]}").click()
                 _save(driver, "/progress" if pos == out["items"] - 1 else f"/item/{pos + 1}")
         # before anyone presses Finish, the study is unfinished
         with pytest.raises(ConfigError, match="unfinished study"):
@@ -382,18 +390,23 @@ def test_three_annotators_disagree_and_validate_writes_a_release_that_verifies(t
     assert main(["verify", str(tmp_path / "validated"), "--study", str(db)]) == 0
     manifest = check_release(tmp_path / "validated")
     v = manifest["validation"]["splits"]["charswap"]
-    assert (v["judged"], v["valid"], v["invalid"]) == (7, 5, 2) and v["fleiss_kappa"] is not None
-    assert manifest["validation"]["study"]["annotators"] == 3
+    assert (v["judged"], v["valid"], v["invalid"], v["correct"], v["judgements"]) == (7, 4, 3, 12, 21)
+    assert v["fleiss_kappa"] is not None and manifest["validation"]["study"]["annotators"] == 3
     card = (tmp_path / "validated" / "README.md").read_text(encoding="utf-8")
-    assert "`charswap`: validated by people: 7 items, 71.4% valid (95% CI" in card
+    assert "`charswap`: validated by people: 7 items judged, 57.1% valid (95% CI" in card
+    assert "57.1% of 21 judgements chose the gold (95% CI" in card
     rows = {r["id"]: r for r in map(json.loads, (tmp_path / "validated" / "data" / "charswap-00000-of-00001.jsonl")
                                     .read_text(encoding="utf-8").splitlines())}
     originals = {r["source_id"]: r for r in map(json.loads, (tmp_path / "rel" / "data" / "original-00000-of-00001.jsonl")
                                                 .read_text(encoding="utf-8").splitlines())}
-    for rid in (record_ids[2], record_ids[4]):
+    for rid in (record_ids[2], record_ids[3], record_ids[4]):
         row, orig = rows[rid], originals[rows[rid]["source_id"]]
         assert not row["perturbed"] and (row["passage"], row["question"]) == (orig["passage"], orig["question"])
         assert json.loads(row["provenance"])[-1]["verdict"] == "invalid"
-    kept = json.loads(rows[record_ids[1]]["provenance"])[-1]
-    assert rows[record_ids[1]]["perturbed"] and kept["verdict"] == "valid"
-    assert [vote["valid"] for vote in kept["votes"]] == [True, False, True]
+    wrong = "ABCD"[(labels[record_ids[3]] + 1) % 4]
+    assert [vote.get("reason") for vote in json.loads(rows[record_ids[3]]["provenance"])[-1]["votes"]] == [
+        f"chose option {wrong}", f"chose option {wrong}", None]
+    for rid, valid in ((record_ids[1], [True, False, True]), (record_ids[5], [True, True, False])):
+        kept = json.loads(rows[rid]["provenance"])[-1]
+        assert rows[rid]["perturbed"] and kept["verdict"] == "valid"
+        assert [vote["valid"] for vote in kept["votes"]] == valid

@@ -330,3 +330,134 @@ def test_chart_legend_gives_the_average_drop(tmp_path, monkeypatch):
     s = summarize(manifest, {"m": {"original": cell(80.0), "charswap": cell(20.0)}})
     report.plot(s, tmp_path / "results.png")
     assert labels == ["m (average drop 75.0%)"]
+
+
+# --------------------------------------------------------------------------- what the release knows
+
+
+def _checkpoint(folder: Path, objective: str, base: str, train_path: str) -> Path:
+    """A checkpoint folder as `advrace train` leaves it, as far as a manifest reads it: the
+    training record (objective, base model, training data) beside the weights."""
+    folder.mkdir(parents=True)
+    (folder / "model.safetensors").write_bytes(folder.name.encode())
+    (folder / "training_info.json").write_text(json.dumps(
+        {"objective": objective, "config": {"model": base, "train": {"path": train_path}}}), encoding="utf-8")
+    return folder
+
+
+def _mc_records(split: str, right: list[bool], perturbed: bool) -> dict:
+    records = [{"id": f"{split}/q{i}", "source_id": f"q{i}", "prediction": 0 if ok else 1, "label": 0,
+                "correct": ok, "scores": [0.0] * 4, "perturbed": perturbed} for i, ok in enumerate(right)]
+    return {"n": len(records), "accuracy": 100 * sum(right) / len(records), "records": records}
+
+
+def test_report_states_the_release_caveats(tmp_path):
+    """A validated release whose DE split came from a demonstration model (trained on the bundled
+    sample) and whose DG split came from a generator fine-tuned from SmolLM2, scored with SmolLM2
+    and with a reader below chance: the report says each, from the records alone (the manifest's
+    split entries are the attacks' own describe(); the scored models' identities are evaluate's)."""
+    from advrace.attacks.distractor_extraction import DistractorExtraction
+    from advrace.attacks.distractor_generation import DistractorGeneration
+    from advrace.evaluation.scoring import scored_identity
+
+    de = _checkpoint(tmp_path / "de-demo" / "final", "span_extraction", "minilm", "@sample/race")
+    dg = _checkpoint(tmp_path / "dg-smollm2" / "final", "causal_lm", "smollm2", "RACE/train")
+    manifest = manifest_of(("original", "none"), ("charswap", "charswap"),
+                           ("distractor_extraction", "distractor_extraction"),
+                           ("distractor_generation", "distractor_generation"))
+    for split, attack in (("distractor_extraction", DistractorExtraction({"model": str(de)})),
+                          ("distractor_generation", DistractorGeneration({"model": str(dg)}))):
+        manifest["splits"][split].update(attack.describe())
+    assert manifest["splits"]["distractor_generation"]["trained_from"] == "smollm2"
+    assert manifest["splits"]["distractor_extraction"]["trained_on_sample"] == "@sample/race"
+    judged = {"judged": 21, "valid_rate": 19 / 21, "valid_ci": [0.711, 0.973], "fleiss_kappa": 0.62,
+              "invalid": 2, "unjudged": 0}
+    manifest["validation"] = {"source_release": {"name": "race-dev", "manifest_sha256": "cd" * 32},
+                              "study": {"annotators": 3, "judgements": 3, "annotations_sha256": "ef" * 32},
+                              "invalid": "restored", "splits": {"distractor_generation": judged}}
+    splits = list(manifest["splits"])
+    scores = {"smollm2": {s: _mc_records(s, [True] * 6 + [False] * 4, s != "original") for s in splits},
+              "sliding-window": {s: _mc_records(s, [True] * 2 + [False] * 8, s != "original") for s in splits}}
+    sources = {m: {"kind": "model" if m == "smollm2" else "built-in", "path": m, "identity": scored_identity(m)}
+               for m in scores}
+    summary = summarize(manifest, scores, sources)
+    kinds = {(c["kind"], c["split"], c["model"]) for c in summary["caveats"]}
+    assert kinds == {("validation", "distractor_generation", None),
+                     ("unvalidated", "distractor_extraction", None),
+                     ("demonstration", "distractor_extraction", None),
+                     ("shared_base", "distractor_generation", "smollm2"),
+                     # DG's default readers chose its distractors: adversarial to them by construction
+                     ("shared_base", "distractor_generation", "sliding-window"),
+                     ("below_chance", "original", "sliding-window")}
+    md = render_markdown(summary)
+    caveats = md.split("## Caveats", 1)[1].split("\n## ", 1)[0]
+    assert ("- `distractor_generation`: validated by people: 21 items judged, 90.5% valid (95% CI 71.1–97.3), "
+            "kappa 0.62; 2 judged invalid, put back as in its source split (unperturbed).") in caveats
+    assert "- `distractor_extraction`: made with a model and not validated by people" in caveats
+    assert ("- `distractor_extraction`: made with a checkpoint trained on the bundled sample (`@sample/race`): "
+            "a demonstration model") in caveats
+    assert ("- `distractor_generation`: made with a generator (`dg-smollm2/final`, fine-tuned from `smollm2`) that "
+            "shares its base with the scored model `smollm2`") in caveats
+    assert "- `sliding-window` scores 20.00% on `original`, below chance (25.00%)" in caveats
+    assert ("- `distractor_generation`: its distractors were chosen as those the reader (`sliding-window`) that "
+            "shares its base with the scored model `sliding-window`") in caveats
+    # the caveats come before the first table, where a reader starts
+    assert md.index("## Caveats") < md.index("## Accuracy")
+
+
+def test_an_unrelated_generator_and_readers_above_chance_give_no_such_caveat(tmp_path):
+    """The same release scored by a model the generator does not descend from, above chance."""
+    from advrace.attacks.distractor_generation import DistractorGeneration
+    from advrace.evaluation.scoring import scored_identity
+
+    dg = _checkpoint(tmp_path / "dg-other" / "final", "causal_lm", "HuggingFaceTB/SmolLM2-360M", "RACE/train")
+    manifest = manifest_of(("original", "none"), ("distractor_generation", "distractor_generation"))
+    manifest["splits"]["distractor_generation"].update(DistractorGeneration({"model": str(dg)}).describe())
+    scores = {"smollm2": {s: _mc_records(s, [True] * 3 + [False] * 7, s != "original") for s in manifest["splits"]}}
+    summary = summarize(manifest, scores, {"smollm2": {"kind": "model", "path": "smollm2",
+                                                       "identity": scored_identity("smollm2")}})
+    assert [c["kind"] for c in summary["caveats"]] == ["unvalidated"]
+    # scoring the generator itself, copied elsewhere and with no training record, is the same
+    # model by its sha256 alone
+    import shutil
+
+    from advrace.attacks.distractor_extraction import DistractorExtraction
+
+    bare = tmp_path / "de-bare" / "final"
+    bare.mkdir(parents=True)
+    (bare / "model.safetensors").write_bytes(b"weights")
+    manifest["splits"]["distractor_generation"] = {"attack": "distractor_extraction", "source": "original",
+                                                   "count": 10, **DistractorExtraction({"model": str(bare)}).describe()}
+    copy = shutil.copytree(bare, tmp_path / "elsewhere" / "copy")
+    same = {"gen": {"kind": "model", "path": str(copy), "identity": scored_identity(str(copy))}}
+    summary = summarize(manifest, {"gen": scores["smollm2"]}, same)
+    assert ("shared_base", "gen") in {(c["kind"], c["model"]) for c in summary["caveats"]}
+
+
+def test_chart_marks_the_attacked_questions_on_original(tmp_path, monkeypatch):
+    """A hatched (attacked-only) bar is read against the same questions on `original`, not the
+    all-questions bar beside it: a black line at that height marks it."""
+    import matplotlib.axes
+
+    from advrace.evaluation.report import plot
+
+    drawn = []
+    original_hlines = matplotlib.axes.Axes.hlines
+
+    def hlines(self, y, xmin, xmax, **kwargs):
+        drawn.append((list(y), list(xmin), list(xmax)))
+        return original_hlines(self, y, xmin, xmax, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "hlines", hlines)
+    manifest = manifest_of(("original", "none"), ("charswap", "charswap"))
+    # original: q0-q3 right of 10 (40%); charswap attacked q0-q4 (q0 still right), q5-q9 copies
+    original = _mc_records("original", [True] * 4 + [False] * 6, False)
+    charswap = _mc_records("charswap", [True] + [False] * 9, False)
+    for rec in charswap["records"][:5]:
+        rec["perturbed"] = True
+    summary = summarize(manifest, {"m": {"original": original, "charswap": charswap}})
+    cell = summary["results"]["m"]["splits"]["charswap"]
+    assert cell["accuracy_attacked"] == 20.0 and cell["accuracy_attacked_original"] == 80.0
+    plot(summary, tmp_path / "chart.png")
+    [(heights, lows, highs)] = drawn
+    assert heights == [80.0] and highs[0] - lows[0] == pytest.approx(0.8 / 2)  # across the hatched half-bar

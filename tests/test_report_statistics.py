@@ -295,3 +295,20 @@ def test_labels_with_a_slash_get_file_safe_prediction_files(tmp_path):
     assert sorted(p.name for p in (tmp_path / "report" / "predictions").iterdir()) == [
         "dg-sample_final.jsonl", "owner_name-2.jsonl", "owner_name.jsonl"]
     assert "| owner/name | 100.00 | – |" in (tmp_path / "report" / "results.md").read_text(encoding="utf-8")
+
+
+def test_paired_difference_by_hand():
+    """B − A on paired questions: the mean difference, the bootstrap interval of the per-question
+    differences, McNemar on right-or-wrong values and the paired bootstrap on F1."""
+    from advrace.evaluation.statistics import paired_difference
+
+    a, b = [1, 1, 1, 0, 1], [1, 0, 0, 0, 1]
+    found = paired_difference(a, b, binary=True)
+    assert found["n"] == 5 and found["difference"] == pytest.approx(-0.4)
+    assert found["p"] == mcnemar_exact_p(2, 0) == 0.5
+    assert found["ci"] == bootstrap_interval([0, -1, -1, 0, 0]) and found["ci"][0] < -0.4 < found["ci"][1] <= 0
+    f1 = paired_difference([0.5, 1.0, 0.2], [0.5, 0.5, 0.2], binary=False)
+    assert f1["difference"] == pytest.approx(-0.5 / 3) and f1["p"] == paired_bootstrap_p([0.5, 1.0, 0.2], [0.5, 0.5, 0.2])
+    assert paired_difference([], [], binary=True) is None
+    with pytest.raises(ValueError, match="equal lengths"):
+        paired_difference([1], [1, 0], binary=True)

@@ -201,7 +201,7 @@ def test_authored_span_questions_go_through_a_study(author_model, squad_release,
         server.shutdown()
         server.server_close()
     entry = report.compute(tmp_path / "v.db")["splits"]["human_authored"]
-    assert entry["annotations"] == 2 and entry["human_f1"] == pytest.approx(0.5)
+    assert entry["judgements"] == 2 and entry["human_f1"] == pytest.approx(0.5)
     assert entry["correct_rate"] == pytest.approx(0.5)
 
 

@@ -20,7 +20,7 @@ from advrace.evaluation.naming import report_labels
 from advrace.evaluation.predictions import PredictionsError, score_predictions
 from advrace.evaluation.report import ORIGINAL, file_stems, write_report
 from advrace.evaluation.scoring import (check_fits, check_model_args, make_accelerator, make_scorer, mark_perturbed,
-                                        score_splits, select_splits)
+                                        score_splits, scored_identity, select_splits)
 from advrace.formats import load as load_data
 from advrace.formats.base import race_level
 from advrace.models.decoders import lm_eval_race
@@ -257,7 +257,8 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
                                        release, flags)
         is_object = hasattr(model, "predict_mc") or hasattr(model, "predict_qa")
         sources[label] = {"kind": "scorer" if is_object else "built-in" if is_builtin_reader(model) else "model",
-                          "path": str(model) if isinstance(model, (str, os.PathLike)) else model_name(model)}
+                          "path": str(model) if isinstance(model, (str, os.PathLike)) else model_name(model),
+                          "identity": scored_identity(model, model_args) if main else {}}
         inference = getattr(scorer, "inference", None)
         if isinstance(inference, dict):  # the readers that run a network say how it computed
             sources[label].update(bf16=inference.get("precision") == "bf16", inference=inference)
@@ -275,7 +276,8 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     for label, pred in zip(labels[len(models):], predictions):
         scores[label] = score_predictions(release, pred, splits=names, allow_missing=allow_missing,
                                           manifest=manifest, split_examples=read, perturbed=flags)
-        sources[label] = {"kind": "predictions", "path": str(pred)}
+        sources[label] = {"kind": "predictions", "path": str(pred),
+                          "identity": {"name": Path(pred).name, "sha256": sha256_file(Path(pred))}}
     if not main:
         return {}
     return write_report(out, {**manifest, "manifest_sha256": release_record["manifest_sha256"]}, scores,
@@ -368,8 +370,13 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     <metric>_attacked_ci (the score on them alone), <metric>_attacked_original (the same
     questions on `original`) and <metric>_attacked_drop; the headline drop stays over all
     questions, as AdvRACE reports it. Null where no question was attacked. Top level: statistics (the methods in words), chance (percent, null
-    for SQuAD), metrics (accuracy_norm added when a log-likelihood model gives it). Per model:
-    predictions (its predictions file) and source (how it was scored; method when known).
+    for SQuAD), metrics (accuracy_norm added when a log-likelihood model gives it), caveats (what
+    the release records that changes how a number reads, per split and model: people's validation,
+    a demonstration model, a generator, judge or reader sharing its base with a scored model, a
+    model below chance; results.md's "Caveats"). Per model: predictions (its predictions file) and
+    source (how it was scored; method when known; identity: what was scored, a folder's sha256,
+    smollm2's GGUF sha256, a Hub model's cached commit, a predictions file's sha256, which
+    `advrace compare` checks).
     A model is named by its `advrace train` run name, else its last two folder names
     (dg-sample/final); Hub and built-in names as given; repeats get -2, -3.
     Exit status: 0 on success, 1 if the release fails verification, 2 on bad input,

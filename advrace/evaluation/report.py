@@ -37,10 +37,10 @@ from advrace.core.atomic import atomic_dir
 from advrace.core.numbers import significant
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.evaluation.naming import numbered
+from advrace.release.card import DEMONSTRATION, split_models, validated_split_text
 from advrace.release.records import NO_ATTACK
 from advrace.models.decoders.scoring_protocol import differences, protocol_line
-from advrace.evaluation.statistics import (LEVEL, RESAMPLES, SEED, bootstrap_interval, mcnemar_exact_p,
-                                           paired_bootstrap_p, wilson_interval)
+from advrace.evaluation.statistics import LEVEL, RESAMPLES, SEED, bootstrap_interval, paired_p, wilson_interval
 
 ORIGINAL = "original"
 TASK_METRICS = {MULTIPLE_CHOICE: ("accuracy",), EXTRACTIVE_QA: ("exact_match", "f1")}
@@ -240,12 +240,8 @@ def paired_tests(original: dict, res: dict, metrics, attacked_only: bool = True)
         pairs = [(base[sid].get(field), split[sid].get(field)) for sid in shared]
         if not pairs or any(a is None or b is None for a, b in pairs):
             out[f"{metric}_p"] = None
-        elif metric in BINARY_METRICS:
-            worse = sum(1 for a, b in pairs if a and not b)
-            better = sum(1 for a, b in pairs if b and not a)
-            out[f"{metric}_p"] = mcnemar_exact_p(worse, better)
         else:
-            out[f"{metric}_p"] = paired_bootstrap_p([float(a) for a, _ in pairs], [float(b) for _, b in pairs])
+            out[f"{metric}_p"] = paired_p([a for a, _ in pairs], [b for _, b in pairs], metric in BINARY_METRICS)
     return out
 
 
@@ -257,6 +253,66 @@ def chance_level(task: str, scores: dict) -> float | None:
     sizes = [len(rec["scores"]) for by_split in scores.values() for res in by_split.values()
              for rec in res.get("records") or () if rec.get("scores")]
     return sum(100.0 / k for k in sizes) / len(sizes) if sizes else DEFAULT_CHANCE
+
+
+def _lineage(source: dict) -> tuple[set, set]:
+    """(names, sha256s) a scored model answers to: its name, the model it was fine-tuned from
+    and a reader's encoder; the digests of its files (results.json's source `identity`)."""
+    ident = source.get("identity") or {"name": source.get("path")}
+    return ({ident.get(k) for k in ("name", "trained_from", "encoder")} - {None},
+            {ident.get(k) for k in ("sha256", "encoder_sha256")} - {None})
+
+
+def shared_base(made_with: dict, source: dict) -> bool:
+    """Whether a model a split was made with (card.split_models) and a scored model (its source)
+    are one model or were fine-tuned from one: by the records (names and sha256s), never by a
+    family name."""
+    names, shas = _lineage(source)
+    own = {made_with.get("name"), made_with.get("trained_from")} - {None}
+    return bool(own & names) or made_with.get("checkpoint_sha256") in shas
+
+
+def release_caveats(manifest: dict, splits: list[str], results: dict, chance: float | None) -> list[dict]:
+    """What the release knows that changes how a number reads, per split and model, as results.json's
+    `caveats` ({kind, split, model, text}) and results.md's "Caveats": people's validation of a
+    split (or its absence, for a split a model made), a demonstration model that made a split, a
+    generator, judge or reader that shares its base with a scored model (that model's score there
+    is confounded), and a model below chance on `original` (its drops measure noise)."""
+    out = []
+    validation = manifest.get("validation") or {}
+    for split in splits:
+        info = manifest["splits"][split]
+        made_with = split_models(info)
+        if split in (validation.get("splits") or {}):
+            out.append({"kind": "validation", "split": split, "model": None,
+                        "text": validated_split_text(validation, split)})
+        elif made_with or info.get("model_dependent"):
+            out.append({"kind": "unvalidated", "split": split, "model": None,
+                        "text": "made with a model and not validated by people: the audit does not see a new "
+                                "distractor that is a second right answer in other words, so some gold answers "
+                                "may not be the one right answer (`advrace human-eval`)"})
+        if info.get("trained_on_sample"):
+            out.append({"kind": "demonstration", "split": split, "model": None,
+                        "text": f"made with a checkpoint trained on the bundled sample (`{info['trained_on_sample']}`): "
+                                f"{DEMONSTRATION}"})
+        for m, res in results.items():
+            for made in made_with:
+                if not shared_base(made, res.get("source") or {}):
+                    continue
+                base = f", fine-tuned from `{made['trained_from']}`" if made.get("trained_from") else ""
+                how = ("its distractors were chosen as those the reader" if made["role"] == "reader"
+                       else f"made with a {made['role']}")
+                out.append({"kind": "shared_base", "split": split, "model": m,
+                            "text": f"{how} (`{made['name']}`{base}) that shares its base with the scored model "
+                                    f"`{m}`: `{m}`'s score and drop on it are confounded (the split was shaped by "
+                                    "a model of its own kind), and do not compare with other models'"})
+    for m, res in results.items():
+        score = (res["splits"].get(ORIGINAL) or {}).get("accuracy")
+        if chance is not None and score is not None and score < chance:
+            out.append({"kind": "below_chance", "split": ORIGINAL, "model": m,
+                        "text": f"`{m}` scores {score:.2f}% on `{ORIGINAL}`, below chance ({chance:.2f}%): it answers "
+                                "no better than a guess, so its drops from it measure noise, not robustness"})
+    return out
 
 
 def summarize(manifest: dict, scores: dict, sources: dict | None = None) -> dict:
@@ -303,10 +359,12 @@ def summarize(manifest: dict, scores: dict, sources: dict | None = None) -> dict
     for key in averaged if models else ():
         over_models["average"][key] = _mean(results[m]["average"][key] for m in models)
     src = manifest.get("source", {})
+    chance = chance_level(task, scores)
     summary = {
         "drop": DROP_DEFINITION,
         "statistics": statistics_text(metrics),
-        "chance": chance_level(task, scores),
+        "chance": chance,
+        "caveats": release_caveats(manifest, splits, results, chance),
         "release": {"name": manifest.get("name"), "task": task,
                     "advrace_version": manifest.get("advrace_version"),
                     "source": src.get("name"), "fingerprint": src.get("fingerprint"),
@@ -475,6 +533,10 @@ def render_markdown(summary: dict) -> str:
              + (f" Chance (a uniform guess among the options): {chance:.2f}%." if chance is not None else ""), "",
              f"Each cell: the score and its drop from `{ORIGINAL}`, both in percent; drop = {DROP_DEFINITION}.",
              ""]
+    if summary.get("caveats"):
+        lines += ["## Caveats", "", "What the release records that changes how these numbers read:", ""]
+        lines += [f"- `{c['split']}`: {c['text']}." if c.get("split") and c["kind"] != "below_chance"
+                  else f"- {c['text']}." for c in summary["caveats"]] + [""]
     tested = [s for s in columns if s != ORIGINAL] if ORIGINAL in columns else []
     info = summary["split_info"]
     attacked = [s for s in tested if info[s].get("attacked") is not None]
@@ -607,9 +669,15 @@ def plot(summary: dict, path: Path) -> None:
               [width / 2 if h else width for h in half], show_values, color=color,
               label=m if drop is None else f"{m} (average {drop_text(drop, 1)})")
         if attacked:
-            _bars(ax, [x + width / 4 for x, h in zip(xs, half) if h], [c for c, h in zip(cells, half) if h],
-                  metric, "attacked", width / 2, show_values, facecolor=(*color[:3], 0.3), edgecolor=color,
-                  hatch="///", linewidth=0.8)
+            right = [(x + width / 4, c) for x, c, h in zip(xs, cells, half) if h]
+            _bars(ax, [x for x, _ in right], [c for _, c in right], metric, "attacked", width / 2, show_values,
+                  facecolor=(*color[:3], 0.3), edgecolor=color, hatch="///", linewidth=0.8)
+            # the same questions on `original`: a hatched bar is read against this, not the left bar
+            marks = [(x, c[f"{metric}_attacked_original"]) for x, c in right
+                     if c.get(f"{metric}_attacked_original") is not None]
+            if marks:
+                ax.hlines([y for _, y in marks], [x - width / 4 for x, _ in marks], [x + width / 4 for x, _ in marks],
+                          colors="black", linewidth=2.2, zorder=4)
     chance = summary.get("chance")
     if chance is not None:  # over the bars, so a bar below chance shows it
         ax.axhline(chance, color="0.15", linestyle="--", linewidth=1.2, alpha=0.8, zorder=3,
@@ -629,6 +697,10 @@ def plot(summary: dict, path: Path) -> None:
     if attacked:
         handles.append(matplotlib.patches.Patch(facecolor="white", edgecolor="0.3", hatch="///"))
         names.append("hatched: only the questions the attack changed")
+        if any((summary["results"][m]["splits"].get(s) or {}).get(f"{metric}_attacked_original") is not None
+               for m in models for s in attacked):
+            handles.append(matplotlib.lines.Line2D([], [], color="black", linewidth=2.2))
+            names.append(f"black line: those questions on {ORIGINAL}")
     order = sorted(range(len(names)), key=lambda i: isinstance(handles[i], matplotlib.lines.Line2D))
     ax.legend([handles[i] for i in order], [names[i] for i in order], fontsize="small", loc="upper center",
               bbox_to_anchor=(0.5, -0.14 if len(columns) <= 4 else -0.22), ncol=min(len(names), 3),

@@ -9,7 +9,7 @@ advrace.models.encoders.span_scoring, one shard of the examples per Accelerate p
 from __future__ import annotations
 
 import inspect
-import os
+from pathlib import Path
 
 from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.numbers import argmax
@@ -18,10 +18,13 @@ from advrace.metrics import load_metric, squad_em_f1
 from advrace.models.decoders.llm_prompts import LOGLIKELIHOOD
 from advrace.models.encoders.readers import is_builtin_reader
 from advrace.models.kinds import MODEL_KINDS, kinds_for
-from advrace.models.runtime.loading import KIND_TEXT, SMOLLM2, checkpoint_kind, model_name
+from advrace.models.runtime.checkpoint_info import checkpoint_sha256, trained_from
+from advrace.models.runtime.loading import (KIND_TEXT, MINILM, SMOLLM2, checkpoint_kind, checkpoint_name, model_name,
+                                            resolve_model, smollm2_gguf)
 from advrace.models.runtime.model_args import ModelArgs
 from advrace.models.runtime.sharding import map_sharded
 from advrace.release import check_release, perturbed_flags, read_split
+from advrace.release.records import sha256_file
 
 
 def select_splits(manifest: dict, splits=None) -> list[str]:
@@ -273,3 +276,40 @@ def score_release(release_dir, model, *, splits=None, batch_size: int = 16, max_
     given = split_examples or {}
     examples = {s: given[s] if s in given else read_split(release_dir, s) for s in names}
     return mark_perturbed(score_splits(examples, scorer, accelerator, show), release_dir)
+
+
+def hub_commit(name: str, revision: str | None = None) -> str | None:
+    """The commit of a Hub model that loading read, from the Hugging Face cache (its snapshot
+    folder is named by it), as lm-evaluation-harness records `model_sha`; None when not cached."""
+    try:
+        from huggingface_hub import try_to_load_from_cache  # deferred for start-up time
+
+        found = try_to_load_from_cache(name, "config.json", revision=revision)
+    except Exception:  # noqa: BLE001 - a name the cache cannot hold (not a repo id): no commit known
+        return None
+    return Path(found).parent.name if isinstance(found, str) else None
+
+
+def scored_identity(model, model_args: ModelArgs | None = None) -> dict:
+    """What was scored, so that two reports of the same name can be told apart (`advrace compare`):
+    a folder by its name and the sha256 of all its files (a retrained `runs/x/final` differs), with
+    the model `advrace train` fine-tuned it from; `smollm2` by the sha256 of its GGUF file; a Hub
+    name by the commit its cache holds; a built-in reader by its name (and its encoder's digest);
+    a scorer object by its name alone (nothing to hash)."""
+    if hasattr(model, "predict_mc") or hasattr(model, "predict_qa"):
+        return {"name": model_name(model)}
+    name = str(model)
+    if is_builtin_reader(name):
+        encoder = name.partition(":")[2] or (MINILM if name.startswith("similarity") else None)
+        folder = resolve_model(encoder) if encoder else None
+        return {"name": name, **({"encoder": checkpoint_name(encoder), "encoder_sha256": checkpoint_sha256(folder)}
+                                 if folder and Path(folder).is_dir() else {})}
+    if name == SMOLLM2:
+        gguf = smollm2_gguf()
+        return {"name": name, "file": gguf.name, "sha256": sha256_file(gguf)}
+    if Path(name).expanduser().is_dir():
+        base = trained_from(name)
+        return {"name": checkpoint_name(name), "sha256": checkpoint_sha256(Path(name).expanduser()),
+                **({"trained_from": base} if base else {})}
+    revision = (model_args or ModelArgs()).revision
+    return {"name": name, "commit": hub_commit(name, revision), **({"revision": revision} if revision else {})}

@@ -108,3 +108,25 @@ def paired_bootstrap_p(x, y, *, resamples: int = RESAMPLES, seed: int = SEED) ->
     means = _resampled_means(d, resamples, seed)
     hits = int(np.count_nonzero(np.abs(means - observed) >= abs(observed) - 1e-12))
     return (1 + hits) / (1 + resamples)
+
+
+def paired_p(x, y, binary: bool) -> float:
+    """Two-sided p-value that paired per-question values x and y (one question each) have the same
+    mean: the exact McNemar test on the discordant questions for right-or-wrong values, the paired
+    bootstrap otherwise."""
+    if binary:
+        return mcnemar_exact_p(sum(1 for a, b in zip(x, y) if a and not b), sum(1 for a, b in zip(x, y) if b and not a))
+    return paired_bootstrap_p([float(a) for a in x], [float(b) for b in y])
+
+
+def paired_difference(x, y, binary: bool) -> dict | None:
+    """mean(y) − mean(x) on paired questions (proportions), its percentile bootstrap interval (the
+    per-question differences resampled, RESAMPLES times from SEED) and `paired_p`; None without
+    questions. Why paired: two runs on the same questions agree on most of them, so the
+    difference is far surer than two separate intervals suggest."""
+    if len(x) != len(y):
+        raise ValueError(f"paired values need equal lengths, got {len(x)} and {len(y)}")
+    if not len(x):
+        return None
+    d = [float(b) - float(a) for a, b in zip(x, y)]
+    return {"n": len(d), "difference": sum(d) / len(d), "ci": bootstrap_interval(d), "p": paired_p(x, y, binary)}

@@ -142,39 +142,88 @@ def write_release(split_examples: dict[str, list], out_dir: str | Path, *, name:
     return manifest
 
 
-def derive_release(release_dir: str | Path, out_dir: str | Path, changed: dict[str, tuple[list, list[bool], Counter]],
-                   extra: dict, source_manifest: dict | None = None) -> dict:
-    """A new release from an intact one: the splits in `changed` replaced by (examples, perturbed
-    flags, the reasons of the examples it newly leaves unperturbed), every other file rewritten from the source
-    unchanged, and `extra` (`validation`, say) added to the manifest and so to the card. Every
-    split's sha256, stats and the card are made again, so `advrace verify` checks it as any
-    release; the source's environment, source and configs are kept, since they made the bytes.
-    `source_manifest`: what `check_release` returned for the source, where the caller has checked
-    it already (it hashes every file)."""
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """What a derived release does with one question of a split (by `derive_release`): `record`
+    appended to its provenance and, unless `keep`, the question put back as its source split's
+    question (unperturbed, `reason` in stats.json's `unperturbed_reasons`), or left out of the split
+    when the release drops."""
+
+    record: object
+    keep: bool = True
+    reason: str = ""
+
+
+WITH_SOURCE = "its source split's question was put back"
+
+
+def derive_release(release_dir: str | Path, out_dir: str | Path, decisions: dict[str, dict[str, Decision]],
+                   extra: dict, *, drop: bool = False, source_manifest: dict | None = None) -> dict:
+    """A new release from an intact one, with `decisions` (by split, by record id) applied: a
+    question not kept is put back as its source split's question (the split's `source` in the
+    manifest, as the build's audit puts one back), or left out with `drop`. A split built from a
+    split whose question was put back or left out has that question put back or left out too
+    (`WITH_SOURCE`), since it was made from the text the decision refused. Every other split is
+    rewritten from the source unchanged, and `extra` (`validation`, say) is added to the manifest
+    and so to the card. The rewritten splits are audited again (where the source release was
+    audited), so stats.json and the card describe the splits written; every split's sha256, stats
+    and the card are made again, so `advrace verify` checks it as any release; the source's
+    environment, source and configs are kept, since they made the bytes. `source_manifest`: what
+    `check_release` returned for the source, where the caller has checked it already (it hashes
+    every file)."""
     out, src = Path(out_dir), Path(release_dir)
     if out.resolve() == src.resolve():
         raise ConfigError(f"{out}: is the source release; write the new release to another --out")
     check_replaceable(out, "manifest.json", "release")
     source_manifest = source_manifest or check_release(src)
     stats = json.loads((src / "stats.json").read_text(encoding="utf-8"))
-    kept = {split: list(split_records(src, split)) for split in source_manifest["splits"] if split not in changed}
-    originals = {ex.source_id: ex for _, ex in kept.get(ORIGINAL) or split_records(src, ORIGINAL)}
     manifest = {**source_manifest, "format_version": FORMAT_VERSION, "splits": {}, "files": {}, **extra}
-    records, placed, info = {}, {}, {}
+    before: dict[str, dict] = {}  # the source release's questions by source id, of splits others are built from
+    after: dict[str, dict] = {}  # the same in the new release
+    undone: dict[str, set[str]] = {}  # the source ids each split put back or left out
+    sources = {entry.get("source") or ORIGINAL for split, entry in source_manifest["splits"].items() if split != ORIGINAL}
+    records, placed, info, ctx = {}, {}, {}, None
     for split, entry in source_manifest["splits"].items():
         info[split] = {k: v for k, v in entry.items() if k not in ("file", "count", "perturbed", "sha256", "bytes")}
-        if split in changed:
-            exs, flags, reasons = changed[split]
+        rows = list(split_records(src, split))
+        source = entry.get("source") or ORIGINAL
+        mine, inherited = decisions.get(split, {}), undone.get(source, set()) if split != ORIGINAL else set()
+        undone[split] = set()
+        if not mine and not inherited:
+            records[split], placed[split] = [r for r, _ in rows], [ex for _, ex in rows]
+            if source_manifest["format_version"] != FORMAT_VERSION:  # written again in this format
+                records[split] = [to_record(ex, split, r["attack"], r["perturbed"]) for r, ex in rows]
+        else:
+            exs, flags, audit_sources, reasons = [], [], [], Counter()
+            for record, ex in rows:
+                d, sid = mine.get(ex.id), ex.source_id
+                if sid not in inherited and (d is None or d.keep):
+                    exs.append(ex if d is None else ex.with_provenance(d.record))
+                    flags.append(bool(record.get("perturbed")))
+                    audit_sources.append(before[source][sid] if split != ORIGINAL else ex)
+                    continue
+                undone[split].add(sid)
+                if drop:
+                    continue
+                back = after[source][sid]
+                exs.append(in_split(back if d is None else back.with_provenance(d.record), split))
+                flags.append(False)
+                audit_sources.append(back)
+                reasons[d.reason if d is not None and not d.keep else WITH_SOURCE] += 1
             placed[split] = [in_split(ex, split) for ex in exs]
             records[split] = [to_record(ex, split, entry["attack"], flag) for ex, flag in zip(placed[split], flags)]
-            before = stats["splits"][split]
-            reasons = Counter(before.get("unperturbed_reasons") or {}) + reasons
-            stats["splits"][split] = {**before, **split_stats(placed[split], originals, flags, reasons)}
-        else:
-            records[split], placed[split] = [r for r, _ in kept[split]], [ex for _, ex in kept[split]]
-            if source_manifest["format_version"] != FORMAT_VERSION:  # written again in this format
-                records[split] = [to_record(ex, split, r["attack"], r["perturbed"])
-                                  for ex, r in zip(placed[split], records[split])]
+            old = stats["splits"][split]
+            originals = after.get(ORIGINAL) or {ex.source_id: ex for _, ex in split_records(src, ORIGINAL)}
+            stats["splits"][split] = {**old, **split_stats(placed[split], originals, flags,
+                                                           Counter(old.get("unperturbed_reasons") or {}) + reasons)}
+            if split in (stats.get("audit") or {}):
+                ctx = ctx or AuditContext()
+                audit = audit_split(entry["attack"], audit_sources, placed[split], ctx, entry.get("config")).counts()
+                kept = {k: stats["audit"][split][k] for k in ("dropped",) if k in stats["audit"][split]}
+                stats["audit"][split] = {**audit, **kept}
+        if split in sources:
+            before[split] = {ex.source_id: ex for _, ex in rows}
+            after[split] = {ex.source_id: ex for ex in placed[split]}
     cfg = ReleaseConfig(name=source_manifest["name"], drop_flagged=bool(source_manifest["config"].get("drop_flagged")),
                         description=_card_description(src, source_manifest))
     _write_files(out, cfg, manifest, records, placed, info, stats)

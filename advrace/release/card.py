@@ -187,8 +187,7 @@ def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
                          + "; its difficulty for other models is measured, not guaranteed.")
             if info.get("trained_on_sample"):
                 lines.append(f"  The checkpoint was trained on the bundled sample (`{info['trained_on_sample']}`), "
-                             "as `make demo` trains it: a demonstration model, far too weak for a benchmark, "
-                             "so this split shows the pipeline and measures nothing. Train real models with "
+                             f"as `make demo` trains it: {DEMONSTRATION}. Train real models with "
                              "`configs/train/de-gpu.yaml` (extraction) or `configs/train/dg-gpu.yaml` "
                              "(generation) on RACE train.")
     lines += ["", *attacked_share(manifest), *validation_lines(manifest.get("validation"))]
@@ -206,6 +205,26 @@ def dataset_card(cfg: ReleaseConfig, manifest: dict, stats: dict) -> str:
     return "\n".join(lines)
 
 
+DEMONSTRATION = "a demonstration model, far too weak for a benchmark, so this split shows the pipeline and measures nothing"
+
+
+def split_models(info: dict) -> list[dict]:
+    """The models a split was made with, as its manifest entry records them: the attack's own
+    checkpoint (`generator`), its answerability `judge` and the `reader`(s) that chose its
+    distractors, each {role, name, checkpoint_sha256, trained_from} (what is recorded)."""
+    found = []
+    if "checkpoint_sha256" in info:
+        found.append({"role": "generator", "name": (info.get("config") or {}).get("model"),
+                      "checkpoint_sha256": info.get("checkpoint_sha256"), "trained_from": info.get("trained_from")})
+    if isinstance(info.get("judge"), dict):
+        found.append({"role": "judge", **{k: info["judge"].get(k) for k in ("name", "checkpoint_sha256", "trained_from")}})
+    chosen = info.get("select_with")
+    if isinstance(chosen, dict):
+        for reader in chosen.get("readers") or [chosen]:
+            found.append({"role": "reader", **{k: reader.get(k) for k in ("name", "checkpoint_sha256", "trained_from")}})
+    return found
+
+
 def validation_lines(validation: dict | None) -> list[str]:
     """What people's validation (`advrace human-eval validate`) found per split, and what became
     of the questions they judged invalid."""
@@ -215,20 +234,65 @@ def validation_lines(validation: dict | None) -> list[str]:
     lines = ["## Validated by people", "",
              f"Made from the release `{source['name']}` (manifest sha256 `{source['manifest_sha256'][:16]}`) by "
              f"a study of every question the attacks below changed: {plural(study['annotators'], 'annotator')}, "
-             f"{plural(study['judgements'], 'judgement')} per question, majority verdict (a tie is invalid); "
-             f"annotations sha256 `{study['annotations_sha256'][:16]}`.", ""]
-    for split, v in validation["splits"].items():
-        share = (f"{100 * v['valid_rate']:.1f}% valid (95% CI {100 * v['valid_ci'][0]:.1f}–{100 * v['valid_ci'][1]:.1f})"
-                 if v["judged"] else "none judged")
-        kappa = f"{v['fleiss_kappa']:.2f}" if v["fleiss_kappa"] is not None else "n/a"
-        gone = ("dropped from the split" if validation["invalid"] == "dropped"
-                else "put back as in `original` (unperturbed)")
-        lines.append(f"- `{split}`: validated by people: {plural(v['judged'], 'item')}, {share}, kappa {kappa}; "
-                     f"{v['invalid']:,} judged invalid, {gone}"
-                     + (f"; **{plural(v['unjudged'], 'changed question')} not yet judged, left as they were "
-                        "(marked unvalidated in provenance)**" if v["unjudged"] else "") + ".")
+             f"{plural(study['judgements'], 'judgement')} per question; annotations sha256 "
+             f"`{study['annotations_sha256'][:16]}`. {RATES}", ""]
+    for split in validation["splits"]:
+        lines.append(f"- `{split}`: {validated_split_text(validation, split)}.")
     lines += ["", "Each validated question's `provenance` ends with its votes (a `validated` record).", ""]
     return lines
+
+
+def validated_split_text(validation: dict, split: str) -> str:
+    """What people's validation found on one split, as the card, `advrace human-eval validate` and
+    the evaluation report say it."""
+    v = validation["splits"][split]
+    return (f"validated by people: {validation_summary(v)}; {validation_fate(v, validation['invalid'] == 'dropped')}"
+            + (f"; **{plural(v['unjudged'], 'changed question')} not yet judged, left as they were "
+               "(marked unvalidated in provenance)**" if v["unjudged"] else ""))
+
+
+# What the validation's numbers mean (docs/human-eval.md), said once for the card, the manifest's
+# readers and `advrace human-eval validate`.
+RATES = ("A judgement is a valid vote only when the annotator chose the gold answer; an item is valid when "
+         "the majority of its judgements are valid votes (a tie is invalid). Valid rate: the share of judged "
+         "items that are valid; correct rate: the share of judgements that chose the gold; kappa: Fleiss' kappa "
+         "of the vote, over the items with all their judgements.")
+
+
+def percent_ci(rate: float | None, ci, what: str = "") -> str:
+    """A rate as a percent with its 95% interval, as every human-evaluation rate is written
+    ("71.4% valid (95% CI 35.9–91.8)"); n/a for none."""
+    if rate is None:
+        return "n/a"
+    return f"{100 * rate:.1f}%{' ' + what if what else ''} (95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f})"
+
+
+def validation_fate(v: dict, dropped: bool) -> str:
+    """What became of a split's questions judged invalid, and of those that went with their source
+    split's question."""
+    verb = "dropped" if dropped else "put back"
+    return (f"{v['invalid']:,} judged invalid, {verb}"
+            + (" from the split" if dropped else " as in its source split (unperturbed)")
+            + (f"; {plural(v['with_source'], 'more question')} {verb} with its source split's question"
+               if v.get("with_source") else ""))
+
+
+def kappa_text(kappa: float | None) -> str:
+    return "n/a" if kappa is None else f"{kappa:.2f}"
+
+
+def validation_summary(v: dict) -> str:
+    """One split's validation in one line: "7 items judged, 71.4% valid (95% CI ...), 76.2% of 21
+    judgements chose the gold (95% CI ...), kappa 0.62"."""
+    if not v["judged"]:
+        return "none judged"
+    # a release validated by advrace before the correct rate was recorded has none to give
+    correct = ""
+    if "correct_rate" in v:
+        judgements = plural(v["judgements"], "judgement")
+        correct = percent_ci(v["correct_rate"], v["correct_ci"], f"of {judgements} chose the gold") + ", "
+    return (f"{plural(v['judged'], 'item')} judged, {percent_ci(v['valid_rate'], v['valid_ci'], 'valid')}, {correct}"
+            f"kappa {kappa_text(v['fleiss_kappa'])}")
 
 
 def _selection(reader: dict | None) -> str:
