@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -250,11 +251,13 @@ def test_audit_judge_calibrates_on_the_source_questions_and_flags_what_it_rates_
                       if line.startswith("    ") and f": {FLAG}:" in line})
     assert flagged == expected and code == (1 if expected else 0)
     assert f"(margin {margin:g}, given: it refuses" in printed
-    # no margin: calibrated on the split's 7 source questions' own distractors
+    # no margin: calibrated on the split's 7 source questions' own distractors, not on its new ones
     main(["audit", str(out), "--judge", setup["strong"]])
     printed = capsys.readouterr().out
     assert ("calibrated to refuse at most 2%: it refuses 0 (0.0%) of the judged questions' 21 original distractors"
             in printed)
+    calibrated = float(re.search(r"margin (\S+), calibrated", printed).group(1))
+    assert 0 < -calibrated - max(gaps_of(setup["strong"], list(originals.values()))) < 5e-3
     # too weak: the audit stops and says so
     assert main(["audit", str(out), "--judge", setup["llama"]]) == 2
     assert "too weak to judge" in capsys.readouterr().err
