@@ -138,7 +138,8 @@ class Calibration:
 
     def said(self) -> str:
         """The margin and what it refuses, as the audit's lines say it."""
-        refused = f"{self.refused} ({self.refusal_rate:.1%}) of the judged questions' {self.distractors} original distractors"
+        refused = (f"{self.refused} ({self.refusal_rate:.1%}) of the judged questions' {self.distractors} original "
+                   "distractors")
         if self.calibrated:
             return f"margin {self.margin:g}, calibrated to refuse at most {self.target:.0%}: it refuses {refused}"
         return f"margin {self.margin:g}, given: it refuses {refused}"
