@@ -141,7 +141,7 @@ class Calibration:
         refused = (f"{self.refused} ({self.refusal_rate:.1%}) of the judged questions' {self.distractors} original "
                    "distractors")
         if self.calibrated:
-            return f"margin {self.margin:g}, calibrated to refuse at most {self.target:.0%}: it refuses {refused}"
+            return f"margin {self.margin:g}, calibrated to refuse at most {self.target * 100:g}%: it refuses {refused}"
         return f"margin {self.margin:g}, given: it refuses {refused}"
 
 
@@ -251,7 +251,7 @@ class AnswerabilityJudge:
             raise JudgeTooWeak(
                 f"{where}: judge {self.name} is too weak to judge: it rates {above} of the {len(pairs)} original "
                 f"distractors of the questions judged ({above / len(pairs):.1%}) at least as likely as the gold, so "
-                f"the margin that refuses at most {self.target:.0%} of them is {found.margin:g}, below 0, where it "
+                f"the margin that refuses at most {self.target * 100:g}% of them is {found.margin:g}, below 0, where it "
                 f"cannot refuse even the gold restated. Give {WHAT_WOULD_DO}")
         self._calibrated_on = key
         return found
