@@ -267,7 +267,7 @@ class AnswerabilityJudge:
         measured only by the bench, on the validity corpus the tests ship."""
         said = self.calibration.said() if self.calibration else f"margin {self.margin:g}"
         return (f"judge {self.name} ({said}) refused; its recall on second right answers is not measured here: "
-                f"`python bench/judge_calibration.py RACE/dev/middle --judge {self.name}` (docs/results.md)")
+                f"`python bench/judge_calibration.py RACE/dev/middle --judge MODEL` (docs/results.md)")
 
 
 def make_judge(model: str, margin: float | None = None, *, batch_size: int = 4, bf16: bool | None = False,
