@@ -156,11 +156,14 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--details", action="store_true", help="list each flagged question's id and reason")
     a.add_argument("--judge", metavar="MODEL",
                    help="also refuse a DE or DG split's new distractor that MODEL rates at least as likely as "
-                        "the gold, less the margin (a multiple-choice checkpoint, a built-in reader, a causal LM "
-                        "folder, `smollm2` or a Hub name; see docs/audit.md, 'The answerability judge')")
+                        "the gold, less the margin (a multiple-choice checkpoint folder, a causal LM folder or a "
+                        "Hub name, strong enough to judge; see docs/audit.md, 'The answerability judge')")
     a.add_argument("--judge-margin", type=float, metavar="M",
-                   help="the judge's margin on its own scale (default: the calibrated one, for smollm2 and the "
-                        "built-in readers only)")
+                   help="the judge's margin on its own scale, 0 or more (default: calibrated on each split's own "
+                        "source questions, refusing at most --judge-refusal-rate of their original distractors)")
+    a.add_argument("--judge-refusal-rate", type=float, metavar="R", default=None,
+                   help="the largest share of the source questions' own distractors the calibrated margin "
+                        "refuses (default 0.02)")
 
     sub.add_parser("attacks", help="list the available attacks and their default configs")
 
@@ -264,13 +267,15 @@ def _env(args) -> int:
 
 def _audit(args) -> int:
     ctx = None
-    if args.judge_margin is not None and args.judge is None:
-        raise ConfigError("--judge-margin needs --judge MODEL")
+    for option in ("judge_margin", "judge_refusal_rate"):
+        if getattr(args, option) is not None and args.judge is None:
+            raise ConfigError(f"--{option.replace('_', '-')} needs --judge MODEL")
     if args.judge is not None:
-        from advrace.models.judge import load_judge  # deferred: start-up time (torch)
+        from advrace.models.judge import REFUSAL_RATE, load_judge  # deferred: start-up time (torch)
         from advrace.release.audit import AuditContext
 
-        ctx = AuditContext(judge=load_judge(args.judge, args.judge_margin, where="--judge"))
+        rate = REFUSAL_RATE if args.judge_refusal_rate is None else args.judge_refusal_rate
+        ctx = AuditContext(judge=load_judge(args.judge, args.judge_margin, where="--judge", refusal_rate=rate))
     audits = audit_release(args.release, args.split, ctx)
     flagged = sum(a.counts()["flagged"] for a in audits.values())
     print(f"{args.release}: audited {plural(len(audits), 'split')}, {plural(flagged, 'question')} flagged")

@@ -36,7 +36,7 @@ from advrace.core.text import count_words
 from advrace.core.validity import same_option
 from advrace.models.encoders.mc_scoring import make_mc_scorer
 from advrace.models.encoders.paraphrase import paraphrase_cosines
-from advrace.models.judge import check_judge_config, load_judge, margin_for
+from advrace.models.judge import REFUSAL_RATE, check_judge_config, load_judge
 from advrace.models.encoders.readers import READERS, is_builtin_reader
 from advrace.models.runtime.checkpoint_info import checkpoint_sha256, trained_from, training_info
 from advrace.models.runtime.loading import MINILM, checkpoint_name
@@ -74,12 +74,13 @@ class DistractorAttackConfig:
     select_with: str | None = None
     select_with_pool: int = 20  # how many of the best-ranked passing candidates the reader scores
     select_with_max_length: int = 512  # tokens per option, for a checkpoint reader
-    # An answerability judge (advrace.models.judge): a multiple-choice checkpoint, a built-in reader,
-    # a causal LM (folder, `smollm2` or Hub name) that refuses a candidate it rates at least as likely
-    # as the gold, less `judge_margin` (on its own scale; None: the calibrated one, for smollm2 and
-    # the built-in readers only).
+    # An answerability judge (advrace.models.judge): a multiple-choice checkpoint or a causal LM (folder
+    # or Hub name), scored in fp32, that refuses a candidate it rates at least as likely as the gold,
+    # less its margin: `judge_margin` (on its own scale, 0 or more) or, when None, the largest margin
+    # that refuses at most `judge_refusal_rate` of the attacked questions' own distractors.
     judge: str | None = None
     judge_margin: float | None = None
+    judge_refusal_rate: float = REFUSAL_RATE
 
 
 class CheckpointAttack(Attack):
@@ -132,6 +133,7 @@ SELECTION_FIELDS = frozenset({"shuffle", "max_overlap_answer", "match_answer_for
                               "reject_stated_in_passage", "min_grounded_share", "reject_form_giveaways",
                               "negated_questions",
                               "select_with", "select_with_pool", "select_with_max_length", "judge", "judge_margin",
+                              "judge_refusal_rate",
                               "max_overlap_each_other", "min_jaccard_distance"})
 
 
@@ -209,7 +211,7 @@ class DistractorAttack(CheckpointAttack):
                               f"not {cfg.negated_questions!r}")
         if cfg.select_with_pool < 1 or cfg.select_with_max_length < 8:
             raise ConfigError(f"{what}: select_with_pool must be at least 1 and select_with_max_length at least 8")
-        check_judge_config(cfg.judge, cfg.judge_margin, what)
+        check_judge_config(cfg.judge, cfg.judge_margin, what, refusal_rate=cfg.judge_refusal_rate)
 
     @abstractmethod
     def candidates(self, examples: list, progress: bool = False) -> list[list[str]]:
@@ -245,23 +247,29 @@ class DistractorAttack(CheckpointAttack):
                                     for name in models_named(cfg.select_with)]
         return self._select_readers
 
-    @functools.cached_property
+    @property
     def judge_info(self) -> dict | None:
-        """The judge by a portable name, its folder's sha256 and the margin used; None without one."""
+        """The judge by a portable name and its folder's sha256, its margin and, once it has run,
+        what that margin refused of the attacked questions' own distractors (calibrated on them, or
+        given: `Calibration.describe`); None without one."""
         cfg = self.config
         if cfg.judge is None:
             return None
-        sha = None if is_builtin_reader(cfg.judge) else checkpoint_sha256(cfg.judge)
-        base = None if is_builtin_reader(cfg.judge) else trained_from(cfg.judge)
-        return {"name": checkpoint_name(cfg.judge), "checkpoint_sha256": sha,
-                "margin": margin_for(cfg.judge, cfg.judge_margin), **({"trained_from": base} if base else {})}
+        base = trained_from(cfg.judge)
+        info = {"name": checkpoint_name(cfg.judge), "checkpoint_sha256": checkpoint_sha256(cfg.judge),
+                "margin": cfg.judge_margin, **({"trained_from": base} if base else {})}
+        judge = self.__dict__.get("answer_judge")
+        if judge is not None and judge.calibration is not None:
+            info.update(judge.calibration.describe(), score=judge.describe()["score"])
+        return info
 
     @functools.cached_property
     def answer_judge(self):
-        """The judge, loaded once, at the precision of the attack's own model."""
+        """The judge, loaded once, in fp32 whatever the attack's own precision: its verdicts compare
+        two scores, and bf16's rounding (2^-8 of a score) would move them from machine to machine."""
         cfg = self.config
-        return load_judge(cfg.judge, cfg.judge_margin, batch_size=cfg.batch_size, bf16=cfg.bf16,
-                          where=f"attack {self.name!r}")
+        return load_judge(cfg.judge, cfg.judge_margin, batch_size=cfg.batch_size, bf16=False,
+                          where=f"attack {self.name!r}", refusal_rate=cfg.judge_refusal_rate)
 
     def describe(self) -> dict:
         """With a reader or a judge, the split depends on it: its name and hash, never its local path."""
@@ -270,7 +278,8 @@ class DistractorAttack(CheckpointAttack):
             info["config"] = {**info["config"], "judge": self.judge_info["name"]}
             info.update(model_dependent=True, judge=self.judge_info)
         else:  # without a judge, the manifest is what it was before the key existed
-            info["config"] = {k: v for k, v in info["config"].items() if k not in ("judge", "judge_margin")}
+            info["config"] = {k: v for k, v in info["config"].items()
+                              if k not in ("judge", "judge_margin", "judge_refusal_rate")}
         if self.config.max_answer_cosine is not None:
             info["paraphrase_encoder"] = {"name": MINILM, "version": _minilm_version()}
         if self.reader_info is not None:
@@ -293,6 +302,9 @@ class DistractorAttack(CheckpointAttack):
         # the generator's, the encoder's and the readers' threads fitted to the machine's load
         # (a subclass may fit its own batches again: advrace.models.runtime.precision.cpu_threads)
         with cpu_threads(inference_device()):
+            if self.config.judge is not None:  # its margin, from the questions attacked, before it judges any
+                self.answer_judge.calibrate_on(examples, where=f"attack {self.name!r}", state=state,
+                                               progress=progress)
             vetted = map_sharded(lambda shard: self.vet(shard, progress), examples, state)
         for v in vetted:
             self._rejected_total.update(v["rejected"])

@@ -1,12 +1,18 @@
-"""The answerability judge (advrace.models.judge): its rule on a real (tiny, random) causal LM's
-scores, the `judge` key of the distractor attacks, `advrace audit --judge`, and its errors.
+"""The answerability judge (advrace.models.judge): its rule, its calibration on the judged questions'
+own distractors, its refusal of a model too weak to judge, the `judge` keys of the distractor
+attacks, and `advrace audit --judge`.
 
-Margins are set from the scores the model actually gives, so each test fails if the judge compared
-anything but score(candidate) against score(gold) - margin."""
+The strong judge is a tiny multiple-choice reader trained here to prefer the gold of these questions
+(it does, by a wide gap); the weak one is a tiny random causal LM, which rates some original
+distractors above the gold. Expected verdicts come from the scores the model gives, with margins set
+between distinct scores, so no test depends on where float noise puts a tie; every test runs on one
+thread, and the rule's tolerance covers the rest (the same text scored at two places in a batch)."""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 
 import pytest
 
@@ -15,85 +21,252 @@ from advrace.cli import main
 from advrace.core.checks import JUDGED as FLAG
 from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
-from advrace.core.examples import MCExample
+from advrace.formats import load
 from advrace.models.decoders.llm_scoring import load_causal_scorer
-from advrace.models.judge import TOLERANCE, load_judge
+from advrace.models.encoders.mc_scoring import make_mc_scorer
+from advrace.models.judge import REFUSAL_RATE, JudgeTooWeak, load_judge
 from advrace.release import build_release, read_split
-from conftest import PASSAGE, make_race_dir, make_tokenizer, save_tiny_llama, tiny
+from conftest import make_race_dir, make_tokenizer, save_tiny_llama, tiny
 from advrace.training import train
 
-WHERE = MCExample(id="where", passage=PASSAGE, question="Where does Tom live?", label=1,
-                  options=("In a big city", "In a small village", "By the sea", "In the desert"))
-# each passes the word checks (grounded, unlike the answer in words, of the options' form)
-CANDIDATES = ["Near the mountains", "With his sister Mary", "At school", "On the piano", "Famous scientists"]
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+# candidate distractors: the tiny reader rates some (the gold in other words, or of its kind) close to
+# its gold and some far below; of them, the word checks leave each question a few of both kinds
+CANDIDATES = ["In the small village", "In a small village near the mountains", "In a big village", "In a small town",
+              "In a small house", "A small village", "Famous scientists", "Near the mountains", "At school",
+              "With his sister Mary", "On the piano", "In a village", "Football players", "The violin", "Swimming"]
+APART = 1e-2  # scores this far apart are far beyond float noise (1e-6 of a score)
+EDGE = 1e-3  # a score this far from the margin is on one side of it at any thread count or batch
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     from transformers import AutoTokenizer
 
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the same weights at any load
     root = tmp_path_factory.mktemp("judge")
     race, tok = make_race_dir(root), make_tokenizer(root)
     llama = save_tiny_llama(AutoTokenizer.from_pretrained(tok), root / "llama")
     de = train(tiny(tok, race, root / "de", objective="span_extraction", max_length=48, doc_stride=16,
                     epochs=2), progress=False)
-    mc = train(tiny(tok, race, root / "mc", epochs=1), progress=False)  # a multiple-choice checkpoint
-    return {"race": race, "llama": llama, "de": de["final"], "mc": mc["final"], "root": root}
+    # a judge strong enough to refuse: it learns these seven questions' answers
+    strong = train(tiny(tok, race, root / "strong", epochs=8, lr=3e-3, max_length=128,
+                        model_config={"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}),
+                   progress=False)
+    examples = load(str(race)).examples
+    torch.set_num_threads(threads)
+    return {"race": race, "llama": llama, "de": de["final"], "strong": strong["final"], "examples": examples}
 
 
-def test_the_rule_refuses_the_gold_itself_and_keeps_a_candidate_rated_far_below(setup):
-    judge = load_judge(setup["llama"], 0.0)
-    assert judge.per_char  # a causal LM: log-likelihood per character, acc_norm's scale
-    raw = load_causal_scorer(setup["llama"], bf16=False).predict_mc([WHERE])[0]
-    assert judge.option_scores([WHERE])[0] == pytest.approx([v / len(o) for v, o in zip(raw, WHERE.options)], rel=1e-3)
-    (verdicts,) = judge.judge([(WHERE, [WHERE.answer, *CANDIDATES])])
+def gaps_of(model: str, examples: list) -> list[float]:
+    """score(distractor) - score(gold) of each original distractor, from the scorer itself."""
+    rows = make_mc_scorer(model, batch_size=4, max_length=None, bf16=False).predict_mc(examples)
+    return [row[k] - row[ex.label] for ex, row in zip(examples, rows) for k in range(len(ex.options)) if k != ex.label]
+
+
+def between(values: list[float]) -> list[float]:
+    """Margins halfway between distinct positive values, far apart: each splits them cleanly."""
+    levels = sorted(v for v in values if v > APART)
+    return [(a + b) / 2 for a, b in zip(levels, levels[1:]) if b - a > APART]
+
+
+def test_the_gold_restated_is_refused_and_a_candidate_is_refused_iff_rated_within_the_margin(setup):
+    where = setup["examples"][0]
+    assert where.question == "Where does Tom live?" and where.label == 1  # the gold is not the first option
+    judge = load_judge(setup["strong"], 0.0)
+    assert not judge.per_char  # a multiple-choice head: its option logits
+    (verdicts,) = judge.judge([(where, [where.answer, *CANDIDATES])])
     gold = verdicts[0].gold
-    assert verdicts[0].candidate == pytest.approx(gold)
-    low = min(verdicts[1:], key=lambda v: v.candidate)
-    assert low.candidate < gold  # some candidate is rated below the gold by this model
-    judge.margin = (gold - low.candidate) / 2
-    again = judge.judge([(WHERE, [WHERE.answer, *CANDIDATES])])[0]
-    assert again[0].refused  # rated as likely as the gold: refused at any margin >= 0
-    kept = [c for c, v in zip(CANDIDATES, again[1:]) if not v.refused]
-    assert CANDIDATES[verdicts[1:].index(low)] in kept
-    assert [v.refused for v in again[1:]] == [v.candidate >= gold - judge.margin - TOLERANCE for v in verdicts[1:]]
-    assert judge.judge([(WHERE, [])]) == [[]]
-    assert again == judge.judge([(WHERE, [WHERE.answer, *CANDIDATES])])[0]  # deterministic
+    assert verdicts[0].refused  # the gold restated, at margin 0
+    below = {c: gold - v.candidate for c, v in zip(CANDIDATES, verdicts[1:])}
+    assert min(below.values()) < APART < max(below.values())  # some it rates near the gold, some far below
+    assert not any(v.refused for c, v in zip(CANDIDATES, verdicts[1:]) if below[c] > APART)
+    margins = between(list(below.values()))
+    assert margins
+    for judge.margin in margins:
+        again = judge.judge([(where, CANDIDATES)])[0]
+        assert {c for c, v in zip(CANDIDATES, again) if v.refused} == {c for c, b in below.items() if b < judge.margin}
+    # the gold restated beside other options, at any batch size: the same text scored at other places
+    for size in (1, 3):
+        (at,) = load_judge(setup["strong"], 0.0, batch_size=size).judge([(where, [*CANDIDATES[:2], where.answer])])
+        assert at[2].refused
+    assert judge.judge([(where, [])]) == [[]]
+
+
+def test_the_tolerance_is_relative_to_the_scores_scale(setup):
+    judge = load_judge(setup["strong"], 0.0)
+    for scale in (1e-3, 1.0, 1e3):
+        gold = -2.0 * scale
+        assert judge.refuses(gold * (1 + 1e-6), gold)  # the same score, moved in its last bits
+        assert not judge.refuses(gold * (1 + 1e-2), gold)  # 1% below the gold: a different score
+
+
+def test_calibration_refuses_at_most_the_target_share_of_the_questions_own_distractors(setup):
+    examples = setup["examples"]
+    gaps = gaps_of(setup["strong"], examples)
+    assert len(gaps) == 21 and max(gaps) < -1.0  # the reader prefers every gold, by far
+    ranked = sorted(gaps, reverse=True)
+    for target in (0.0, REFUSAL_RATE, 0.1, 0.5):
+        judge = load_judge(setup["strong"], refusal_rate=target)
+        found = judge.calibrate_on(examples)
+        allowed = math.floor(target * len(gaps))
+        assert (found.calibrated, found.target, found.distractors) == (True, target, 21)
+        assert judge.margin == found.margin >= 0
+        # the largest such margin: the distractor next in line sits just beyond it
+        assert 0 < -found.margin - ranked[allowed] < 5e-3
+        assert not [g for g in gaps if abs(g + found.margin) < 1e-4]  # none on the edge, so the count is exact
+        assert found.refused == sum(g >= -found.margin for g in gaps) <= allowed
+        assert found.refusal_rate == found.refused / 21
+    # a margin given is kept, and what it refuses of them measured
+    margin = between([-g for g in gaps])[0]
+    found = load_judge(setup["strong"], margin).calibrate_on(examples)
+    assert not found.calibrated and found.margin == margin and found.refused == sum(-g < margin for g in gaps) > 0
+
+
+def test_a_judge_too_weak_to_refuse_the_gold_restated_is_refused(setup, tmp_path):
+    examples = setup["examples"]
+    assert max(gaps_of(setup["llama"], examples)) > 0  # the random LM rates an original distractor above its gold
+    with pytest.raises(JudgeTooWeak, match=r"judge \S+ is too weak to judge: it rates \d+ of the 21 original "
+                                           r"distractors.*margin .* is -.*, below 0, where it cannot refuse even "
+                                           r"the gold restated\. Give .*multiple-choice checkpoint trained on RACE"):
+        load_judge(setup["llama"]).calibrate_on(examples)
+    # as an attack's judge: refused before it judges anything
+    attack = planted(setup, judge=setup["llama"])
+    with pytest.raises(JudgeTooWeak, match="attack 'distractor_extraction': judge .* too weak to judge"):
+        attack.apply_batch(examples)
+    # the offline models the bench found too weak, refused by name before anything is loaded
+    for name in ("smollm2", "similarity", "sliding-window", "sliding-window:distance"):
+        with pytest.raises(JudgeTooWeak, match=f"judge {name}: too weak to judge"):
+            load_judge(name)
+        with pytest.raises(JudgeTooWeak, match="too weak to judge"):
+            planted(setup, judge=name)
+    # a margin below 0 never refuses the gold restated
+    with pytest.raises(JudgeTooWeak, match="judge_margin -0.5: a margin below 0 cannot refuse even the gold restated"):
+        planted(setup, judge=setup["strong"], judge_margin=-0.5)
+    for rate in (1.0, -0.1):
+        with pytest.raises(ConfigError, match="judge_refusal_rate"):
+            planted(setup, judge=setup["strong"], judge_refusal_rate=rate)
+
+
+def test_a_causal_lm_judges_by_log_likelihood_per_character(setup):
+    where = setup["examples"][0]
+    judge = load_judge(setup["llama"], 0.0)
+    assert judge.per_char  # lm-eval's acc_norm scale
+    raw = load_causal_scorer(setup["llama"], bf16=False).predict_mc([where])[0]
+    assert judge.option_scores([where])[0] == pytest.approx([v / len(o) for v, o in zip(raw, where.options)],
+                                                            rel=1e-5)
+    (verdicts,) = judge.judge([(where, [where.answer, "By the sea"])])
+    assert verdicts[0].refused and verdicts[0].candidate == pytest.approx(verdicts[0].gold, rel=1e-5)
 
 
 def planted(setup, **config):
+    """A DE attack whose model proposes CANDIDATES for every question (its own spans are not the subject)."""
     attack = get_attack("distractor_extraction")({"model": setup["de"], "max_answer_cosine": None, **config})
     attack.candidates = lambda shard, progress=False: [list(CANDIDATES) for _ in shard]
     return attack
 
 
-def test_the_config_key_reaches_the_attack_and_refuses_what_the_judge_rates_above_the_gold(setup):
-    passed = planted(setup).vet([WHERE])[0]["passed"]  # what the checks leave, before any judge
-    assert len(passed) >= 2
-    scores = load_judge(setup["llama"], 0.0).judge([(WHERE, CANDIDATES)])[0]
-    by_text = dict(zip(CANDIDATES, scores))
-    gold = scores[0].gold
-    top = max(passed, key=lambda c: by_text[c].candidate)
-    # refuse exactly what scores at least the top chosen one's score
-    margin = gold - by_text[top].candidate
-    attack = planted(setup, judge=setup["llama"], judge_margin=margin)
-    out = attack.apply_batch([WHERE])[0]
-    record = out.example.provenance[-1].distractors
-    refused = [c for c in passed if by_text[c].candidate >= gold - margin - TOLERANCE]
-    assert top in refused and top not in record.new
-    assert record.rejected[FLAG] == len(refused)
+def test_the_attack_calibrates_on_the_questions_it_attacks_and_records_it(setup):
+    examples = setup["examples"]
+    passed = [v["passed"] for v in planted(setup).vet(examples)]  # what the checks leave, before any judge
+    attack = planted(setup, judge=setup["strong"], bf16=True)
+    assert attack.answer_judge.scorer.bf16 is False  # the judge scores in fp32 whatever the attack's precision
+    outs = attack.apply_batch(examples)
     info = attack.describe()
-    assert info["judge"]["margin"] == margin and info["model_dependent"]
-    assert info["config"]["judge"] == info["judge"]["name"]
-    # without a judge the manifest's config does not name the keys (goldens unchanged)
-    assert "judge" not in planted(setup).describe()["config"]
+    judge = info["judge"]
+    assert judge["calibrated"] and judge["distractors"] == 21 and judge["target_refusal_rate"] == REFUSAL_RATE
+    assert judge["refused"] == 0 and judge["refusal_rate"] == 0.0  # 2% of 21 distractors: none
+    assert 0 < -judge["margin"] - max(gaps_of(setup["strong"], examples)) < 5e-3
+    assert info["model_dependent"] and info["config"]["judge"] == judge["name"]
+    assert info["config"]["judge_margin"] is None and info["config"]["judge_refusal_rate"] == REFUSAL_RATE
+    # it refused exactly the candidates it rates within the margin of their gold
+    scored = load_judge(setup["strong"], 0.0).judge([(ex, p) for ex, p in zip(examples, passed)])
+    refused_any = False
+    for ex, out, texts, verdicts in zip(examples, outs, passed, scored):
+        below = {t: v.gold - v.candidate for t, v in zip(texts, verdicts)}
+        assert not [b for b in below.values() if abs(b - judge["margin"]) < EDGE]
+        refused = {t for t, b in below.items() if b < judge["margin"]}
+        refused_any |= bool(refused)
+        record = out.example.provenance[-1].distractors
+        assert record.rejected.get(FLAG, 0) == len(refused) and not refused & set(record.new)
+    assert refused_any
+    # without a judge the manifest's config names none of its keys (goldens unchanged)
+    assert not {"judge", "judge_margin", "judge_refusal_rate"} & set(planted(setup).describe()["config"])
+
+
+def de_release(setup, out, **config) -> dict:
+    cfg = release_config_from_dict({"name": "t", "data": {"path": str(setup["race"])}, "seed": 7, "splits": [
+        {"attack": "distractor_extraction", "config": {"model": setup["de"], "batch_size": 3, "max_answer_tokens": 8,
+                                                       "match_answer_format": False, **config}}]})
+    return build_release(cfg, out)
+
+
+def test_a_split_built_with_a_judge_records_its_calibration_and_names_it_on_the_not_checked_line(setup, tmp_path):
+    manifest = de_release(setup, tmp_path / "rel", judge=setup["strong"])
+    info = manifest["splits"]["distractor_extraction"]
+    assert info["judge"]["calibrated"] and info["judge"]["distractors"] == 21 and info["judge"]["margin"] > 0
+    stats = json.loads((tmp_path / "rel" / "stats.json").read_text())
+    (line,) = stats["audit"]["distractor_extraction"]["unchecked"]
+    assert (f"the attack's judge {info['judge']['name']} (its margin calibrated on the split's own distractors; "
+            "the manifest's `judge` says what it refused of them) refused") in line
+    # a judge too weak stops the build, and nothing is written
+    with pytest.raises(JudgeTooWeak, match="too weak to judge"):
+        de_release(setup, tmp_path / "weak", judge=setup["llama"])
+    assert not (tmp_path / "weak" / "manifest.json").exists()
+
+
+def test_an_old_release_built_with_a_judge_too_weak_says_it_is_not_judged(setup, tmp_path, capsys):
+    de_release(setup, tmp_path / "rel")
+    manifest_path = tmp_path / "rel" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["splits"]["distractor_extraction"]["config"].update(judge="smollm2", judge_margin=None)
+    manifest_path.write_text(json.dumps(manifest))
+    main(["audit", str(tmp_path / "rel")])
+    out = capsys.readouterr().out
+    assert "the attack's judge smollm2 was too weak to refuse any" in out and "the split is not judged" in out
+
+
+def test_audit_judge_calibrates_on_the_source_questions_and_flags_what_it_rates_within_the_margin(
+        setup, tmp_path, capsys):
+    out = tmp_path / "rel"
+    de_release(setup, out)
+    originals = {ex.source_id: ex for ex in read_split(out, "original")}
+    new = [(originals[ex.source_id], d, ex.id) for ex in read_split(out, "distractor_extraction")
+           if ex.provenance[-1].distractors for d in ex.provenance[-1].distractors.new]
+    assert new
+    verdicts = [v for (v,) in load_judge(setup["strong"], 0.0).judge([(src, [d]) for src, d, _ in new])]
+    below = [v.gold - v.candidate for v in verdicts]
+    margins = between(below) or [max(below) + 1.0]
+    margin = margins[len(margins) // 2]
+    expected = sorted({i for (_, _, i), b in zip(new, below) if b < margin})
+    assert main(["audit", str(out)]) == 0
+    capsys.readouterr()
+    code = main(["audit", str(out), "--details", "--judge", setup["strong"], "--judge-margin", repr(margin)])
+    printed = capsys.readouterr().out
+    flagged = sorted({line.split(":")[0].strip() for line in printed.splitlines()
+                      if line.startswith("    ") and f": {FLAG}:" in line})
+    assert flagged == expected and code == (1 if expected else 0)
+    assert f"(margin {margin:g}, given: it refuses" in printed
+    # no margin: calibrated on the split's 7 source questions' own distractors, not on its new ones
+    main(["audit", str(out), "--judge", setup["strong"]])
+    printed = capsys.readouterr().out
+    assert ("calibrated to refuse at most 2%: it refuses 0 (0.0%) of the judged questions' 21 original distractors"
+            in printed)
+    calibrated = float(re.search(r"margin (\S+), calibrated", printed).group(1))
+    assert 0 < -calibrated - max(gaps_of(setup["strong"], list(originals.values()))) < 5e-3
+    # too weak: the audit stops and says so
+    assert main(["audit", str(out), "--judge", setup["llama"]]) == 2
+    assert "too weak to judge" in capsys.readouterr().err
+    assert main(["audit", str(out), "--judge-margin", "0.5"]) == 2
 
 
 def test_a_missing_judge_says_which_key_and_what_to_do(setup, tmp_path):
     with pytest.raises(ConfigError, match=r"judge .*nope: no such folder.*remove the judge key"):
         planted(setup, judge=str(tmp_path / "nope"))
-    with pytest.raises(ConfigError, match="judge_margin.*bench/judge_calibration.py"):
-        planted(setup, judge=setup["llama"])  # no calibrated margin for this model
     with pytest.raises(ConfigError, match="judge must name a model"):
         planted(setup, judge=" ")
     cfg = release_config_from_dict({"name": "t", "data": {"path": str(setup["race"])}, "splits": [
@@ -103,82 +276,14 @@ def test_a_missing_judge_says_which_key_and_what_to_do(setup, tmp_path):
     assert main(["audit", str(tmp_path), "--judge", str(tmp_path / "nope")]) == 2
 
 
-def test_audit_judge_flags_the_distractor_it_rates_highest_and_names_itself(setup, tmp_path, capsys):
-    cfg = release_config_from_dict({"name": "t", "data": {"path": str(setup["race"])}, "seed": 7, "splits": [
-        {"attack": "distractor_extraction", "config": {"model": setup["de"], "batch_size": 3,
-                                                       "max_answer_tokens": 8, "match_answer_format": False}}]})
-    out = tmp_path / "rel"
-    build_release(cfg, out)
-    originals = {ex.source_id: ex for ex in read_split(out, "original")}
-    new = [(originals[ex.source_id], d, ex.id) for ex in read_split(out, "distractor_extraction")
-           if ex.provenance[-1].distractors for d in ex.provenance[-1].distractors.new]
-    assert new
-    judge = load_judge(setup["llama"], 0.0)
-    verdicts = [v for (v,) in judge.judge([(src, [d]) for src, d, _ in new])]
-    gaps = [v.gold - v.candidate for v in verdicts]
-    margin = min(gaps)  # refuses the new distractor rated closest to (or above) its gold, and ties
-    expected = sorted({i for (_, _, i), g in zip(new, gaps) if g <= margin + TOLERANCE})
-    assert main(["audit", str(out)]) == 0
-    capsys.readouterr()
-    assert main(["audit", str(out), "--details", "--judge", setup["llama"], "--judge-margin", repr(margin)]) == 1
-    printed = capsys.readouterr().out
-    flagged = sorted({line.split(":")[0].strip() for line in printed.splitlines()
-                      if line.startswith("    ") and f": {FLAG}:" in line})
-    assert flagged == expected
-    assert "not checked: a span that gives the answer's own evidence in other words" in printed
-    assert f"judge {judge.name} (margin {margin:g})" in printed and "docs/results.md" in printed
-    stats = json.loads((out / "stats.json").read_text())
-    assert stats["audit"]["distractor_extraction"]["flagged"] == 0  # the build itself had no judge
-
-
-def test_a_split_built_with_a_judge_names_it_on_the_not_checked_line(setup, tmp_path):
-    cfg = release_config_from_dict({"name": "t", "data": {"path": str(setup["race"])}, "seed": 7, "splits": [
-        {"attack": "distractor_extraction", "config": {"model": setup["de"], "batch_size": 3, "max_answer_tokens": 8,
-                                                       "judge": setup["llama"], "judge_margin": 0.5}}]})
-    manifest = build_release(cfg, tmp_path / "rel")
-    info = manifest["splits"]["distractor_extraction"]
-    assert info["judge"]["margin"] == 0.5 and info["model_dependent"]
-    stats = json.loads((tmp_path / "rel" / "stats.json").read_text())
-    (line,) = stats["audit"]["distractor_extraction"]["unchecked"]
-    assert f"the attack's judge {info['judge']['name']} (margin 0.5) refused" in line
-
-
-def test_a_built_in_reader_judges_on_its_own_scale_with_its_calibrated_margin():
-    from advrace.models.judge import CALIBRATED
-
-    judge = load_judge("sliding-window")
-    assert judge.margin == CALIBRATED["sliding-window"] and not judge.per_char
-    (verdicts,) = judge.judge([(WHERE, [WHERE.answer, "By the sea"])])
-    assert verdicts[0].candidate == verdicts[0].gold
-    assert [v.refused for v in verdicts] == [v.candidate >= v.gold - judge.margin - TOLERANCE for v in verdicts]
-    assert judge.describe() == {"name": "sliding-window", "margin": judge.margin, "score": "option score"}
-
-
-def test_a_multiple_choice_checkpoint_judges_by_its_option_logits_and_needs_a_margin(setup):
-    with pytest.raises(ConfigError, match="judge_margin"):
-        load_judge(setup["mc"])  # no calibrated default: its scale is its own
-    judge = load_judge(setup["mc"], 0.0)
-    assert not judge.per_char
-    (verdicts,) = judge.judge([(WHERE, [WHERE.answer, *CANDIDATES])])
-    assert len(verdicts) == 1 + len(CANDIDATES) and verdicts[0].refused  # the gold restated, at margin 0
-    spread = max(abs(v.candidate - v.gold) for v in verdicts) + 1.0
-    judge.margin = spread  # everything within the spread of the gold: all refused
-    assert all(v.refused for v in judge.judge([(WHERE, CANDIDATES)])[0])
-    judge.margin = -spread  # only what it rates far above the gold: none here
-    assert not any(v.refused for v in judge.judge([(WHERE, [WHERE.answer, *CANDIDATES])])[0])
-
-
 @pytest.mark.slow
-def test_smollm2_at_its_calibrated_margin_refuses_only_what_it_rates_far_above_the_gold():
-    """The real SmolLM2-135M: its calibrated margin is negative (it prefers a RACE distractor to the
-    gold a third of the time), so even the gold restated passes; at margin 0 the gold restated is
-    refused and an option the passage makes false is kept."""
-    from advrace.models.judge import CALIBRATED
+def test_smollm2_is_too_weak_to_judge_the_bundled_sample():
+    """What refuses `smollm2` by name (advrace.models.judge.TOO_WEAK), measured: on 12 questions of the
+    bundled RACE sample, the margin that spares 98% of their own distractors cannot refuse the gold
+    restated."""
+    from advrace.core.config import DataSpec
+    from advrace.models.judge import make_judge
 
-    judge = load_judge("smollm2")
-    assert judge.margin == CALIBRATED["smollm2"] < 0 and judge.per_char
-    (verdicts,) = judge.judge([(WHERE, [WHERE.answer, "By the sea"])])
-    assert verdicts[0].candidate == pytest.approx(verdicts[0].gold) and not verdicts[0].refused
-    judge.margin = 0.0
-    (verdicts,) = judge.judge([(WHERE, [WHERE.answer, "By the sea"])])
-    assert verdicts[0].refused and not verdicts[1].refused
+    examples = load(DataSpec(path="@sample/race").resolved_path()).examples[:12]
+    with pytest.raises(JudgeTooWeak, match=r"judge smollm2 is too weak to judge: it rates \d+ of the 36 original"):
+        make_judge("smollm2").calibrate_on(examples)

@@ -390,14 +390,12 @@ def audit_split(attack: str, sources: list, examples: list, ctx: AuditContext,
         if src.source_id != ex.source_id:
             raise ConfigError(f"audit of {attack!r}: {ex.id} was not made from {src.id}")
     unchecked = UNCHECKED.get(attack, ())
-    built_with = (config or {}).get("judge")
     if ctx.judge is not None and check_options in CHECKS.get(attack, ()):
+        # its margin from the split's own source questions, before it judges any new distractor
+        ctx.judge.calibrate_on(sources, where=f"--judge, on the {attack} split")
         unchecked = tuple(f"{kind}, beyond what {ctx.judge.note()}" for kind in unchecked)
-    elif built_with:  # the attack's own judge refused some while building: say whose opinion that was
-        margin = (config or {}).get("judge_margin")
-        said = "its calibrated margin" if margin is None else f"margin {margin:g}"
-        unchecked = tuple(f"{kind}, beyond what the attack's judge {built_with} ({said}) refused; its recall on "
-                          "the validity corpus: docs/results.md (`bench/judge_calibration.py`)" for kind in unchecked)
+    elif (config or {}).get("judge"):  # the attack's own judge refused some while building: whose opinion
+        unchecked = tuple(f"{kind}{_built_judge(config)}" for kind in unchecked)
     result = SplitAudit(attack, checked=len(examples), unchecked=unchecked)
     ctx = ctx.for_split(attack, config)
     for check in [check_edits, *CHECKS.get(attack, ())]:
@@ -405,6 +403,19 @@ def audit_split(attack: str, sources: list, examples: list, ctx: AuditContext,
             result.flags.append((index, examples[index].id, name, detail))
     result.flags.sort(key=lambda f: (f[0], f[2]))
     return result
+
+
+def _built_judge(config: dict) -> str:
+    """What the `not checked:` line says of the judge a split was built with (its config's `judge`)."""
+    from advrace.models.judge import too_weak_by_name  # deferred: start-up time (torch)
+
+    judge, margin = config["judge"], config.get("judge_margin")
+    if too_weak_by_name(judge) or (margin is not None and margin < 0):
+        return (f"; the attack's judge {judge} was too weak to refuse any: at its margin it could not refuse even "
+                "the gold restated (docs/audit.md, 'The answerability judge'), so the split is not judged")
+    said = "its margin calibrated on the split's own distractors" if margin is None else f"margin {margin:g}"
+    return (f", beyond what the attack's judge {judge} ({said}; the manifest's `judge` says what it refused of "
+            "them) refused")
 
 
 def audit_release(release_dir: str | Path, splits: list[str] | None = None,

@@ -82,8 +82,8 @@ def check_split_paths(spec: SplitSpec, cls, where: str = "") -> None:
             hint = ("; give a multiple-choice checkpoint folder (`advrace train`) or a built-in reader "
                     "(sliding-window, similarity)")
         elif key == "judge":
-            hint = ("; give a multiple-choice checkpoint folder (`advrace train`), a causal-LM folder, `smollm2` "
-                    "or a Hub name, or remove the judge key")
+            hint = ("; give a multiple-choice checkpoint folder (`advrace train`), a causal-LM folder or a Hub "
+                    "name, or remove the judge key")
         raise ConfigError(f"{where}split {spec.split!r}: {key} {path}: no such "
                           f"{'folder' if kind == MODEL else 'file or folder'}{hint}{WHERE_PATHS_ARE_READ}")
 
