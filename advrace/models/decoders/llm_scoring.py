@@ -130,7 +130,6 @@ class CausalLMScorer:
             raise ConfigError(f"{name}: --chat-template asked for, but its tokenizer has no chat template")
         self.chat = has_template if chat_template is None else bool(chat_template)
         self.pad_id = next((t for t in (tokenizer.pad_token_id, tokenizer.eos_token_id) if t is not None), 0)
-        self.core = PackedCore(model)  # refuses an attention it cannot mask, before anything is scored
         limit, where = model_max_length(model, tokenizer)
         if max_length is not None:
             if max_length < 8:
@@ -155,6 +154,8 @@ class CausalLMScorer:
             self.device = accelerator.device if accelerator is not None else next(model.parameters()).device
             self.model = model.to(self.device)
         self.bf16 = use_bf16(bf16, self.device)
+        # probed on the device that scores, before anything is scored (packed_decoding.PackedCore)
+        self.core = PackedCore(self.model, self.device)
 
     @property
     def inference(self) -> dict:
