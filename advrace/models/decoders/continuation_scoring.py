@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advrace.models.decoders.packed_decoding import PackedCore
+from advrace.models.decoders.packed_decoding import PROBE_TOLERANCE, PackedCore
 from advrace.models.runtime.kv_cache import returned_cache, with_cache
+from advrace.models.runtime.loading import input_device
 
 
 @dataclass(frozen=True)
@@ -211,9 +212,6 @@ def probe_sharing(core: PackedCore, device=None) -> dict | None:
     import math
 
     import torch
-
-    from advrace.models.decoders.packed_decoding import PROBE_TOLERANCE
-    from advrace.models.runtime.loading import input_device
 
     model = core.model
     embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None

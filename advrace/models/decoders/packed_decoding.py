@@ -121,7 +121,8 @@ class PackedCore:
 
     def _check(self, device) -> None:
         """Score the probe shared and unshared; share nothing if they part (`probe_sharing`)."""
-        from advrace.models.decoders.continuation_scoring import probe_sharing  # it builds on this module
+        # deferred, though not for start-up: continuation_scoring, which scores the probe, imports this module
+        from advrace.models.decoders.continuation_scoring import probe_sharing
 
         found = probe_sharing(self, device)
         if found is None:  # a window too small to hold a probe: nothing real fits in it either
