@@ -114,10 +114,11 @@ def test_shared_log_likelihoods_equal_unshared_ones(family, impl):
     assert len({round(v, 3) for row in shared for v in row}) > 10
     record = core.fallback.record()
     if family in ALIBI:
-        assert core.limit == 0 and core.describe["probe"] == {"dtype": "float32", "tolerance": "0.0001", "passed": False}
+        assert core.limit == 0
+        assert core.describe["probe"] == {"dtype": "float32", "tolerance": "0.0001", "passed": False}
         assert record["shared"] == 0 and record["run_alone"] == 5
         ((reason, n),) = record["reasons"].items()
-        assert n == 5 and reason.startswith(f"packed probe ") and impl in reason
+        assert n == 5 and reason.startswith("packed probe ") and impl in reason
     elif family in SLIDING:
         assert core.limit == WINDOW and record["shared"] == 3 and record["run_alone"] == 2
         assert record["reasons"] == {f"sliding window of {WINDOW} tokens": 2} and record["cost_ratio"] > 1

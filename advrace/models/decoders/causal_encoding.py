@@ -111,8 +111,8 @@ class CausalDecoder:
     rest run, seeing the earlier prompt's slots of the shared tokens; any other prompt is run
     alone and unpadded. The mask's form and the cache come from advrace.models.decoders.packed_decoding;
     models whose cache cannot keep every key and value (sliding-window or recurrent layers), whose
-    attention takes no custom 4D mask, or that fail the core's probe (ALiBi) fall back to `ReorderingDecoder`, one question at a
-    time (`batched` is False).
+    attention takes no custom 4D mask, or that fail the core's probe (ALiBi) fall back to
+    `ReorderingDecoder`, one question at a time (`batched` is False).
     """
 
     skips_finished = True  # see advrace.models.decoders.beam_search
