@@ -1,16 +1,19 @@
 """Every decoder family users run, scored right by the packed-decoding core
 (advrace.models.decoders.packed_decoding): tiny random configs of Llama, Qwen2, Qwen3, Mistral (sliding
 window), Gemma 2 (eager only, soft-capping, sliding and global layers), Gemma 3 (sliding and
-global layers), Phi-3 (sliding window), GPT-2 (learned positions) and OLMo 1 and 2, each with
-eager and SDPA attention where the model has both.
+global layers), Phi-3 (sliding window), GPT-2 (learned positions), OLMo 1 and 2, OPT, GPT-NeoX,
+and the ALiBi families MPT, BLOOM and Falcon (positions from the mask, not from position_ids),
+each with eager and SDPA attention where the model has both.
 
 - Options packed over a shared prompt give each (prompt, option) pair's log-likelihood as the
   pair run alone does, within 1e-4 in fp32, for batches of mixed lengths and prompts longer than
-  the sliding window (those run alone, counted).
+  the sliding window (those run alone, counted). The ALiBi families fail the core's probe and
+  run every question alone, counted with the reason; a sequence exactly as long as the window
+  still shares.
 - Greedy generation over the shared cache equals re-running the whole model at every step.
 - DG's tree-attention beam decoder gives the hypotheses of the plain reordering decoder.
-- An attention the core cannot mask is refused, and the eager case shows that a boolean mask
-  would have been wrong (the check can fail).
+- Flash and flex attention take no custom mask: scored exactly, unshared and counted. The eager
+  case shows that a boolean mask would have been wrong (the check can fail).
 """
 
 import json
@@ -19,7 +22,7 @@ import pytest
 import torch
 
 from advrace.models.decoders.continuation_scoring import Request, greedy_generate, shared_logprobs, unshared_logprobs
-from advrace.models.decoders.packed_decoding import PackedCore, UnmaskableAttention
+from advrace.models.decoders.packed_decoding import PackedCore, unmasked_reason
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 VOCAB, WINDOW = 96, 16
@@ -46,13 +49,28 @@ def _config(family: str):
                                       bos_token_id=1, eos_token_id=2),
         "olmo": lambda: tf.OlmoConfig(**common),
         "olmo2": lambda: tf.Olmo2Config(**common),
+        "opt": lambda: tf.OPTConfig(vocab_size=VOCAB, hidden_size=32, word_embed_proj_dim=32, ffn_dim=64,
+                                    num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=256,
+                                    pad_token_id=0, bos_token_id=1, eos_token_id=2),
+        "gptneox": lambda: tf.GPTNeoXConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                                            num_hidden_layers=2, num_attention_heads=4,
+                                            max_position_embeddings=256, pad_token_id=0, bos_token_id=1,
+                                            eos_token_id=2),
+        "mpt": lambda: tf.MptConfig(vocab_size=VOCAB, d_model=32, n_heads=4, n_layers=2, max_seq_len=256,
+                                    pad_token_id=0, bos_token_id=1, eos_token_id=2),
+        "bloom": lambda: tf.BloomConfig(vocab_size=VOCAB, hidden_size=32, n_head=4, n_layer=2, pad_token_id=0,
+                                        bos_token_id=1, eos_token_id=2),
+        "falcon": lambda: tf.FalconConfig(vocab_size=VOCAB, hidden_size=32, num_attention_heads=4,
+                                          num_hidden_layers=2, alibi=True, pad_token_id=0, bos_token_id=1,
+                                          eos_token_id=2),
     }[family]()
 
 
 SLIDING = {"mistral", "gemma2", "gemma3", "phi3"}
-EAGER_ONLY = {"gemma2"}  # soft-capped attention: transformers refuses SDPA for it
+ALIBI = {"mpt", "bloom", "falcon"}  # fail the probe: MPT scores wrong packed, BLOOM and Falcon crash
+EAGER_ONLY = {"gemma2", "mpt", "bloom"}  # gemma2: soft-capped attention; transformers refuses SDPA for all three
 CASES = [(f, impl) for f in ("llama", "qwen2", "qwen3", "mistral", "gemma2", "gemma3", "phi3", "gpt2", "olmo",
-                             "olmo2")
+                             "olmo2", "opt", "gptneox", "mpt", "bloom", "falcon")
          for impl in ("eager", "sdpa") if not (impl == "sdpa" and f in EAGER_ONLY)]
 
 
@@ -95,11 +113,19 @@ def test_shared_log_likelihoods_equal_unshared_ones(family, impl):
     assert _gap(alone, reference) < 1e-4  # a question's scores do not depend on its batch
     assert len({round(v, 3) for row in shared for v in row}) > 10
     record = core.fallback.record()
-    if family in SLIDING:
+    if family in ALIBI:
+        assert core.limit == 0
+        assert core.describe["probe"] == {"dtype": "float32", "tolerance": "0.0001", "passed": False}
+        assert record["shared"] == 0 and record["run_alone"] == 5
+        ((reason, n),) = record["reasons"].items()
+        assert n == 5 and reason.startswith("packed probe ") and impl in reason
+    elif family in SLIDING:
         assert core.limit == WINDOW and record["shared"] == 3 and record["run_alone"] == 2
         assert record["reasons"] == {f"sliding window of {WINDOW} tokens": 2} and record["cost_ratio"] > 1
     else:
         assert core.limit is None and record["run_alone"] == 0 and record["shared"] == 5
+    if family not in ALIBI:
+        assert core.describe["probe"] == {"dtype": "float32", "tolerance": "0.0001", "passed": True}
 
 
 @pytest.mark.parametrize("family,impl", CASES)
@@ -122,7 +148,7 @@ def test_tree_beam_decoding_equals_the_reordering_decoder(family, impl):
     from advrace.models.decoders.beam_search import beam_search
     from advrace.models.decoders.causal_encoding import CausalDecoder, ReorderingDecoder
 
-    assert not any(CausalDecoder(tiny(f, "eager")).batched for f in SLIDING)
+    assert not any(CausalDecoder(tiny(f, "eager")).batched for f in SLIDING | ALIBI)
     model = tiny(family, impl)
     decoder = CausalDecoder(model)
     assert decoder.batched
@@ -168,35 +194,140 @@ def test_bf16_compute_and_bf16_weights_stay_finite_and_close(family, impl):
         assert _gap(got, reference) < 0.25  # bf16 rounding, not a mask gone wrong (that gives > 1)
 
 
-def test_an_attention_the_core_cannot_mask_is_refused():
-    from transformers import AutoModelForCausalLM
+def test_a_sequence_exactly_as_long_as_the_window_shares_and_one_more_runs_alone():
+    """The sliding-window boundary: a sliding layer lets a token see the last `window` tokens
+    (itself included), so a pair feeding exactly WINDOW tokens is exact when shared; one more
+    token is not (shown by forcing it to share) and runs alone."""
+    g = torch.Generator().manual_seed(3)
 
-    model = AutoModelForCausalLM.from_config(_config("llama"), attn_implementation="flex_attention")
-    with pytest.raises(UnmaskableAttention, match="flex_attention.*attn_implementation=sdpa"):
-        PackedCore(model)
-    # DG's decoder falls back to the plain reordering decoder, which needs no custom mask
+    def ids(n):
+        return tuple(torch.randint(3, VOCAB, (n,), generator=g).tolist())
+
+    at = Request(ids(WINDOW - 2), (ids(3), ids(1), ids(2)))  # longest pair: WINDOW - 2 + 3 - 1 tokens fed
+    past = Request(ids(WINDOW - 1), (ids(3), ids(2)))
+    assert (at.longest, past.longest) == (WINDOW, WINDOW + 1)
+    for family in sorted(SLIDING):
+        model = tiny(family, "eager")
+        core = PackedCore(model)
+        with torch.inference_mode():
+            got = shared_logprobs(model, [at, past], core=core)
+            reference = unshared_logprobs(model, [at, past])
+            core.limit = WINDOW + 1  # a boundary one token too far
+            wrong = shared_logprobs(model, [past], core=core)
+        assert _gap(got, reference) < 1e-4, family
+        assert core.fallback.shared == 1 + 1 and core.fallback.reasons == {f"sliding window of {WINDOW} tokens": 1}
+        assert _gap(wrong, reference[1:]) > 1e-4, family  # past the tolerance the test holds sharing to
+
+
+def test_a_model_that_ignores_position_ids_is_caught_by_the_probe():
+    """A model the core knows nothing about (as a trust_remote_code model would be), whose config
+    says eager: it drops the position ids, so packed options would start at the wrong positions.
+    The probe sees it and every question runs alone; the same model keeping its position ids
+    shares."""
+    from transformers import LlamaForCausalLM
+
+    class DropsPositions(LlamaForCausalLM):
+        def forward(self, *args, position_ids=None, **kwargs):
+            return super().forward(*args, **kwargs)
+
+    torch.manual_seed(0)
+    model = DropsPositions._from_config(_config("llama"), attn_implementation="eager").eval()
+    assert model.config._attn_implementation == "eager"
+    core = PackedCore(model)
+    assert core.limit == 0 and not core.probe["passed"] and "eager" in core.why_limited
+    reqs = requests()
+    with torch.inference_mode():
+        assert _gap(shared_logprobs(model, reqs, core=core), unshared_logprobs(model, reqs)) < 1e-4
+    assert core.fallback.record()["run_alone"] == 5
+    assert PackedCore(tiny("llama", "eager")).limit is None
+
+
+def test_the_probe_compares_in_fp32_under_autocast_and_at_the_weights_dtype_in_half_precision():
+    """Scoring under bf16 autocast does not make the probe bf16 (it would then fail a right core
+    on rounding, or pass a wrong one); bf16 weights are probed at bf16 with bf16's tolerance, which
+    still catches a crash."""
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        # gemma3 under SDPA: a bf16 probe would part by ~1e-3 from rounding alone
+        right, alibi = PackedCore(tiny("gemma3", "sdpa")), PackedCore(tiny("mpt", "eager"))
+    assert right.limit == WINDOW and right.probe == {"dtype": "float32", "tolerance": "0.0001", "passed": True}
+    assert alibi.limit == 0 and alibi.probe["dtype"] == "float32" and not alibi.probe["passed"]
+    half = PackedCore(tiny("llama", "sdpa", dtype=torch.bfloat16))
+    assert half.limit is None and half.probe == {"dtype": "bfloat16", "tolerance": "0.5", "passed": True}
+    bloom = tiny("bloom", "eager", dtype=torch.bfloat16)
+    core = PackedCore(bloom)
+    assert core.limit == 0 and core.probe["dtype"] == "bfloat16" and "ValueError" in core.why_limited
+    reqs = [r for r in requests() if len(r.context) < WINDOW]
+    with torch.inference_mode():
+        assert _gap(shared_logprobs(bloom, reqs, core=core), unshared_logprobs(bloom, reqs)) == 0
+
+
+def test_flex_attention_is_scored_exactly_unshared_and_counted():
     from advrace.models.decoders.causal_encoding import CausalDecoder
 
+    flex, eager = tiny("llama", "flex_attention"), tiny("llama", "eager")  # the same weights (seed 0)
+    core = PackedCore(flex)
+    assert core.limit == 0 and core.probe is None and core.describe["mask"] == "none"
+    reqs = requests()
+    with torch.inference_mode():
+        got = shared_logprobs(flex, reqs, core=core)
+        assert _gap(got, unshared_logprobs(eager, reqs)) < 1e-4
+    assert core.fallback.record()["reasons"] == {"attention 'flex_attention' takes no custom 4D mask": 5}
+    assert not CausalDecoder(flex).batched  # DG decodes with the plain reordering decoder
+
+
+def test_flash_attention_runs_unshared_instead_of_being_refused():
+    """flash-attn cannot be installed here: a model built eager whose config then says
+    flash_attention_2 meets the core's decision, which must not run the model packed (nor probe it)."""
+    from advrace.models.decoders.causal_encoding import CausalDecoder
+
+    assert unmasked_reason("sdpa") is None and unmasked_reason("eager") is None
+    model = tiny("llama", "eager")
+    model.config._attn_implementation = "flash_attention_2"
+    core = PackedCore(model)
+    assert core.limit == 0 and core.probe is None
+    assert core.why_limited == unmasked_reason("flash_attention_2") == \
+        "attention 'flash_attention_2' takes no custom 4D mask"
+    assert core.describe["attention"] == "flash_attention_2" and core.describe["mask"] == "none"
     assert not CausalDecoder(model).batched
 
 
-def test_evaluate_refuses_an_unmaskable_model_with_exit_2(tmp_path, capsys):
-    """A folder whose config asks for an attention the core cannot mask gets no number."""
-    from transformers import AutoTokenizer
+def test_evaluate_scores_an_alibi_model_unshared_and_counts_why(tmp_path):
+    """End to end: a tiny MPT saved as a folder (as the issue met it: exit 0, wrong scores) is
+    scored as its own unshared scoring scores it, and results.json counts every question as run
+    alone with the probe's reason. (A flex-attention folder takes the same path, decided by
+    `unmasked_reason`; its torch.compile costs a minute here.)"""
+    from transformers import AutoTokenizer, MptConfig, MptForCausalLM
 
     from advrace.cli import main as cli_main
     from advrace.core.config import release_config_from_dict
+    from advrace.formats import load
+    from advrace.models.decoders.llm_scoring import load_causal_scorer
     from advrace.release import build_release
-    from conftest import make_race_dir, make_tokenizer, save_tiny_llama
+    from conftest import make_race_dir, make_tokenizer
 
     tok = AutoTokenizer.from_pretrained(make_tokenizer(tmp_path))
-    lm = save_tiny_llama(tok, tmp_path / "lm")
-    config = json.loads((tmp_path / "lm" / "config.json").read_text())
-    (tmp_path / "lm" / "config.json").write_text(json.dumps({**config, "attn_implementation": "flex_attention"}))
+    torch.manual_seed(0)
+    mpt = tmp_path / "mpt"
+    MptForCausalLM(MptConfig(vocab_size=len(tok), d_model=32, n_heads=4, n_layers=2, max_seq_len=512,
+                             pad_token_id=tok.pad_token_id)).save_pretrained(mpt)
+    tok.save_pretrained(mpt)
+    race = make_race_dir(tmp_path)
     release = tmp_path / "rel"
-    build_release(release_config_from_dict({"data": {"path": str(make_race_dir(tmp_path))}, "splits": [],
-                                            "workers": 1}), release)
-    code = cli_main(["evaluate", str(release), "--model", lm, "--out", str(tmp_path / "r"), "--quiet"])
-    err = capsys.readouterr().err
-    assert code == 2 and "flex_attention" in err and "attn_implementation=sdpa" in err
-    assert not (tmp_path / "r").exists()
+    build_release(release_config_from_dict({"data": {"path": str(race)}, "splits": [], "workers": 1}), release)
+    examples = load(str(race)).examples
+    out = tmp_path / "r"
+    assert cli_main(["evaluate", str(release), "--model", str(mpt), "--out", str(out), "--no-bf16", "--quiet"]) == 0
+    (entry,) = json.loads((out / "results.json").read_text())["results"].values()
+    decoding = entry["source"]["decoding"]
+    assert decoding["shared"] == 0 and decoding["run_alone"] == len(examples)
+    assert decoding["probe"] == {"dtype": "float32", "tolerance": "0.0001", "passed": False}
+    ((said, n),) = decoding["reasons"].items()
+    assert said.startswith("packed probe ") and n == len(examples)
+    scorer = load_causal_scorer(str(mpt), bf16=False)
+    with torch.inference_mode():
+        reference = unshared_logprobs(scorer.model, [scorer.mc_request(ex) for ex in examples])
+    by_source = {ex.source_id: ref for ex, ref in zip(examples, reference)}
+    records = [json.loads(x) for x in next((out / "predictions").glob("*.jsonl")).read_text().splitlines()]
+    assert len(records) == len(examples)
+    for rec in records:
+        assert rec["scores"] == pytest.approx(by_source[rec["source_id"]], abs=1e-4)

@@ -225,6 +225,33 @@ def test_evaluate_answers_squad_by_generation(setup, tmp_path):
     assert records and all(isinstance(r["prediction"], str) and "\n" not in r["prediction"] for r in records)
 
 
+def test_a_max_length_with_no_room_for_a_squad_prompt_exits_2(setup, tmp_path, capsys):
+    """Generation takes 32 new tokens: --max-length 32 left no room, and `ids[-0:]` then kept the
+    whole prompt; 33 keeps one token, 40 the last eight."""
+    code = cli_main(["evaluate", str(setup["squad"]), "--model", setup["lm"], "--max-length", "32",
+                     "--out", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "no room for a SQuAD prompt" in err and "--max-length 33 or more" in err
+    assert not (tmp_path / "r").exists()
+    (ex,) = read_split(setup["squad"], "original")[:1]
+    whole = load_causal_scorer(setup["lm"], bf16=False).qa_context(ex)
+    for length, kept in ((33, 1), (40, 8)):
+        scorer = load_causal_scorer(setup["lm"], bf16=False, max_length=length)
+        assert scorer.qa_context(ex) == whole[-kept:] and scorer.cut == {ex.id: len(whole) - kept}
+
+
+def test_cut_prompts_are_warned_once_per_split_with_the_count(setup, tmp_path, capsys):
+    summary = evaluate_command(setup["mc"], [setup["lm"]], out=tmp_path / "r", progress=False, bf16=False,
+                               max_length=40)
+    err = capsys.readouterr().err
+    n = len(setup["examples"])
+    assert _only(summary)["source"]["decoding"]["questions_cut"] == 2 * n  # ids differ between splits
+    lines = [line for line in err.splitlines() if "prompt tokens cut" in line]
+    assert len(lines) == 2  # original and charswap
+    assert all(f"{n} question(s) had prompt tokens cut from the left to fit the maximum length 40" in line
+               for line in lines)
+
+
 def test_letter_choice_on_a_squad_release_exits_2(setup, tmp_path, capsys):
     """SQuAD is answered by generation: --method letter was ignored, yet the report said it used
     a chat template."""

@@ -126,7 +126,8 @@ def test_max_length_is_honoured_and_each_cut_is_warned_and_counted(setup, tmp_pa
     assert decoding["questions_cut"] == 7 and len(decoding["cut_ids"]) == 7  # every test passage is longer
     assert decoding["reasons"] == {"context cut to the maximum length": 7}
     err = capsys.readouterr().err
-    assert err.count("prompt tokens cut from the left to fit the maximum length 40") == 7
+    assert err.count("prompt tokens cut from the left to fit the maximum length 40") == 1  # once, with the count
+    assert "7 question(s) had prompt tokens cut" in err
     # the scores are lm-eval's: each (context, option) pair cut on its own to 41 tokens
     scorer = load_causal_scorer(setup["plain_lm"], bf16=False, max_length=40)
     requests = [scorer.mc_request(ex) for ex in setup["examples"]]

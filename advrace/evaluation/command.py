@@ -317,8 +317,9 @@ EVALUATE_EPILOG = textwrap.dedent("""\
     task has RACE-high's test set only, and a release of other RACE data is warned about. Every decoder
     LM's entry in results.json holds its protocol record (prompt, delimiters, shots, BOS, chat
     template, truncation, maximum length, metrics, weights, release) and what its decoding shared
-    or ran alone; results.md says so under "How each model was scored". An attention the shared
-    prompt cache cannot be masked for (flash, flex) is refused: --model-args attn_implementation=sdpa.
+    or ran alone; results.md says so under "How each model was scored". A model whose attention
+    takes no custom mask (flash, flex) or that fails the shared cache's probe (ALiBi: MPT, BLOOM)
+    is scored pair by pair, exact and counted.
 
     --model-args KEY=VALUE,...: how causal language models are loaded, as lm-evaluation-harness's
     --model_args. dtype=auto|float32|bfloat16|float16: the dtype the weights are loaded in (default

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from advrace.models.decoders.packed_decoding import PackedCore, UnmaskableAttention
+from advrace.models.decoders.packed_decoding import PackedCore
 from advrace.models.runtime.kv_cache import returned_cache, with_cache
 
 PROMPT = ("Read the passage and write one wrong answer to the question: a short option that "
@@ -110,21 +110,18 @@ class CausalDecoder:
     that begins like an earlier one of the batch (a question on the same passage) has only the
     rest run, seeing the earlier prompt's slots of the shared tokens; any other prompt is run
     alone and unpadded. The mask's form and the cache come from advrace.models.decoders.packed_decoding;
-    models whose cache cannot keep every key and value (sliding-window or recurrent layers) or
-    whose attention takes no custom 4D mask fall back to `ReorderingDecoder`, one question at a
-    time (`batched` is False).
+    models whose cache cannot keep every key and value (sliding-window or recurrent layers), whose
+    attention takes no custom 4D mask, or that fail the core's probe (ALiBi) fall back to
+    `ReorderingDecoder`, one question at a time (`batched` is False).
     """
 
     skips_finished = True  # see advrace.models.decoders.beam_search
 
     def __init__(self, model):
         self.model = model
-        try:
-            self._core = PackedCore(model)
-        except UnmaskableAttention:
-            self._core = None
+        self._core = PackedCore(model)
         # False: the model needs ReorderingDecoder, which decodes one question at a time
-        self.batched = self._core is not None and self._core.limit is None
+        self.batched = self._core.limit is None
         self._fallback = None if self.batched else ReorderingDecoder(model)
 
     def _new_cache(self):

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advrace.models.decoders.packed_decoding import PackedCore
+from advrace.models.decoders.packed_decoding import PROBE_TOLERANCE, PackedCore
 from advrace.models.runtime.kv_cache import returned_cache, with_cache
+from advrace.models.runtime.loading import input_device
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,69 @@ def _unshared(model, requests: list[Request], pad_id: int, device) -> list[list[
     pairs = [r.pair(k) for r in requests for k in range(len(r.continuations))]
     it = iter(_pairs_alone(model, pairs, pad_id, device))
     return [[next(it) for _ in r.continuations] for r in requests]
+
+
+PROBE_LONGEST = 14  # tokens the probe's longest pair feeds: past a few, within most windows
+
+
+def probe_requests(vocab: int, longest: int = PROBE_LONGEST) -> list[Request] | None:
+    """The probe: two prompts of different lengths (the shorter is padded in the prefill) and
+    options of 1-3 tokens in different orders (an option's place in the packed row is not its
+    place alone); the longest pair feeds `longest` tokens. None when `longest` cannot hold one."""
+    import random
+
+    first = longest - 2
+    if first < 2:
+        return None
+    draw = random.Random(0)
+
+    def ids(n):
+        return tuple(draw.randrange(min(3, vocab - 1), vocab) for _ in range(n))
+
+    return [Request(ids(first), (ids(3), ids(1), ids(2))), Request(ids(max(2, first - 5)), (ids(1), ids(2)))]
+
+
+def probe_sharing(core: PackedCore, device=None) -> dict | None:
+    """Score the probe through the core and pair by pair, in fp32 unless the weights are half
+    precision (autocast off, eval mode for the probe): {dtype, tolerance, gap, passed, reason}.
+    A probe that raises (an ALiBi model fed custom positions) has not passed. None: no probe fits
+    in the core's window."""
+    import math
+
+    import torch
+
+    model = core.model
+    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    vocab = getattr(embeddings, "num_embeddings", None) or model.config.vocab_size
+    requests = probe_requests(vocab, PROBE_LONGEST if core.limit is None else min(PROBE_LONGEST, core.limit))
+    if requests is None:
+        return None
+    device = device or input_device(model)
+    dtype = next((p.dtype for p in model.parameters() if p.dtype.is_floating_point), torch.float32)
+    name = str(dtype).removeprefix("torch.")
+    tolerance = PROBE_TOLERANCE.get(name, PROBE_TOLERANCE["bfloat16"])
+    training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode(), torch.autocast(device.type, enabled=False):
+            reference = _unshared(model, requests, 0, device)
+            try:
+                shared = _shared(core, requests, 0, device)
+            except torch.cuda.OutOfMemoryError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a model that cannot take the packed inputs
+                why = str(exc).splitlines()[0][:120] if str(exc) else ""
+                return {"dtype": name, "tolerance": tolerance, "gap": math.inf, "passed": False,
+                        "reason": f"packed probe failed under {core.implementation} attention "
+                                  f"({type(exc).__name__}: {why})"}
+    finally:
+        model.train(training)
+    gaps = [abs(a - b) for rs, rr in zip(shared, reference) for a, b in zip(rs, rr)]
+    gap = max(gaps) if all(math.isfinite(g) for g in gaps) else math.inf
+    passed = gap <= tolerance
+    return {"dtype": name, "tolerance": tolerance, "gap": gap, "passed": passed,
+            "reason": None if passed else (f"packed probe {gap:.0e} from unshared under {core.implementation} "
+                                           f"attention in {name} (positions not from position_ids?)")}
 
 
 def why_alone(core: PackedCore, request: Request) -> str | None:

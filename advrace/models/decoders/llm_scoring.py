@@ -130,7 +130,6 @@ class CausalLMScorer:
             raise ConfigError(f"{name}: --chat-template asked for, but its tokenizer has no chat template")
         self.chat = has_template if chat_template is None else bool(chat_template)
         self.pad_id = next((t for t in (tokenizer.pad_token_id, tokenizer.eos_token_id) if t is not None), 0)
-        self.core = PackedCore(model)  # refuses an attention it cannot mask, before anything is scored
         limit, where = model_max_length(model, tokenizer)
         if max_length is not None:
             if max_length < 8:
@@ -147,6 +146,7 @@ class CausalLMScorer:
         self.contexts = contexts
         self.few_shot_source, self.model_info = few_shot_source or {}, model_info or {}
         self.cut: dict[str, int] = {}  # example id -> the most context tokens one of its pairs lost
+        self._cuts: list[tuple[int, int, str]] = []  # (tokens cut, of, example id) since the last warning
         self._told_fallback = False
         model.eval()
         if placed_by_device_map(model):  # dispatched by Accelerate (device_map): never moved
@@ -155,6 +155,8 @@ class CausalLMScorer:
             self.device = accelerator.device if accelerator is not None else next(model.parameters()).device
             self.model = model.to(self.device)
         self.bf16 = use_bf16(bf16, self.device)
+        # probed on the device that scores, before anything is scored (packed_decoding.PackedCore)
+        self.core = PackedCore(self.model, self.device)
 
     @property
     def inference(self) -> dict:
@@ -196,10 +198,20 @@ class CausalLMScorer:
         bos = self.tokenizer.bos_token
         return () if bos and text.startswith(bos) else (self.tokenizer.bos_token_id,)
 
-    def _warn_cut(self, ex_id: str, cut: int, total: int) -> None:
+    def _note_cut(self, ex_id: str, cut: int, total: int) -> None:
         self.cut[ex_id] = max(cut, self.cut.get(ex_id, 0))
-        print(f"warning: {self.name}: {ex_id}: {cut} of {total} prompt tokens cut from the left to fit "
-              f"the maximum length {self.max_length} ({self.max_length_from})", file=sys.stderr, flush=True)
+        self._cuts.append((cut, total, ex_id))
+
+    def _warn_cuts(self, desc: str | None) -> None:
+        """One warning per call of predict_*: how many prompts were cut, and the deepest cut."""
+        if not self._cuts:
+            return
+        cut, total, worst = max(self._cuts)
+        where = f" ({desc})" if desc else ""
+        print(f"warning: {self.name}{where}: {len(self._cuts)} question(s) had prompt tokens cut from the left "
+              f"to fit the maximum length {self.max_length} ({self.max_length_from}); the most: {cut} of "
+              f"{total} ({worst}); results.json lists them under decoding.cut_ids", file=sys.stderr, flush=True)
+        self._cuts = []
 
     def mc_request(self, ex):
         shots = [llm_prompts.solved_mc(s, self.method) for s in draw_shots(self.shot_pool, self.shots, ex,
@@ -220,17 +232,27 @@ class CausalLMScorer:
         request = encode_request(self.tokenizer, context, continuations, max_length=self.max_length,
                                  prefix=self._prefix(context))
         if any(request.cuts):
-            self._warn_cut(ex.id, max(request.cuts), len(request.context))
+            self._note_cut(ex.id, max(request.cuts), len(request.context))
         return request
 
     def qa_context(self, ex) -> tuple[int, ...]:
         shots = [llm_prompts.solved_squad(s) for s in draw_shots(self.shot_pool, self.shots, ex, self.shot_seed)]
         text = llm_prompts.with_shots(llm_prompts.squad_prompt(ex), shots)
         ids = list(self._prefix(text)) + self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        room = self.max_length - MAX_NEW_TOKENS
+        room = self._qa_room()
         if len(ids) > room:
-            self._warn_cut(ex.id, len(ids) - room, len(ids))
-        return tuple(ids[-room:])
+            self._note_cut(ex.id, len(ids) - room, len(ids))
+            ids = ids[len(ids) - room:]
+        return tuple(ids)
+
+    def _qa_room(self) -> int:
+        """How many prompt tokens a SQuAD question keeps: the maximum length less the answer's."""
+        room = self.max_length - MAX_NEW_TOKENS
+        if room < 1:
+            raise ConfigError(f"{self.name}: the maximum length {self.max_length} ({self.max_length_from}) leaves "
+                              f"no room for a SQuAD prompt: the answer may take {MAX_NEW_TOKENS} tokens; give "
+                              f"--max-length {MAX_NEW_TOKENS + 1} or more")
+        return room
 
     def _say_fallback(self) -> None:
         """Once per scorer: that some work could not share its prompt's cache, why, and the cost."""
@@ -279,6 +301,7 @@ class CausalLMScorer:
             return unshared_logprobs(self.model, batch, pad_id=self.pad_id, device=self.device)
 
         scores = self._run(examples, self.mc_request, lambda r: r.tokens, compute, desc, progress, "question")
+        self._warn_cuts(desc)
         self._say_fallback()
         return scores
 
@@ -286,6 +309,7 @@ class CausalLMScorer:
         """The greedy answer to each question, cut at its first line break."""
         if not examples:
             return []
+        self._qa_room()
         eos = self.tokenizer.eos_token_id
 
         def stop(tokens) -> bool:
@@ -299,6 +323,7 @@ class CausalLMScorer:
 
         answers = self._run(examples, self.qa_context, lambda ids: len(ids) + MAX_NEW_TOKENS, generate, desc,
                             progress, "question")
+        self._warn_cuts(desc)
         self._say_fallback()
         return answers
 

@@ -1,14 +1,18 @@
 """The one packed-decoding core of the decoder LMs: continuation scoring, greedy generation and
 DG's beam search all run a prompt once, keep its keys and values, and then feed several token
-sequences over that cache in one row, each seeing only what it would see alone. That needs three
+sequences over that cache in one row, each seeing only what it would see alone. That needs four
 things done right for every model family, and they live here only:
 
 - **The 4D mask in the form the attention takes.** Transformers hands a 4D mask to the attention
   as it is. SDPA reads a boolean mask as "may attend"; eager attention *adds* the mask to the
   scores, so a boolean mask there masks nothing (options would see each other). `mask` gives a
   boolean mask for SDPA and an additive one (0 or the dtype's minimum) for eager. Any other
-  implementation (flash, flex, a remote model's own) is refused: no number is given for a model
-  whose attention the core cannot mask (`UnmaskableAttention`, exit 2).
+  implementation (flash, flex, paged) takes no custom 4D mask: nothing is shared, every question
+  runs unshared under the model's own 2D mask (exact, counted as a fallback).
+- **A probe, not a list of families.** A mask in the right form is not enough: ALiBi models (MPT,
+  BLOOM, Falcon with alibi) build positions from the mask, not from `position_ids`, and a remote
+  model may do anything. So each core scores a small probe both ways when it is built (`probe`)
+  and shares only if the two agree; otherwise everything runs unshared, counted with the reason.
 - **A cache that holds the whole prompt.** A sliding-window layer keeps only its last
   `window - 1` keys, and a recurrent layer keeps a state, not keys. The core keeps every key in
   its own cache (`new_cache`), which is exact only while no sequence is longer than the smallest
@@ -23,15 +27,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from advrace.core.errors import ConfigError
 from advrace.models.runtime.kv_cache import returned_cache, with_cache
 
 # attention implementation -> the form of 4D mask it reads
 MASK_FORMS = {"sdpa": "boolean", "eager": "additive"}
-
-
-class UnmaskableAttention(ConfigError):
-    """A model whose attention takes no 4D mask the core can build."""
+# The most a probe's shared and unshared log-likelihoods may differ by, per weight dtype. In fp32
+# (fp32 weights, autocast off for the probe) a right core agreed to 2e-5 (SmolLM2-135M) and a
+# wrong one was 0.03-9 apart. Half-precision weights are probed as they are (an fp32 copy of a
+# large model would cost its memory twice over), where rounding alone moves the probe's sums
+# (options of up to 3 tokens) by up to 3 ulps of a logit near 32: 3 x 0.125 in bf16, 3 x 0.016 in
+# fp16 (SmolLM2-135M: 0.14 and 0.018 measured); the tolerance is that, rounded up. A half-precision
+# probe so catches crashes, a mask in the wrong form (~9 apart) and gross position errors, not
+# an error below its rounding (MPT's ALiBi on a tiny model: 0.04): load in fp32 to check a new
+# family exactly.
+PROBE_TOLERANCE = {"float32": 1e-4, "float64": 1e-4, "bfloat16": 0.5, "float16": 0.1}
 
 
 @dataclass
@@ -83,28 +92,52 @@ def cache_limit(config) -> tuple[int | None, str | None]:
     return window, f"sliding window of {window} tokens"
 
 
-class PackedCore:
-    """A model's packed decoding: its mask form, the cache it may share, and the fallback count."""
+def unmasked_reason(implementation: str) -> str | None:
+    """Why an attention implementation cannot share a prompt's cache at all (None: it takes a 4D
+    mask the core can build, so the probe decides)."""
+    if implementation in MASK_FORMS:
+        return None
+    return f"attention {implementation!r} takes no custom 4D mask"
 
-    def __init__(self, model):
+
+class PackedCore:
+    """A model's packed decoding: its mask form, the cache it may share (checked by a probe when
+    the core is built), and the fallback count. `device`: where the probe's inputs go (default:
+    the model's input device)."""
+
+    def __init__(self, model, device=None):
         self.model = model
         config = model.config
         self.implementation = getattr(config, "_attn_implementation", None) or "eager"
-        if self.implementation not in MASK_FORMS:
-            name = getattr(config, "name_or_path", "") or type(model).__name__
-            raise UnmaskableAttention(
-                f"{name}: attention implementation {self.implementation!r} takes no custom 4D mask, so "
-                "options packed over a shared prompt could see each other; advrace gives no number for it. "
-                "Load it with attn_implementation=sdpa (or eager), e.g. --model-args attn_implementation=sdpa")
-        self.additive = MASK_FORMS[self.implementation] == "additive"
+        self.additive = MASK_FORMS.get(self.implementation) == "additive"
         self.limit, self.why_limited = cache_limit(config)
         self.fallback = Fallback()
+        self.probe: dict | None = None  # what the probe found; None: not run
+        unmasked = unmasked_reason(self.implementation)
+        if unmasked is not None:
+            self.limit, self.why_limited = 0, unmasked
+        elif self.limit != 0:
+            self._check(device)
+
+    def _check(self, device) -> None:
+        """Score the probe shared and unshared; share nothing if they part (`probe_sharing`)."""
+        # deferred, though not for start-up: continuation_scoring, which scores the probe, imports this module
+        from advrace.models.decoders.continuation_scoring import probe_sharing
+
+        found = probe_sharing(self, device)
+        if found is None:  # a window too small to hold a probe: nothing real fits in it either
+            self.limit = 0
+            return
+        # the tolerance as text: results.json rounds its floats to fewer places than 1e-4 has
+        self.probe = {"dtype": found["dtype"], "tolerance": f"{found['tolerance']:g}", "passed": found["passed"]}
+        if not found["passed"]:
+            self.limit, self.why_limited = 0, found["reason"]
 
     @property
     def describe(self) -> dict:
         """What the core does for this model, for the report."""
-        return {"attention": self.implementation, "mask": MASK_FORMS[self.implementation],
-                "shared_cache_limit": self.limit, "limited_by": self.why_limited}
+        return {"attention": self.implementation, "mask": MASK_FORMS.get(self.implementation, "none"),
+                "shared_cache_limit": self.limit, "limited_by": self.why_limited, "probe": self.probe}
 
     def fits(self, length: int) -> bool:
         """Whether a sequence of `length` tokens (prompt and what follows it) can share the cache."""
