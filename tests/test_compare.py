@@ -138,3 +138,22 @@ def test_paired_test_per_split_by_hand(setup, tmp_path, capsys):
     out = _compare(capsys, reports["a"], alone / "results.json")[1]
     assert "| preds | charswap | 100.00 | 57.14 | -42.86 | – | – | – |" in out
     assert "No paired test for `preds`" in out
+
+
+def test_another_adapter_or_tokenizer_at_the_same_path_is_another_identity(tmp_path):
+    """lm-eval's `peft=` and `tokenizer=` change the scores as the weights do: retraining the adapter
+    in place must not compare as the same model."""
+    from advrace.evaluation.scoring import scored_identity
+    from advrace.models.runtime.model_args import ModelArgs
+
+    model, adapter, tokenizer = (tmp_path / n for n in ("model", "adapter", "tokenizer"))
+    for folder in (model, adapter, tokenizer):
+        folder.mkdir()
+        (folder / "weights.bin").write_bytes(b"first")
+    plain = scored_identity(str(model))
+    with_both = scored_identity(str(model), ModelArgs(peft=str(adapter), tokenizer=str(tokenizer)))
+    assert with_both["sha256"] == plain["sha256"] and "peft" not in plain
+    (adapter / "weights.bin").write_bytes(b"retrained")
+    retrained = scored_identity(str(model), ModelArgs(peft=str(adapter), tokenizer=str(tokenizer)))
+    assert retrained["peft"]["sha256"] != with_both["peft"]["sha256"]
+    assert retrained["tokenizer"] == with_both["tokenizer"]

@@ -278,13 +278,13 @@ def score_release(release_dir, model, *, splits=None, batch_size: int = 16, max_
     return mark_perturbed(score_splits(examples, scorer, accelerator, show), release_dir)
 
 
-def hub_commit(name: str, revision: str | None = None) -> str | None:
+def hub_commit(name: str, revision: str | None = None, file: str = "config.json") -> str | None:
     """The commit of a Hub model that loading read, from the Hugging Face cache (its snapshot
     folder is named by it), as lm-evaluation-harness records `model_sha`; None when not cached."""
     try:
         from huggingface_hub import try_to_load_from_cache  # deferred for start-up time
 
-        found = try_to_load_from_cache(name, "config.json", revision=revision)
+        found = try_to_load_from_cache(name, file, revision=revision)
     except Exception:  # noqa: BLE001 - a name the cache cannot hold (not a repo id): no commit known
         return None
     return Path(found).parent.name if isinstance(found, str) else None
@@ -307,9 +307,21 @@ def scored_identity(model, model_args: ModelArgs | None = None) -> dict:
     if name == SMOLLM2:
         gguf = smollm2_gguf()
         return {"name": name, "file": gguf.name, "sha256": sha256_file(gguf)}
+    args = model_args or ModelArgs()
+    # an adapter or another tokenizer changes the scores as much as the weights do
+    parts = {key: _part_identity(getattr(args, key), file) for key, file in
+             (("peft", "adapter_config.json"), ("tokenizer", "tokenizer_config.json")) if getattr(args, key)}
     if Path(name).expanduser().is_dir():
         base = trained_from(name)
         return {"name": checkpoint_name(name), "sha256": checkpoint_sha256(Path(name).expanduser()),
-                **({"trained_from": base} if base else {})}
-    revision = (model_args or ModelArgs()).revision
-    return {"name": name, "commit": hub_commit(name, revision), **({"revision": revision} if revision else {})}
+                **({"trained_from": base} if base else {}), **parts}
+    revision = args.revision
+    return {"name": name, "commit": hub_commit(name, revision), **({"revision": revision} if revision else {}),
+            **parts}
+
+
+def _part_identity(name: str, file: str) -> dict:
+    """A tokenizer's or adapter's folder by its files' sha256, a Hub name by its cached commit."""
+    if Path(name).expanduser().is_dir():
+        return {"name": checkpoint_name(name), "sha256": checkpoint_sha256(Path(name).expanduser())}
+    return {"name": name, "commit": hub_commit(name, None, file)}
