@@ -136,8 +136,14 @@ def test_sentences_are_appended_or_prepended_with_offsets_kept(tmp_path):
             assert readability_problem(sentence, orig.question, [a.text for a in orig.answers],
                                        get_resources()) is None
     assert changed >= 2
-    stats = json.loads((out / "stats.json").read_text())["splits"]["addonesent"]["attack_stats"]
+    split_stats = json.loads((out / "stats.json").read_text())["splits"]
+    stats = split_stats["addonesent"]["attack_stats"]
     assert stats["rules"] and stats["answer_types"]
+    for split in ("addonesent", "addsentmod"):  # each fake rule's share of the attacked questions
+        attack_stats, attacked = split_stats[split]["attack_stats"], split_stats[split]["perturbed"]
+        counts, shares = attack_stats["fake_answer_rules"], attack_stats["fake_answer_rule_shares"]
+        assert attacked and set(shares) == set(counts) and sum(counts.values()) == attacked
+        assert shares == {rule: pytest.approx(n / attacked, rel=1e-3) for rule, n in counts.items()}
 
 
 def test_addsent_name_dispatches_on_the_task():
