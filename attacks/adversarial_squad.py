@@ -49,7 +49,7 @@ from advrace.models.runtime.sharding import map_sharded
 
 from .base import Attack, CannotPerturb, Outcome, register
 from .answer_rules import FakeChoice, FallbackFakes
-from .closed_book import closed_book, usable
+from .closed_book import ClosedAnswer, closed_book, unlike_the_golds, usable
 from .declarative_rules import declarative_candidates
 from .fake_answers import FakePool, answer_type, type_key, wh_noun
 from .model_based import CheckpointAttack
@@ -193,21 +193,23 @@ VANISHED = CHECKS["change_vanished"]  # the audit's own checks
 FAKE_TYPE = CHECKS["fake_type"]
 
 
-def closed_book_fakes(examples, config: AddSentConfig, resources) -> dict[str, str | None]:
-    """Each question's closed-book answer that can serve as a fake (closed_book.usable), or None."""
+def closed_book_fakes(examples, config: AddSentConfig, resources) -> dict[str, ClosedAnswer]:
+    """Each example's closed-book answer that can serve as a fake, by id: short and new to the
+    question (closed_book.usable), and no gold in other words (closed_book.unlike_the_golds)."""
     if not config.answer_model or not examples:
         return {}
     book = closed_book(config.answer_model, config.answer_batch_size, config.answer_bf16)
     raw = book.answers([ex.question for ex in examples])
-    out = {}
-    for q, a in raw.items():
+    answers = {}
+    for ex in examples:
+        q = ex.question.strip()
         noun = wh_noun(q, resources)[1]
-        out[q] = usable(a, q, resources.stopwords, (noun, f"{noun}s") if noun else ())
-    return out
+        answers[ex.id] = usable(raw[q], q, resources.stopwords, (noun, f"{noun}s") if noun else ())
+    return unlike_the_golds(answers, {ex.id: [a.text for a in ex.answers] for ex in examples}, resources)
 
 
 def _fake_choices(example, kind, key, resources, config: AddSentConfig, second_set, rng, pool: FakePool,
-                  avoid_answers, closed: str | None = None):
+                  avoid_answers, closed: ClosedAnswer | None = None):
     """The fake answers to try, rule by rule: the typed pool's first, then Jia and Liang's
     remaining rules (answer_rules), down to the catch-all."""
     first = example.answers[0]
@@ -222,13 +224,13 @@ def _fake_choices(example, kind, key, resources, config: AddSentConfig, second_s
 
 def sentence_candidates(example, resources, config: AddSentConfig, second_set: bool = False,
                         rng: random.Random | None = None, pool: FakePool | None = None,
-                        paragraph_answers=None, closed: str | None = None
+                        paragraph_answers=None, closed: ClosedAnswer | None = None
                         ) -> tuple[list[AdversarialSentence], Counter]:
     """Candidate adversarial sentences (`AdversarialSentence` records) and why others were dropped.
 
     `pool` gives the typed fake answers (an empty pool: the fixed lists only); `paragraph_answers`
     are the answers of every question on the passage, none of which a fake may share a word with;
-    `closed` is the question's closed-book answer (closed_book_fakes), if any.
+    `closed` is the example's closed-book answer (closed_book_fakes), if any.
     The fakes of the first answer rule whose sentences pass the checks are kept (see
     answer_rules): a typed fake where the data has one, else the fallbacks in Jia and Liang's order.
     """
@@ -286,7 +288,7 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
                                                   example.context)
                     record = AdversarialSentence(cand.sentence, question=mutated, replacements=tuple(replacements),
                                                  answer=fake, answer_type=choice.kind, rule=cand.rule,
-                                                 fake_rule=choice.rule)
+                                                 fake_rule=choice.rule, fake_cosine=choice.cosine)
                     lost = [] if problem else VANISHED.lost(cand.sentence, record, ctx)
                     if lost:
                         problem = "change vanished"
@@ -354,7 +356,7 @@ class _SentenceAttack(Attack):
             self._pool, self._answers = FakePool(cap=self.config.fake_cap, resources=self.resources), {}
         return sentence_candidates(example, self.resources, self.config, self.second_set, rng,
                                    self._pool, (self._answers or {}).get(example.context),
-                                   (self._closed or {}).get(example.question.strip()))
+                                   (self._closed or {}).get(example.id))
 
     def summarize(self, examples):
         """Counts of the split's sentences by declarative rule, answer type, fake-answer rule and
@@ -461,7 +463,7 @@ class AddSentAdversary(_ModelDependent):
         cands = []
         for ex in examples:  # in order: a fake offered to one question counts against the cap
             found = sentence_candidates(ex, self.resources, self.config, False, self.rng_for(ex), pool,
-                                        answers.get(ex.context), closed.get(ex.question.strip()))
+                                        answers.get(ex.context), closed.get(ex.id))
             for fake in dict.fromkeys(c.answer for c in found[0]):
                 pool.use(fake)
             cands.append(found)

@@ -66,6 +66,7 @@ class FakeChoice:
     rule: str
     kind: str
     fakes: tuple[str, ...]
+    cosine: float | None = None  # a closed-book fake's MiniLM cosine with the nearest gold
 
 
 # WordNet noun files -> ((singular, plural) of the first set, of the second set); each noun's first
@@ -221,6 +222,22 @@ def names_a_month(text: str) -> bool:
     return all(w.lower() in _TIME_WORDS for w in re.findall(r"[\w'’-]+", rest))
 
 
+_WORD_VALUES = {**{w: i for i, w in enumerate(_NUMBER_WORDS)},
+                **{w: 10 * i for i, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)},
+                "hundred": 100, "thousand": 10 ** 3, "million": 10 ** 6, "billion": 10 ** 9, "trillion": 10 ** 12,
+                **{w: i for i, w in enumerate(("first second third fourth fifth sixth seventh eighth ninth tenth "
+                                               "eleventh twelfth thirteenth fourteenth fifteenth sixteenth "
+                                               "seventeenth eighteenth nineteenth twentieth").split(), 1)}}
+
+
+def number_values(text: str) -> tuple[float, ...]:
+    """The numbers a text states, in digits or words, sorted ("ten years": (10,), "the 19th
+    century" and "nineteenth": (19,)): two answers with the same numbers state one value."""
+    found = [float(m.group().replace(",", "")) for m in re.finditer(r"\d[\d,]*(?:\.\d+)?", text)]
+    found += [float(_WORD_VALUES[w]) for w in re.findall(r"[a-z]+", text.lower()) if w in _WORD_VALUES]
+    return tuple(sorted(found))
+
+
 def shift_date(text: str) -> str | None:
     """The date with its years 25 earlier, its day moved by 11 and its month by six (a month's
     name only where it names a month: `names_a_month`); None when nothing in it is a year, a day
@@ -279,9 +296,10 @@ class FallbackFakes:
         return tuple(fit[:k])
 
     # ------------------------------------------------------------------ the rules
-    def choices(self, example, kind: str, avoid_answers, rng, k: int = 2, closed: str | None = None):
+    def choices(self, example, kind: str, avoid_answers, rng, k: int = 2, closed=None):
         """(rule, kind, fakes) for each rule that applies, in Jia and Liang's order: a caller
-        takes the first whose sentences pass its checks."""
+        takes the first whose sentences pass its checks. `closed` is the example's closed-book
+        answer (a closed_book.ClosedAnswer), if any."""
         first = example.answers[0]
         gold = first.text.strip()
         gold_norm = normalize_answer(gold)
@@ -320,10 +338,10 @@ class FallbackFakes:
             asked = self._asked(noun, head, gold, seen, banned, gold_norm, rng, k)
         if asked is not None and asked.rule == "asked_name":
             yield asked
-        if closed and self._fits(closed, seen, banned, gold_norm):
+        if closed is not None and self._fits(closed.text, seen, banned, gold_norm):
             # a language model's answer to the question alone: of the asked kind where no rule
             # knows it (closed_book)
-            yield FakeChoice("closed_book", kind, (closed,))
+            yield FakeChoice("closed_book", kind, (closed.text,), closed.gold_cosine)
         if asked is not None and asked.rule == "asked_kind":
             yield asked
         words = gold.split()

@@ -193,7 +193,7 @@ def test_readability_keeps_the_questions_own_slips_and_relative_clauses(res):
 
 
 def test_the_fake_type_check_reads_what_the_first_wh_word_asks(res):
-    from advrace.core.checks.sentences import asked_group, wanted_group
+    from advrace.core.checks.sentences import wanted_group
     called = _example("Revolutionary civil disobedience is an attempt.", "Revolutionary civil disobedience",
                       "What is it called when there is an active attempt to overthrow a government?")
     assert wanted_group(called, lambda t, s, e: "other") is None  # not "time": the "when" opens a clause
