@@ -38,6 +38,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from advrace.core.checks import REGISTRY as CHECKS, Subject, TextContext
+from advrace.core.checks.sentences import asked_group, wanted_group
 from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
 from advrace.core.provenance import AdversarialSentence, AttackSummary, WordSearch, summary_of
@@ -191,6 +192,55 @@ def readability_problem(sentence: str, question: str, golds, resources,
 
 VANISHED = CHECKS["change_vanished"]  # the audit's own checks
 FAKE_TYPE = CHECKS["fake_type"]
+
+
+def fake_problems(example, record, resources) -> list[str]:
+    """What breaks a property every fake answer must have, for the sentence `record` (an
+    AdversarialSentence) made for `example` (the question before the attack); empty when none.
+    The fake differs from every gold and contains none; it occurs nowhere in the context; it is
+    of the gold's group (the `fake_type` check) unless its rule is one that check trusts, and
+    then the gold is of that rule's type: a time for `date`, a number for `number` (by its type
+    in context or by what the question asks), a WordNet kind of the asked noun for `asked_kind`.
+    The tests hold the validity corpus to it, and a real build is checked with it by hand
+    (docs/results.md)."""
+    fake, out = record.answer, []
+    norm = normalize_answer(fake)
+    for gold in (a.text for a in example.answers):
+        g = normalize_answer(gold)
+        if norm == g:
+            out.append(f"the gold {gold!r} itself")
+        elif g and f" {g} " in f" {norm} ":
+            out.append(f"contains the gold {gold!r}")
+    if not norm or f" {norm} " in f" {normalize_answer(example.context)} ":
+        out.append("in the context")
+    typed = functools.partial(answer_type, resources=resources)
+    groups = {wanted_group(example, typed), asked_group(example.question)}
+    rule = record.fake_rule
+    if rule in ("date", "number"):
+        if {"date": "time", "number": "number"}[rule] not in groups:
+            out.append(f"rule {rule} for a gold of the groups {sorted(g for g in groups if g)}")
+    elif rule == "asked_kind":
+        if not _of_asked_kind(example, resources):
+            out.append("rule asked_kind for a gold of no kind of the asked noun")
+    else:
+        ctx = TextContext(same_meaning_fn=resources.same_meaning, answer_type_fn=typed)
+        why = FAKE_TYPE.refuse(Subject(example, record.sentence, record=record), ctx, {})
+        if why:
+            out.append(why)
+    return out
+
+
+def _of_asked_kind(example, resources) -> bool:
+    """Whether a sense of the gold's head noun is a WordNet kind of the noun the question asks for."""
+    noun = wh_noun(example.question, resources)[1]
+    first = example.answers[0]
+    span = resources.parse(example.context).char_span(first.start, first.end, alignment_mode="expand")
+    if noun is None or span is None:
+        return False
+    head = resources.wordnet.morphy(span.root.text.lower(), "n") or span.root.text.lower()
+    asked = set(resources.wordnet.synsets(noun, "n"))
+    return any(asked & set(s.closure(lambda x: x.hypernyms() + x.instance_hypernyms()))
+               for s in resources.wordnet.synsets(head, "n"))
 
 
 def closed_book_fakes(examples, config: AddSentConfig, resources) -> dict[str, ClosedAnswer]:
