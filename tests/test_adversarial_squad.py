@@ -291,3 +291,21 @@ def test_mutation_never_takes_a_synonym(res):
     mutated, reps = mutate_question("What did the USA build in 1990?", fixed, neighbours=10)
     assert [r.new for r in reps if r.old == "USA"] == ["CANADA"]
     assert "AMERICA" not in mutated
+
+
+def test_each_fake_rule_has_its_share_of_the_attacked_questions_not_of_the_split():
+    from advrace.attacks.adversarial_squad import AddOneSent
+    from advrace.core.examples import Answer, SpanExample
+    from advrace.core.provenance import AdversarialSentence, AttackSummary
+
+    base = SpanExample(id="q", title="t", context="Tom lives in Leeds.", question="Where does Tom live?",
+                       answers=(Answer("Leeds", 13),))
+
+    def attacked(rule):
+        record = AdversarialSentence("Ann lives in Lima.", answer="Lima", fake_rule=rule)
+        return base.with_provenance(AttackSummary("addonesent", sentences=(record,)))
+
+    examples = [attacked("typed"), attacked("typed"), attacked("closed_book"), base]  # one left unchanged
+    stats = AddOneSent({"answer_model": ""}).summarize(examples)
+    assert stats["fake_answer_rules"] == {"closed_book": 1, "typed": 2}
+    assert stats["fake_answer_rule_shares"] == {"closed_book": 0.3333, "typed": 0.6667}
