@@ -11,7 +11,8 @@ a strong economic base?": "by taxing diamonds"), which is what a fake answer nee
 The model reads a fixed few-shot prompt (written here, none of it from SQuAD) and the question
 alone, and decodes greedily in fp32 (bf16 where asked), in batches of fixed size and order: the same questions give
 the same answers on a machine. An answer is dropped, so that the rules after it are used, when
-it is not a short phrase, repeats a content word of the question, or is a refusal ("I don't know").
+it is not a short phrase, repeats a content word of the question, is a refusal ("I don't know"),
+or restates a gold (`unlike_the_golds`: the model is sometimes right in other words).
 """
 
 from __future__ import annotations
