@@ -108,3 +108,25 @@ def test_every_fake_answer_of_the_corpus_questions_has_the_properties_of_a_fake(
                              for p in fake_problems(ex, record, res)]
     assert not problems, "\n".join(problems)
     assert {"typed", "date", "number", "closed_book"} <= set(rules), rules  # the trusted rules were seen
+
+
+@pytest.mark.parametrize("fake, rule, sentence, problem", [
+    ("Lima", "typed", "Ann was born in Lima.", None),
+    ("Leeds", "typed", "Ann was born in Leeds.", "the gold"),
+    ("north Leeds", "typed", "Ann was born in north Leeds.", "contains the gold"),
+    ("Tom", "wh_who", "Ann was born in Tom.", "in the context"),
+    ("1875", "closed_book", "Ann was born in 1875.", "a time, the gold"),  # a year for "Where"
+    ("Leeds 2", "number", "Ann was born in Leeds 2.", "rule number"),  # the gold is no number
+])
+def test_fake_problems_names_each_broken_property(fake, rule, sentence, problem):
+    """The properties the corpus test holds every fake to, each broken once."""
+    from advrace.attacks.adversarial_squad import fake_problems
+    from advrace.core.examples import Answer, SpanExample
+    from advrace.core.provenance import AdversarialSentence
+    from advrace.resources import get_resources
+
+    context = "Tom was born in Leeds in 1931 and worked there all his life."
+    ex = SpanExample(id="q", title="t", context=context, question="Where was Tom born?",
+                     answers=(Answer("Leeds", context.index("Leeds")),))
+    found = fake_problems(ex, AdversarialSentence(sentence, answer=fake, fake_rule=rule), get_resources())
+    assert (not found) if problem is None else any(problem in p for p in found), found
