@@ -38,6 +38,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from advrace.core.checks import REGISTRY as CHECKS, Subject, TextContext
+from advrace.core.checks.sentences import asked_group, wanted_group
 from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
 from advrace.core.provenance import AdversarialSentence, AttackSummary, WordSearch, summary_of
@@ -49,7 +50,7 @@ from advrace.models.runtime.sharding import map_sharded
 
 from .base import Attack, CannotPerturb, Outcome, register
 from .answer_rules import FakeChoice, FallbackFakes
-from .closed_book import closed_book, usable
+from .closed_book import ClosedAnswer, closed_book, unlike_the_golds, usable
 from .declarative_rules import declarative_candidates
 from .fake_answers import FakePool, answer_type, type_key, wh_noun
 from .model_based import CheckpointAttack
@@ -193,21 +194,72 @@ VANISHED = CHECKS["change_vanished"]  # the audit's own checks
 FAKE_TYPE = CHECKS["fake_type"]
 
 
-def closed_book_fakes(examples, config: AddSentConfig, resources) -> dict[str, str | None]:
-    """Each question's closed-book answer that can serve as a fake (closed_book.usable), or None."""
+def fake_problems(example, record, resources) -> list[str]:
+    """What breaks a property every fake answer must have, for the sentence `record` (an
+    AdversarialSentence) made for `example` (the question before the attack); empty when none.
+    The fake differs from every gold and contains none; it occurs nowhere in the context; it is
+    of the gold's group (the `fake_type` check) unless its rule is one that check trusts, and
+    then the gold is of that rule's type: a time for `date`, a number for `number` (by its type
+    in context or by what the question asks), a WordNet kind of the asked noun for `asked_kind`.
+    The tests hold the validity corpus to it, and a real build is checked with it by hand
+    (docs/results.md)."""
+    fake, out = record.answer, []
+    norm = normalize_answer(fake)
+    for gold in (a.text for a in example.answers):
+        g = normalize_answer(gold)
+        if norm == g:
+            out.append(f"the gold {gold!r} itself")
+        elif g and f" {g} " in f" {norm} ":
+            out.append(f"contains the gold {gold!r}")
+    if not norm or f" {norm} " in f" {normalize_answer(example.context)} ":
+        out.append("in the context")
+    typed = functools.partial(answer_type, resources=resources)
+    groups = {wanted_group(example, typed), asked_group(example.question)}
+    rule = record.fake_rule
+    if rule in ("date", "number"):
+        if {"date": "time", "number": "number"}[rule] not in groups:
+            out.append(f"rule {rule} for a gold of the groups {sorted(g for g in groups if g)}")
+    elif rule == "asked_kind":
+        if not _of_asked_kind(example, resources):
+            out.append("rule asked_kind for a gold of no kind of the asked noun")
+    else:
+        ctx = TextContext(same_meaning_fn=resources.same_meaning, answer_type_fn=typed)
+        why = FAKE_TYPE.refuse(Subject(example, record.sentence, record=record), ctx, {})
+        if why:
+            out.append(why)
+    return out
+
+
+def _of_asked_kind(example, resources) -> bool:
+    """Whether a sense of the gold's head noun is a WordNet kind of the noun the question asks for."""
+    noun = wh_noun(example.question, resources)[1]
+    first = example.answers[0]
+    span = resources.parse(example.context).char_span(first.start, first.end, alignment_mode="expand")
+    if noun is None or span is None:
+        return False
+    head = resources.wordnet.morphy(span.root.text.lower(), "n") or span.root.text.lower()
+    asked = set(resources.wordnet.synsets(noun, "n"))
+    return any(asked & set(s.closure(lambda x: x.hypernyms() + x.instance_hypernyms()))
+               for s in resources.wordnet.synsets(head, "n"))
+
+
+def closed_book_fakes(examples, config: AddSentConfig, resources) -> dict[str, ClosedAnswer]:
+    """Each example's closed-book answer that can serve as a fake, by id: short and new to the
+    question (closed_book.usable), and no gold in other words (closed_book.unlike_the_golds)."""
     if not config.answer_model or not examples:
         return {}
     book = closed_book(config.answer_model, config.answer_batch_size, config.answer_bf16)
     raw = book.answers([ex.question for ex in examples])
-    out = {}
-    for q, a in raw.items():
+    answers = {}
+    for ex in examples:
+        q = ex.question.strip()
         noun = wh_noun(q, resources)[1]
-        out[q] = usable(a, q, resources.stopwords, (noun, f"{noun}s") if noun else ())
-    return out
+        answers[ex.id] = usable(raw[q], q, resources.stopwords, (noun, f"{noun}s") if noun else ())
+    return unlike_the_golds(answers, {ex.id: [a.text for a in ex.answers] for ex in examples}, resources)
 
 
 def _fake_choices(example, kind, key, resources, config: AddSentConfig, second_set, rng, pool: FakePool,
-                  avoid_answers, closed: str | None = None):
+                  avoid_answers, closed: ClosedAnswer | None = None):
     """The fake answers to try, rule by rule: the typed pool's first, then Jia and Liang's
     remaining rules (answer_rules), down to the catch-all."""
     first = example.answers[0]
@@ -222,13 +274,13 @@ def _fake_choices(example, kind, key, resources, config: AddSentConfig, second_s
 
 def sentence_candidates(example, resources, config: AddSentConfig, second_set: bool = False,
                         rng: random.Random | None = None, pool: FakePool | None = None,
-                        paragraph_answers=None, closed: str | None = None
+                        paragraph_answers=None, closed: ClosedAnswer | None = None
                         ) -> tuple[list[AdversarialSentence], Counter]:
     """Candidate adversarial sentences (`AdversarialSentence` records) and why others were dropped.
 
     `pool` gives the typed fake answers (an empty pool: the fixed lists only); `paragraph_answers`
     are the answers of every question on the passage, none of which a fake may share a word with;
-    `closed` is the question's closed-book answer (closed_book_fakes), if any.
+    `closed` is the example's closed-book answer (closed_book_fakes), if any.
     The fakes of the first answer rule whose sentences pass the checks are kept (see
     answer_rules): a typed fake where the data has one, else the fallbacks in Jia and Liang's order.
     """
@@ -286,7 +338,7 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
                                                   example.context)
                     record = AdversarialSentence(cand.sentence, question=mutated, replacements=tuple(replacements),
                                                  answer=fake, answer_type=choice.kind, rule=cand.rule,
-                                                 fake_rule=choice.rule)
+                                                 fake_rule=choice.rule, fake_cosine=choice.cosine)
                     lost = [] if problem else VANISHED.lost(cand.sentence, record, ctx)
                     if lost:
                         problem = "change vanished"
@@ -354,12 +406,18 @@ class _SentenceAttack(Attack):
             self._pool, self._answers = FakePool(cap=self.config.fake_cap, resources=self.resources), {}
         return sentence_candidates(example, self.resources, self.config, self.second_set, rng,
                                    self._pool, (self._answers or {}).get(example.context),
-                                   (self._closed or {}).get(example.question.strip()))
+                                   (self._closed or {}).get(example.id))
 
     def summarize(self, examples):
+        """Counts of the split's sentences by declarative rule, answer type, fake-answer rule and
+        replacement kind; `fake_answer_rule_shares`: each fake-answer rule's share of the attacked
+        questions (one sentence each), so that a reader sees how much of a split the rules past the
+        typed pool (the catch-all, the closed-book answers) made."""
         rules, types, kinds, fakes, fake_rules = Counter(), Counter(), Counter(), Counter(), Counter()
+        attacked = 0
         for ex in examples:
             summary = summary_of(ex.provenance, self.name)
+            attacked += bool(summary and summary.sentences)
             for s in summary.sentences if summary else ():
                 rules[s.rule] += 1
                 types[s.answer_type] += 1
@@ -368,6 +426,7 @@ class _SentenceAttack(Attack):
                 fakes[s.answer] += 1
         return {"rules": dict(sorted(rules.items())), "answer_types": dict(sorted(types.items())),
                 "fake_answer_rules": dict(sorted(fake_rules.items())),
+                "fake_answer_rule_shares": {rule: significant(n / attacked) for rule, n in sorted(fake_rules.items())},
                 "replacements_by_kind": dict(sorted(kinds.items())),
                 "fake_answers": {"distinct": len(fakes), "most_used": max(fakes.values(), default=0)}}
 
@@ -454,7 +513,7 @@ class AddSentAdversary(_ModelDependent):
         cands = []
         for ex in examples:  # in order: a fake offered to one question counts against the cap
             found = sentence_candidates(ex, self.resources, self.config, False, self.rng_for(ex), pool,
-                                        answers.get(ex.context), closed.get(ex.question.strip()))
+                                        answers.get(ex.context), closed.get(ex.id))
             for fake in dict.fromkeys(c.answer for c in found[0]):
                 pool.use(fake)
             cands.append(found)

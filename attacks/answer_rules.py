@@ -11,7 +11,11 @@ goes on through the rest, typed as finely as each rule allows:
 
 - `date`, `number`: the gold itself with its years moved back 25, its days by 11, its months by
   six, its other numbers' leading digit by five (Jia and Liang's own arithmetic), so that "between
-  1550 and 1580" becomes "between 1525 and 1555" and "about 21 stages" "about 71 stages";
+  1550 and 1580" becomes "between 1525 and 1555" and "about 21 stages" "about 71 stages"; only
+  for a gold that is a time (`date`) or a number (`number`) by what the question asks ("How
+  old", "When") or else by its type in its context, for the audit's `fake_type` check trusts
+  these two rules; a month's name moves only where it names a month (not "the Salt
+  March", "June Carter");
 - `asked_name`: where the question names the kind it asks for and the gold reads as a name, a
   name of that kind ("Which canal": "the Halloway Canal");
 - `closed_book`: a language model's answer to the question alone (attacks.closed_book), where
@@ -48,7 +52,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from advrace.core.checks.sentences import TYPE_GROUPS, asked_group
+from advrace.core.checks.sentences import TYPE_GROUPS, asked_group, wanted_group
 from advrace.metrics import normalize_answer
 
 from .fake_answers import FAKES, MONTHS, FakePool, lexfile_of, wh_noun
@@ -62,6 +66,7 @@ class FakeChoice:
     rule: str
     kind: str
     fakes: tuple[str, ...]
+    cosine: float | None = None  # a closed-book fake's MiniLM cosine with the nearest gold
 
 
 # WordNet noun files -> ((singular, plural) of the first set, of the second set); each noun's first
@@ -150,6 +155,13 @@ _MONTH = re.compile(r"\b(" + "|".join(m.title() for m in MONTHS) + r")\b")
 _MONTH_NAMES = "|".join(m.title() for m in MONTHS)
 _DAY = re.compile(rf"\b(?P<m1>{_MONTH_NAMES}) (?P<d1>\d{{1,2}})\b|\b(?P<d2>\d{{1,2}}) (?P<m2>{_MONTH_NAMES})\b")
 _DETERMINERS = ("the", "a", "an")
+DATE_KINDS = frozenset({"date", "year", "month", "weekday"})
+NUMBER_KINDS = frozenset({"number", "quantity", "percent", "money", "ordinal"})
+# words that may stand beside a month's name in a date ("early March", "in March and April")
+_TIME_WORDS = frozenset({"in", "on", "of", "the", "early", "late", "mid", "middle", "end", "beginning", "start",
+                         "during", "by", "until", "till", "since", "from", "to", "through", "and", "or",
+                         "between", "around", "about", "before", "after", "each", "every", "last", "next",
+                         "this", "that", "month", "months", "-", "–"})
 
 
 _JOINING = frozenset({"of", "the", "and", "de", "for", "in", "on", "a", "an", "to", "at", "by", "with", "from"})
@@ -198,24 +210,56 @@ def _lead_digit(number: str) -> str:
     return "".join(chars)
 
 
+def names_a_month(text: str) -> bool:
+    """Whether a month's name in the text is a month: beside a day or a year ("March 15", "3
+    March", "March 1990", "March of 1990"), or with nothing but words of time around it ("early
+    March", "in March and April"). "the Salt March" and "June Carter" name none."""
+    if not _MONTH.search(text):
+        return False
+    if _DAY.search(text) or re.search(rf"\b({_MONTH_NAMES}),? (of )?\d{{4}}\b", text):
+        return True
+    rest = _MONTH.sub(" ", text)
+    return all(w.lower() in _TIME_WORDS for w in re.findall(r"[\w'’-]+", rest))
+
+
+_WORD_VALUES = {**{w: i for i, w in enumerate(_NUMBER_WORDS)},
+                **{w: 10 * i for i, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)},
+                "hundred": 100, "thousand": 10 ** 3, "million": 10 ** 6, "billion": 10 ** 9, "trillion": 10 ** 12,
+                **{w: i for i, w in enumerate(("first second third fourth fifth sixth seventh eighth ninth tenth "
+                                               "eleventh twelfth thirteenth fourteenth fifteenth sixteenth "
+                                               "seventeenth eighteenth nineteenth twentieth").split(), 1)}}
+
+
+def number_values(text: str) -> tuple[float, ...]:
+    """The numbers a text states, in digits or words, sorted ("ten years": (10,), "the 19th
+    century" and "nineteenth": (19,)): two answers with the same numbers state one value."""
+    found = [float(m.group().replace(",", "")) for m in re.finditer(r"\d[\d,]*(?:\.\d+)?", text)]
+    found += [float(_WORD_VALUES[w]) for w in re.findall(r"[a-z]+", text.lower()) if w in _WORD_VALUES]
+    return tuple(sorted(found))
+
+
 def shift_date(text: str) -> str | None:
-    """The date with its years 25 earlier, its day moved by 11 and its month by six; None when
-    nothing in it is a year, a day or a month."""
+    """The date with its years 25 earlier, its day moved by 11 and its month by six (a month's
+    name only where it names a month: `names_a_month`); None when nothing in it is a year, a day
+    or a month."""
     out = _DECADE.sub(lambda m: f"{int(m.group(1)) - 30}s", text)  # the 1990s: the 1960s, still a decade
     out = _YEAR.sub(lambda m: str(int(m.group()) - 25), out)
-
-    def day(m):
-        d = int(m.group("d1") or m.group("d2"))
-        d = str(d - 11 if d > 15 else d + 11)
-        return f"{m.group('m1')} {d}" if m.group("m1") else f"{d} {m.group('m2')}"
-    out = _DAY.sub(day, out)
-    out = _MONTH.sub(lambda m: MONTHS[(MONTHS.index(m.group().lower()) + 6) % 12].title(), out)
+    if names_a_month(text):
+        def day(m):
+            d = int(m.group("d1") or m.group("d2"))
+            d = str(d - 11 if d > 15 else d + 11)
+            return f"{m.group('m1')} {d}" if m.group("m1") else f"{d} {m.group('m2')}"
+        out = _DAY.sub(day, out)
+        out = _MONTH.sub(lambda m: MONTHS[(MONTHS.index(m.group().lower()) + 6) % 12].title(), out)
     return out if out != text else None
 
 
 def shift_number(text: str) -> str | None:
     """Every number of the answer changed: its digits where it has some, else its number words
-    and scale words ("three years": "eight years"); None when it has none."""
+    and scale words ("three years": "eight years"); None when it has none, and for a date, whose
+    day and year are `shift_date`'s ("March 15, 1990" is no "March 65, 1915")."""
+    if names_a_month(text):
+        return None
     out = _NUMBER.sub(lambda m: _lead_digit(m.group()), text)
     out = _ORDINAL.sub(lambda m: _ordinal(int(_lead_digit(m.group(1)))), out)  # "12th": "62nd"
     if out != text:
@@ -252,27 +296,38 @@ class FallbackFakes:
         return tuple(fit[:k])
 
     # ------------------------------------------------------------------ the rules
-    def choices(self, example, kind: str, avoid_answers, rng, k: int = 2, closed: str | None = None):
+    def choices(self, example, kind: str, avoid_answers, rng, k: int = 2, closed=None):
         """(rule, kind, fakes) for each rule that applies, in Jia and Liang's order: a caller
-        takes the first whose sentences pass its checks."""
+        takes the first whose sentences pass its checks. `closed` is the example's closed-book
+        answer (a closed_book.ClosedAnswer), if any."""
         first = example.answers[0]
         gold = first.text.strip()
         gold_norm = normalize_answer(gold)
         seen = f" {normalize_answer(example.context)} {normalize_answer(example.question)} "
         banned = set().union(*(set(normalize_answer(a).split()) for a in avoid_answers)) if avoid_answers else set()
 
-        def own(text):  # a number rule keeps the gold's words: only its changed numbers must be new
-            return text is not None and normalize_answer(text) != gold_norm and \
-                f" {normalize_answer(text)} " not in seen
+        golds = [normalize_answer(a.text) for a in example.answers]
 
-        if kind in ("date", "year", "month", "weekday") or _MONTH.search(gold):
-            date = shift_date(gold)
+        def own(text):  # a number rule keeps the gold's words: only its changed numbers must be new
+            if text is None:
+                return False
+            norm = normalize_answer(text)
+            return f" {norm} " not in seen and not any(g == norm or f" {g} " in f" {norm} " for g in golds)
+
+        # the gold's numbers moved, only where the gold is a time or a number (what the question
+        # asks, "How old": a number though the tagger reads "39" as a date; else the gold's type in
+        # its context): the fake_type check trusts these two rules
+        group = asked_group(example.question)
+        if group not in ("time", "number"):
+            group = wanted_group(example, lambda *_: kind)
+        if group == "time":
+            date = shift_date(gold) or shift_number(gold)  # "the 18th century": its number moved
             if own(date):
-                yield FakeChoice("date", kind if kind in ("date", "year", "month", "weekday") else "date", (date,))
-        number = shift_number(gold)
-        if own(number):
-            yield FakeChoice("number", kind if kind in ("number", "quantity", "percent", "money", "year", "date",
-                                                        "ordinal") else "number", (number,))
+                yield FakeChoice("date", kind if kind in DATE_KINDS else "date", (date,))
+        elif group == "number":
+            number = shift_number(gold)
+            if own(number):
+                yield FakeChoice("number", kind if kind in NUMBER_KINDS else "number", (number,))
         wh, noun = wh_noun(example.question, self.resources)
         span = self._answer_span(example)
         head = span.root if span is not None else None
@@ -283,10 +338,10 @@ class FallbackFakes:
             asked = self._asked(noun, head, gold, seen, banned, gold_norm, rng, k)
         if asked is not None and asked.rule == "asked_name":
             yield asked
-        if closed and self._fits(closed, seen, banned, gold_norm):
+        if closed is not None and self._fits(closed.text, seen, banned, gold_norm):
             # a language model's answer to the question alone: of the asked kind where no rule
             # knows it (closed_book)
-            yield FakeChoice("closed_book", kind, (closed,))
+            yield FakeChoice("closed_book", kind, (closed.text,), closed.gold_cosine)
         if asked is not None and asked.rule == "asked_kind":
             yield asked
         words = gold.split()
@@ -436,7 +491,7 @@ class FallbackFakes:
         if wh in ("who", "whom", "whose") or (wh in ("what", "which") and _asks_person(noun, noun_file)):
             yield typed("wh_who", "person", ("person",), FAKES["person"][self.which])
         elif wh == "when" or (wh in ("what", "which") and noun in ("year", "date", "day", "month")):
-            if _YEAR.search(gold) or noun == "year" or not _MONTH.search(gold):
+            if _YEAR.search(gold) or noun == "year" or not names_a_month(gold):
                 yield typed("wh_when", "year", ("year",), FAKES["year"][self.which])
             else:
                 yield typed("wh_when", "date", None, FAKES["date"][self.which])

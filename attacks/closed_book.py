@@ -11,17 +11,22 @@ a strong economic base?": "by taxing diamonds"), which is what a fake answer nee
 The model reads a fixed few-shot prompt (written here, none of it from SQuAD) and the question
 alone, and decodes greedily in fp32 (bf16 where asked), in batches of fixed size and order: the same questions give
 the same answers on a machine. An answer is dropped, so that the rules after it are used, when
-it is not a short phrase, repeats a content word of the question, or is a refusal ("I don't know").
+it is not a short phrase, repeats a content word of the question, is a refusal ("I don't know"),
+or restates a gold (`unlike_the_golds`: the model is sometimes right in other words).
 """
 
 from __future__ import annotations
 
 import copy
 import re
+from dataclasses import dataclass
 
+from advrace.core.numbers import significant
 from advrace.models.decoders.packed_decoding import cache_limit
 from advrace.models.runtime.loading import SMOLLM2, load_model
 from advrace.models.runtime.precision import cpu_threads
+
+from .answer_rules import number_values
 
 # the shots span the kinds a SQuAD question asks for: a named place, a person, a year, a thing,
 # a reason, a manner, a quality, a number; bare, for the declarative rules give "because of", "by"
@@ -40,6 +45,53 @@ PROMPT = "".join(f"Q: {q}\nA: {a}\n\n" for q, a in SHOTS) + "Q: {question}\nA:"
 MAX_WORDS = 6
 _LEADING = re.compile(r"^(because of|because|by|in|on|at|during)\s+", re.I)
 _REFUSAL = re.compile(r"\b(i don'?t|i do not|unknown|not sure|no answer|cannot|can't|answer is|none)\b", re.I)
+
+
+# The MiniLM cosine (mean-pooled, the audit's paraphrase encoder) with a gold from which a closed-book
+# answer is the gold in other words ("America" for "the United States"), not another answer of its
+# kind: measured on XQuAD-en, docs/results.md ("Closed-book fakes that restate the gold")
+MAX_GOLD_COSINE = 0.75
+_RESTATES = frozenset({"synonym", "spelling variant", "inflection"})  # resources.same_meaning's
+
+
+@dataclass(frozen=True)
+class ClosedAnswer:
+    """A closed-book answer kept as a fake, with its cosine with the nearest gold (recorded in the
+    sentence's provenance as `fake_cosine`)."""
+
+    text: str
+    gold_cosine: float
+
+
+def _bare(text: str) -> str:
+    return re.sub(r"^(the|a|an)\s+", "", text.strip(), flags=re.I)
+
+
+def _restates(answer: str, gold: str, cosine: float, resources) -> bool:
+    """Whether `answer` is `gold` in other words: the same numbers where both state some ("ten
+    years" for "10 years"; the encoder puts 1973 and 1974 as near as paraphrases), else a WordNet
+    synonym (determiners aside: "America" for "the United States") or a cosine of MAX_GOLD_COSINE
+    or more ("autoimmune disease" for "autoimmunity", "basketball" for "NBA" as a sport)."""
+    values, gold_values = number_values(answer), number_values(gold)
+    if values and gold_values:
+        return values == gold_values
+    return cosine >= MAX_GOLD_COSINE or resources.same_meaning(_bare(gold), _bare(answer), None) in _RESTATES
+
+
+def unlike_the_golds(answers: dict, golds: dict, resources) -> dict:
+    """The usable answers (`answers`: key -> text or None) that restate no gold of their key
+    (`golds`: key -> texts; `_restates`), key -> ClosedAnswer with the cosine with the nearest
+    gold. The model answers the question, and is sometimes right: a fake that restates the gold
+    is a second right answer."""
+    from advrace.models.encoders.paraphrase import paraphrase_cosines  # deferred: start-up time (torch)
+
+    pairs = [(a, g) for k, a in answers.items() if a for g in golds[k]]
+    cosines = dict(zip(pairs, paraphrase_cosines(pairs)))
+    out = {}
+    for k, a in answers.items():
+        if a and golds[k] and not any(_restates(a, g, cosines[a, g], resources) for g in golds[k]):
+            out[k] = ClosedAnswer(a, significant(max(cosines[a, g] for g in golds[k])))
+    return out
 
 
 def usable(answer: str, question: str, stopwords, kind_words=()) -> str | None:

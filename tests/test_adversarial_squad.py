@@ -136,8 +136,14 @@ def test_sentences_are_appended_or_prepended_with_offsets_kept(tmp_path):
             assert readability_problem(sentence, orig.question, [a.text for a in orig.answers],
                                        get_resources()) is None
     assert changed >= 2
-    stats = json.loads((out / "stats.json").read_text())["splits"]["addonesent"]["attack_stats"]
+    split_stats = json.loads((out / "stats.json").read_text())["splits"]
+    stats = split_stats["addonesent"]["attack_stats"]
     assert stats["rules"] and stats["answer_types"]
+    for split in ("addonesent", "addsentmod"):  # each fake rule's share of the attacked questions
+        attack_stats, attacked = split_stats[split]["attack_stats"], split_stats[split]["perturbed"]
+        counts, shares = attack_stats["fake_answer_rules"], attack_stats["fake_answer_rule_shares"]
+        assert attacked and set(shares) == set(counts) and sum(counts.values()) == attacked
+        assert shares == {rule: pytest.approx(n / attacked, rel=1e-3) for rule, n in counts.items()}
 
 
 def test_addsent_name_dispatches_on_the_task():
@@ -285,3 +291,21 @@ def test_mutation_never_takes_a_synonym(res):
     mutated, reps = mutate_question("What did the USA build in 1990?", fixed, neighbours=10)
     assert [r.new for r in reps if r.old == "USA"] == ["CANADA"]
     assert "AMERICA" not in mutated
+
+
+def test_each_fake_rule_has_its_share_of_the_attacked_questions_not_of_the_split():
+    from advrace.attacks.adversarial_squad import AddOneSent
+    from advrace.core.examples import Answer, SpanExample
+    from advrace.core.provenance import AdversarialSentence, AttackSummary
+
+    base = SpanExample(id="q", title="t", context="Tom lives in Leeds.", question="Where does Tom live?",
+                       answers=(Answer("Leeds", 13),))
+
+    def attacked(rule):
+        record = AdversarialSentence("Ann lives in Lima.", answer="Lima", fake_rule=rule)
+        return base.with_provenance(AttackSummary("addonesent", sentences=(record,)))
+
+    examples = [attacked("typed"), attacked("typed"), attacked("closed_book"), base]  # one left unchanged
+    stats = AddOneSent({"answer_model": ""}).summarize(examples)
+    assert stats["fake_answer_rules"] == {"closed_book": 1, "typed": 2}
+    assert stats["fake_answer_rule_shares"] == {"closed_book": 0.3333, "typed": 0.6667}

@@ -12,9 +12,7 @@ from advrace.attacks.answer_rules import (CATCH_ALL, LEXFILE_FAKES, POS_FAKES, F
 from advrace.attacks.declarative_rules import declarative_candidates
 from advrace.attacks.fake_answers import FakePool, answer_type
 from advrace.attacks.question_mutation import mutate_question
-from advrace.core.checks import REGISTRY, Subject, TextContext
 from advrace.core.examples import Answer, SpanExample
-from advrace.core.provenance import AdversarialSentence
 from advrace.metrics import normalize_answer
 from advrace.resources import get_resources
 
@@ -26,8 +24,11 @@ def res():
 
 @pytest.mark.parametrize("text, date, number", [
     ("between 1550 and 1580", "between 1525 and 1555", "between 1475 and 1505"),
-    ("March 3, 1911", "September 14, 1886", "March 8, 1836"),
-    ("3 March", "14 September", "8 March"),
+    ("March 3, 1911", "September 14, 1886", None),  # a date's day and year are the date rule's
+    ("3 March", "14 September", None),
+    ("early March", "early September", None),
+    ("June Carter", None, None),  # a month's name in a name is no month
+    ("the Salt March", None, None),
     ("the 1990s", "the 1960s", None),
     ("about 21", None, "about 71"),
     ("three years", None, "eight years"),
@@ -142,16 +143,34 @@ def test_declarative_rules_survive_the_taggers_slips(res, question, answer, sent
     assert sentence in [c.sentence for c in declarative_candidates(question, answer, res, "year")]
 
 
-def test_the_fake_type_check_trusts_a_gold_with_its_numbers_moved(res):
-    ex = _example("Manning was 39 when he played in the final.", "39", "How old was Manning when he played?")
-    ctx = TextContext(same_meaning_fn=res.same_meaning,
-                      answer_type_fn=lambda t, s, e: "date" if t == ex.context else "number")
-    check = REGISTRY["fake_type"]
-    sentence = "Fawkes was 89 when he played."
-    moved = AdversarialSentence(sentence, answer="89", fake_rule="number")
-    assert check.refuse(Subject(ex, sentence, record=moved), ctx, {}) is None
-    typed = AdversarialSentence(sentence, answer="89", fake_rule="typed")
-    assert check.refuse(Subject(ex, sentence, record=typed), ctx, {})
+@pytest.mark.parametrize("context, answer, question, rule, fake", [
+    ("In 1930 Gandhi led the Salt March to Dandi, against the salt tax.", "the Salt March",
+     "What protest did Gandhi lead in 1930?", None, None),  # not "the Salt September"
+    ("The song was recorded by June Carter in Nashville.", "June Carter", "Who recorded the song?", None, None),
+    ("The treaty was signed on March 15, 1990 in Rome.", "March 15, 1990", "When was the treaty signed?",
+     "date", "September 26, 1965"),
+    ("Manning was 39 when he played in the final.", "39", "How old was Manning when he played?", "number", "89"),
+    ("Super Bowl 50 was played at Levi's Stadium.", "Super Bowl 50", "Which game was played at Levi's Stadium?",
+     None, None),  # a name with a number in it is no number
+])
+def test_the_date_and_number_rules_fire_only_for_a_gold_of_their_type(res, context, answer, question, rule, fake):
+    """The fake_type check trusts the `date` and `number` rules (their fake is the gold with its
+    numbers moved): so they must fire only where the gold, read as the check reads it, is a time
+    or a number, and then as that rule alone."""
+    from advrace.core.checks.sentences import asked_group, wanted_group
+
+    ex = _example(context, answer, question)
+    res.prepare_parses([context, question])
+    pool = FakePool.from_contexts([context], res, cap=3)
+    kind = answer_type(context, ex.answers[0].start, ex.answers[0].end, res)
+    choices = list(FallbackFakes(pool, res).choices(ex, kind, [answer], random.Random(0)))
+    moved = [c for c in choices if c.rule in ("date", "number")]
+    if rule is None:
+        assert not moved, moved
+        return
+    assert [(c.rule, c.fakes) for c in moved] == [(rule, (fake,))]
+    groups = {wanted_group(ex, lambda t, s, e: answer_type(t, s, e, res)), asked_group(question)}
+    assert {"date": "time", "number": "number"}[rule] in groups
 
 
 def test_a_verb_is_the_last_resort_of_the_mutation(res):

@@ -8,7 +8,7 @@ import torch
 
 from advrace.attacks.adversarial_squad import AddSentConfig, sentence_candidates
 from advrace.attacks.answer_rules import FallbackFakes
-from advrace.attacks.closed_book import PROMPT, ClosedBook, usable
+from advrace.attacks.closed_book import MAX_GOLD_COSINE, PROMPT, ClosedAnswer, ClosedBook, unlike_the_golds, usable
 from advrace.attacks.fake_answers import FakePool, answer_type
 from advrace.core.checks import REGISTRY, Subject, TextContext
 from advrace.core.examples import Answer, SpanExample
@@ -45,47 +45,92 @@ def test_an_answer_is_a_fake_only_when_short_and_new_to_the_question(res, raw, q
     assert usable(raw, question, res.stopwords, kinds) == want
 
 
-def _tiny(family: str, vocab: int, impl: str = "sdpa"):
+def _tiny(family: str, vocab: int, impl: str = "sdpa", window: int = 24):
     import transformers as tf
 
     common = dict(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                  pad_token_id=0, bos_token_id=1, eos_token_id=2)
+                  pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                  initializer_range=0.5)  # weights large enough that the answer depends on the question
     config = {"llama": lambda: tf.LlamaConfig(**common),
               "qwen2": lambda: tf.Qwen2Config(**common),
-              "mistral": lambda: tf.MistralConfig(**common, sliding_window=24),
-              "gemma2": lambda: tf.Gemma2Config(**common, head_dim=8, sliding_window=24),
-              "phi3": lambda: tf.Phi3Config(**common, sliding_window=24),
+              "mistral": lambda: tf.MistralConfig(**common, sliding_window=window),
+              "gemma2": lambda: tf.Gemma2Config(**common, head_dim=8, sliding_window=window,
+                                                tie_word_embeddings=False),  # tied: every answer alike
+              "phi3": lambda: tf.Phi3Config(**common, sliding_window=window),
               "olmo2": lambda: tf.Olmo2Config(**common),
               "gpt2": lambda: tf.GPT2Config(vocab_size=vocab, n_embd=32, n_layer=2, n_head=4, n_positions=512,
-                                            bos_token_id=1, eos_token_id=2)}[family]()
+                                            bos_token_id=1, eos_token_id=2, initializer_range=0.5)}[family]()
     torch.manual_seed(0)
     return tf.AutoModelForCausalLM.from_config(config, attn_implementation=impl).eval()
+
+
+QUESTIONS = ["Where does Tom live?", "What does Mary practise after school?", "Who is Mrs Green?",
+             "Where does Tom walk every morning with his sister?"]
+NEW_TOKENS = 5
+
+
+def _reference(model, tok, question: str) -> str:
+    """The greedy answer of the whole prompt, run alone by `generate`: no shared cache."""
+    ids = tok(PROMPT.split(" {question}")[0]).input_ids
+    ids += tok(f" {question}" + PROMPT.split("{question}")[1], add_special_tokens=False).input_ids
+    with torch.no_grad():
+        out = model.generate(torch.tensor([ids]), max_new_tokens=NEW_TOKENS, do_sample=False, num_beams=1,
+                             pad_token_id=tok.pad_token_id, eos_token_id=tok.sep_token_id)
+    return tok.decode(out[0, len(ids):], skip_special_tokens=True)
+
+
+def _window_for(tok) -> int:
+    """The shortest sliding window under which the shots' cache is shared: the shots, the longest
+    question and the answer's tokens."""
+    head = tok(PROMPT.split(" {question}")[0]).input_ids
+    width = max(len(tok(f" {q}" + PROMPT.split("{question}")[1], add_special_tokens=False).input_ids)
+                for q in QUESTIONS)
+    return len(head) + width + NEW_TOKENS
 
 
 @pytest.mark.parametrize("family, impl", [("llama", "sdpa"), ("llama", "eager"), ("qwen2", "sdpa"),
                                           ("mistral", "sdpa"), ("gemma2", "eager"), ("phi3", "sdpa"),
                                           ("olmo2", "sdpa"), ("gpt2", "eager")])
-def test_the_cached_shots_give_the_answers_of_the_whole_prompt(tmp_path, family, impl):
+def test_the_cached_shots_give_the_answers_of_the_whole_prompt(tmp_path, monkeypatch, family, impl):
     """The shots' keys and values, computed once and shared by a batch of left-padded questions,
-    give each question the greedy answer that the whole prompt run alone gives: for every family,
-    sliding windows (shorter here than the prompt) included."""
+    give each question the greedy answer that the whole prompt run alone by `generate` gives, for
+    every family: a sliding window (mistral, gemma2, phi3) just long enough for the shots, the
+    longest question and the answer included, under which the shared cache must be used."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(make_tokenizer(tmp_path))
-    model = _tiny(family, len(tok), impl)
-    book = ClosedBook("tiny", batch_size=3, max_new_tokens=5)
+    model = _tiny(family, len(tok), impl, window=_window_for(tok))
+    book = ClosedBook("tiny", batch_size=3, max_new_tokens=NEW_TOKENS)
     book._loaded = (model, tok, torch.device("cpu"), False)
-    questions = ["Where does Tom live?", "What does Mary practise after school?", "Who is Mrs Green?",
-                 "Where does Tom walk every morning with his sister?"]
-    got = book.answers(questions)
-    head = tok(PROMPT.split(" {question}")[0]).input_ids
-    for q in questions:
-        ids = head + tok(f" {q}" + PROMPT.split("{question}")[1], add_special_tokens=False).input_ids
-        with torch.no_grad():
-            out = model.generate(torch.tensor([ids]), max_new_tokens=5, do_sample=False, num_beams=1,
-                                 pad_token_id=tok.pad_token_id, eos_token_id=tok.sep_token_id)
-        assert got[q] == tok.decode(out[0, len(ids):], skip_special_tokens=True), (family, q)
+
+    def alone(*args):
+        raise AssertionError("the question ran alone: the shared cache was not used")
+    monkeypatch.setattr(ClosedBook, "_alone", alone)
+    got = book.answers(QUESTIONS)
+    monkeypatch.undo()
+    assert len(set(got.values())) > 1, got  # a model whose answer depends on the question
+    for q in QUESTIONS:
+        assert got[q] == _reference(model, tok, q), (family, q)
+
+
+@pytest.mark.parametrize("family", ["mistral", "gemma2", "phi3"])
+def test_a_window_shorter_than_the_prompt_runs_each_question_alone(tmp_path, monkeypatch, family):
+    """One token short of that window, a batch's questions do not share the cache (padding would
+    move the window's edge): each runs alone, with the whole prompt's answer."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(make_tokenizer(tmp_path))
+    model = _tiny(family, len(tok), "eager" if family == "gemma2" else "sdpa", window=_window_for(tok) - 1)
+    book = ClosedBook("tiny", batch_size=len(QUESTIONS), max_new_tokens=NEW_TOKENS)
+    book._loaded = (model, tok, torch.device("cpu"), False)
+    ran = []
+    real = ClosedBook._alone
+    monkeypatch.setattr(ClosedBook, "_alone", lambda self, *a: ran.append(a) or real(self, *a))
+    got = book.answers(QUESTIONS)
+    assert len(ran) == len(QUESTIONS)
+    for q in QUESTIONS:
+        assert got[q] == _reference(model, tok, q), (family, q)
 
 
 def test_the_closed_book_answer_comes_after_a_name_of_the_asked_kind_and_before_the_pos_rules(res):
@@ -94,19 +139,19 @@ def test_the_closed_book_answer_comes_after_a_name_of_the_asked_kind_and_before_
     pool = FakePool.from_contexts([ex.context], res, cap=3)
     kind = answer_type(ex.context, ex.answers[0].start, ex.answers[0].end, res)
     rules = [c.rule for c in FallbackFakes(pool, res).choices(ex, kind, ["the flood"], random.Random(0),
-                                                               closed="a fire")]
+                                                               closed=ClosedAnswer("a fire", 0.1))]
     assert rules[0] == "closed_book" and "closed_book" not in rules[1:]
     # the gold, or a phrase of the passage, is never a fake
     for closed in ("the flood", "the miller's guild", "flood waters"):
         rules = [c.rule for c in FallbackFakes(pool, res).choices(ex, kind, ["the flood"], random.Random(0),
-                                                                   closed=closed)]
+                                                                   closed=ClosedAnswer(closed, 0.1))]
         assert "closed_book" not in rules, closed
     ex = _example("Barges sailed up the Halloway River to the mill.", "the Halloway River",
                   "Which river did the barges sail up?")
     pool = FakePool.from_contexts([ex.context], res, cap=3)
     kind = answer_type(ex.context, ex.answers[0].start, ex.answers[0].end, res)
     rules = [c.rule for c in FallbackFakes(pool, res).choices(ex, kind, [ex.answers[0].text], random.Random(0),
-                                                               closed="the Thames")]
+                                                               closed=ClosedAnswer("the Thames", 0.1))]
     assert rules.index("asked_name") < rules.index("closed_book")
 
 
@@ -132,9 +177,32 @@ def test_a_sentence_takes_the_closed_book_fake_where_the_rules_know_only_the_ans
                   "What closed the old mill?")
     pool = FakePool.from_contexts([ex.context], res, cap=3)
     out, rejected = sentence_candidates(ex, res, AddSentConfig(), rng=random.Random(0), pool=pool,
-                                        closed="a fire")
+                                        closed=ClosedAnswer("a fire", 0.1234))
     assert out, rejected
     assert {o.fake_rule for o in out} == {"closed_book"} and all("a fire" in o.sentence.lower() for o in out)
+    assert {o.fake_cosine for o in out} == {0.1234}  # recorded in the sentence's provenance
+
+
+@pytest.mark.parametrize("answer, gold, kept", [
+    ("America", "the United States", False),  # a WordNet synonym, its determiner aside
+    ("ministers", "pastors", False),  # a WordNet synonym the encoder puts at 0.62
+    ("autoimmune disease", "autoimmunity", False),  # read on XQuAD-en: cosines 0.91, 0.84, 0.81
+    ("basketball", "NBA", False),  # "Which sport?": the league's sport is a second right answer
+    ("England", "Britain", False),
+    ("ten years", "10 years", False),  # the same number in words
+    ("the nineteenth century", "19th century", False),
+    ("1973", "1974", True),  # near in the encoder (0.88), another year
+    ("110 mph", "100 mph", True),
+    ("male", "female", True),  # the nearest different answers read: 0.73, 0.70, 0.70
+    ("Albert Einstein", "Isaac Newton", True),
+    ("Saudi Arabia", "Iran", True),
+])
+def test_a_closed_book_answer_that_restates_a_gold_is_no_fake(res, answer, gold, kept):
+    out = unlike_the_golds({"q": answer, "other": None}, {"q": ["a gold never near it", gold], "other": [gold]}, res)
+    assert set(out) == ({"q"} if kept else set())
+    if kept:
+        assert out["q"].text == answer and 0.5 < out["q"].gold_cosine < 1  # the nearest gold's
+        assert out["q"].gold_cosine < MAX_GOLD_COSINE or any(c.isdigit() for c in answer)
 
 
 @pytest.mark.slow

@@ -368,7 +368,10 @@ def test_refers_to_options(text, refers):
 
 @pytest.mark.parametrize("text, runs", [("Hide under a desk, or stand in a corner. Cover", True),
                                         ("Tom came. He left.", True), ("Mrs. Green likes apples.", False),
-                                        ("The U.S. Army won.", False), ('He said "Hi."', False)])
+                                        ("The U.S. Army won.", False), ('He said "Hi."', False),
+                                        ("J.K.Rowling wrote it", False), ("the U.S.Army won", False),
+                                        ("J.Rowling wrote it", False), ("on April l.Those who try", True),
+                                        ("L.Those who try", True), ("won the prize.Then he left", True)])
 def test_runs_into_next_sentence(text, runs):
     from advrace.core.validity import form_giveaway, runs_into_next_sentence
 

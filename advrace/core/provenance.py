@@ -110,6 +110,7 @@ class AdversarialSentence:
     rule: str = ""
     negation_fallback: bool = False
     fake_rule: str = ""
+    fake_cosine: float | None = None  # a closed-book fake's MiniLM cosine with the nearest gold
 
 
 @dataclass(frozen=True)

@@ -412,8 +412,14 @@ OPTION_REFERENCE_RE = re.compile(
 
 # RACE's passages often lack the space after a full stop ("on April l.Those who try"): a span
 # across two such sentences glues a word to a capitalised one (its first letter capitalised where
-# the span starts there: "L.Those who try")
-_GLUED_BREAK_RE = re.compile(r"\b([A-Za-z][a-z]*)[.!?][A-Z][a-z]")
+# the span starts there: "L.Those who try"). Not after a dotted letter ("the U.S.Army",
+# "J.K.Rowling"), nor after a capital initial before a name ("J.Rowling"): an initial before a
+# stopword ("L.Those") is the glued break
+_GLUED_BREAK_RE = re.compile(r"(?<![A-Za-z]\.)\b([A-Za-z][a-z]*)[.!?]([A-Z][a-z]+)")
+# words a sentence opens with that no name is
+_OPENERS = frozenset("the a an this that these those he she it they we i you there here but and so then when if "
+                     "in on at as his her their our my its your what who how why some many most all one after "
+                     "before because however yet or now once while although every each no not".split())
 
 
 def runs_into_next_sentence(text: str) -> bool:
@@ -423,7 +429,14 @@ def runs_into_next_sentence(text: str) -> bool:
         if m.group(2) == "." and (word.lower() in ABBREVIATIONS or len(word) == 1):
             continue
         return True
-    return any(m.group(1).lower() not in ABBREVIATIONS for m in _GLUED_BREAK_RE.finditer(text))
+    return any(_glued_break(m) for m in _GLUED_BREAK_RE.finditer(text))
+
+
+def _glued_break(m: re.Match) -> bool:
+    word, after = m.group(1), m.group(2)
+    if word.lower() in ABBREVIATIONS:
+        return False
+    return not (len(word) == 1 and word.isupper() and after.lower() not in _OPENERS)
 
 
 def refers_to_options(text: str) -> bool:

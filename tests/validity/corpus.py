@@ -220,6 +220,27 @@ def load(kinds=KINDS) -> Iterator[Item]:
                        id=iid, flag=flag)
 
 
+def squad_questions() -> list[tuple[SpanExample, str | None]]:
+    """(question, closed-book answer or None): every SQuAD question the corpus's items are made
+    from, then those written in squad_fakes.yaml to trap the fake-answer rules."""
+    out, seen = [], set()
+    for kind in KINDS + KNOWN_MISSES:
+        for item in spec(kind)["items"]:
+            src = item.get("src", "")
+            if src.startswith("squad/") and src not in seen:
+                seen.add(src)
+                title, context, question, answers = _squad(src.removeprefix("squad/"))
+                out.append((SpanExample(id=src, title=title, context=context, question=question,
+                                        answers=answers), None))
+    written = yaml.safe_load((HERE / "squad_fakes.yaml").read_text(encoding="utf-8"))["items"]
+    for n, item in enumerate(written, 1):
+        context = item["context"]
+        answers = tuple(Answer(a, context.index(a)) for a in item["answers"])
+        out.append((SpanExample(id=f"squad_fakes-{n:02d}", title="written", context=context,
+                                question=item["question"], answers=answers), item.get("closed")))
+    return out
+
+
 def audit(item: Item, ctx) -> list[tuple[str, str]]:
     """The audit's flags on one item: (label, detail)."""
     from advrace.release import audit as A
