@@ -21,8 +21,9 @@ import json
 import pytest
 import torch
 
-from advrace.models.decoders.continuation_scoring import Request, greedy_generate, shared_logprobs, unshared_logprobs
+from advrace.models.decoders.continuation_scoring import greedy_generate, shared_logprobs
 from advrace.models.decoders.packed_decoding import PackedCore, unmasked_reason
+from advrace.models.decoders.packed_scoring import Request, unshared_logprobs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 VOCAB, WINDOW = 96, 16

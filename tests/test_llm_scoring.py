@@ -18,8 +18,8 @@ from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.formats import load
 from advrace.models.decoders import llm_prompts
-from advrace.models.decoders.continuation_scoring import (Request, encode_request, greedy_generate, shared_logprobs,
-                                                 unshared_logprobs)
+from advrace.models.decoders.continuation_scoring import encode_request, greedy_generate, shared_logprobs
+from advrace.models.decoders.packed_scoring import Request, unshared_logprobs
 from advrace.models.decoders.llm_scoring import CausalLMScorer, draw_shots, load_causal_scorer
 from advrace.models.runtime.batching import length_sorted_batches
 from advrace.release import build_release, read_split

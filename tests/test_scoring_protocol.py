@@ -17,7 +17,7 @@ from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.formats import load
-from advrace.models.decoders.continuation_scoring import unshared_logprobs
+from advrace.models.decoders.packed_scoring import unshared_logprobs
 from advrace.models.decoders.llm_scoring import CausalLMScorer, load_causal_scorer, model_max_length
 from advrace.models.decoders.scoring_protocol import PER_QUESTION, differences
 from advrace.release import build_release

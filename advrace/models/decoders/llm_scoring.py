@@ -31,11 +31,12 @@ from pathlib import Path
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.models.decoders import llm_prompts
-from advrace.models.decoders.continuation_scoring import encode_request, greedy_generate, shared_logprobs, unshared_logprobs
+from advrace.models.decoders.continuation_scoring import encode_request, greedy_generate, shared_logprobs
 from advrace.models.decoders.llm_prompts import GENERATION, LETTER, LOGLIKELIHOOD
 from advrace.models.runtime.loading import (ModelLoadError, Wording, checkpoint_name, input_device, load_model, model_source,
                                     placed_by_device_map)
 from advrace.models.decoders.packed_decoding import PackedCore
+from advrace.models.decoders.packed_scoring import unshared_logprobs
 from advrace.models.decoders.scoring_protocol import BOS_POLICIES, ScoringProtocol, task_protocol, text_sha256
 from advrace.models.runtime.batching import length_sorted_batches
 from advrace.models.runtime.model_args import ModelArgs

@@ -13,6 +13,7 @@ things done right for every model family, and they live here only:
   BLOOM, Falcon with alibi) build positions from the mask, not from `position_ids`, and a remote
   model may do anything. So each core scores a small probe both ways when it is built (`probe`)
   and shares only if the two agree; otherwise everything runs unshared, counted with the reason.
+  The probe and the packed scoring it checks live in packed_scoring (with `PROBE_TOLERANCE`).
 - **A cache that holds the whole prompt.** A sliding-window layer keeps only its last
   `window - 1` keys, and a recurrent layer keeps a state, not keys. The core keeps every key in
   its own cache (`new_cache`), which is exact only while no sequence is longer than the smallest
@@ -27,20 +28,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from advrace.models.decoders.packed_scoring import probe_sharing
 from advrace.models.runtime.kv_cache import returned_cache, with_cache
 
 # attention implementation -> the form of 4D mask it reads
 MASK_FORMS = {"sdpa": "boolean", "eager": "additive"}
-# The most a probe's shared and unshared log-likelihoods may differ by, per weight dtype. In fp32
-# (fp32 weights, autocast off for the probe) a right core agreed to 2e-5 (SmolLM2-135M) and a
-# wrong one was 0.03-9 apart. Half-precision weights are probed as they are (an fp32 copy of a
-# large model would cost its memory twice over), where rounding alone moves the probe's sums
-# (options of up to 3 tokens) by up to 3 ulps of a logit near 32: 3 x 0.125 in bf16, 3 x 0.016 in
-# fp16 (SmolLM2-135M: 0.14 and 0.018 measured); the tolerance is that, rounded up. A half-precision
-# probe so catches crashes, a mask in the wrong form (~9 apart) and gross position errors, not
-# an error below its rounding (MPT's ALiBi on a tiny model: 0.04): load in fp32 to check a new
-# family exactly.
-PROBE_TOLERANCE = {"float32": 1e-4, "float64": 1e-4, "bfloat16": 0.5, "float16": 0.1}
+
 
 
 @dataclass
@@ -121,9 +114,6 @@ class PackedCore:
 
     def _check(self, device) -> None:
         """Score the probe shared and unshared; share nothing if they part (`probe_sharing`)."""
-        # deferred, though not for start-up: continuation_scoring, which scores the probe, imports this module
-        from advrace.models.decoders.continuation_scoring import probe_sharing
-
         found = probe_sharing(self, device)
         if found is None:  # a window too small to hold a probe: nothing real fits in it either
             self.limit = 0
