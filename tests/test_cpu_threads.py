@@ -226,6 +226,21 @@ def test_a_build_computes_at_one_count_while_the_load_changes_and_records_it(thr
     assert seen == [1, 1, 1, 1] and again["environment"]["torch_threads"] == 1
 
 
+def test_adversarial_copies_for_training_are_made_at_one_count(threads, models, monkeypatch):
+    """training.recipes makes adversarial training data with the release runner, outside any
+    build: its models too compute at one count while the load changes."""
+    import advrace.models.decoders.beam_search as bs
+    from advrace.formats import load
+    from advrace.release.runner import run_splits
+    from advrace.resources import get_resources
+
+    seen = _counting(monkeypatch, bs, "beam_search")
+    cfg = release_config_from_dict(_dg_config(models))
+    threads["loads"] = [0.0, 1.0, 0.0, 1.0]
+    run_splits(cfg, load(str(models["race"])).examples, get_resources(cfg.resources), workers=1)
+    assert seen == [2, 2, 2, 2] and threads["asked"] == 0 and precision._held is None
+
+
 def test_a_build_without_a_model_records_no_count(models, tmp_path):
     manifest = build_release(release_config_from_dict({"data": {"path": str(models["race"])}, "workers": 1,
                                                        "splits": ["charswap"]}), tmp_path / "release")
