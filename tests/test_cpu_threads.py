@@ -275,3 +275,12 @@ def test_each_process_count_is_recorded_one_number_where_they_agree(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "records [1, 2] 1" in done.stdout
     assert HeldThreads().record(None) is None  # one process that ran no model: nothing to record
+
+
+def test_the_tests_run_at_one_count_that_the_load_cannot_change():
+    """conftest's pin: OMP_NUM_THREADS is set for the whole run (so `cpu_threads` fits nothing and
+    the commands tests start inherit it) and torch computes at that count."""
+    import conftest
+
+    assert os.environ.get("OMP_NUM_THREADS", "").strip() and precision.threads_fixed()
+    assert conftest.RUN_THREADS == torch.get_num_threads()
