@@ -1,5 +1,7 @@
 import json
+import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -7,6 +9,26 @@ import pytest
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: loads real pretrained weights (tens of seconds)")
+    # One torch thread count for the whole run, set before torch is imported and inherited by the
+    # commands tests start: fitted to the load (advrace.models.runtime.precision.cpu_threads), two
+    # scorings of one text could run at different counts and differ in their last bits, so a test
+    # would pass or fail with how busy the machine is. A count the user set is kept; only
+    # tests/test_cpu_threads.py, which tests the fitting, unsets it.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    global RUN_THREADS
+    RUN_THREADS = int(os.environ["OMP_NUM_THREADS"]) if os.environ["OMP_NUM_THREADS"].strip().isdigit() else None
+
+
+RUN_THREADS: int | None = None  # the run's torch thread count (OMP_NUM_THREADS), once configured
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads():
+    """torch's count set back to the run's after each test that changed it."""
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None and RUN_THREADS and torch.get_num_threads() != RUN_THREADS:
+        torch.set_num_threads(RUN_THREADS)
 
 
 @pytest.fixture(scope="session", autouse=True)

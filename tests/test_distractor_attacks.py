@@ -214,6 +214,7 @@ def test_two_processes_shard_inference_and_build_the_same_release(setup, tmp_pat
     double = json.loads((tmp_path / "double" / "manifest.json").read_text())
     assert double["splits"] == single["splits"]
     assert double["files"] == single["files"]
+    assert double["environment"]["torch_threads"] == 1  # each process's count (OMP_NUM_THREADS), gathered
 
 
 # --------------------------------------------------------------------------- validity filters

@@ -221,7 +221,9 @@ def test_similarity_across_splits_equals_a_plain_reference_and_caches(reader):
             want = reference_similarity(reader, examples)
             for g, w in zip(got, want):
                 assert g == pytest.approx(w, abs=1e-5)
-                assert max(range(len(g)), key=g.__getitem__) == max(range(len(w)), key=w.__getitem__)
+                # the same choice, but where two options tie within the scores' last bits (other
+                # batch shapes take other kernels), either of them
+                assert w[max(range(len(g)), key=g.__getitem__)] >= max(w) - 1e-5
             new = [t for call in encoded[before:] for t in call]
             texts = set(new)
             assert texts and len(new) == len(texts), "a text encoded twice in one call"

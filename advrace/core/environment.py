@@ -58,9 +58,14 @@ def installed_distributions() -> dict[str, str]:
     return found
 
 
-def environment_record() -> dict:
-    """What a manifest records of the software that built it."""
-    return {"python": python_version(), "packages": package_versions()}
+def environment_record(torch_threads: int | list[int] | None = None) -> dict:
+    """What a manifest records of the software that built it, and the torch thread count its models
+    computed at (`torch_threads`, one number or one per process; absent where no model ran): the
+    count moves a score's last bits, so a rebuild at another count may rank candidates otherwise."""
+    record = {"python": python_version(), "packages": package_versions()}
+    if torch_threads is not None:
+        record["torch_threads"] = torch_threads
+    return record
 
 
 def same_version(pinned: str, installed: str | None) -> bool:

@@ -26,6 +26,7 @@ from advrace.core.text import plural
 from advrace.formats import LoadResult, get_format, load
 from advrace.formats.base import race_level
 from advrace.models.runtime.loading import checkpoint_name
+from advrace.models.runtime.precision import HeldThreads, held_threads
 from advrace.models.runtime.sharding import process_state
 from advrace.release.audit import AuditContext, audit_split
 from advrace.release.card import dataset_card
@@ -331,7 +332,15 @@ def attack_share_warnings(manifest: dict, stats: dict) -> list[str]:
 
 def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = False,
                   loaded: LoadResult | None = None) -> dict:
-    """Build a release directory from a config; returns the manifest."""
+    """Build a release directory from a config; returns the manifest. Every model of the build
+    computes at one torch thread count, whatever the machine's load does meanwhile (a count fitted
+    to the load could flip a beam's rank between two builds), recorded in the manifest."""
+    with held_threads() as threads:
+        return _build_release(cfg, out_dir, threads, progress=progress, loaded=loaded)
+
+
+def _build_release(cfg: ReleaseConfig, out_dir: str | Path, threads: HeldThreads, *, progress: bool,
+                   loaded: LoadResult | None) -> dict:
     out = Path(out_dir)
     check_replaceable(out, "manifest.json", "release")
     check_splits(cfg)
@@ -357,6 +366,8 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
     stats = {"splits": {ORIGINAL: split_stats(examples, originals, [False] * len(examples), Counter())}}
     resources = get_resources(cfg.resources)
     state = _process_state(cfg, task)
+    if state is not None:  # a model will run: its count is chosen now, before any attack
+        threads.hold()
     attacks, results = run_splits(cfg, examples, resources, workers=cfg.workers, progress=progress,
                                   state=state)
     main = state is None or state.is_main_process
@@ -406,7 +417,7 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
             **({"selection": selection} if selection else {}),
         },
         "resources": dict(sorted(versions.items())),
-        "environment": environment_record(),
+        "environment": environment_record(threads.record(state)),
         "splits": {},
         "files": {},
     }

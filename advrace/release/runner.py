@@ -17,6 +17,7 @@ from advrace.core.config import ReleaseConfig, SplitSpec
 from advrace.core.errors import ConfigError
 from advrace.core.paths import MODEL, WHERE_PATHS_ARE_READ, missing_paths
 from advrace.core.provenance import AttackSummary
+from advrace.models.runtime.precision import held_threads
 
 ORIGINAL = "original"
 CHUNK_PASSAGES = 16
@@ -151,7 +152,8 @@ def run_splits(cfg: ReleaseConfig, examples: list, resources, *, workers: int | 
     """Returns the attack objects and, per split, its examples in input order.
 
     Rule-based attacks run first, passage by passage in worker processes; model-based ones
-    (`batched`) then take their whole source split at once, sharded over `state`'s processes.
+    (`batched`) then take their whole source split at once, sharded over `state`'s processes, at
+    one torch thread count whatever the load (advrace.models.runtime.precision.held_threads).
     """
     attacks = make_attacks(cfg, resources, examples[0].task if examples else None)
     pairs = list(zip(cfg.splits, attacks))
@@ -164,13 +166,15 @@ def run_splits(cfg: ReleaseConfig, examples: list, resources, *, workers: int | 
                               "rule-based split")
     by_split = _run_rule_based([s for s, _ in rule], [a for _, a in rule], examples, resources,
                                workers, progress)
-    for spec, attack in pairs:
-        if not attack.batched:
-            continue
-        source = examples if spec.source == ORIGINAL else by_split[spec.source].examples
-        items = [settle(attack, o) for o in attack.apply_batch(source, state=state, progress=progress)]
-        by_split[spec.split] = SplitResult([i[0] for i in items], [i[1] for i in items],
-                                           [i[2] for i in items])
+    # every model at one torch thread count, here as in a build (training's adversarial copies too)
+    with held_threads():
+        for spec, attack in pairs:
+            if not attack.batched:
+                continue
+            source = examples if spec.source == ORIGINAL else by_split[spec.source].examples
+            items = [settle(attack, o) for o in attack.apply_batch(source, state=state, progress=progress)]
+            by_split[spec.split] = SplitResult([i[0] for i in items], [i[1] for i in items],
+                                               [i[2] for i in items])
     return attacks, {spec.split: by_split[spec.split] for spec in cfg.splits}
 
 

@@ -12,7 +12,10 @@ record says `bf16_emulated`.
 
 On a CPU, how many threads torch computes with is the other half of how fast a model runs there
 (`cpu_threads`): torch takes one per core, which on a machine where another process keeps a core
-busy makes each of its parallel steps wait for the thread that shares that core.
+busy makes each of its parallel steps wait for the thread that shares that core. The count also
+moves the last bits of a score, which can flip a beam's rank or an argmax, so a release build
+holds one count from start to end (`held_threads`) and its manifest records it; only work that
+writes no release (evaluation) fits the count to the load.
 """
 
 from __future__ import annotations
@@ -194,6 +197,56 @@ def threads_fixed() -> bool:
     return bool(os.environ.get("OMP_NUM_THREADS", "").strip())
 
 
+class HeldThreads:
+    """The one thread count a build computes at (`held_threads`): torch's when first asked for
+    (`hold`), which is what OMP_NUM_THREADS or `torch.set_num_threads` made it, else one per core."""
+
+    def __init__(self):
+        self.threads: int | None = None
+
+    def hold(self) -> int:
+        """The held count, chosen on the first call; torch's count set back to it where something
+        changed it since."""
+        import torch
+
+        if self.threads is None:
+            self.threads = torch.get_num_threads()
+        elif torch.get_num_threads() != self.threads:
+            torch.set_num_threads(self.threads)
+        return self.threads
+
+    def record(self, state=None) -> int | list[int] | None:
+        """What a manifest records: the held count (None where no model was asked for one), or
+        under `accelerate launch` (`state` of several processes) each process's, one number where
+        they agree. Every process must call it (it gathers)."""
+        if state is None or state.num_processes == 1:
+            return self.threads
+        from accelerate.utils import gather_object
+
+        counts = gather_object([self.hold()])
+        return counts[0] if len(set(counts)) == 1 else counts
+
+
+_held: HeldThreads | None = None  # inside `held_threads`: the count every `cpu_threads` yields
+
+
+@contextlib.contextmanager
+def held_threads():
+    """A release build's model work at one torch thread count from start to end, whatever the load
+    does meanwhile: `cpu_threads` inside it measures nothing and yields the held count. Torch is
+    not imported here: a build without a model holds nothing (`HeldThreads.hold` imports it).
+    Nested blocks share the outermost's count. Yields the `HeldThreads`."""
+    global _held
+    outermost = _held is None
+    if outermost:
+        _held = HeldThreads()
+    try:
+        yield _held
+    finally:
+        if outermost:
+            _held = None
+
+
 @contextlib.contextmanager
 def cpu_threads(device):
     """Model work on `device` with torch's intra-op threads fitted to the machine's load now: on
@@ -202,14 +255,17 @@ def cpu_threads(device):
 
     Each block measures the load again (about 50 ms), so a loop that opens one per batch follows
     the load as it changes; nested blocks fit to the outermost's count. With OMP_NUM_THREADS set,
-    or on a GPU, nothing changes. Yields the threads used (None on a GPU). The count can change
-    the last bits of a model's scores, as torch's own default, one per core, does from machine
-    to machine; the candidates of bench/dg_causal_lm.py were the same at every count."""
+    or on a GPU, nothing changes; inside `held_threads` (a release build) neither, the held count
+    is yielded. Yields the threads used (None on a GPU). The count can change the last bits of a
+    model's scores, as torch's own default, one per core, does from machine to machine."""
     global _ceiling
     import torch
 
     if torch.device(device).type != "cpu":
         yield None
+        return
+    if _held is not None:
+        yield _held.hold()
         return
     before = torch.get_num_threads()
     if threads_fixed():
