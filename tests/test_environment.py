@@ -24,6 +24,24 @@ def test_the_installed_environment_is_exactly_the_lock():
                       + "\nreinstall with `make clean && make test`, or upgrade on purpose with `make lock`")
 
 
+def test_setuptools_vendored_copies_are_not_installed_packages():
+    """Once setuptools is imported (torch.compile does), its `_vendor` folder is on sys.path and its
+    copies (autocommand, jaraco.text, ...) look installed; the lock check must not count them."""
+    import importlib.metadata
+    import sys
+
+    import setuptools  # noqa: F401 - puts setuptools/_vendor on sys.path
+    from advrace.core.environment import installed_distributions, vendored
+
+    vendor = [p for p in sys.path if Path(p).name == "_vendor"]
+    seen = [d for d in importlib.metadata.distributions() if vendored(d)]
+    assert vendor and seen, "setuptools no longer vendors packages on sys.path: this test checks nothing"
+    copies = {d.metadata["Name"].lower().replace("_", "-").replace(".", "-") for d in seen}
+    really = {d.metadata["Name"].lower().replace("_", "-").replace(".", "-")
+              for d in importlib.metadata.distributions() if not vendored(d)}
+    assert not (copies - really) & set(installed_distributions())
+
+
 def test_the_lock_pins_every_package_that_decides_a_release():
     pins = read_lock(LOCK)
     assert not [p for p in RELEASE_PACKAGES if p not in pins]

@@ -49,13 +49,22 @@ def package_versions(names=RELEASE_PACKAGES) -> dict[str, str | None]:
 
 
 def installed_distributions() -> dict[str, str]:
-    """Every distribution of this environment, by canonical name, but the unlocked ones."""
+    """Every distribution of this environment, by canonical name, but the unlocked ones and the
+    copies a package vendors (setuptools puts its `_vendor` folder on sys.path once imported, as
+    torch.compile does: those are part of setuptools, not installed packages)."""
     found: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
+        if vendored(dist):
+            continue
         name = canonical_name(dist.metadata["Name"] or "")
         if name and name not in UNLOCKED:
             found.setdefault(name, dist.version)
     return found
+
+
+def vendored(dist) -> bool:
+    """Whether a distribution's metadata sits in a package's `_vendor` folder."""
+    return "_vendor" in Path(str(dist.locate_file(""))).parts
 
 
 def environment_record(torch_threads: int | list[int] | None = None) -> dict:
