@@ -38,7 +38,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from advrace.core.checks import REGISTRY as CHECKS, Subject, TextContext
-from advrace.core.checks.sentences import asked_group, wanted_group
 from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
 from advrace.core.provenance import AdversarialSentence, AttackSummary, WordSearch, summary_of
@@ -198,9 +197,9 @@ def fake_problems(example, record, resources) -> list[str]:
     """What breaks a property every fake answer must have, for the sentence `record` (an
     AdversarialSentence) made for `example` (the question before the attack); empty when none.
     The fake differs from every gold and contains none; it occurs nowhere in the context; it is
-    of the gold's group (the `fake_type` check) unless its rule is one that check trusts, and
-    then the gold is of that rule's type: a time for `date`, a number for `number` (by its type
-    in context or by what the question asks), a WordNet kind of the asked noun for `asked_kind`.
+    of the gold's group, or for the `date` and `number` rules the gold is a time or a number (by its
+    type in context or by what the question asks): both the audit's `fake_type` check; for
+    `asked_kind`, which that check trusts, the gold is a WordNet kind of the asked noun.
     The tests hold the validity corpus to it, and a real build is checked with it by hand
     (docs/results.md)."""
     fake, out = record.answer, []
@@ -213,16 +212,11 @@ def fake_problems(example, record, resources) -> list[str]:
             out.append(f"contains the gold {gold!r}")
     if not norm or f" {norm} " in f" {normalize_answer(example.context)} ":
         out.append("in the context")
-    typed = functools.partial(answer_type, resources=resources)
-    groups = {wanted_group(example, typed), asked_group(example.question)}
-    rule = record.fake_rule
-    if rule in ("date", "number"):
-        if {"date": "time", "number": "number"}[rule] not in groups:
-            out.append(f"rule {rule} for a gold of the groups {sorted(g for g in groups if g)}")
-    elif rule == "asked_kind":
+    if record.fake_rule == "asked_kind":
         if not _of_asked_kind(example, resources):
             out.append("rule asked_kind for a gold of no kind of the asked noun")
-    else:
+    else:  # the audit's own check, which holds the date and number rules to a gold of their type
+        typed = functools.partial(answer_type, resources=resources)
         ctx = TextContext(same_meaning_fn=resources.same_meaning, answer_type_fn=typed)
         why = FAKE_TYPE.refuse(Subject(example, record.sentence, record=record), ctx, {})
         if why:

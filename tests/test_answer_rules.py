@@ -154,9 +154,9 @@ def test_declarative_rules_survive_the_taggers_slips(res, question, answer, sent
      None, None),  # a name with a number in it is no number
 ])
 def test_the_date_and_number_rules_fire_only_for_a_gold_of_their_type(res, context, answer, question, rule, fake):
-    """The fake_type check trusts the `date` and `number` rules (their fake is the gold with its
-    numbers moved): so they must fire only where the gold, read as the check reads it, is a time
-    or a number, and then as that rule alone."""
+    """The `date` and `number` rules move the gold's numbers, so the fake has the gold's type only
+    where the gold, read as the fake_type check reads it, is a time or a number: they fire there
+    alone, as that rule (and the check refuses them elsewhere)."""
     from advrace.core.checks.sentences import asked_group, wanted_group
 
     ex = _example(context, answer, question)
@@ -277,3 +277,26 @@ def test_the_asking_wh_word_is_not_a_relative_pronoun_before_it(question, group)
     from advrace.core.checks.sentences import asked_group
 
     assert asked_group(question) == group
+
+
+def test_the_audit_holds_a_date_or_number_fake_to_a_gold_of_that_type(res):
+    """A release built before the rules were fixed (or by a plug-in rule of the same name) is
+    audited: the fake_type check no longer takes the rule's name on trust."""
+    from advrace.core.checks import REGISTRY, Subject, TextContext
+    from advrace.core.provenance import AdversarialSentence
+
+    check, ctx = REGISTRY["fake_type"], TextContext(answer_type_fn=lambda t, s, e: answer_type(t, s, e, res))
+
+    def refused(context, gold, question, sentence, fake, rule):
+        rec = AdversarialSentence(sentence, question=question, answer=fake, fake_rule=rule)
+        return check.refuse(Subject(_example(context, gold, question), sentence, record=rec), ctx, {})
+
+    salt = "Gandhi led the Salt March in 1930 against the tax."
+    assert "no time" in refused(salt, "the Salt March", "What protest did Gandhi lead in 1930?",
+                                "Indira led the Salt September in 1927.", "the Salt September", "date")
+    assert "no number" in refused("Route 66 runs west.", "Route 66", "Which road runs west?",
+                                  "Route 49 runs east.", "Route 49", "number")
+    assert refused("The plague lasted until 1351 in the city.", "1351", "When did the plague end in the city?",
+                   "The famine lasted until 1402 in the town.", "1402", "date") is None
+    assert refused("Manning was 39 when he played in the final.", "39", "How old was Manning when he played?",
+                   "Brady was 89 when he played in the semi.", "89", "number") is None

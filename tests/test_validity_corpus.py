@@ -65,7 +65,7 @@ def test_every_fake_answer_of_the_corpus_questions_has_the_properties_of_a_fake(
     """AddOneSent's and AddSentMod's fake answers for the corpus's SQuAD questions and the written
     traps (squad_fakes.yaml): every fake any rule offers, and every sentence's, has the properties
     of `fake_problems` (differs from every gold and contains none, new to the context, of the
-    gold's group or, for a rule the fake_type check trusts, of a gold of that rule's type); a
+    gold's group or, for the date, number and asked_kind rules, of a gold of that rule's type); a
     closed-book answer that is the gold in other words is none."""
     import random
     from collections import Counter

@@ -201,6 +201,9 @@ def asked_group(question: str) -> str | None:
 # words with its numbers moved, or a kind WordNet files under the noun the question asks for
 # ("Which virus": herpes)
 TYPED_BY_CONSTRUCTION = frozenset({"date", "number", "asked_kind"})
+# and the group the gold must be of for the first two to have fired rightly: "the Salt March" is no
+# time, so "the Salt September" is no fake of its type, whatever rule made it
+RULE_GROUPS = {"date": "time", "number": "number"}
 # and whose fake is what a language model read the question to ask: held to what the wh-word asks,
 # not to the gold's surface type ("the 1920s" for "When ...?", gold "before World War I";
 # "sickle cell anemia" for a condition, gold "HIV/AIDS"); a number or time only where the question
@@ -219,10 +222,15 @@ class FakeAnswerType(SentenceCheck):
 
     def refuse(self, subject, ctx, settings):
         rec, ex = subject.record, subject.example
-        if rec.fake_rule in TYPED_BY_CONSTRUCTION:
-            return None
         fake = rec.answer
         answers = getattr(ex, "answers", ())
+        if rec.fake_rule in RULE_GROUPS and answers:
+            want = RULE_GROUPS[rec.fake_rule]
+            if want not in {wanted_group(ex, ctx.answer_type), asked_group(ex.question)}:
+                return f"rule {rec.fake_rule} gave {fake!r}, but the gold {answers[0].text!r} is no {want}"
+            return None
+        if rec.fake_rule in TYPED_BY_CONSTRUCTION:
+            return None
         at = subject.text.lower().find(fake.lower()) if fake else -1
         if at < 0 or not answers:
             return None
