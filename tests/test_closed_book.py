@@ -191,6 +191,9 @@ def test_a_sentence_takes_the_closed_book_fake_where_the_rules_know_only_the_ans
     ("England", "Britain", False),
     ("ten years", "10 years", False),  # the same number in words
     ("the nineteenth century", "19th century", False),
+    ("space suits", "new Apollo spacesuit", False),  # read on XQuAD-en at cosine 0.58: the gold, respaced
+    ("the Apollo spacesuits", "space suit", False),  # the other way round
+    ("a spacesuit", "space suit", False),  # cosine 0.71
     ("1973", "1974", True),  # near in the encoder (0.88), another year
     ("110 mph", "100 mph", True),
     ("male", "female", True),  # the nearest different answers read: 0.73, 0.70, 0.70
@@ -203,6 +206,16 @@ def test_a_closed_book_answer_that_restates_a_gold_is_no_fake(res, answer, gold,
     if kept:
         assert out["q"].text == answer and 0.5 < out["q"].gold_cosine < 1  # the nearest gold's
         assert out["q"].gold_cosine < MAX_GOLD_COSINE or any(c.isdigit() for c in answer)
+
+
+def test_a_run_of_the_golds_words_is_matched_by_whole_words(res):
+    """Written as one, a run must be whole words: "spacecraft" begins like "spacesuit", and "man"
+    is inside "woman", yet neither restates the gold."""
+    from advrace.attacks.closed_book import _restates
+
+    assert not _restates("spacecraft", "new Apollo spacesuit", 0.0, res)
+    assert not _restates("man", "the woman", 0.0, res)
+    assert _restates("Apollo space suits", "the new Apollo spacesuit", 0.0, res)
 
 
 @pytest.mark.slow
