@@ -2,8 +2,8 @@
 
 Reads a release that `advrace build` wrote with `addonesent`, `addsentmod` (or `addsent`) splits
 and holds each attacked question's fake answer to `advrace.attacks.adversarial_squad.fake_problems`
-(differs from every gold and contains none, new to the context, of the gold's group or, under a
-rule the fake_type check trusts, of a gold of that rule's type), the property test of
+(differs from every gold and contains none, new to the context, of the gold's group or, under the
+date, number and asked_kind rules, of a gold of that rule's type), the property test of
 tests/test_validity_corpus.py run on real data. Prints each split's count, its problems, and each
 fake rule's share of its attacked questions (stats.json); exits 1 when any fake breaks one.
 
