@@ -23,6 +23,7 @@ from advrace.evaluation.compare import add_compare_parser
 from advrace.formats import format_names
 from advrace.human_eval.cli import add_human_eval_parser
 from advrace.models.runtime.loading import transformers_quiet
+from advrace.models.runtime.sharding import end_processes
 from advrace.release import (attack_share_warnings, audit_release, build_release, check_release, export_advrace,
                              export_lm_eval)
 from advrace.release.lm_eval_export import LM_EVAL
@@ -324,7 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         with transformers_quiet(getattr(args, "quiet", False)):
-            return args.handler(args)
+            status = args.handler(args)
+        end_processes()
+        return status
     except AdvraceError as exc:
         print(f"advrace {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code

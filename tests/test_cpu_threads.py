@@ -250,7 +250,7 @@ def test_a_build_without_a_model_records_no_count(models, tmp_path):
 RECORD_DRIVER = """
 import torch
 from advrace.models.runtime.precision import HeldThreads
-from advrace.models.runtime.sharding import process_state
+from advrace.models.runtime.sharding import end_processes, process_state
 
 state = process_state()
 torch.set_num_threads(state.process_index + 1)
@@ -259,6 +259,7 @@ torch.set_num_threads(1)
 agree = HeldThreads().record(state)
 if state.is_main_process:
     print("records", differ, agree, flush=True)
+end_processes()
 """
 
 
@@ -284,3 +285,19 @@ def test_the_tests_run_at_one_count_that_the_load_cannot_change():
 
     assert os.environ.get("OMP_NUM_THREADS", "").strip() and precision.threads_fixed()
     assert conftest.RUN_THREADS == torch.get_num_threads()
+
+
+def test_a_started_process_group_is_closed_at_the_end_and_none_is_left_alone(tmp_path, monkeypatch):
+    """`end_processes` (the CLI calls it after each command) closes a group it finds started, and
+    does nothing where none was."""
+    import torch.distributed as dist
+
+    from advrace.models.runtime.sharding import end_processes
+
+    end_processes()  # no group: nothing, no error
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "0")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    assert dist.is_initialized()
+    end_processes()
+    assert not dist.is_initialized()

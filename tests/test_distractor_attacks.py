@@ -179,6 +179,7 @@ def test_rule_based_splits_can_feed_a_model_split(setup, tmp_path):
 
 
 BUILD_DRIVER = """
+from advrace.models.runtime.sharding import end_processes
 import json, sys
 from advrace.core.config import release_config_from_dict
 from advrace.release import build_release
@@ -186,6 +187,7 @@ from advrace.release import build_release
 build_release(release_config_from_dict(json.loads(sys.argv[1])), sys.argv[2])
 from accelerate import PartialState
 print(f"processes {PartialState().num_processes}")  # one write: the two processes share stdout
+end_processes()
 """
 
 

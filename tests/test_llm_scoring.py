@@ -333,11 +333,13 @@ def test_the_kind_of_model_is_read_from_its_config(setup, tmp_path):
 
 
 DRIVER = """
+from advrace.models.runtime.sharding import end_processes
 import json, sys
 from advrace.evaluation import evaluate_command
 from accelerate import PartialState
 evaluate_command(sys.argv[1], [sys.argv[2]], out=sys.argv[3], progress=False, bf16=False)
 print(f"processes {PartialState().num_processes}")
+end_processes()
 """
 
 

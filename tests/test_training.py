@@ -81,6 +81,7 @@ def test_resume_gives_the_same_weights_and_log(tokenizer_dir, race_dir, tmp_path
 
 
 DRIVER = """
+from advrace.models.runtime.sharding import end_processes
 import json, sys
 from advrace.training import train
 
@@ -88,6 +89,7 @@ cfg, out = json.loads(sys.argv[1]), sys.argv[2]
 train(cfg, output_dir=out + "/whole", progress=False)
 train({**cfg, "max_steps": 3}, output_dir=out + "/cut", progress=False)
 train(cfg, output_dir=out + "/cut", resume=True, progress=False)
+end_processes()
 """
 
 

@@ -24,6 +24,20 @@ def map_sharded(fn: Callable[[list], list], items: Sequence, state=None) -> list
     return results
 
 
+def end_processes() -> None:
+    """Under torchrun / `accelerate launch`: wait for every process, then close the process group.
+    A group left to the interpreter's exit can abort a process ("terminate called without an
+    active exception", seen on a loaded machine) when another has already left. Nothing to do
+    where torch.distributed was never started (nor imported: no start-up cost)."""
+    import sys
+
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return
+    dist.barrier()
+    dist.destroy_process_group()
+
+
 def process_state():
     """Accelerate's state of this process: several processes under `accelerate launch` or
     torchrun (on CPUs too, where accelerate otherwise assumes one), else one."""
