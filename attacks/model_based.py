@@ -38,7 +38,7 @@ from advrace.models.encoders.mc_scoring import make_mc_scorer
 from advrace.models.encoders.paraphrase import paraphrase_cosines
 from advrace.models.judge import REFUSAL_RATE, check_judge_config, load_judge
 from advrace.models.encoders.readers import READERS, is_builtin_reader
-from advrace.models.runtime.checkpoint_info import checkpoint_sha256, trained_from, training_info
+from advrace.models.runtime.checkpoint_info import base_of, checkpoint_sha256, trained_from, training_info
 from advrace.models.runtime.loading import MINILM, checkpoint_name
 from advrace.models.runtime.precision import cpu_threads, inference_device, precision_info, use_bf16
 from advrace.models.runtime.sharding import map_sharded
@@ -274,9 +274,10 @@ class DistractorAttack(CheckpointAttack):
     def describe(self) -> dict:
         """With a reader or a judge, the split depends on it: its name and hash, never its local path."""
         info = super().describe()
-        if self.judge_info is not None:
-            info["config"] = {**info["config"], "judge": self.judge_info["name"]}
-            info.update(model_dependent=True, judge=self.judge_info)
+        judge = self.judge_info  # hashes the judge's folder: once
+        if judge is not None:
+            info["config"] = {**info["config"], "judge": judge["name"]}
+            info.update(model_dependent=True, judge=judge)
         else:  # without a judge, the manifest is what it was before the key existed
             info["config"] = {k: v for k, v in info["config"].items()
                               if k not in ("judge", "judge_margin", "judge_refusal_rate")}
@@ -288,7 +289,7 @@ class DistractorAttack(CheckpointAttack):
         sample = demo_training_data(self._training_info)
         if sample:
             info["trained_on_sample"] = sample
-        base = trained_from(self.config.model)
+        base = base_of(self._training_info)
         if base:  # a scored model of the same base is confounded on this split (the report says so)
             info["trained_from"] = base
         return info

@@ -74,10 +74,10 @@ def main(argv=None) -> int:
         print(f"{name}: {len(examples)} questions of {total} (seed {args.seed}), {len(pairs)} original "
               f"distractors, {judge.describe()['score']}, {time.perf_counter() - start:.0f} s")
         rate = lambda margin: sum(judge.refuses(d, g, margin) for d, g in pairs) / len(pairs)  # noqa: E731
-        print(f"  rates the gold above {1 - rate(0.0):.1%} of the distractors")
-        for margin in MARGINS:
-            print(f"  margin {margin:+.2f}: refuses {rate(margin):6.2%} of RACE's distractors")
         zero = rate(0.0)
+        print(f"  rates the gold above {1 - zero:.1%} of the distractors")
+        for margin in MARGINS:
+            print(f"  margin {margin:+.2f}: refuses {zero if margin == 0 else rate(margin):6.2%} of RACE's distractors")
         found = judge.calibrate(pairs, args.target)
         margin = found.margin
         print(f"  calibrated margin {margin:+.4g}: refuses {found.refusal_rate:.2%} (target {args.target:.0%})")

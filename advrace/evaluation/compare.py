@@ -162,12 +162,12 @@ def _paired_cells(test: dict | None) -> list[str]:
     return [str(test["n"]), f"{test['ci'][0]:+.2f} to {test['ci'][1]:+.2f}", p]
 
 
-def compare_reports(a: dict, b: dict, names: tuple[str, str] = ("A", "B")) -> str:
+def compare_reports(a: dict, b: dict, names: tuple[str, str] = ("A", "B"), warn: list[str] | None = None) -> str:
     """The comparison as Markdown: the caveats first, then per shared model and split each
     metric in both reports, B - A (percentage points) and the paired test of B against A on the
-    questions both scored."""
+    questions both scored. `warn`: the caveats, where the caller has them already."""
     lines = [f"# {names[0]} vs {names[1]}", ""]
-    warn = caveats(a, b, names)
+    warn = caveats(a, b, names) if warn is None else warn
     if warn:
         lines += ["**These numbers do not compare directly:**", ""] + [f"- {w}" for w in warn] + [""]
     else:
@@ -241,8 +241,9 @@ def add_compare_parser(subparsers):
     def handler(args) -> int:
         a, b = read_report(args.report_a), read_report(args.report_b)
         names = (str(args.report_a), str(args.report_b))
-        print(compare_reports(a, b, names).rstrip())
-        return 1 if args.strict and caveats(a, b, names) else 0
+        warn = caveats(a, b, names)
+        print(compare_reports(a, b, names, warn).rstrip())
+        return 1 if args.strict and warn else 0
 
     p.set_defaults(handler=handler)
     return handler

@@ -224,7 +224,7 @@ class AnswerabilityJudge:
             gaps = sorted((d - g for d, g in pairs), reverse=True)
             allowed = math.floor(target * len(gaps) + 1e-9)
             # above every pair's tolerance, so that the gap `allowed` and all below it are kept
-            guard = 2 * self.relative_tolerance * max([self.scale, *(abs(s) for pair in pairs for s in pair)])
+            guard = 2 * self.relative_tolerance * max((abs(s) for pair in pairs for s in pair), default=0.0)
             margin = floor_significant(-(gaps[allowed] + guard)) if gaps else 0.0
         margin = float(margin)
         refused = sum(self.refuses(d, g, margin) for d, g in pairs)

@@ -80,6 +80,11 @@ def trained_from(model) -> str | None:
     manifest names a checkpoint (`smollm2`, a Hub name, `runs/final`); None when not recorded.
     A generator or judge and a scored model that share it share their pretraining: the split's
     difficulty for that model is confounded (the evaluation report says so)."""
-    config = training_info(model).get("config")
+    return base_of(training_info(model))
+
+
+def base_of(info: dict) -> str | None:
+    """`trained_from` of a training record already read (`training_info`)."""
+    config = info.get("config")
     base = config.get("model") if isinstance(config, dict) else None
     return checkpoint_name(base) if isinstance(base, str) and base else None

@@ -485,7 +485,7 @@ def load_tokenizer(source: str, extra: dict, model_args: ModelArgs):
     if model_args.tokenizer is None:
         return AutoTokenizer.from_pretrained(source, **extra, **model_args.tokenizer_kwargs())
     own = model_args.tokenizer
-    offline = {"local_files_only": True} if not Path(own).expanduser().is_dir() and hub_unreachable() else {}
+    offline = {} if Path(own).expanduser().is_dir() else hub_keywords()
     return AutoTokenizer.from_pretrained(own, **offline, **model_args.tokenizer_kwargs())
 
 
@@ -504,7 +504,7 @@ def with_adapter(model, tokenizer, adapter: str):
         print(f"note: embeddings resized from {vocab} to the tokenizer's {len(tokenizer)} tokens before the "
               "adapter is put on, as lm-evaluation-harness does", file=sys.stderr, flush=True)
         model.resize_token_embeddings(len(tokenizer))
-    offline = {"local_files_only": True} if not Path(adapter).expanduser().is_dir() and hub_unreachable() else {}
+    offline = {} if Path(adapter).expanduser().is_dir() else hub_keywords()
     try:
         return PeftModel.from_pretrained(model, adapter, **offline)
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
