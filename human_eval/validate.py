@@ -86,12 +86,14 @@ def read_study(db_path) -> Study:
                           "`advrace human-eval create` wrote") from None
 
 
-def study_problems(study: Study, release_dir) -> list[str]:
+def study_problems(study: Study, release_dir, changed: dict | None = None) -> list[str]:
     """How the database differs from what `create` and the app wrote: items that are not the
     release's changed questions (missing, added, or with another text), and what
-    `answer_problems` finds."""
-    meta, problems = study.meta, []
-    expected = {ex.id: item_payload(ex) for split in meta["splits"] for ex in changed_items(release_dir, split)}
+    `answer_problems` finds. `changed`: the studied splits' changed questions, where the caller
+    has read them already."""
+    meta, problems, changed = study.meta, [], changed or {}
+    expected = {ex.id: item_payload(ex) for split in meta["splits"]
+                for ex in (changed[split] if split in changed else changed_items(release_dir, split))}
     found = {item["record_id"]: item for item in study.items}
     for rid in sorted(expected.keys() - found.keys()):
         problems.append(f"item {rid} is missing")
@@ -146,7 +148,8 @@ def votes_by_item(study: Study, added: dict[str, list] | None = None) -> dict[st
     return {rid: tuple(v) for rid, v in out.items()}
 
 
-def check_study(study: Study, release_dir, manifest: dict, partial: bool) -> list[str]:
+def check_study(study: Study, release_dir, manifest: dict, partial: bool, changed: dict | None = None,
+                votes: dict | None = None) -> list[str]:
     """Refuse a study that cannot validate this release; returns the ids of the items with fewer
     judgements than the study asked for (allowed with `partial`)."""
     db, meta = study.path, study.meta
@@ -159,11 +162,11 @@ def check_study(study: Study, release_dir, manifest: dict, partial: bool) -> lis
         raise ConfigError(f"{db}: a sampled study (--per-split) judges a sample, not every changed question; "
                           f"create one with `advrace human-eval create {release_dir} --all-changed --splits ...`")
     check_covers_derived(manifest, meta["splits"], db)
-    problems = study_problems(study, release_dir)
+    problems = study_problems(study, release_dir, changed)
     if problems:
         raise _tampered(db, problems)
     k = meta["judgements"]
-    unjudged = [rid for rid, votes in votes_by_item(study).items() if len(votes) < k]
+    unjudged = [rid for rid, mine in (votes if votes is not None else votes_by_item(study)).items() if len(mine) < k]
     if unjudged and not partial:
         answered = Counter(a["annotator"] for a in study.annotations)
         queued = {a["name"]: len(study.queues.get(a["id"], [])) for a in study.annotators}
@@ -182,11 +185,11 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     `partial`, an unfinished one); returns its manifest's `validation`."""
     manifest = check_release(release_dir)
     study = read_study(db_path)
-    short = check_study(study, release_dir, manifest, partial)
-    k = study.meta["judgements"]
     studied = [split for split in manifest["splits"] if split in study.meta["splits"]]  # sources first
     changed = {split: changed_items(release_dir, split) for split in studied}
     votes = votes_by_item(study, {ex.id: added_spans(ex) for exs in changed.values() for ex in exs})
+    short = check_study(study, release_dir, manifest, partial, changed, votes)
+    k = study.meta["judgements"]
     decisions, undone, per_split = {}, {}, {}
     for split in studied:
         source = manifest["splits"][split].get("source") or ORIGINAL
