@@ -30,6 +30,7 @@ from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import LETTERS
 
 from . import store
+from .answers import prior_answer, save_form
 from .authoring import AuthoringModel, submit
 
 HERE = Path(__file__).parent
@@ -149,7 +150,7 @@ def save_answer(req, person, token, pos):
         return req.deny(message=WRONG_FORM_TOKEN)
     if person["finished"]:
         return req.deny(HTTPStatus.CONFLICT, "you have finished this study; answers can no longer change")
-    error = save(req.db, person, store.item(req.db, items[pos]["item_id"]), form)
+    error = save_form(req.db, person, store.item(req.db, items[pos]["item_id"]), form)
     if error:
         return show_item(req, person, token, items, pos, error)
     items = store.queue(req.db, person["id"])
@@ -170,49 +171,6 @@ def show_item(req, person, token, items, pos, error=None):
              person=person, base=annotator_base(token), pos=pos, total=len(items), error=error,
              multiple_choice=item["task"] == MULTIPLE_CHOICE, payload=item["payload"], letters=LETTERS,
              reasons=store.REASONS, prior=prior_answer(store.annotation(req.db, person["id"], item["id"])))
-
-
-def prior_answer(row) -> dict:
-    """What the form shows of the person's earlier answer (empty when there is none)."""
-    unanswerable = bool(row and row["unanswerable"])
-    answered = row is not None and not unanswerable
-    return {"unanswerable": unanswerable, "choice": row["choice"] if answered else None,
-            "answer_text": (row["answer_text"] or "") if answered else "",
-            "answer_start": str(row["answer_start"]) if answered else "",
-            "reason": row["reason"] if row is not None else None,
-            "comment": row["comment"] if row is not None and row["comment"] else ""}
-
-
-def save(db, person, item, form) -> str | None:
-    """Store the form's answer; returns what is wrong with it, if anything."""
-    choice = form.get("choice", "")
-    comment = form.get("comment", "")[:2000] or None
-    if choice == "unanswerable":
-        reason = form.get("reason", "")
-        if reason not in store.REASONS:
-            return "choose a reason why the question cannot be answered"
-        store.save_annotation(db, person["id"], item["id"], unanswerable=True, reason=reason, comment=comment)
-        return None
-    p = item["payload"]
-    if item["task"] == MULTIPLE_CHOICE:
-        if not choice.isdigit() or int(choice) >= len(p["options"]):
-            return "choose an option, or mark the question unanswerable"
-        store.save_annotation(db, person["id"], item["id"], choice=int(choice), comment=comment)
-        return None
-    text, start = form.get("answer_text", ""), form.get("answer_start", "")
-    if not text.strip():
-        return "select the answer in the paragraph, or mark the question unanswerable"
-    if text not in p["context"]:
-        return "the answer must be a span of the paragraph"
-    if not start.isdigit():
-        return f"the answer “{text}” came without its position in the paragraph; select it again with the mouse"
-    found = p["context"][int(start):int(start) + len(text)]
-    if found != text:
-        # Never moved to another occurrence: that would store a span the annotator did not select.
-        return (f"the answer “{text}” does not match the paragraph at character {start} "
-                f"(“{found}” is there); select it again with the mouse")
-    store.save_annotation(db, person["id"], item["id"], answer_text=text, answer_start=int(start), comment=comment)
-    return None
 
 
 # ------------------------------------------------------------ authors

@@ -24,7 +24,8 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS items (
     id INTEGER PRIMARY KEY, split TEXT NOT NULL, record_id TEXT NOT NULL, source_id TEXT NOT NULL,
-    task TEXT NOT NULL, payload TEXT NOT NULL);
+    task TEXT NOT NULL, payload TEXT NOT NULL, kind TEXT NOT NULL DEFAULT 'judge',
+    candidate_id INTEGER REFERENCES candidates(id));
 CREATE TABLE IF NOT EXISTS people (
     id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, role TEXT NOT NULL,
     token_sha256 TEXT NOT NULL UNIQUE, csrf TEXT NOT NULL, finished INTEGER NOT NULL DEFAULT 0);
@@ -36,7 +37,15 @@ CREATE TABLE IF NOT EXISTS annotations (
     item_id INTEGER NOT NULL REFERENCES items(id), choice INTEGER, answer_text TEXT,
     answer_start INTEGER, unanswerable INTEGER NOT NULL DEFAULT 0, reason TEXT, comment TEXT,
     created REAL NOT NULL, updated REAL NOT NULL, revisions INTEGER NOT NULL DEFAULT 0,
-    UNIQUE (person_id, item_id));
+    grammatical INTEGER, UNIQUE (person_id, item_id));
+CREATE TABLE IF NOT EXISTS candidates (
+    id INTEGER PRIMARY KEY, item_id INTEGER NOT NULL REFERENCES items(id),
+    person_id INTEGER NOT NULL REFERENCES people(id), text TEXT, option INTEGER,
+    beyond_repair INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL, updated REAL NOT NULL,
+    revisions INTEGER NOT NULL DEFAULT 0, UNIQUE (person_id, item_id));
+CREATE TABLE IF NOT EXISTS views (
+    person_id INTEGER NOT NULL REFERENCES people(id), item_id INTEGER NOT NULL REFERENCES items(id),
+    first_shown REAL NOT NULL, PRIMARY KEY (person_id, item_id));
 CREATE TABLE IF NOT EXISTS edits (
     id INTEGER PRIMARY KEY, person_id INTEGER NOT NULL REFERENCES people(id), draft TEXT NOT NULL,
     output TEXT NOT NULL, created REAL NOT NULL, submission_id INTEGER);
@@ -46,6 +55,16 @@ CREATE TABLE IF NOT EXISTS submissions (
 """
 
 ANNOTATOR, AUTHOR = "annotator", "author"  # the roles of people
+# What an item asks of its annotator (items.kind):
+# - JUDGE: answer a changed question (valid = chose the gold); on RACE, may mend a second right answer;
+# - EDIT: rewrite a machine-written SQuAD sentence (a candidate), or mark it beyond repair;
+# - VERIFY: answer blind a question that holds one candidate (items.candidate_id), and say whether it
+#   is grammatical;
+# - CONTROL: an original question with a known answer, to measure each annotator's accuracy;
+# - BASELINE: the original of a studied question, to report the valid rate of what was not attacked.
+JUDGE, EDIT, VERIFY, CONTROL, BASELINE = "judge", "edit", "verify", "control", "baseline"
+KINDS = (JUDGE, EDIT, VERIFY, CONTROL, BASELINE)
+PRIMARY_KINDS = (JUDGE, EDIT)  # one per studied changed question; the others point at one or stand beside
 REASONS = ("missing key information", "conflicting information", "uninterpretable content",
            "no correct option", "multiple correct options")
 
@@ -60,10 +79,29 @@ def connect(path: str | Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA busy_timeout=30000")
     conn.execute("PRAGMA foreign_keys=ON")
+    upgrade(conn)
     return conn
 
 
 def init(conn: sqlite3.Connection) -> None:
+    conn.executescript(SCHEMA)
+
+
+# Columns added since the first study databases: (table, column, declaration). `upgrade` adds them
+# to a database written by an earlier advrace, whose items are then all judge items.
+ADDED_COLUMNS = (("items", "kind", "TEXT NOT NULL DEFAULT 'judge'"),
+                 ("items", "candidate_id", "INTEGER REFERENCES candidates(id)"),
+                 ("annotations", "grammatical", "INTEGER"))
+
+
+def upgrade(conn: sqlite3.Connection) -> None:
+    """Bring a study database of an earlier advrace to this schema (new tables and columns)."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "items" not in tables:
+        return
+    for table, column, declaration in ADDED_COLUMNS:
+        if column not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
     conn.executescript(SCHEMA)
 
 
@@ -137,10 +175,15 @@ def annotator_names(conn) -> list[str]:
 # --------------------------------------------------------------------------- items and queues
 
 
-def add_item(conn, split: str, record_id: str, source_id: str, task: str, payload: dict) -> int:
-    """Store a sampled item (what an annotator is shown); returns its id."""
-    cur = conn.execute("INSERT INTO items(split, record_id, source_id, task, payload) VALUES (?, ?, ?, ?, ?)",
-                       (split, record_id, source_id, task, json.dumps(payload, ensure_ascii=False)))
+def add_item(conn, split: str, record_id: str, source_id: str, task: str, payload: dict, kind: str = JUDGE,
+             candidate_id: int | None = None) -> int:
+    """Store an item (what an annotator is shown, and what scoring needs); returns its id."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown item kind {kind!r}")
+    cur = conn.execute("INSERT INTO items(split, record_id, source_id, task, payload, kind, candidate_id) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (split, record_id, source_id, task, json.dumps(payload, ensure_ascii=False), kind,
+                        candidate_id))
     return cur.lastrowid
 
 
@@ -150,8 +193,9 @@ def item(conn, item_id: int) -> dict:
 
 
 def item_by_record_id(conn, record_id: str) -> dict | None:
-    """An item by its release record id (`<split>/<source_id>`), or None."""
-    row = conn.execute("SELECT * FROM items WHERE record_id = ?", (record_id,)).fetchone()
+    """The judge or edit item of a release record id (`<split>/<source_id>`), or None."""
+    row = conn.execute("SELECT * FROM items WHERE record_id = ? AND kind IN (?, ?) ORDER BY id",
+                       (record_id, *PRIMARY_KINDS)).fetchone()
     return None if row is None else {**dict(row), "payload": json.loads(row["payload"])}
 
 
@@ -213,26 +257,34 @@ def annotation(conn, person_id: int, item_id: int) -> sqlite3.Row | None:
 
 
 def save_annotation(conn, person_id: int, item_id: int, *, choice=None, answer_text=None,
-                    answer_start=None, unanswerable=False, reason=None, comment=None) -> None:
+                    answer_start=None, unanswerable=False, reason=None, comment=None, grammatical=None) -> None:
+    """An answer (upsert); `grammatical` (True/False) only for verify items."""
     now = time.time()
     conn.execute(
         "INSERT INTO annotations(person_id, item_id, choice, answer_text, answer_start, unanswerable, reason, "
-        "comment, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "comment, created, updated, grammatical) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT(person_id, item_id) DO UPDATE SET choice=excluded.choice, answer_text=excluded.answer_text, "
         "answer_start=excluded.answer_start, unanswerable=excluded.unanswerable, reason=excluded.reason, "
-        "comment=excluded.comment, updated=excluded.updated, revisions=annotations.revisions + 1",
-        (person_id, item_id, choice, answer_text, answer_start, int(bool(unanswerable)), reason, comment, now, now))
+        "comment=excluded.comment, updated=excluded.updated, revisions=annotations.revisions + 1, "
+        "grammatical=excluded.grammatical",
+        (person_id, item_id, choice, answer_text, answer_start, int(bool(unanswerable)), reason, comment, now, now,
+         None if grammatical is None else int(bool(grammatical))))
 
 
 def annotations(conn) -> list[dict]:
+    """Every answer (judge, verify, control and baseline items), with its annotator's name and its
+    item's fields."""
     rows = conn.execute(
-        "SELECT a.*, p.name AS annotator, i.split, i.record_id, i.source_id, i.task, i.payload "
+        "SELECT a.*, p.name AS annotator, i.split, i.record_id, i.source_id, i.task, i.payload, i.kind, "
+        "i.candidate_id "
         "FROM annotations a JOIN people p ON p.id = a.person_id JOIN items i ON i.id = a.item_id "
         "ORDER BY i.id, p.name").fetchall()
     return [{**dict(r), "payload": json.loads(r["payload"])} for r in rows]
 
 
 ANSWER_FIELDS = ("choice", "answer_text", "answer_start", "unanswerable", "reason", "comment")
+# Added to a hashed answer row only when set, so that judge-only studies hash as before.
+OPTIONAL_ANSWER_FIELDS = ("grammatical",)
 
 
 def annotations_sha256(conn, person_id: int | None = None) -> str:
@@ -243,7 +295,11 @@ def annotations_sha256(conn, person_id: int | None = None) -> str:
 
 def answer_row(annotation: dict) -> dict:
     """What `annotations_sha256` hashes of a row of `annotations`."""
-    return {k: annotation[k] for k in ("annotator", "record_id", *ANSWER_FIELDS)}
+    row = {k: annotation[k] for k in ("annotator", "record_id", *ANSWER_FIELDS)}
+    if annotation.get("kind", JUDGE) != JUDGE:
+        row["item_id"] = annotation["item_id"]  # several items share a record id
+    row.update({k: annotation[k] for k in OPTIONAL_ANSWER_FIELDS if annotation.get(k) is not None})
+    return row
 
 
 def rows_sha256(rows: list[dict]) -> str:
@@ -260,6 +316,8 @@ def items_sha256(items: list[dict]) -> str:
     h = hashlib.sha256()
     for item in sorted(items, key=lambda i: i["id"]):
         row = {k: item[k] for k in ("id", "split", "record_id", "source_id", "task", "payload")}
+        if item.get("kind", JUDGE) != JUDGE:  # a judge-only study hashes as before kinds existed
+            row.update(kind=item["kind"], candidate_id=item.get("candidate_id"))
         h.update((json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
     return h.hexdigest()
 
@@ -301,3 +359,74 @@ def submissions(conn) -> list[dict]:
         out.append({**dict(r), "example": json.loads(r["example"]), "output": json.loads(r["output"]),
                     "fooled": bool(r["fooled"]), "history": history})
     return out
+
+
+# --------------------------------------------------------------------------- candidates (people's edits)
+
+
+def save_candidate(conn, person_id: int, item_id: int, *, text: str | None = None, option: int | None = None,
+                   beyond_repair: bool = False) -> int:
+    """A person's rewrite of an item's machine text (upsert, keyed by person and item): an edited
+    SQuAD sentence (`text`), a RACE option replaced by their own distractor (`option`, `text`), or
+    the sentence marked beyond repair (`beyond_repair`, no text). Returns the candidate's id."""
+    now = time.time()
+    conn.execute(
+        "INSERT INTO candidates(item_id, person_id, text, option, beyond_repair, created, updated) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(person_id, item_id) DO UPDATE SET text=excluded.text, "
+        "option=excluded.option, beyond_repair=excluded.beyond_repair, updated=excluded.updated, "
+        "revisions=candidates.revisions + 1",
+        (item_id, person_id, text, option, int(bool(beyond_repair)), now, now))
+    return conn.execute("SELECT id FROM candidates WHERE person_id = ? AND item_id = ?",
+                        (person_id, item_id)).fetchone()["id"]
+
+
+def delete_candidate(conn, person_id: int, item_id: int) -> None:
+    """Withdraw a person's candidate for an item (a judge who no longer mends it)."""
+    conn.execute("DELETE FROM candidates WHERE person_id = ? AND item_id = ?", (person_id, item_id))
+
+
+def candidate(conn, person_id: int, item_id: int) -> sqlite3.Row | None:
+    return conn.execute("SELECT * FROM candidates WHERE person_id = ? AND item_id = ?",
+                        (person_id, item_id)).fetchone()
+
+
+def candidates(conn) -> list[dict]:
+    """Every candidate in order, with its author's name and its item's record id, split and kind."""
+    rows = conn.execute(
+        "SELECT c.*, p.name AS annotator, i.record_id, i.split, i.source_id, i.kind AS item_kind "
+        "FROM candidates c JOIN people p ON p.id = c.person_id JOIN items i ON i.id = c.item_id "
+        "ORDER BY c.id").fetchall()
+    return [dict(r) for r in rows]
+
+
+CANDIDATE_FIELDS = ("text", "option", "beyond_repair")
+
+
+def candidate_row(c: dict) -> dict:
+    """What `candidates_sha256` hashes of a row of `candidates`."""
+    return {"annotator": c["annotator"], "record_id": c["record_id"], "item_id": c["item_id"],
+            **{k: c[k] for k in CANDIDATE_FIELDS}}
+
+
+def candidates_sha256(rows: list[dict]) -> str:
+    """The sha256 of candidate rows (`candidate_row`), one JSON line each, by item and annotator."""
+    h = hashlib.sha256()
+    for r in sorted(rows, key=lambda r: (r["item_id"], r["annotator"])):
+        h.update((json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def record_view(conn, person_id: int, item_id: int) -> None:
+    """When the person first saw the item (page load), for the time spent per item."""
+    conn.execute("INSERT OR IGNORE INTO views(person_id, item_id, first_shown) VALUES (?, ?, ?)",
+                 (person_id, item_id, time.time()))
+
+
+def views(conn) -> list[dict]:
+    """Each (annotator, item) first shown, with the item's kind and split."""
+    rows = conn.execute("SELECT v.*, p.name AS annotator, i.kind, i.split FROM views v "
+                        "JOIN people p ON p.id = v.person_id JOIN items i ON i.id = v.item_id ORDER BY v.rowid")
+    return [dict(r) for r in rows.fetchall()]

@@ -13,6 +13,7 @@ from pathlib import Path
 from advrace.core.errors import ConfigError
 from advrace.core.seeding import seeded_rng
 from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.core.text import plural
 from advrace.evaluation.report import split_kinds
 from advrace.release import NO_ATTACK, check_release, read_split, split_records
 
@@ -89,25 +90,66 @@ def check_covers_derived(manifest: dict, splits: list[str], where) -> None:
                           f"their questions back too; study them with it: --splits {','.join([*splits, *missing])}")
 
 
-def assignment(item_ids: list[int], names: list[str], judgements: int, seed: int) -> dict[str, list[int]]:
+def assignment(item_ids: list[int], names: list[str], judgements: int, seed: int, *,
+               apart: dict[int, str] | None = None, exclude: dict[int, set[str]] | None = None) -> dict[str, list[int]]:
     """Each annotator's queue. With as many judgements as annotators, everyone gets every item;
     with fewer, the items in a seeded order go round the annotators `judgements` at a time, so each
     item gets that many different annotators and everyone about the same number of items. Each
     queue is then shuffled by the annotator's own seeded order. `validate` recomputes it to check
-    the database's queues."""
-    if judgements >= len(names):
-        mine = {name: list(item_ids) for name in names}
+    the database's queues.
+
+    `apart` (item id -> the question it is a version of) keeps two versions of one question out of
+    one queue: the option that DE and DG versions share is the gold, and one annotator seeing both
+    deduces it. `exclude` (item id -> names) keeps an item from the people named (a verifier is
+    never the sentence's editor). With either, each item goes to the `judgements` eligible
+    annotators with the fewest items so far (ties by the seeded order); when fewer are eligible,
+    a ConfigError says so."""
+    if apart is None and exclude is None:
+        mine = _round_robin(item_ids, names, judgements, seed)
     else:
-        order = list(item_ids)
-        seeded_rng("advrace-assign", seed).shuffle(order)
-        mine = {name: [] for name in names}
-        for p, iid in enumerate(order):
-            for j in range(judgements):
-                mine[names[(p * judgements + j) % len(names)]].append(iid)
-        mine = {name: sorted(ids) for name, ids in mine.items()}
+        mine = _balanced(item_ids, names, judgements, seed, apart or {}, exclude or {})
     for name in names:
         seeded_rng("advrace-queue", seed, name).shuffle(mine[name])
     return mine
+
+
+def _round_robin(item_ids, names, judgements, seed) -> dict[str, list[int]]:
+    if judgements >= len(names):
+        return {name: list(item_ids) for name in names}
+    order = list(item_ids)
+    seeded_rng("advrace-assign", seed).shuffle(order)
+    mine = {name: [] for name in names}
+    for p, iid in enumerate(order):
+        for j in range(judgements):
+            mine[names[(p * judgements + j) % len(names)]].append(iid)
+    return {name: sorted(ids) for name, ids in mine.items()}
+
+
+def _balanced(item_ids, names, judgements, seed, apart, exclude) -> dict[str, list[int]]:
+    order = list(item_ids)
+    seeded_rng("advrace-assign", seed).shuffle(order)
+    # The most constrained items first, so that a feasible assignment is not spoilt by an early choice.
+    sizes = {}
+    for iid in order:
+        sizes[apart.get(iid, iid)] = sizes.get(apart.get(iid, iid), 0) + 1
+    order.sort(key=lambda iid: (-len(exclude.get(iid, ())) - sizes[apart.get(iid, iid)]))
+    rank = {name: k for k, name in enumerate(names)}
+    mine = {name: [] for name in names}
+    seen: dict[str, set] = {name: set() for name in names}
+    for p, iid in enumerate(order):
+        group = apart.get(iid)
+        eligible = [n for n in names if n not in exclude.get(iid, ()) and (group is None or group not in seen[n])]
+        if len(eligible) < judgements:
+            raise ConfigError(
+                f"item {iid}: only {len(eligible)} of {plural(len(names), 'annotator')} may take it (not its "
+                f"editors, and nobody who has another version of its question), fewer than the {judgements} "
+                "judgements asked for; add annotators (--annotators) or ask for fewer judgements")
+        eligible.sort(key=lambda n: (len(mine[n]), (rank[n] - p) % len(names)))
+        for n in eligible[:judgements]:
+            mine[n].append(iid)
+            if group is not None:
+                seen[n].add(group)
+    return {name: sorted(ids) for name, ids in mine.items()}
 
 
 def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, annotators: int = 3,
