@@ -133,10 +133,10 @@ def _balanced(item_ids, names, judgements, seed, apart, exclude) -> dict[str, li
     for iid in order:
         sizes[apart.get(iid, iid)] = sizes.get(apart.get(iid, iid), 0) + 1
     order.sort(key=lambda iid: (-len(exclude.get(iid, ())) - sizes[apart.get(iid, iid)]))
-    rank = {name: k for k, name in enumerate(names)}
+    rng = seeded_rng("advrace-assign-ties", seed)
     mine = {name: [] for name in names}
     seen: dict[str, set] = {name: set() for name in names}
-    for p, iid in enumerate(order):
+    for iid in order:
         group = apart.get(iid)
         eligible = [n for n in names if n not in exclude.get(iid, ()) and (group is None or group not in seen[n])]
         if len(eligible) < judgements:
@@ -144,7 +144,8 @@ def _balanced(item_ids, names, judgements, seed, apart, exclude) -> dict[str, li
                 f"item {iid}: only {len(eligible)} of {plural(len(names), 'annotator')} may take it (not its "
                 f"editors, and nobody who has another version of its question), fewer than the {judgements} "
                 "judgements asked for; add annotators (--annotators) or ask for fewer judgements")
-        eligible.sort(key=lambda n: (len(mine[n]), (rank[n] - p) % len(names)))
+        ties = {n: rng.random() for n in names}
+        eligible.sort(key=lambda n: (len(mine[n]), ties[n]))
         for n in eligible[:judgements]:
             mine[n].append(iid)
             if group is not None:
