@@ -152,6 +152,12 @@ def contains_answer(sentence: str, gold: str) -> bool:
     return bool(g) and f" {g} " in f" {normalize_answer(sentence)} "
 
 
+def same_as_question(sentence: str, question: str) -> bool:
+    """Whether a sentence is the question itself, after SQuAD's normalisation (case, punctuation,
+    articles): a question restated states no fake answer."""
+    return normalize_answer(sentence) == normalize_answer(question)
+
+
 _DOUBLED_WORD = re.compile(r"\b([^\W\d_]+)\s+\1\b", re.I)
 _DOUBLED_ARTICLE = re.compile(r"\b(the|a|an)\s+(the|a|an|this|these|those|his|her|its|their|my|our|your)\b",
                               re.I)
@@ -176,7 +182,7 @@ def readability_problem(sentence: str, question: str, golds, resources,
         return "detached possessive"
     if any(contains_answer(sentence, g) for g in golds):
         return "contains a gold answer"
-    if normalize_answer(sentence) == normalize_answer(question):
+    if same_as_question(sentence, question):
         return "same as the question"
     if not any(t.pos_ in ("VERB", "AUX") for t in resources.parse(sentence)):
         return "no verb"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from advrace.core.tasks import MULTIPLE_CHOICE
 
 from . import store
+from .editing import edit_problem
 
 
 def prior_answer(row) -> dict:
@@ -23,24 +24,58 @@ def save_form(db, person, item, form: dict) -> str | None:
     """Check and store a person's answer form (field name -> text) for an item; returns what is
     wrong with it, if anything (nothing is stored then). The app and an imported crowd-platform
     file both go through here, so an answer means the same whichever way it came."""
+    if item["kind"] == store.EDIT:
+        return save_edit(db, person, item, form)
     return save_judgement(db, person, item, form)
 
 
+YES = ("yes", "on", "1", "true")
+
+
+def save_edit(db, person, item, form) -> str | None:
+    """An edit item: the rewritten sentence (`edit_text`), checked by `editing.edit_problem`, or the
+    sentence marked beyond repair (`beyond_repair`), stored as the person's candidate."""
+    beyond = form.get("beyond_repair", "").lower() in YES
+    text = form.get("edit_text", "").strip()
+    problem = edit_problem(item["payload"], text, beyond)
+    if problem:
+        return problem
+    store.save_candidate(db, person["id"], item["id"], text=None if beyond else text, beyond_repair=beyond)
+    return None
+
+
+def grammatical_answer(item, form) -> tuple[bool | None, str | None]:
+    """(grammatical, error) of a form for an item whose payload highlights a sentence (a verify
+    item, or a control shown like one): "yes" or "no" is required; other items ask nothing."""
+    if "highlight" not in item["payload"]:
+        return None, None
+    said = form.get("grammatical", "")
+    if said not in ("yes", "no"):
+        return None, "say whether the highlighted sentence is grammatical English"
+    return said == "yes", None
+
+
 def save_judgement(db, person, item, form) -> str | None:
-    """A judge, verify, control or baseline item: an option, a span, or "cannot be answered"."""
+    """A judge, verify, control or baseline item: an option, a span, or "cannot be answered"
+    (and, for a highlighted sentence, whether it is grammatical)."""
     choice = form.get("choice", "")
     comment = form.get("comment", "")[:2000] or None
+    grammatical, error = grammatical_answer(item, form)
+    if error:
+        return error
     if choice == "unanswerable":
         reason = form.get("reason", "")
         if reason not in store.REASONS:
             return "choose a reason why the question cannot be answered"
-        store.save_annotation(db, person["id"], item["id"], unanswerable=True, reason=reason, comment=comment)
+        store.save_annotation(db, person["id"], item["id"], unanswerable=True, reason=reason, comment=comment,
+                              grammatical=grammatical)
         return None
     p = item["payload"]
     if item["task"] == MULTIPLE_CHOICE:
         if not choice.isdigit() or int(choice) >= len(p["options"]):
             return "choose an option, or mark the question unanswerable"
-        store.save_annotation(db, person["id"], item["id"], choice=int(choice), comment=comment)
+        store.save_annotation(db, person["id"], item["id"], choice=int(choice), comment=comment,
+                              grammatical=grammatical)
         return None
     text, start = form.get("answer_text", ""), form.get("answer_start", "")
     if not text.strip():
@@ -54,5 +89,6 @@ def save_judgement(db, person, item, form) -> str | None:
         # Never moved to another occurrence: that would store a span the annotator did not select.
         return (f"the answer “{text}” does not match the paragraph at character {start} "
                 f"(“{found}” is there); select it again with the mouse")
-    store.save_annotation(db, person["id"], item["id"], answer_text=text, answer_start=int(start), comment=comment)
+    store.save_annotation(db, person["id"], item["id"], answer_text=text, answer_start=int(start), comment=comment,
+                          grammatical=grammatical)
     return None

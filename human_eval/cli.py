@@ -21,6 +21,8 @@ EPILOG = textwrap.dedent("""\
       advrace human-eval create releases/race-test --per-split 50 --seed 1 --annotators 3 --db study.db --port 8765
       advrace human-eval create releases/race-test --splits distractor_generation --all-changed --annotators 3 --db dg.db
       advrace human-eval validate dg.db releases/race-test --out releases/race-test-validated
+      advrace human-eval create releases/squad-dev --splits addonesent,addsent --edit --editors 5 --annotators 5 --db edit.db
+      advrace human-eval create --verify --db edit.db --verifiers 3 --annotators 6   # once the editors pressed Finish
       advrace human-eval serve study.db --port 8765          # as create prints it; send each annotator their link
       advrace human-eval report study.db --out reports/human
       advrace human-eval export study.db --out annotations.jsonl
@@ -95,14 +97,26 @@ def add_human_eval_parser(subparsers):
     sub = p.add_subparsers(dest="human_command", required=True)
 
     c = sub.add_parser("create", help="sample a study from a release and create annotator accounts")
-    c.add_argument("release", help="release folder")
+    c.add_argument("release", nargs="?", help="release folder (not with --verify, which adds to a study)")
     c.add_argument("--db", required=True, help="the study database to create (SQLite)")
     c.add_argument("--per-split", type=int, help="questions sampled per split (default 50)")
     c.add_argument("--all-changed", action="store_true",
                    help="every question the splits' attacks changed (perturbed: true) instead of a sample: "
                         "the study `validate` turns into a validated release")
     c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--annotators", type=int, default=3, help="annotator accounts (default 3)")
+    c.add_argument("--annotators", type=int,
+                   help="annotator accounts (default 3; with --verify, new accounts added to the study, default 0)")
+    c.add_argument("--edit", action="store_true",
+                   help="SQuAD: an edit study: people rewrite each machine sentence of the changed questions of "
+                        "--splits (addonesent, addsent, addsentmod) into fluent English, or mark it beyond repair")
+    c.add_argument("--editors", type=int, default=5, metavar="K",
+                   help="with --edit: editors per sentence, none editing one twice (default 5, at most --annotators)")
+    c.add_argument("--verify", action="store_true",
+                   help="add to the study --db a verify item for each edit (and each RACE mend) of annotators who "
+                        "pressed Finish: answered blind by annotators who never saw the question")
+    c.add_argument("--verifiers", type=int, default=3, metavar="M",
+                   help="with --verify: verifiers per edit (default 3); an edit is approved when more than half "
+                        "of them answer with the gold and call it grammatical")
     c.add_argument("--judgements", type=int, metavar="K",
                    help="judgements per item, spread over the annotators from the seed, none judging an item "
                         "twice (default: every annotator judges every item)")
@@ -171,7 +185,7 @@ def add_human_eval_parser(subparsers):
 def _run(args) -> int:
     # `advrace` builds this parser for every command; the web app (Jinja2, its templates) and the
     # model code are ~40 ms of imports that only human-eval needs, deferred here for start-up.
-    from . import authoring, report, server, study, validate
+    from . import authoring, editing, report, server, study, validate, verifying
 
     cmd = args.human_command
     if cmd in ("serve", "report", "export", "export-authored", "validate") and not Path(args.db).is_file():
@@ -180,15 +194,31 @@ def _run(args) -> int:
         splits = [s for s in args.splits.split(",") if s] if args.splits else None
         if args.all_changed and args.per_split is not None:
             raise ConfigError("--per-split samples, --all-changed takes every changed question: give one of them")
-        out = study.create_study(args.release, args.db, per_split=args.per_split or 50, seed=args.seed,
-                                 annotators=args.annotators, splits=splits, all_changed=args.all_changed,
-                                 judgements=args.judgements)
-        per_item = (f", {plural(args.judgements, 'judgement')} per item"
-                    if args.judgements is not None and args.judgements < len(out["annotators"]) else "")
-        print(f"created {args.db}: {plural(out['items'], 'item')} from {', '.join(out['splits'])}"
-              f"{' (every changed question)' if args.all_changed else ''}, "
-              f"{plural(len(out['annotators']), 'annotator')}{per_item}")
-        if out["left_out"]:
+        annotators = 3 if args.annotators is None else args.annotators
+        if args.edit and args.verify:
+            raise ConfigError("--edit creates an edit study, --verify adds verify items to one: give one of them")
+        if args.verify:
+            if args.release:
+                raise ConfigError(f"--verify adds to the study --db, made from its own release; drop {args.release}")
+            out = verifying.add_verify_items(args.db, verifiers=args.verifiers, annotators=args.annotators or 0,
+                                             seed=args.seed)
+            print(f"added to {args.db}: {verifying.describe(out, args.verifiers)}")
+        elif not args.release:
+            raise ConfigError("create needs a release folder (or --verify, to add verify items to --db)")
+        elif args.edit:
+            out = editing.create_edit_study(args.release, args.db, splits=splits, editors=args.editors,
+                                            annotators=annotators, seed=args.seed)
+            print(f"created {args.db}: {editing.describe(out)}, {plural(len(out['annotators']), 'annotator')}")
+        else:
+            out = study.create_study(args.release, args.db, per_split=args.per_split or 50, seed=args.seed,
+                                     annotators=annotators, splits=splits, all_changed=args.all_changed,
+                                     judgements=args.judgements)
+            per_item = (f", {plural(args.judgements, 'judgement')} per item"
+                        if args.judgements is not None and args.judgements < len(out["annotators"]) else "")
+            print(f"created {args.db}: {plural(out['items'], 'item')} from {', '.join(out['splits'])}"
+                  f"{' (every changed question)' if args.all_changed else ''}, "
+                  f"{plural(len(out['annotators']), 'annotator')}{per_item}")
+        if out.get("left_out"):
             print(f"left out the probe splits {', '.join(out['left_out'])} (name them in --splits to include them)")
         for name, token in out["annotators"].items():
             print(f"  {name}: {_link(args.host, args.port, 'a', token)}")

@@ -30,8 +30,9 @@ from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import LETTERS
 
 from . import store
-from .answers import prior_answer, save_form
+from .answers import YES, prior_answer, save_form
 from .authoring import AuthoringModel, submit
+from .editing import EDIT_INSTRUCTIONS, edit_problem
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -152,7 +153,7 @@ def save_answer(req, person, token, pos):
         return req.deny(HTTPStatus.CONFLICT, "you have finished this study; answers can no longer change")
     error = save_form(req.db, person, store.item(req.db, items[pos]["item_id"]), form)
     if error:
-        return show_item(req, person, token, items, pos, error)
+        return show_item(req, person, token, items, pos, error, form)
     items = store.queue(req.db, person["id"])
     after = [r["position"] for r in items if r["annotation_id"] is None and r["position"] > pos]
     before = [r["position"] for r in items if r["annotation_id"] is None]
@@ -165,12 +166,70 @@ def not_in_queue(req, person, token, rest=""):
     req.deny(HTTPStatus.NOT_FOUND, "no such item in your queue")
 
 
-def show_item(req, person, token, items, pos, error=None):
+def show_item(req, person, token, items, pos, error=None, form=None):
+    """The item's page by its kind (`item_template`); after a refused save, `form` is what the
+    person sent, shown again so that nothing they wrote is lost."""
     item = store.item(req.db, items[pos]["item_id"])
-    req.page(HTTPStatus.UNPROCESSABLE_ENTITY if error else HTTPStatus.OK, "item.html", title=f"Question {pos + 1}",
-             person=person, base=annotator_base(token), pos=pos, total=len(items), error=error,
-             multiple_choice=item["task"] == MULTIPLE_CHOICE, payload=item["payload"], letters=LETTERS,
-             reasons=store.REASONS, prior=prior_answer(store.annotation(req.db, person["id"], item["id"])))
+    template = item_template(item)
+    context = dict(person=person, base=annotator_base(token), pos=pos, total=len(items), error=error,
+                   payload=item["payload"])
+    status = HTTPStatus.UNPROCESSABLE_ENTITY if error else HTTPStatus.OK
+    if template == "edit.html":
+        p = item["payload"]
+        prior = store.candidate(req.db, person["id"], item["id"])
+        if form is not None:
+            text, beyond = form.get("edit_text", ""), form.get("beyond_repair", "").lower() in YES
+        else:
+            text = (prior["text"] or "") if prior else p["machine"]
+            beyond = bool(prior and prior["beyond_repair"])
+        return req.page(status, template, title=f"Sentence {pos + 1}", instructions=EDIT_INSTRUCTIONS,
+                        paragraph=marked(p["context"], {"sentence": p["sentence"], "fake": p.get("fake")}),
+                        text=text, beyond_repair=beyond, **context)
+    row = store.annotation(req.db, person["id"], item["id"])
+    prior = prior_answer(row)
+    grammatical = None if row is None or row["grammatical"] is None else ("yes" if row["grammatical"] else "no")
+    if form is not None:
+        grammatical = form.get("grammatical") or None
+    if template == "verify.html":
+        context["paragraph"] = marked(item["payload"]["context"], {"highlight": item["payload"]["highlight"]})
+    req.page(status, template, title=f"Question {pos + 1}", multiple_choice=item["task"] == MULTIPLE_CHOICE,
+             letters=LETTERS, reasons=store.REASONS, prior=prior, grammatical=grammatical, **context)
+
+
+def item_template(item: dict) -> str:
+    """The page an item is shown on: an edit item's edit page; a SQuAD item whose payload
+    highlights a sentence (verify, or a control shown like one) the verify page; every other
+    item the judge form (RACE verify items too: answered blind, like a judge item)."""
+    if item["kind"] == store.EDIT:
+        return "edit.html"
+    if item["task"] == EXTRACTIVE_QA and "highlight" in item["payload"]:
+        return "verify.html"
+    return "item.html"
+
+
+def marked(text: str, spans: dict) -> list[tuple[str, str]]:
+    """`text` cut into (piece, class names) at each named span ([start, end], or None), a piece's
+    classes naming the spans it lies in: the template marks them without any markup in the data."""
+    spans = {name: span for name, span in spans.items() if span}
+    cuts = sorted({0, len(text), *(i for span in spans.values() for i in span)})
+    return [(text[s:e], " ".join(n for n, (lo, hi) in spans.items() if lo <= s and e <= hi))
+            for s, e in zip(cuts, cuts[1:]) if e > s]
+
+
+def check_edit(req, person, token, pos):
+    """The live checks of an edit as the person types (JSON in: edit_text, beyond_repair; out:
+    {"problem": why it would be refused, or null}); the same checks run again on save."""
+    if not csrf_ok(person, req.headers.get("X-CSRF-Token")):
+        return req.send_json(HTTPStatus.FORBIDDEN, {"error": "missing or wrong CSRF token"})
+    items = store.queue(req.db, person["id"])
+    if int(pos) >= len(items):
+        return req.send_json(HTTPStatus.NOT_FOUND, {"error": "no such item in your queue"})
+    item = store.item(req.db, items[int(pos)]["item_id"])
+    if item["kind"] != store.EDIT:
+        return req.send_json(HTTPStatus.NOT_FOUND, {"error": "not a sentence to edit"})
+    sent = json.loads(req.body().decode("utf-8") or "{}")
+    problem = edit_problem(item["payload"], str(sent.get("edit_text", "")), bool(sent.get("beyond_repair")))
+    req.send_json(HTTPStatus.OK, {"problem": problem})
 
 
 # ------------------------------------------------------------ authors
@@ -239,6 +298,7 @@ ROUTES = (
     route("POST", "/a/<token>/finish", finish, ANNOTATOR),
     route("GET", "/a/<token>/item/<int:pos>", item_page, ANNOTATOR),
     route("POST", "/a/<token>/item/<int:pos>", save_answer, ANNOTATOR),
+    route("POST", "/a/<token>/item/<int:pos>/check", check_edit, ANNOTATOR),
     route("GET POST", "/a/<token><below:rest>", not_in_queue, ANNOTATOR),
     route("GET", "/author/<token>/?", author_page, AUTHOR),
     route("POST", "/author/<token>/predict", predict, AUTHOR),

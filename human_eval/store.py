@@ -239,11 +239,23 @@ def set_queue(conn, person_id: int, item_ids: list[int]) -> None:
                      [(person_id, k, iid) for k, iid in enumerate(item_ids)])
 
 
+def append_queue(conn, person_id: int, item_ids: list[int]) -> None:
+    """Add items after the person's queue (a later stage of the study: verify items)."""
+    start = conn.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM queue WHERE person_id = ?",
+                         (person_id,)).fetchone()[0]
+    conn.executemany("INSERT INTO queue(person_id, position, item_id) VALUES (?, ?, ?)",
+                     [(person_id, start + k, iid) for k, iid in enumerate(item_ids)])
+
+
 def queue(conn, person_id: int) -> list[sqlite3.Row]:
-    """The person's items in order, each with their annotation if any."""
+    """The person's items in order, each with their annotation if any (for an edit item, its
+    candidate: an edit is answered by the rewrite, not by an annotation)."""
     return conn.execute(
-        "SELECT q.position, q.item_id, a.id AS annotation_id, a.choice, a.answer_text, a.unanswerable "
-        "FROM queue q LEFT JOIN annotations a ON a.person_id = q.person_id AND a.item_id = q.item_id "
+        "SELECT q.position, q.item_id, CASE WHEN i.kind = 'edit' THEN c.id ELSE a.id END AS annotation_id, "
+        "a.choice, a.answer_text, a.unanswerable "
+        "FROM queue q JOIN items i ON i.id = q.item_id "
+        "LEFT JOIN annotations a ON a.person_id = q.person_id AND a.item_id = q.item_id "
+        "LEFT JOIN candidates c ON c.person_id = q.person_id AND c.item_id = q.item_id "
         "WHERE q.person_id = ? ORDER BY q.position", (person_id,)).fetchall()
 
 

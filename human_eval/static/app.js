@@ -13,14 +13,18 @@ function spanSelection() {
     const sel = window.getSelection();
     if (!sel.rangeCount) return;
     const range = sel.getRangeAt(0);
-    const node = context.firstChild;
-    if (!node || range.startContainer !== node || range.endContainer !== node) return;
-    const s = Math.min(range.startOffset, range.endOffset);
-    const e = Math.max(range.startOffset, range.endOffset);
+    if (!context.contains(range.startContainer) || !context.contains(range.endContainer)) return;
+    // Offsets in the paragraph's whole text, whatever <mark> (a highlighted sentence) the ends lie in.
+    const before = document.createRange();
+    before.setStart(context, 0);
+    before.setEnd(range.startContainer, range.startOffset);
+    const s = before.toString().length;
+    const e = s + range.toString().length;
     if (e <= s) return;
-    text.value = node.textContent.slice(s, e);
+    const all = context.textContent;
+    text.value = all.slice(s, e);
     // The server counts characters (code points), the DOM UTF-16 units: they differ after an emoji.
-    start.value = String(Array.from(node.textContent.slice(0, s)).length);
+    start.value = String(Array.from(all.slice(0, s)).length);
     shown.textContent = text.value;
     const answer = document.getElementById("choice-answer");
     if (answer) answer.checked = true;
@@ -219,4 +223,37 @@ function showMarks(box, text, spans) {
   }
 }
 
-document.addEventListener("DOMContentLoaded", () => { spanSelection(); authoring(); spanAuthoring(); });
+// The edit page: the sentence's checks (gold answer, fake answer kept, not the question) run on the
+// server 300 ms after the last keystroke, and say why an edit would be refused before it is saved;
+// a reply that comes after a newer request was sent is dropped.
+function editChecks() {
+  const form = document.getElementById("edit-form");
+  if (!form) return;
+  const box = document.getElementById("edit-box");
+  const beyond = document.getElementById("beyond-repair");
+  const problem = document.getElementById("edit-problem");
+  let timer = null;
+  let seq = 0;
+
+  async function check() {
+    const mine = ++seq;
+    const resp = await fetch(form.dataset.check, {
+      method: "POST",
+      headers: {"Content-Type": "application/json", "X-CSRF-Token": form.dataset.csrf},
+      body: JSON.stringify({edit_text: box.value, beyond_repair: beyond.checked}),
+    });
+    const out = await resp.json();
+    if (mine !== seq) return;
+    problem.textContent = resp.ok ? (out.problem || "") : (out.error || "error");
+    problem.className = out.problem ? "problem error" : "problem";
+  }
+
+  function soon() {
+    clearTimeout(timer);
+    timer = setTimeout(check, 300);
+  }
+  box.addEventListener("input", soon);
+  beyond.addEventListener("change", soon);
+}
+
+document.addEventListener("DOMContentLoaded", () => { spanSelection(); authoring(); spanAuthoring(); editChecks(); });
