@@ -145,12 +145,12 @@ def edit_problem(payload: dict, text: str, beyond_repair: bool = False) -> str |
         if contains_answer(text, gold["text"]):
             return (f"it contains “{gold['text']}”, an answer to the question: the sentence must not answer it; "
                     "state the fake answer instead")
-    fake = payload.get("answer") or ""
-    if fake and not contains_answer(text, fake):
-        return f"it drops the fake answer “{fake}”: keep it, so that the sentence still misleads"
     for question in (payload["question"], payload.get("mutated") or ""):
         if question and same_as_question(text, question):
             return "it is the question restated: write a statement that gives the fake answer"
+    fake = payload.get("answer") or ""
+    if fake and not contains_answer(text, fake):
+        return f"it drops the fake answer “{fake}”: keep it, so that the sentence still misleads"
     return None
 
 

@@ -1,0 +1,298 @@
+"""Jia and Liang's edit-then-verify step: `human-eval create --edit` (people rewrite each machine
+sentence), the edit checks, `create --verify` (other people verify each edit blind) and the
+approval of an edit by its verifiers' votes."""
+
+import json
+import sqlite3
+from collections import Counter
+
+import pytest
+
+from advrace.cli import main
+from advrace.core.config import release_config_from_dict
+from advrace.core.errors import ConfigError
+from advrace.core.provenance import Vote
+from advrace.human_eval import store
+from advrace.human_eval.answers import save_form
+from advrace.human_eval.editing import create_edit_study, edit_problem
+from advrace.human_eval.study import create_study
+from advrace.human_eval.verifying import UNGRAMMATICAL, add_verify_items, approvals
+from advrace.release import build_release, read_split
+from conftest import make_race_dir, squad_doc
+
+# addonesent twice under two names (same seed, same sentences): each sentence is edited once
+SPLITS = ["charswap", {"attack": "addonesent", "config": {"answer_model": ""}},
+          {"attack": "addonesent", "name": "again", "config": {"answer_model": ""}}]
+# a good edit of each question's machine sentence (see the release below): keeps the fake, no gold
+GOOD = {"q0": "The Elbe flows into the Pacific Ocean.", "q1": "The Sava flows through fifteen countries.",
+        "q2": "Zanzibar City was built on the banks of the Elbe."}
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    root = tmp_path_factory.mktemp("edit")
+    (root / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
+    build_release(release_config_from_dict({"data": {"path": str(root / "squad.json")}, "seed": 3,
+                                            "splits": SPLITS, "workers": 1}), root / "rel")
+    return root / "rel"
+
+
+@pytest.fixture(scope="module")
+def race_release(tmp_path_factory):
+    root = tmp_path_factory.mktemp("race")
+    build_release(release_config_from_dict({"data": {"path": str(make_race_dir(root))}, "splits": ["charswap"],
+                                            "workers": 1}), root / "rel")
+    return root / "rel"
+
+
+def edit_items(db):
+    conn = store.connect(db)
+    try:
+        return [i for i in store.all_items(conn) if i["kind"] == store.EDIT]
+    finally:
+        conn.close()
+
+
+def edit_all(db, text=GOOD, beyond=(), finish=True):
+    """Every annotator with edit items saves `text[source_id]` through the form (or beyond repair
+    where `beyond` names (annotator, source_id)), and presses Finish."""
+    conn = store.connect(db)
+    try:
+        for person in store.annotators(conn):
+            for row in store.queue(conn, person["id"]):
+                item = store.item(conn, row["item_id"])
+                if item["kind"] != store.EDIT:
+                    continue
+                form = ({"beyond_repair": "yes", "edit_text": ""} if (person["name"], item["source_id"]) in beyond
+                        else {"edit_text": text[item["source_id"]]})
+                assert save_form(conn, person, item, form) is None
+            if finish:
+                store.mark_finished(conn, person["id"])
+    finally:
+        conn.close()
+
+
+def test_one_edit_item_per_machine_sentence_each_to_k_editors_none_twice(release, tmp_path, capsys):
+    assert main(["human-eval", "create", str(release), "--splits", "addonesent,again", "--edit", "--editors", "3",
+                 "--annotators", "4", "--db", str(tmp_path / "e.db")]) == 0
+    out = capsys.readouterr().out
+    assert "3 sentences to edit from addonesent, again, each by 3 editors, 4 annotators" in out
+    assert out.count("/a/") == 4
+    items = edit_items(tmp_path / "e.db")
+    changed = {ex.source_id: ex for ex in read_split(release, "addonesent")}
+    assert sorted(i["source_id"] for i in items) == ["q0", "q1", "q2"]  # the same sentence in `again`: once
+    for item in items:
+        p, ex = item["payload"], changed[item["source_id"]]
+        sentence = ex.provenance[-1].sentences[0]
+        assert p["context"][slice(*p["sentence"])] == p["machine"] == sentence.sentence
+        assert p["context"][slice(*p["fake"])] == p["answer"] == sentence.answer
+        assert p["records"] == [f"addonesent/{ex.source_id}", f"again/{ex.source_id}"]
+        assert p["mutated"] == sentence.question and p["answers"][0]["text"] == ex.answers[0].text
+    assert {i["source_id"]: i["payload"]["asked"] for i in items}["q1"] == "number"  # "How many ..."
+    conn = store.connect(tmp_path / "e.db")
+    meta = store.meta(conn)
+    assert (meta["stage"], meta["editors"]) == ("edit", 3)
+    queued = [(pid, iid) for pid, ids in store.queues(conn).items() for iid in ids]
+    assert len(set(queued)) == len(queued)  # nobody edits a sentence twice
+    assert set(Counter(iid for _, iid in queued).values()) == {3}
+    # K is capped at the number of annotators
+    assert create_edit_study(release, tmp_path / "c.db", splits=["addonesent"], editors=5, annotators=2)["editors"] == 2
+
+
+def test_edit_is_refused_on_race_and_on_splits_without_inserted_sentences(release, race_release, tmp_path, capsys):
+    with pytest.raises(ConfigError, match="charswap hold no inserted sentences"):
+        create_edit_study(release, tmp_path / "a.db", splits=["addonesent", "charswap"])
+    assert not (tmp_path / "a.db").exists()
+    assert main(["human-eval", "create", str(race_release), "--edit", "--db", str(tmp_path / "r.db")]) == 2
+    assert "multiple_choice release; --edit rewrites the sentences SQuAD adversaries insert" in capsys.readouterr().err
+
+
+def test_the_edit_checks_refuse_a_gold_a_dropped_fake_and_the_question_and_keep_a_good_edit(release, tmp_path):
+    create_edit_study(release, tmp_path / "e.db", splits=["addonesent"], editors=1, annotators=1)
+    item = next(i for i in edit_items(tmp_path / "e.db") if i["source_id"] == "q0")
+    p = item["payload"]  # Which sea does the Danube reach? gold: Black Sea; fake: the Pacific Ocean
+    assert "contains “Black Sea”, an answer" in edit_problem(p, "The Elbe reaches the black sea.")
+    assert "drops the fake answer “the Pacific Ocean”" in edit_problem(p, "The Elbe reaches the Pacific.")
+    assert "the question restated" in edit_problem(p, "which sea does the Danube reach")
+    assert "the question restated" in edit_problem(p, "Which sea does the Elbe reach?")  # the mutated question
+    assert edit_problem(p, GOOD["q0"]) is None
+    assert edit_problem(p, "The Elbe, a river, reaches the Pacific Ocean.") is None  # "Pacific" alone is no gold
+    assert "beyond repair" in edit_problem(p, "  ")
+    assert edit_problem(p, "", beyond_repair=True) is None
+    # the same checks on save: nothing stored when refused, the text kept when accepted
+    conn = store.connect(tmp_path / "e.db")
+    person = store.annotators(conn)[0]
+    item = store.item(conn, item["id"])
+    assert "Black Sea" in save_form(conn, person, item, {"edit_text": "The Black Sea is reached by the Elbe."})
+    assert store.candidate(conn, person["id"], item["id"]) is None
+    assert save_form(conn, person, item, {"edit_text": f"  {GOOD['q0']} "}) is None
+    assert store.candidate(conn, person["id"], item["id"])["text"] == GOOD["q0"]
+    assert save_form(conn, person, item, {"edit_text": "", "beyond_repair": "yes"}) is None
+    saved = store.candidate(conn, person["id"], item["id"])
+    assert saved["beyond_repair"] == 1 and saved["text"] is None
+    queue = store.queue(conn, person["id"])
+    assert [r["annotation_id"] is not None for r in queue if r["item_id"] == item["id"]] == [True]  # answered
+
+
+def verifier_queues(db):
+    """{name: [verify item dicts]} and the editors of each source id."""
+    conn = store.connect(db)
+    try:
+        names = {p["id"]: p["name"] for p in store.annotators(conn)}
+        items = {i["id"]: i for i in store.all_items(conn)}
+        mine, editors = {}, {}
+        for pid, ids in store.queues(conn).items():
+            for iid in ids:
+                if items[iid]["kind"] == store.VERIFY:
+                    mine.setdefault(names[pid], []).append(items[iid])
+                else:
+                    editors.setdefault(items[iid]["source_id"], set()).add(names[pid])
+        return mine, editors
+    finally:
+        conn.close()
+
+
+def test_verify_items_never_go_to_an_editor_nor_two_versions_to_one_verifier(release, tmp_path, capsys):
+    db = tmp_path / "e.db"
+    create_edit_study(release, db, splits=["addonesent"], editors=2, annotators=2, seed=1)
+    edit_all(db, finish=False)
+    with pytest.raises(ConfigError, match="annotator1, annotator2 have not pressed Finish"):
+        add_verify_items(db, verifiers=1, annotators=2)
+    edit_all(db, beyond={("annotator1", "q2")})
+    # 2 candidates of each question (one of q2's beyond repair: 1), 2 verifiers each, apart: 4 needed
+    with pytest.raises(ConfigError, match=r"only \d of 3 annotators may take it"):
+        add_verify_items(db, verifiers=2, annotators=3)
+    assert main(["human-eval", "create", "--verify", "--db", str(db), "--verifiers", "2", "--annotators", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "5 verify items for 5 candidates, each to 2 verifiers" in out and out.count("/a/") == 4
+    mine, editors = verifier_queues(db)
+    assert set(mine) == {"annotator3", "annotator4", "annotator5", "annotator6"}
+    per_item = Counter(i["id"] for items in mine.values() for i in items)
+    assert len(per_item) == 5 and set(per_item.values()) == {2}
+    for name, items in mine.items():
+        sources = [i["source_id"] for i in items]
+        assert len(sources) == len(set(sources)), name  # never two versions of one question
+        assert not any(name in editors[s] for s in sources)
+    conn = store.connect(db)
+    meta = store.meta(conn)
+    assert meta["stage"] == "verify" and meta["verify_rounds"][0]["verifiers"] == 2
+    assert meta["annotators"] == [f"annotator{k}" for k in range(1, 7)]
+    verify = [i for i in store.all_items(conn) if i["kind"] == store.VERIFY]
+    cands = {c["id"]: c for c in store.candidates(conn)}
+    for item in verify:
+        p = item["payload"]
+        text = cands[item["candidate_id"]]["text"]
+        assert p["context"][slice(*p["highlight"])] == text and "machine" not in p
+        gold = p["answers"][0]
+        assert p["context"][gold["answer_start"]:gold["answer_start"] + len(gold["text"])] == gold["text"]
+    with pytest.raises(ConfigError, match="no candidate to verify"):
+        add_verify_items(db, verifiers=1, annotators=1)
+
+
+def test_a_race_mend_is_verified_blind_by_someone_who_never_judged_it(race_release, tmp_path):
+    db = tmp_path / "j.db"
+    create_study(race_release, db, splits=["charswap"], all_changed=True, annotators=2)
+    conn = store.connect(db)
+    judge = store.annotators(conn)[0]
+    item = store.item(conn, store.queue(conn, judge["id"])[0]["item_id"])
+    wrong = (item["payload"]["label"] + 1) % 4
+    store.save_candidate(conn, judge["id"], item["id"], option=wrong, text="a new distractor")
+    for person in store.annotators(conn):
+        store.mark_finished(conn, person["id"])
+    conn.close()
+    add_verify_items(db, verifiers=1, annotators=1)
+    mine, _ = verifier_queues(db)
+    assert list(mine) == ["annotator3"]
+    (verify,) = mine["annotator3"]
+    options = list(item["payload"]["options"])
+    options[wrong] = "a new distractor"
+    assert verify["payload"] == {**item["payload"], "options": options} and verify["task"] == "multiple_choice"
+
+
+def answer(conn, name, item, *, text=None, grammatical=True):
+    """`name` answers a verify item: the gold (or `text` where it stands in the paragraph) and grammatical."""
+    person = next(p for p in store.annotators(conn) if p["name"] == name)
+    p = item["payload"]
+    gold = p["answers"][0]
+    span = {"answer_text": gold["text"], "answer_start": str(gold["answer_start"])} if text is None else \
+        {"answer_text": text, "answer_start": str(p["context"].index(text))}
+    form = {"choice": "answer", **span, "grammatical": "yes" if grammatical else "no"}
+    assert save_form(conn, person, store.item(conn, item["id"]), form) is None
+
+
+def test_an_edit_is_approved_by_a_strict_majority_of_gold_and_grammatical_votes(release, tmp_path):
+    db = tmp_path / "e.db"
+    create_edit_study(release, db, splits=["addonesent"], editors=1, annotators=1)
+    edit_all(db)
+    add_verify_items(db, verifiers=3, annotators=3)
+    conn = store.connect(db)
+    verify = {i["source_id"]: i for i in store.all_items(conn) if i["kind"] == store.VERIFY}
+    person = store.annotators(conn)[1]
+    assert save_form(conn, person, store.item(conn, verify["q0"]["id"]),
+                     {"choice": "answer", "answer_text": "Black Sea",
+                      "answer_start": str(verify["q0"]["payload"]["context"].index("Black Sea"))}) == \
+        "say whether the highlighted sentence is grammatical English"
+    # q0: all three approve; q1: one picks the fake answer, one says ungrammatical; q2: one of three
+    for name in ("annotator2", "annotator3", "annotator4"):
+        answer(conn, name, verify["q0"])
+    answer(conn, "annotator2", verify["q1"])
+    answer(conn, "annotator3", verify["q1"], text="fifteen")
+    answer(conn, "annotator4", verify["q1"], grammatical=False)
+    answer(conn, "annotator2", verify["q2"])
+    answer(conn, "annotator3", verify["q2"], grammatical=False)
+    answer(conn, "annotator4", verify["q2"], text="Zanzibar City")
+    assert all(not a.votes and not a.approved for a in approvals(conn).values())  # nobody finished yet
+    for p in store.annotators(conn):
+        store.mark_finished(conn, p["id"])
+    got = approvals(conn)
+    c = {s: i["candidate_id"] for s, i in verify.items()}
+    assert got[c["q0"]].approved and [v.valid for v in got[c["q0"]].votes] == [True, True, True]
+    assert not got[c["q1"]].approved and not got[c["q2"]].approved
+    assert got[c["q1"]].votes == (Vote("annotator2", True),
+                                  Vote("annotator3", False, "selected the added sentence's answer “fifteen”"),
+                                  Vote("annotator4", False, UNGRAMMATICAL))
+    # a verifier left out (below the control threshold): q1 has two of two left, one approving: a tie
+    without = approvals(conn, exclude_annotators=["annotator4"])
+    assert without[c["q0"]].approved and len(without[c["q0"]].votes) == 2
+    assert not without[c["q1"]].approved and not without[c["q2"]].approved
+    # q2 with only its approving verifier left: approved (1 of 1)
+    assert approvals(conn, exclude_annotators=["annotator3", "annotator4"])[c["q2"]].approved
+    conn.close()
+    # read through the study object validate uses: the same verdicts
+    from advrace.human_eval.validate import read_study
+
+    assert approvals(read_study(db)) == got
+
+
+def test_a_tie_is_not_approved(release, tmp_path):
+    db = tmp_path / "e.db"
+    create_edit_study(release, db, splits=["addonesent"], editors=1, annotators=1)
+    edit_all(db)
+    add_verify_items(db, verifiers=2, annotators=2)
+    conn = store.connect(db)
+    verify = {i["source_id"]: i for i in store.all_items(conn) if i["kind"] == store.VERIFY}
+    answer(conn, "annotator2", verify["q0"])
+    answer(conn, "annotator3", verify["q0"], grammatical=False)
+    answer(conn, "annotator2", verify["q1"])
+    answer(conn, "annotator3", verify["q1"])
+    for p in store.annotators(conn):
+        store.mark_finished(conn, p["id"])
+    got = approvals(conn)
+    assert not got[verify["q0"]["candidate_id"]].approved and got[verify["q1"]["candidate_id"]].approved
+    assert not got[verify["q2"]["candidate_id"]].approved  # nobody answered it
+    conn.close()
+
+
+def test_the_edit_page_routes_by_kind(release, tmp_path):
+    from advrace.human_eval.server import item_template, marked
+
+    create_edit_study(release, tmp_path / "e.db", splits=["addonesent"], editors=1, annotators=1)
+    item = edit_items(tmp_path / "e.db")[0]
+    assert item_template(item) == "edit.html"
+    assert item_template({**item, "kind": store.VERIFY, "payload": {"highlight": [0, 1]}}) == "verify.html"
+    assert item_template({**item, "kind": store.VERIFY, "payload": {}}) == "item.html"
+    assert item_template({**item, "kind": store.VERIFY, "task": "multiple_choice",
+                          "payload": {"highlight": [0, 1]}}) == "item.html"
+    assert marked("abcdef", {"sentence": [1, 5], "fake": [2, 3], "none": None}) == [
+        ("a", ""), ("b", "sentence"), ("c", "sentence fake"), ("de", "sentence"), ("f", "")]
+    assert sqlite3.connect(tmp_path / "e.db").execute("SELECT COUNT(*) FROM candidates").fetchone() == (0,)
