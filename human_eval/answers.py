@@ -20,6 +20,14 @@ def prior_answer(row) -> dict:
             "comment": row["comment"] if row is not None and row["comment"] else ""}
 
 
+def form_answer(form: dict) -> dict:
+    """What the form shows after a refused save: what the person sent, as `prior_answer` gives it."""
+    choice = form.get("choice", "")
+    return {"unanswerable": choice == "unanswerable", "choice": int(choice) if choice.isdigit() else None,
+            "answer_text": form.get("answer_text", ""), "answer_start": form.get("answer_start", ""),
+            "reason": form.get("reason") or None, "comment": form.get("comment", "")}
+
+
 def save_form(db, person, item, form: dict) -> str | None:
     """Check and store a person's answer form (field name -> text) for an item; returns what is
     wrong with it, if anything (nothing is stored then). The app and an imported crowd-platform

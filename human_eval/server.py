@@ -30,7 +30,7 @@ from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import LETTERS
 
 from . import store
-from .answers import YES, prior_answer, save_form
+from .answers import YES, form_answer, prior_answer, save_form
 from .authoring import AuthoringModel, submit
 from .editing import EDIT_INSTRUCTIONS, edit_problem
 
@@ -189,7 +189,7 @@ def show_item(req, person, token, items, pos, error=None, form=None):
     prior = prior_answer(row)
     grammatical = None if row is None or row["grammatical"] is None else ("yes" if row["grammatical"] else "no")
     if form is not None:
-        grammatical = form.get("grammatical") or None
+        prior, grammatical = form_answer(form), form.get("grammatical") or None
     if template == "verify.html":
         context["paragraph"] = marked(item["payload"]["context"], {"highlight": item["payload"]["highlight"]})
     req.page(status, template, title=f"Question {pos + 1}", multiple_choice=item["task"] == MULTIPLE_CHOICE,

@@ -237,15 +237,17 @@ function editChecks() {
 
   async function check() {
     const mine = ++seq;
+    const sent = box.value;
     const resp = await fetch(form.dataset.check, {
       method: "POST",
       headers: {"Content-Type": "application/json", "X-CSRF-Token": form.dataset.csrf},
-      body: JSON.stringify({edit_text: box.value, beyond_repair: beyond.checked}),
+      body: JSON.stringify({edit_text: sent, beyond_repair: beyond.checked}),
     });
     const out = await resp.json();
     if (mine !== seq) return;
     problem.textContent = resp.ok ? (out.problem || "") : (out.error || "error");
     problem.className = out.problem ? "problem error" : "problem";
+    problem.dataset.checked = sent;  // which text the message is about
   }
 
   function soon() {
