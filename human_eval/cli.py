@@ -21,8 +21,8 @@ EPILOG = textwrap.dedent("""\
       advrace human-eval create releases/race-test --per-split 50 --seed 1 --annotators 3 --db study.db --port 8765
       advrace human-eval create releases/race-test --splits distractor_generation --all-changed --annotators 3 --db dg.db
       advrace human-eval validate dg.db releases/race-test --out releases/race-test-validated
-      advrace human-eval create releases/squad-dev --splits addonesent,addsent --edit --editors 5 --annotators 5 --db edit.db
-      advrace human-eval create --verify --db edit.db --verifiers 3 --annotators 6   # once the editors pressed Finish
+      advrace human-eval create SQUAD_RELEASE --splits addonesent,addsent --edit --editors 5 --annotators 5 --db edit.db
+      advrace human-eval create --verify --db EDIT_DB --verifiers 3 --annotators 15   # once the editors pressed Finish
       advrace human-eval serve study.db --port 8765          # as create prints it; send each annotator their link
       advrace human-eval report study.db --out reports/human
       advrace human-eval export study.db --out annotations.jsonl

@@ -228,6 +228,8 @@ def check_edit(req, person, token, pos):
     if item["kind"] != store.EDIT:
         return req.send_json(HTTPStatus.NOT_FOUND, {"error": "not a sentence to edit"})
     sent = json.loads(req.body().decode("utf-8") or "{}")
+    if not isinstance(sent, dict):
+        return req.send_json(HTTPStatus.BAD_REQUEST, {"error": "send a JSON object: edit_text, beyond_repair"})
     problem = edit_problem(item["payload"], str(sent.get("edit_text", "")), bool(sent.get("beyond_repair")))
     req.send_json(HTTPStatus.OK, {"problem": problem})
 

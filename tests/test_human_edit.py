@@ -296,3 +296,26 @@ def test_the_edit_page_routes_by_kind(release, tmp_path):
     assert marked("abcdef", {"sentence": [1, 5], "fake": [2, 3], "none": None}) == [
         ("a", ""), ("b", "sentence"), ("c", "sentence fake"), ("de", "sentence"), ("f", "")]
     assert sqlite3.connect(tmp_path / "e.db").execute("SELECT COUNT(*) FROM candidates").fetchone() == (0,)
+
+
+def test_a_later_verify_round_keeps_a_question_from_whoever_verified_it(race_release, tmp_path):
+    """Exclusion across rounds: annotator3 verified a mend of question x in the first round and has
+    not finished; a second round's mend of x (another version of it) may not go to them."""
+    db = tmp_path / "j.db"
+    create_study(race_release, db, splits=["charswap"], all_changed=True, annotators=2, judgements=1)
+    conn = store.connect(db)
+    first, second = store.annotators(conn)
+    item = store.item(conn, store.queue(conn, first["id"])[0]["item_id"])
+    store.save_candidate(conn, first["id"], item["id"], option=(item["payload"]["label"] + 1) % 4, text="a mend")
+    for person in (first, second):
+        store.mark_finished(conn, person["id"])
+    add_verify_items(db, verifiers=1, annotators=1)
+    # a second version of the same question, mended (as a crowd platform's file could bring it)
+    other = store.add_item(conn, "charswap", item["record_id"], item["source_id"], item["task"], item["payload"])
+    store.save_candidate(conn, second["id"], other, option=item["payload"]["label"] ^ 1, text="another mend")
+    conn.close()
+    with pytest.raises(ConfigError, match="only 0 of 1 annotator may take it"):
+        add_verify_items(db, verifiers=1, annotators=0)
+    assert add_verify_items(db, verifiers=1, annotators=1)["annotators"].keys() == {"annotator4"}
+    mine, _ = verifier_queues(db)
+    assert [i["candidate_id"] for i in mine["annotator4"]] == [2]
