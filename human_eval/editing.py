@@ -11,6 +11,7 @@ An edit is a candidate (`store.save_candidate`); `verifying` then has other anno
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from advrace.attacks.adversarial_squad import contains_answer, same_as_question
@@ -46,12 +47,14 @@ def machine_sentences(example) -> list[tuple[int, int, object]]:
 def edit_payload(example, start: int, end: int, record, records: list[str]) -> dict:
     """What an editor is shown: the judge payload, the machine sentence's span in the context
     (`sentence`) and text (`machine`), its fake answer (`answer`, and `fake`, its span in the
-    context, when found there), the answer type group the question asks for (`asked`: name, time,
+    sentence in any case, when found there), the answer type group the question asks for (`asked`: name, time,
     number, word; from its wh-word, else the fake's own type, which the attack made the gold's),
     the mutated question the sentence states (`mutated`), and the record ids it stands in."""
-    fake_at = example.context.find(record.answer, start, end) if record.answer else -1
+    # "the Halloway Canal" opens its sentence as "The Halloway Canal"
+    fake = re.compile(re.escape(record.answer), re.IGNORECASE).search(example.context, start, end) \
+        if record.answer else None
     return {**item_payload(example), "sentence": [start, end], "machine": example.context[start:end],
-            "answer": record.answer, "fake": [fake_at, fake_at + len(record.answer)] if fake_at >= 0 else None,
+            "answer": record.answer, "fake": list(fake.span()) if fake else None,
             "asked": asked_group(example.question) or TYPE_GROUPS.get(record.answer_type),
             "mutated": record.question, "records": records}
 

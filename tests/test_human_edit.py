@@ -319,3 +319,16 @@ def test_a_later_verify_round_keeps_a_question_from_whoever_verified_it(race_rel
     assert add_verify_items(db, verifiers=1, annotators=1)["annotators"].keys() == {"annotator4"}
     mine, _ = verifier_queues(db)
     assert [i["candidate_id"] for i in mine["annotator4"]] == [2]
+
+
+def test_the_fake_answer_is_marked_whatever_its_case():
+    """A fake "the Halloway Canal" opens its sentence as "The Halloway Canal"."""
+    from advrace.core.examples import SpanExample
+    from advrace.core.provenance import AdversarialSentence
+    from advrace.human_eval.editing import edit_payload
+
+    context = "The Main canal is old. The Halloway Canal links the Vistula to the Rhine."
+    ex = SpanExample("addonesent/x", "", context, "Which canal links the Danube to the Rhine?", [("The Main canal", 0)])
+    sentence = AdversarialSentence("The Halloway Canal links the Vistula to the Rhine.", answer="the Halloway Canal")
+    p = edit_payload(ex, 23, len(context), sentence, [ex.id])
+    assert context[slice(*p["fake"])] == "The Halloway Canal" and p["machine"] == sentence.sentence
