@@ -23,7 +23,7 @@ from advrace.core.text import plural
 from advrace.release import check_release
 
 from . import store
-from .study import assignment, changed_items, item_payload, release_id
+from .study import changed_items, item_payload, release_id, write_study
 
 MAX_EDIT = 1000  # characters: a sentence, not a paragraph
 EDIT_INSTRUCTIONS = ("Rewrite the highlighted sentence into fluent English that keeps a fake answer of the kind "
@@ -109,25 +109,10 @@ def create_edit_study(release_dir, db_path, *, splits=None, editors: int = 5, an
     names = list(names or [f"annotator{i + 1}" for i in range(annotators)])
     editors = min(editors, len(names))
     items = edit_items(release_dir, splits)
-    conn = store.connect(db_path)
-    try:
-        store.init(conn)
-        with store.transaction(conn):
-            store.set_meta(conn, release=str(Path(release_dir).resolve()), release_name=manifest["name"],
-                           task=manifest["task"], seed=seed, per_split=None, splits=splits, all_changed=True,
-                           judgements=editors, annotators=names, manifest_sha256=release_id(release_dir),
-                           stage=store.EDIT, editors=editors)
-            item_ids = [store.add_item(conn, split, ex.id, ex.source_id, ex.task, payload, kind=store.EDIT)
-                        for split, ex, payload in items]
-            tokens, queues = {}, assignment(item_ids, names, editors, seed)
-            for name in names:
-                person_id, tokens[name] = store.add_person(conn, name, store.ANNOTATOR)
-                store.set_queue(conn, person_id, queues[name])
-    except BaseException:
-        conn.close()
-        db_path.unlink(missing_ok=True)
-        raise
-    conn.close()
+    meta = dict(release=str(Path(release_dir).resolve()), release_name=manifest["name"], task=manifest["task"],
+                seed=seed, per_split=None, splits=splits, all_changed=True, judgements=editors, annotators=names,
+                manifest_sha256=release_id(release_dir), stage=store.EDIT, editors=editors)
+    tokens, item_ids = write_study(db_path, meta, items, names, editors, seed, kind=store.EDIT)
     return {"annotators": tokens, "items": len(item_ids), "splits": splits, "editors": editors}
 
 

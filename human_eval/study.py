@@ -184,17 +184,28 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
     if all_changed and not any(chosen.values()):
         raise ConfigError(f"{release_dir}: no changed items (perturbed: true) in {', '.join(chosen_splits)}; "
                           "name the attacked splits with --splits")
+    meta = dict(release=str(Path(release_dir).resolve()), release_name=manifest["name"], task=manifest["task"],
+                seed=seed, per_split=None if all_changed else per_split, splits=chosen_splits,
+                all_changed=all_changed, judgements=judgements, annotators=names,
+                manifest_sha256=release_id(release_dir))
+    tokens, item_ids = write_study(db_path, meta, [(split, ex, item_payload(ex)) for split in chosen_splits
+                                                   for ex in chosen[split]], names, judgements, seed)
+    return {"annotators": tokens, "items": len(item_ids), "splits": chosen_splits, "left_out": left_out}
+
+
+def write_study(db_path: Path, meta: dict, items: list[tuple], names: list[str], judgements: int, seed: int, *,
+                kind: str = store.JUDGE, apart: dict | None = None) -> tuple[dict[str, str], list[int]]:
+    """Write a new study database: its `meta`, its items ((split, example, payload) each, of one
+    `kind`), the annotators and their queues (`assignment`, `judgements` per item); nothing is left
+    behind if any of it fails. Returns ({name: token}, the item ids)."""
     conn = store.connect(db_path)
     try:
         store.init(conn)
         with store.transaction(conn):
-            store.set_meta(conn, release=str(Path(release_dir).resolve()), release_name=manifest["name"],
-                           task=manifest["task"], seed=seed, per_split=None if all_changed else per_split,
-                           splits=chosen_splits, all_changed=all_changed, judgements=judgements,
-                           annotators=names, manifest_sha256=release_id(release_dir))
-            item_ids = [store.add_item(conn, split, ex.id, ex.source_id, ex.task, item_payload(ex))
-                        for split in chosen_splits for ex in chosen[split]]
-            tokens, queues = {}, assignment(item_ids, names, judgements, seed)
+            store.set_meta(conn, **meta)
+            item_ids = [store.add_item(conn, split, ex.id, ex.source_id, ex.task, payload, kind=kind)
+                        for split, ex, payload in items]
+            tokens, queues = {}, assignment(item_ids, names, judgements, seed, apart=apart)
             for name in names:
                 person_id, tokens[name] = store.add_person(conn, name, store.ANNOTATOR)
                 store.set_queue(conn, person_id, queues[name])
@@ -203,7 +214,7 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
         db_path.unlink(missing_ok=True)
         raise
     conn.close()
-    return {"annotators": tokens, "items": len(item_ids), "splits": chosen_splits, "left_out": left_out}
+    return tokens, item_ids
 
 
 def release_id(release_dir) -> str:

@@ -220,13 +220,18 @@ def answer(conn, name, item, *, text=None, grammatical=True):
     assert save_form(conn, person, store.item(conn, item["id"]), form) is None
 
 
-def test_an_edit_is_approved_by_a_strict_majority_of_gold_and_grammatical_votes(release, tmp_path):
-    db = tmp_path / "e.db"
+def to_verify(release, db, verifiers):
+    """One editor's good edits, each verified by `verifiers` new annotators: (connection, verify items by source id)."""
     create_edit_study(release, db, splits=["addonesent"], editors=1, annotators=1)
     edit_all(db)
-    add_verify_items(db, verifiers=3, annotators=3)
+    add_verify_items(db, verifiers=verifiers, annotators=verifiers)
     conn = store.connect(db)
-    verify = {i["source_id"]: i for i in store.all_items(conn) if i["kind"] == store.VERIFY}
+    return conn, {i["source_id"]: i for i in store.all_items(conn) if i["kind"] == store.VERIFY}
+
+
+def test_an_edit_is_approved_by_a_strict_majority_of_gold_and_grammatical_votes(release, tmp_path):
+    db = tmp_path / "e.db"
+    conn, verify = to_verify(release, db, 3)
     person = store.annotators(conn)[1]
     assert save_form(conn, person, store.item(conn, verify["q0"]["id"]),
                      {"choice": "answer", "answer_text": "Black Sea",
@@ -265,12 +270,7 @@ def test_an_edit_is_approved_by_a_strict_majority_of_gold_and_grammatical_votes(
 
 
 def test_a_tie_is_not_approved(release, tmp_path):
-    db = tmp_path / "e.db"
-    create_edit_study(release, db, splits=["addonesent"], editors=1, annotators=1)
-    edit_all(db)
-    add_verify_items(db, verifiers=2, annotators=2)
-    conn = store.connect(db)
-    verify = {i["source_id"]: i for i in store.all_items(conn) if i["kind"] == store.VERIFY}
+    conn, verify = to_verify(release, tmp_path / "e.db", 2)
     answer(conn, "annotator2", verify["q0"])
     answer(conn, "annotator3", verify["q0"], grammatical=False)
     answer(conn, "annotator2", verify["q1"])
