@@ -197,6 +197,9 @@ def _run(args) -> int:
         annotators = 3 if args.annotators is None else args.annotators
         if args.edit and args.verify:
             raise ConfigError("--edit creates an edit study, --verify adds verify items to one: give one of them")
+        if (args.edit or args.verify) and (args.per_split is not None or args.judgements is not None):
+            raise ConfigError("--edit takes every machine sentence of the changed questions, each to --editors "
+                              "annotators, and --verify each edit to --verifiers: drop --per-split and --judgements")
         if args.verify:
             if args.release:
                 raise ConfigError(f"--verify adds to the study --db, made from its own release; drop {args.release}")

@@ -158,9 +158,13 @@ def mark_finished(conn, person_id: int) -> None:
         conn.execute("UPDATE people SET finished = 1 WHERE id = ?", (person_id,))
         name = conn.execute("SELECT name FROM people WHERE id = ?", (person_id,)).fetchone()["name"]
         set_meta(conn, **{FINISHED_KEY + name: annotations_sha256(conn, person_id)})
+        mine = [candidate_row(c) for c in candidates(conn) if c["person_id"] == person_id]
+        if mine:  # an editor's (or mending judge's) rewrites, kept the same way
+            set_meta(conn, **{FINISHED_CANDIDATES_KEY + name: candidates_sha256(mine)})
 
 
 FINISHED_KEY = "finished_sha256:"  # + an annotator's name: the sha256 of their answers when they finished
+FINISHED_CANDIDATES_KEY = "finished_candidates_sha256:"  # + a name: the sha256 of their candidates then
 
 
 def annotators(conn) -> list[sqlite3.Row]:

@@ -60,8 +60,10 @@ def add_verify_items(db_path, *, verifiers: int = 3, annotators: int = 0, seed: 
     anyone who judged or verified another version of it: `assignment`'s `exclude`), none given two
     versions of one question (`apart` by source id), from the annotators who have not pressed
     Finish and `annotators` new accounts. Refused while an editor or judge has not pressed Finish
-    (their candidates could still change). Meta records `stage: "verify"` and, per call, the
-    round in `verify_rounds` (seed, verifiers, the eligible names, the items). Returns
+    (their candidates could still change). Meta records `stage: "verify"`, the new names in
+    `annotators`, and per call the round in `verify_rounds` (seed, verifiers, the eligible names,
+    the items): the round's queues are `assignment(items, eligible, verifiers, seed, apart=source
+    id of each, exclude=the names whose queue held that source id before the round)`. Returns
     {"annotators": {new name: token}, "items": n, "candidates": n}."""
     db_path = Path(db_path)
     if not db_path.is_file():

@@ -92,6 +92,8 @@ def test_one_edit_item_per_machine_sentence_each_to_k_editors_none_twice(release
     conn = store.connect(tmp_path / "e.db")
     meta = store.meta(conn)
     assert (meta["stage"], meta["editors"]) == ("edit", 3)
+    assert main(["human-eval", "create", str(release), "--edit", "--judgements", "2", "--db", str(tmp_path / "j.db")]) == 2
+    assert "drop --per-split and --judgements" in capsys.readouterr().err
     queued = [(pid, iid) for pid, ids in store.queues(conn).items() for iid in ids]
     assert len(set(queued)) == len(queued)  # nobody edits a sentence twice
     assert set(Counter(iid for _, iid in queued).values()) == {3}
@@ -159,6 +161,11 @@ def test_verify_items_never_go_to_an_editor_nor_two_versions_to_one_verifier(rel
     with pytest.raises(ConfigError, match="annotator1, annotator2 have not pressed Finish"):
         add_verify_items(db, verifiers=1, annotators=2)
     edit_all(db, beyond={("annotator1", "q2")})
+    conn = store.connect(db)
+    finished = store.meta(conn)[store.FINISHED_CANDIDATES_KEY + "annotator1"]  # their edits, as at Finish
+    assert finished == store.candidates_sha256([store.candidate_row(c) for c in store.candidates(conn)
+                                                if c["annotator"] == "annotator1"])
+    conn.close()
     # 2 candidates of each question (one of q2's beyond repair: 1), 2 verifiers each, apart: 4 needed
     with pytest.raises(ConfigError, match=r"only \d of 3 annotators may take it"):
         add_verify_items(db, verifiers=2, annotators=3)
