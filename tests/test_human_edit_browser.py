@@ -54,7 +54,10 @@ def save(browser):
 
     old = browser.find_element(By.TAG_NAME, "html")
     browser.find_element(By.ID, "save").click()
-    WebDriverWait(browser, 10).until(lambda d: old.id != d.find_element(By.TAG_NAME, "html").id)
+    wait = WebDriverWait(browser, 10)
+    wait.until(lambda d: old.id != d.find_element(By.TAG_NAME, "html").id)
+    wait.until(lambda d: d.execute_script("return document.readyState") == "complete"
+               and d.find_elements(By.CSS_SELECTOR, "p.progress"))
 
 
 def refusal(browser):
@@ -68,7 +71,7 @@ def finish(browser, url, token):
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(f"{url}/a/{token}/progress")
-    assert "All answered" in browser.page_source
+    WebDriverWait(browser, 10).until(lambda d: "All answered" in d.page_source)
     old = browser.find_element(By.TAG_NAME, "html")
     browser.execute_script("document.querySelector(\"form[action$='/finish']\").submit()")
     WebDriverWait(browser, 10).until(lambda d: old.id != d.find_element(By.TAG_NAME, "html").id)
