@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import shlex
 import socket
+import sys
 import textwrap
 from pathlib import Path
 
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import plural
-from advrace.release.card import RATES, validation_fate, validation_summary
+from advrace.release.card import RATES, after_people_text, people_edit_text, validation_fate, validation_summary
 
 TASKS = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
 
@@ -140,6 +141,10 @@ def add_human_eval_parser(subparsers):
     v.add_argument("--partial", action="store_true",
                    help="validate an unfinished study: an item whose votes so far decide its verdict gets it; "
                         "the others stay as they are, marked unvalidated in provenance")
+    v.add_argument("--adversary", metavar="MODEL",
+                   help="a span checkpoint: an edited AddSent split takes, of each question's approved sentences, "
+                        "the one MODEL does worst on (AddSent's criterion, as Jia and Liang chose); required when "
+                        "the study edited an addsent split")
 
     x = sub.add_parser("export", help="every annotation as JSONL")
     x.add_argument("db")
@@ -219,15 +224,22 @@ def _run(args) -> int:
         print(f"\nwrote {args.out}: report.json, report.md, report.png ({plural(len(result['splits']), 'split')})")
         return 0
     if cmd == "validate":
-        done = validate.validate_release(args.db, args.release, args.out, drop=args.drop, partial=args.partial)
+        done = validate.validate_release(args.db, args.release, args.out, drop=args.drop, partial=args.partial,
+                                         adversary=args.adversary)
         print(f"wrote {args.out}: validated from {args.release} by the study {args.db}")
         for split, v in done["splits"].items():
-            print(f"  {split}: {validation_summary(v)}; {validation_fate(v, args.drop)}")
+            if v.get("kind") == "edit":
+                print(f"  {split}: {people_edit_text(v, args.drop)}")
+                continue
+            print(f"  {split}: {validation_summary(v)}; {validation_fate(v, args.drop)}{after_people_text(v)}")
             if v["unjudged"]:
                 print(f"  {split}: {plural(v['unjudged'], 'item')} not yet judged, left as they were and marked "
                       "unvalidated (--partial)")
         print(textwrap.fill(RATES, 100))
         print("check it with: " + shlex.join(["advrace", "verify", args.out, "--study", args.db]))
+        sys.stdout.flush()  # after the summary, where stdout and stderr share a terminal
+        for line in done["warnings"]:
+            print(line, file=sys.stderr)
         return 0
     if cmd == "export":
         print(f"wrote {plural(report.export_jsonl(args.db, args.out), 'annotation')} to {args.out}")
