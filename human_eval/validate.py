@@ -159,6 +159,9 @@ def answer_problems(study: Study) -> list[str]:
     for a in study.annotations:
         if (a["annotator"], a["item_id"]) not in queued:
             problems.append(f"{a['annotator']} answered {a['record_id']}, which is not in their queue")
+    for c in study.candidates:
+        if (c["annotator"], c["item_id"]) not in queued:
+            problems.append(f"{c['annotator']} rewrote {c['record_id']}, which is not in their queue")
     editors = {(c["source_id"], c["annotator"]) for c in study.candidates if c["item_kind"] == store.EDIT}
     for a in study.annotations:
         if a["kind"] == store.VERIFY and (a["source_id"], a["annotator"]) in editors:
