@@ -364,7 +364,7 @@ class Chooser:
     def _adversary(self, model: str, info: dict):
         """AddSent's attack with `model` in place of the release's checkpoint, the split's other
         settings kept (batch size, length, precision), so its F1 is AddSent's."""
-        from advrace.attacks import get_attack  # deferred: importing the attacks loads every attack module
+        from advrace.attacks import get_attack  # deferred for start-up time: importing the attacks loads every attack module
 
         cls = get_attack(selection.ADVERSARIAL, EXTRACTIVE_QA)
         fields = {f.name for f in dataclasses.fields(cls.Config)}
@@ -376,7 +376,7 @@ class Chooser:
         return attack
 
     def _scores(self, example, texts: list[str]) -> list[float]:
-        from advrace.attacks.adversarial_squad import model_f1s
+        from advrace.attacks.adversarial_squad import model_f1s  # deferred for start-up time: only --adversary scores
 
         contexts = [selection.with_sentence(example, t).context for t in texts]
         f1s = model_f1s(self._attack.scorer, [example] * len(texts), contexts)
@@ -395,9 +395,9 @@ class Chooser:
         if len(approved) == 1:
             chosen, why, how = approved[0], "the only approved edit", selection.ONLY
         elif approved and self.attacks[split] == selection.ADVERSARIAL:
-            scores = self._scores(ex, [c["text"] for c in approved])
-            from advrace.attacks.adversarial_squad import worst
+            from advrace.attacks.adversarial_squad import worst  # deferred for start-up time: only --adversary scores
 
+            scores = self._scores(ex, [c["text"] for c in approved])
             f1s = {c["id"]: f for c, f in zip(approved, scores)}
             chosen, how = approved[worst(scores)], selection.WORST
             why = (f"the approved edit {self.adversary_record['model']} does worst on (F1 {f1s[chosen['id']]:.4g} "
