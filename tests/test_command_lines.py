@@ -51,6 +51,8 @@ PARSE_ONLY = {
                                    "and tests/test_human_eval_browser.py run it",
     "advrace verify releases/sample-validated --study": "a release that validate wrote "
                                                         "(tests/test_human_validation.py runs verify --study)",
+    "advrace verify releases/squad-people --study": "a release that validate wrote from an edit study "
+                                                    "(tests/test_human_release.py runs verify --study)",
     "advrace human-eval create releases/race-test --splits distractor_generation": "a release of the full RACE "
                                                                                    "test set with trained DG",
     "advrace build my-release.yaml": "a config the reader writes, shown above it in the README",
