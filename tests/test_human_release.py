@@ -381,3 +381,49 @@ def test_dg_holds_the_approved_mend(dg_release, tmp_path):
     assert "3 judged invalid, 1 of them kept with people's mend, 2 put back" in card
     assert "`people_edited` record" in card
     assert main(["verify", str(tmp_path / "v"), "--study", str(tmp_path / "s.db")]) == 0
+
+
+# --------------------------------------------------------------------------- derive_release: a replaced question
+
+DERIVED = "addsent_on_charswap"
+
+
+def test_a_replaced_question_is_written_and_the_split_built_from_it_follows(tmp_path):
+    """derive_release alone: a decision that replaces charswap's question keeps it attacked in its
+    new form (re-audited), and the split built from charswap takes that new question as its own,
+    put back with its source's (it was made from the text the decision replaced)."""
+    from advrace.release.build import WITH_SOURCE, Decision, derive_release
+
+    build_release(release_config_from_dict({"data": {"path": str(make_race_dir(tmp_path))}, "workers": 1, "splits": [
+        "charswap", {"attack": "addsent", "name": DERIVED, "from": "charswap"}]}), tmp_path / "rel")
+    ex = changed_items(tmp_path / "rel", "charswap")[0]
+    sid = ex.source_id
+    new = with_option(ex, (ex.label + 1) % 4, "A mended distractor")
+    record = PeopleEdited(ex.options[(ex.label + 1) % 4], chosen=None, why="test")
+    derive_release(tmp_path / "rel", tmp_path / "out", {"charswap": {ex.id: Decision(record, example=new)}}, {})
+    manifest = check_release(tmp_path / "out")
+    out = rows(tmp_path / "out", "charswap")[ex.id]
+    assert out.options == new.options and out.provenance[-1] == record and out.provenance[:-1] == new.provenance
+    assert manifest["splits"]["charswap"]["perturbed"] == check_release(tmp_path / "rel")["splits"]["charswap"]["perturbed"]
+    derived = rows(tmp_path / "out", DERIVED)[f"{DERIVED}/{sid}"]
+    assert derived.options == new.options and derived.passage == new.passage
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert stats["splits"][DERIVED]["unperturbed_reasons"].get(WITH_SOURCE) == 1
+    assert stats["audit"]["charswap"]["checked"] == len(rows(tmp_path / "out", "charswap"))
+    other = changed_items(tmp_path / "rel", "charswap")[1]
+    with pytest.raises(ConfigError, match="keeps the question's id"):
+        derive_release(tmp_path / "rel", tmp_path / "bad", {"charswap": {ex.id: Decision(record, example=other)}}, {})
+
+
+def test_an_unverified_edit_needs_partial_and_leaves_the_question_as_the_machine_made_it(squad_release, tmp_path):
+    rid = "addonesent/q0"
+    edit_study(squad_release, tmp_path / "s.db", ["addonesent"], {rid: [("editor1", "Oslo is far away.")]}, {},
+               finish=[*EDITORS, "verifier1"])
+    with pytest.raises(ConfigError, match=r"unfinished study: 1 of 4 items .*verifier2 .*--partial"):
+        validate_release(tmp_path / "s.db", squad_release, tmp_path / "v")
+    v = validate_release(tmp_path / "s.db", squad_release, tmp_path / "v", partial=True)
+    split = v["splits"]["addonesent"]
+    assert v["study"]["partial"] and (split["unvalidated"], split["back"], split["kept"]) == (1, 2, 1)
+    out = rows(tmp_path / "v", "addonesent")[rid]
+    assert out.context == rows(squad_release, "addonesent")[rid].context
+    assert out.provenance[-1].chosen is None and "not decided" in out.provenance[-1].why
