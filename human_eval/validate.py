@@ -136,7 +136,19 @@ def study_problems(study: Study, release_dir, changed: dict | None = None) -> li
             if c is None or c["source_id"] != item["source_id"]:
                 problems.append(f"verify item {item['id']} ({item['record_id']}) holds candidate {item['candidate_id']}, "
                                 "which is no candidate of its question")
+            elif not shows(item["payload"], c):
+                problems.append(f"verify item {item['id']} ({item['record_id']}) does not show its candidate's text")
     return problems + answer_problems(study)
+
+
+def shows(payload: dict, c: dict) -> bool:
+    """Whether a verify item's payload shows its candidate: the sentence in the context, or the
+    mended option in its place."""
+    text = (c["text"] or "").strip()
+    if c["option"] is None:
+        return bool(text) and text in payload.get("context", "")
+    options = payload.get("options") or []
+    return c["option"] < len(options) and options[c["option"]] == text
 
 
 def answer_problems(study: Study) -> list[str]:
@@ -270,7 +282,10 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     short = check_study(study, release_dir, manifest, partial, changed, votes, excluded)
     approved = (approve or selection.approvals)(study, excluded)
     chooser = Chooser(study, approved, attacks, adversary, manifest, needs)
-    k, seed = study.meta["judgements"], study.meta["seed"]
+    k, seed = study.meta.get("judgements") or 0, study.meta["seed"]
+    queued = study.expected(excluded)  # an excluded judge's item is decided by the others' votes
+    ks = {item["record_id"]: queued.get(item["id"], 0) if excluded else k
+          for item in study.items if item["kind"] == store.JUDGE}
     decisions, undone, gone, per_split, reasons = {}, {}, {}, {}, {}
     for split in studied:
         source = manifest["splits"][split].get("source") or ORIGINAL
@@ -279,16 +294,16 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
             if split in edited:
                 d = chooser.edit_decision(split, ex, partial)
             else:
-                d = chooser.judge_decision(ex, votes[ex.id], k, seed)
+                d = chooser.judge_decision(ex, votes[ex.id], ks[ex.id], seed)
             if ex.source_id in undone.get(source, ()):  # put back, dropped or replaced there
                 counts["with_source"] += 1
                 record = (dataclasses.replace(d.record, chosen=None, why=WITH_SOURCE) if split in edited else
-                          Validated(verdict(votes[ex.id], k) or UNVALIDATED, votes[ex.id], WITH_SOURCE))
+                          Validated(verdict(votes[ex.id], ks[ex.id]) or UNVALIDATED, votes[ex.id], WITH_SOURCE))
                 d = Decision(record, keep=False, reason=WITH_SOURCE)
             else:
                 counts[outcome(d)] += 1
                 if split not in edited:
-                    counts[verdict(votes[ex.id], k) or UNVALIDATED] += 1
+                    counts[verdict(votes[ex.id], ks[ex.id]) or UNVALIDATED] += 1
             decisions[split][ex.id] = d
             if not d.keep:
                 gone[split].add(ex.source_id)

@@ -262,6 +262,8 @@ def test_the_release_verifies_with_its_study_and_refuses_a_changed_edit(squad_re
     conn.close()
     assert main(["verify", str(tmp_path / "v"), "--study", str(copy)]) == 1
     assert "its candidates (people's edits and mends" in capsys.readouterr().err
+    with pytest.raises(TamperedStudy, match=r"verify item \d+ \(addonesent/q0\) does not show its candidate's text"):
+        validate_release(copy, squad_release, tmp_path / "x")
     # a verifier who edited the question they verify is refused
     conn = store.connect(copy)
     conn.execute("UPDATE candidates SET text = 'Bergen is far away.' WHERE text = 'Bergen is near.'")

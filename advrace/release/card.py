@@ -233,8 +233,9 @@ def validation_lines(validation: dict | None) -> list[str]:
     source, study = validation["source_release"], validation["study"]
     lines = ["## Validated by people", "",
              f"Made from the release `{source['name']}` (manifest sha256 `{source['manifest_sha256'][:16]}`) by "
-             f"a study of every question the attacks below changed: {plural(study['annotators'], 'annotator')}, "
-             f"{plural(study['judgements'], 'judgement')} per question; annotations sha256 "
+             f"a study of every question the attacks below changed: {plural(study['annotators'], 'annotator')}"
+             + (f", {plural(study['judgements'], 'judgement')} per question" if study.get("judgements") else "")
+             + f"; annotations sha256 "
              f"`{study['annotations_sha256'][:16]}`. {RATES}", ""]
     for split in validation["splits"]:
         lines.append(f"- `{split}`: {validated_split_text(validation, split)}.")
