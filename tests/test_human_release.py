@@ -429,3 +429,33 @@ def test_an_unverified_edit_needs_partial_and_leaves_the_question_as_the_machine
     out = rows(tmp_path / "v", "addonesent")[rid]
     assert out.context == rows(squad_release, "addonesent")[rid].context
     assert out.provenance[-1].chosen is None and "not decided" in out.provenance[-1].why
+
+
+def test_control_and_baseline_items_never_change_the_release(squad_release, tmp_path):
+    """A control and a baseline item (the original of a studied question, sharing its record id),
+    answered wrong by one verifier and left unanswered by another: no vote, no approval, no
+    decision and no "unfinished" rests on them."""
+    rid = "addonesent/q0"
+    edit_study(squad_release, tmp_path / "s.db", ["addonesent"], {rid: [("editor1", "Oslo is far away.")]}, {},
+               finish=[*EDITORS, "verifier2", "verifier3"])
+    original = rows(squad_release, "original")["original/q0"]
+    conn = store.connect(tmp_path / "s.db")
+    person = conn.execute("SELECT id FROM people WHERE name = 'verifier1'").fetchone()["id"]
+    queue = [row["item_id"] for row in store.queue(conn, person)]
+    with store.transaction(conn):
+        extra = [store.add_item(conn, "addonesent", rid, "q0", original.task, item_payload(original), kind=kind)
+                 for kind in (store.CONTROL, store.BASELINE)]
+        conn.execute("DELETE FROM queue WHERE person_id = ?", (person,))
+        store.set_queue(conn, person, queue + extra)
+        idle = conn.execute("SELECT id FROM people WHERE name = 'verifier2'").fetchone()["id"]
+        conn.execute("DELETE FROM queue WHERE person_id = ?", (idle,))
+        store.set_queue(conn, idle, queue + extra)
+    for iid in extra:
+        store.save_annotation(conn, person, iid, unanswerable=True, reason="no correct option")
+    store.mark_finished(conn, person)
+    conn.close()
+    v = validate_release(tmp_path / "s.db", squad_release, tmp_path / "v")["splits"]["addonesent"]
+    assert (v["approved"], v["verified"], v["kept"]) == (1, 1, 1)
+    record = rows(tmp_path / "v", "addonesent")[rid].provenance[-1]
+    assert [x.annotator for x in record.edits[0].verifications] == list(VERIFIERS)
+    assert all(x.valid for x in record.edits[0].verifications)
