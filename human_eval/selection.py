@@ -40,49 +40,64 @@ RANDOM, WORST, ONLY = "random", "worst", "only"  # how a question's edit was cho
 @dataclass(frozen=True)
 class Approval:
     """A candidate's verification: `approved` (a strict majority of its verifiers chose the gold
-    and, for a sentence, said grammatical), its `votes` and whether the votes still to come could
-    change it (`decided`; always, in a finished study)."""
+    and, for a sentence, said grammatical) and its `votes`."""
 
     approved: bool
-    votes: tuple[Verification, ...]
-    decided: bool = True
+    votes: tuple
 
 
 def verification(a: dict) -> Verification:
-    """A verify item's answer (a row of `store.annotations`) as a verification."""
-    v = vote(a)
+    """A verify item's answer (a row of `store.annotations`) as a verification: whether it chose
+    the gold (a span inside the highlighted candidate named as its answer) and called it grammatical."""
+    highlight = a["payload"].get("highlight")
+    v = vote(a, [tuple(highlight)] if highlight else ())
     return Verification(a["annotator"], v.valid, None if a["grammatical"] is None else bool(a["grammatical"]), v.reason)
 
 
-def approvals(study, excluded=frozenset()) -> dict[int, Approval]:
-    """Each verified candidate's approval, by candidate id, from the verify items' answers of
-    annotators who pressed Finish and are not `excluded`.
+@dataclass(frozen=True)
+class Verified:
+    """What a candidate's verifiers said (`verifications`, in name order, of annotators who
+    pressed Finish and are not excluded) and how many were to say it (`queued`)."""
 
-    To be replaced by `verifying.approvals` (the edit task's, same contract) at merge: one
-    definition of an approved edit. `validate_release(approve=...)` takes either."""
-    candidates = {c["id"]: c for c in study.candidates}
-    holders: dict[int, set[str]] = {}
+    verifications: tuple[Verification, ...]
+    queued: int
+
+    def approves(self, sentence: bool) -> bool:
+        yes = sum(v.valid and (not sentence or v.grammatical is True) for v in self.verifications)
+        return 2 * yes > max(self.queued, len(self.verifications))
+
+
+def verified(study, excluded=frozenset()) -> dict[int, Verified]:
+    """Each candidate's verifications, by candidate id (the verify items' answers)."""
     names = {a["id"]: a["name"] for a in study.annotators}
+    queued: dict[int, int] = {}
     for person, ids in study.queues.items():
-        for iid in ids:
-            holders.setdefault(iid, set()).add(names.get(person))
-    answers: dict[int, list[dict]] = {}
+        if names.get(person) not in excluded:
+            for iid in ids:
+                queued[iid] = queued.get(iid, 0) + 1
+    answers: dict[int, list[Verification]] = {}
     for a in sorted(study.counted(), key=lambda a: a["annotator"]):
         if a["kind"] == store.VERIFY and a["annotator"] not in excluded:
-            answers.setdefault(a["item_id"], []).append(a)
-    out: dict[int, Approval] = {}
+            answers.setdefault(a["item_id"], []).append(verification(a))
+    out: dict[int, Verified] = {}
     for item in study.items:
-        if item["kind"] != store.VERIFY or item["candidate_id"] not in candidates:
-            continue
-        mine = tuple(verification(a) for a in answers.get(item["id"], ()))
-        sentence = candidates[item["candidate_id"]]["option"] is None
-        yes = sum(v.valid and (not sentence or v.grammatical is True) for v in mine)
-        n = max(len(holders.get(item["id"], set()) - set(excluded)), len(mine))
-        previous = out.get(item["candidate_id"])
-        if previous is not None:  # one verify item per candidate; a second would be another study's
-            raise ConfigError(f"candidate {item['candidate_id']} has two verify items; a study verifies each once")
-        out[item["candidate_id"]] = Approval(2 * yes > n, mine, 2 * yes > n or 2 * (len(mine) - yes) >= n)
+        if item["kind"] == store.VERIFY and item["candidate_id"] is not None:
+            before = out.get(item["candidate_id"], Verified((), 0))
+            out[item["candidate_id"]] = Verified(before.verifications + tuple(answers.get(item["id"], ())),
+                                                 before.queued + queued.get(item["id"], 0))
     return out
+
+
+def approvals(study, excluded=frozenset()) -> dict[int, Approval]:
+    """Each verified candidate's approval, by candidate id: a strict majority of the verifiers
+    queued for it (not the `excluded`) chose the gold and, for a sentence, called it grammatical;
+    only annotators who pressed Finish count.
+
+    The contract of `verifying.approvals` (the edit task's), which replaces this at merge: one
+    definition of an approved edit. `validate_release(approve=...)` takes either."""
+    sentences = {c["id"]: c["option"] is None for c in study.candidates}
+    return {cid: Approval(v.approves(sentences.get(cid, True)), v.verifications)
+            for cid, v in verified(study, excluded).items()}
 
 
 def machine_text(item: dict) -> str:
@@ -120,11 +135,10 @@ def mends(study) -> dict[str, list[dict]]:
     return out
 
 
-def people_edit(c: dict, machine: str, approval: Approval | None, f1: float | None = None) -> PeopleEdit:
+def people_edit(c: dict, machine: str, approved: bool, said: Verified | None, f1: float | None = None) -> PeopleEdit:
     return PeopleEdit(editor=c["annotator"], machine=machine, item=c["record_id"], text=c["text"],
-                      option=c["option"], beyond_repair=bool(c["beyond_repair"]),
-                      approved=bool(approval and approval.approved),
-                      verifications=approval.votes if approval else (), model_f1=f1)
+                      option=c["option"], beyond_repair=bool(c["beyond_repair"]), approved=approved,
+                      verifications=said.verifications if said else (), model_f1=f1)
 
 
 def with_sentence(example, text: str):
@@ -152,8 +166,8 @@ def random_choice(approved: list, seed: int, example_id: str) -> int:
     return seeded_rng("advrace-human-eval-choice", seed, example_id).randrange(len(approved))
 
 
-def most_approved(approved: list[tuple[dict, Approval]], seed: int, example_id: str) -> int:
+def most_approved(approved: list[tuple[dict, Verified]], seed: int, example_id: str) -> int:
     """The mend most verifiers approved; a tie broken by a seeded draw."""
     rng = seeded_rng("advrace-human-eval-mend", seed, example_id)
     ties = [rng.random() for _ in approved]
-    return min(range(len(approved)), key=lambda i: (-sum(v.valid for v in approved[i][1].votes), ties[i]))
+    return min(range(len(approved)), key=lambda i: (-sum(v.valid for v in approved[i][1].verifications), ties[i]))

@@ -185,7 +185,16 @@ def answer_problems(study: Study) -> list[str]:
             problems.append(f"{name} is marked finished, but the app did not record their answers at Finish")
         elif recorded != mine:
             problems.append(f"{name}'s answers changed after they pressed Finish")
+        made = meta.get(FINISHED_CANDIDATES_KEY + name)
+        if made is not None and made != store.candidates_sha256(
+                [store.candidate_row(c) for c in study.candidates if c["annotator"] == name]):
+            problems.append(f"{name}'s edits or mends changed after they pressed Finish")
     return problems
+
+
+# The sha256 of an editor's candidates when they pressed Finish, as the edit task's
+# `store.mark_finished` records it (`store.FINISHED_CANDIDATES_KEY` there: use it at merge).
+FINISHED_CANDIDATES_KEY = "finished_candidates_sha256:"
 
 
 def _tampered(db, problems: list[str]) -> TamperedStudy:
@@ -280,8 +289,8 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     changed = {split: changed_items(release_dir, split) for split in studied}
     votes = votes_by_item(study, {ex.id: added_spans(ex) for exs in changed.values() for ex in exs}, excluded)
     short = check_study(study, release_dir, manifest, partial, changed, votes, excluded)
-    approved = (approve or selection.approvals)(study, excluded)
-    chooser = Chooser(study, approved, attacks, adversary, manifest, needs)
+    approved = {cid for cid, a in (approve or selection.approvals)(study, excluded).items() if a.approved}
+    chooser = Chooser(study, approved, selection.verified(study, excluded), attacks, adversary, manifest, needs)
     k, seed = study.meta.get("judgements") or 0, study.meta["seed"]
     queued = study.expected(excluded)  # an excluded judge's item is decided by the others' votes
     ks = {item["record_id"]: queued.get(item["id"], 0) if excluded else k
@@ -366,9 +375,10 @@ class Chooser:
     """Each changed question's decision from people's work: its judges' verdict and mends, or its
     pool's approved edits (`selection`)."""
 
-    def __init__(self, study: Study, approved: dict, attacks: dict[str, str], adversary: str | None,
+    def __init__(self, study: Study, approved: set[int], said: dict, attacks: dict[str, str], adversary: str | None,
                  manifest: dict, adversarial_splits: list[str]):
-        self.study, self.approved, self.attacks, self.seed = study, approved, attacks, study.meta["seed"]
+        self.study, self.approved, self.said, self.attacks = study, approved, said, attacks
+        self.seed = study.meta["seed"]
         self.pools = selection.pools(study, attacks)
         self.mends = selection.mends(study)
         self.chosen_by: dict[str, Counter] = {}
@@ -404,7 +414,7 @@ class Chooser:
         pool = self.pools.get(selection.pool_key(split, self.attacks[split], ex.source_id), [])
         spans = added_spans(ex)
         machine = ex.passage_text[spans[0][0]:spans[0][1]] if spans else ""
-        approved = [c for c in pool if c["id"] in self.approved and self.approved[c["id"]].approved and c["text"]]
+        approved = [c for c in pool if c["id"] in self.approved and c["text"]]
         f1s: dict[int, float] = {}
         chosen, why = None, ""
         if len(approved) == 1:
@@ -420,7 +430,8 @@ class Chooser:
         elif approved:
             chosen = approved[selection.random_choice(approved, self.seed, ex.id)]
             how, why = selection.RANDOM, f"a random draw (seed {self.seed}) among {len(approved)} approved edits"
-        edits = tuple(selection.people_edit(c, c["machine"], self.approved.get(c["id"]), f1s.get(c["id"]))
+        edits = tuple(selection.people_edit(c, c["machine"], c["id"] in self.approved, self.said.get(c["id"]),
+                                            f1s.get(c["id"]))
                       for c in pool)
         index = pool.index(chosen) if chosen is not None else None
         if chosen is not None:
@@ -428,8 +439,8 @@ class Chooser:
             record = PeopleEdited(machine, edits, index, why, self.seed,
                                   self.adversary_record["model"] if how == selection.WORST else None)
             return Decision(record, example=selection.with_sentence(ex, chosen["text"]))
-        undecided = partial and any(c["id"] not in self.approved or not self.approved[c["id"]].decided
-                                    for c in pool if not c["beyond_repair"])
+        undecided = partial and any(c["id"] not in self.said or len(self.said[c["id"]].verifications) <
+                                    self.said[c["id"]].queued for c in pool if not c["beyond_repair"])
         if undecided:
             return Decision(PeopleEdited(machine, edits, None, UNDECIDED_EDITS, self.seed))
         return Decision(PeopleEdited(machine, edits, None, NO_EDIT_REASON, self.seed), keep=False,
@@ -444,12 +455,12 @@ class Chooser:
         if said == VALID:
             return Decision(Validated(VALID, mine, DECIDED_EARLY if len(mine) < k else None))
         offered = self.mends.get(ex.id, [])
-        approved = [(c, self.approved[c["id"]]) for c in offered if c["id"] in self.approved
-                    and self.approved[c["id"]].approved]
+        approved = [(c, self.said[c["id"]]) for c in offered if c["id"] in self.approved]
         if not approved:
             return Decision(Validated(INVALID, mine, INVALID_REASON), keep=False, reason=INVALID_REASON)
         chosen = approved[selection.most_approved(approved, seed, ex.id)][0]
-        edits = tuple(selection.people_edit(c, ex.options[c["option"]], self.approved.get(c["id"])) for c in offered)
+        edits = tuple(selection.people_edit(c, ex.options[c["option"]], c["id"] in self.approved, self.said.get(c["id"]))
+                      for c in offered)
         why = ("the only approved mend" if len(approved) == 1 else
                f"the mend most verifiers approved, of {len(approved)} approved (a tie broken by a draw, seed {seed})")
         record = PeopleEdited(ex.options[chosen["option"]], edits, offered.index(chosen), why, seed)
@@ -460,11 +471,11 @@ class Chooser:
     def candidate_numbers(self, rows: list[dict]) -> dict:
         """Candidates made, beyond repair, verified and approved, the approval rate (of those
         verified) with its Wilson interval, and Fleiss' kappa of the verifiers' approve votes."""
-        verified = [self.approved[c["id"]] for c in rows if c["id"] in self.approved and self.approved[c["id"]].votes]
-        approved = sum(a.approved for a in verified)
+        verified = [c["id"] for c in rows if c["id"] in self.said and self.said[c["id"]].verifications]
+        approved = sum(cid in self.approved for cid in verified)
         sentence = any(c["option"] is None for c in rows)
-        ratings = [["approve" if v.valid and (not sentence or v.grammatical) else "reject" for v in a.votes]
-                   for a in verified]
+        ratings = [["approve" if v.valid and (not sentence or v.grammatical) else "reject"
+                    for v in self.said[cid].verifications] for cid in verified]
         n = max((len(r) for r in ratings), default=0)
         return {"candidates": len(rows), "beyond_repair": sum(bool(c["beyond_repair"]) for c in rows),
                 "verified": len(verified), "approved": approved,
@@ -541,7 +552,7 @@ def check_study_link(manifest: dict, db_path, release_dir) -> str:
                           "study of the same release")
     excluded = frozenset(validation["study"].get("excluded") or ())
     votes = votes_by_item(study, excluded=excluded)
-    verified = selection.approvals(study, excluded)
+    said = selection.verified(study, excluded)
     made = {(c["record_id"], c["annotator"]): c for c in study.candidates}
     for split in validation["splits"]:
         for ex in read_split(release_dir, split):
@@ -553,9 +564,9 @@ def check_study_link(manifest: dict, db_path, release_dir) -> str:
             edited = ex.provenance[-1] if ex.provenance and isinstance(ex.provenance[-1], PeopleEdited) else None
             for e in edited.edits if edited else ():
                 c = made.get((e.item, e.editor))
-                approval = verified.get(c["id"]) if c else None
+                mine = said.get(c["id"]) if c else None
                 if c is None or (e.text, e.option, e.beyond_repair) != (c["text"], c["option"], bool(c["beyond_repair"])) \
-                        or e.verifications != (approval.votes if approval else ()):
+                        or e.verifications != (mine.verifications if mine else ()):
                     raise VerifyError(f"{release_dir}: {e.editor}'s edit of {ex.id} in its provenance, or its "
                                       f"verification, is not the study's ({db_path}); the release was written from "
                                       "other edits or votes")

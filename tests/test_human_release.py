@@ -14,7 +14,7 @@ from advrace.core.provenance import PeopleEdited, Validated, Verification
 from advrace.human_eval import store
 from advrace.human_eval.selection import with_option, with_sentence
 from advrace.human_eval.study import changed_items, create_study, item_payload, release_id
-from advrace.human_eval.validate import NO_EDIT_REASON, TamperedStudy, validate_release
+from advrace.human_eval.validate import FINISHED_CANDIDATES_KEY, NO_EDIT_REASON, TamperedStudy, validate_release
 from advrace.human_eval.votes import added_spans
 from advrace.release import build_release, check_release, read_split
 from conftest import make_race_dir, make_tokenizer, squad_doc, tiny
@@ -92,6 +92,9 @@ def edit_study(release, db, splits, edits, verdicts, *, seed=0, finish=None):
                                       grammatical=grammatical)
     for name in finish if finish is not None else people:
         store.mark_finished(conn, people[name])
+        mine = [store.candidate_row(c) for c in store.candidates(conn) if c["annotator"] == name]
+        if mine:  # as the edit task's mark_finished keeps an editor's candidates
+            store.set_meta(conn, **{FINISHED_CANDIDATES_KEY + name: store.candidates_sha256(mine)})
     conn.close()
 
 
@@ -152,8 +155,8 @@ def test_provenance_holds_every_edit_its_votes_and_why_one_was_chosen(squad_rele
         assert [(e.editor, e.item, e.approved, e.beyond_repair) for e in record.edits] == [
             ("editor1", rid, False, False), ("editor2", rid, True, False), ("editor3", rid, False, True)]
         assert record.edits[0].verifications == (
-            Verification("verifier1", False, True, "selected “The”, not a gold answer"),
-            Verification("verifier2", False, True, "selected “The”, not a gold answer"),
+            Verification("verifier1", False, True, "selected the added sentence's answer “The”"),
+            Verification("verifier2", False, True, "selected the added sentence's answer “The”"),
             Verification("verifier3", True, True))
         assert record.edits[0].machine == record.machine
         assert record.chosen == 1 and record.why == "the only approved edit"
@@ -263,6 +266,8 @@ def test_the_release_verifies_with_its_study_and_refuses_a_changed_edit(squad_re
     assert main(["verify", str(tmp_path / "v"), "--study", str(copy)]) == 1
     assert "its candidates (people's edits and mends" in capsys.readouterr().err
     with pytest.raises(TamperedStudy, match=r"verify item \d+ \(addonesent/q0\) does not show its candidate's text"):
+        validate_release(copy, squad_release, tmp_path / "x")
+    with pytest.raises(TamperedStudy, match="editor2's edits or mends changed after they pressed Finish"):
         validate_release(copy, squad_release, tmp_path / "x")
     # a verifier who edited the question they verify is refused
     conn = store.connect(copy)
