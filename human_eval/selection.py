@@ -69,12 +69,7 @@ class Verified:
 
 def verified(study, excluded=frozenset()) -> dict[int, Verified]:
     """Each candidate's verifications, by candidate id (the verify items' answers)."""
-    names = {a["id"]: a["name"] for a in study.annotators}
-    queued: dict[int, int] = {}
-    for person, ids in study.queues.items():
-        if names.get(person) not in excluded:
-            for iid in ids:
-                queued[iid] = queued.get(iid, 0) + 1
+    queued = study.expected(excluded)
     answers: dict[int, list[Verification]] = {}
     for a in sorted(study.counted(), key=lambda a: a["annotator"]):
         if a["kind"] == store.VERIFY and a["annotator"] not in excluded:
