@@ -74,11 +74,12 @@ def _f1(a: dict) -> float:
     return squad_em_f1(a["answer_text"] or "", [g["text"] for g in a["payload"]["answers"]])[1]
 
 
-def item_rates(item_votes: list[tuple], k: int) -> dict:
-    """The numbers of a set of items from their votes (each item to get `k` judgements): items
-    judged (with a verdict) and valid or invalid, the valid rate over the judged items, the correct
-    rate over the judgements, and Fleiss' kappa of the vote over the items with all `k`."""
-    verdicts = Counter(verdict(v, k) for v in item_votes)
+def item_rates(item_votes: list[tuple], k: int, needed: list[int] | None = None) -> dict:
+    """The numbers of a set of items from their votes (each item to get `k` judgements, or the
+    `needed` of each where excluded annotators' votes were taken away): items judged (with a
+    verdict) and valid or invalid, the valid rate over the judged items, the correct rate over the
+    judgements, and Fleiss' kappa of the vote over the items with all `k`."""
+    verdicts = Counter(verdict(v, n) for v, n in zip(item_votes, needed or [k] * len(item_votes)))
     judged = verdicts[VALID] + verdicts[INVALID]
     cast = [v for votes in item_votes for v in votes]
     correct = sum(v.valid for v in cast)

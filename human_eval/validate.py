@@ -29,9 +29,10 @@ from advrace.core.text import plural
 from advrace.release import ORIGINAL, check_release, read_split
 from advrace.release.build import WITH_SOURCE, Decision, derive_release
 
-from . import store
+from . import controls, store
 from .report import item_rates
-from .study import assignment, changed_items, check_covers_derived, item_payload, release_id
+from .study import (changed_items, check_covers_derived, item_payload, quality_item_problems, release_id,
+                    study_queues)
 from .votes import added_spans, verdict, vote
 
 INVALID_REASON = "judged invalid by annotators"
@@ -61,6 +62,19 @@ class Study:
         """The judgements a validation rests on: those of annotators who pressed Finish (the app
         lets nobody else's answers be final)."""
         return [a for a in self.annotations if a["annotator"] in self.finished]
+
+    @property
+    def excluded(self) -> set[str]:
+        """Annotators whose votes do not count: their accuracy on control items, over their
+        counted answers, is below the study's `min_accuracy` (`controls`)."""
+        return controls.excluded(self.meta, self.counted(), [a["name"] for a in self.annotators])
+
+    def needed(self) -> dict[str, int]:
+        """Each judge item's judgements that count, by record id: K, less those of the excluded
+        annotators who had it (a verdict with excluded votes is over the votes that count)."""
+        queues = {a["name"]: self.queues.get(a["id"], []) for a in self.annotators}
+        left = controls.needed_judgements(self.items, queues, self.meta["judgements"], self.excluded)
+        return {i["record_id"]: left[i["id"]] for i in self.items if i["kind"] in store.PRIMARY_KINDS}
 
     def annotations_sha256(self) -> str:
         return store.rows_sha256([store.answer_row(a) for a in self.counted()])
@@ -94,7 +108,7 @@ def study_problems(study: Study, release_dir, changed: dict | None = None) -> li
     meta, problems, changed = study.meta, [], changed or {}
     expected = {ex.id: item_payload(ex) for split in meta["splits"]
                 for ex in (changed[split] if split in changed else changed_items(release_dir, split))}
-    found = {item["record_id"]: item for item in study.items}
+    found = {item["record_id"]: item for item in study.items if item["kind"] in store.PRIMARY_KINDS}
     for rid in sorted(expected.keys() - found.keys()):
         problems.append(f"item {rid} is missing")
     for rid in sorted(found.keys() - expected.keys()):
@@ -102,7 +116,7 @@ def study_problems(study: Study, release_dir, changed: dict | None = None) -> li
     for rid in sorted(expected.keys() & found.keys()):
         if found[rid]["payload"] != expected[rid]:
             problems.append(f"item {rid}: its text differs from the release's")
-    return problems + answer_problems(study)
+    return problems + quality_item_problems(study.items, release_dir, meta["seed"]) + answer_problems(study)
 
 
 def answer_problems(study: Study) -> list[str]:
@@ -114,14 +128,16 @@ def answer_problems(study: Study) -> list[str]:
     if names != meta.get("annotators"):
         problems.append(f"the annotators are {names}, the study was created with {meta.get('annotators')}")
     else:
-        queues = assignment([item["id"] for item in study.items], names, meta["judgements"], meta["seed"])
+        try:
+            queues = study_queues(study.items, names, meta)[0]
+        except ConfigError as exc:
+            queues, problems = {}, [*problems, f"its queues cannot be assigned again: {exc}"]
         for a in study.annotators:
-            if study.queues.get(a["id"], []) != queues[a["name"]]:
+            if queues and study.queues.get(a["id"], []) != queues[a["name"]]:
                 problems.append(f"{a['name']}'s queue is not the one the study assigned")
     queued = {(a["name"], iid) for a in study.annotators for iid in study.queues.get(a["id"], [])}
-    ids = {item["record_id"]: item["id"] for item in study.items}
     for a in study.annotations:
-        if (a["annotator"], ids.get(a["record_id"])) not in queued:
+        if (a["annotator"], a["item_id"]) not in queued:
             problems.append(f"{a['annotator']} answered {a['record_id']}, which is not in their queue")
     for name in sorted(study.finished):
         recorded = meta.get(store.FINISHED_KEY + name)
@@ -142,9 +158,11 @@ def _tampered(db, problems: list[str]) -> TamperedStudy:
 def votes_by_item(study: Study, added: dict[str, list] | None = None) -> dict[str, tuple[Vote, ...]]:
     """Each item's counted judgements as votes (`votes.vote`; `added`: where each record's added
     sentences stand, to name a vote for a fake answer), by record id, in annotator order."""
-    out: dict[str, list[Vote]] = {item["record_id"]: [] for item in study.items}
+    out: dict[str, list[Vote]] = {item["record_id"]: [] for item in study.items if item["kind"] in store.PRIMARY_KINDS}
+    excluded = study.excluded
     for a in sorted(study.counted(), key=lambda a: a["annotator"]):
-        out[a["record_id"]].append(vote(a, (added or {}).get(a["record_id"], ())))
+        if a["kind"] in store.PRIMARY_KINDS and a["annotator"] not in excluded:
+            out[a["record_id"]].append(vote(a, (added or {}).get(a["record_id"], ())))
     return {rid: tuple(v) for rid, v in out.items()}
 
 
@@ -165,19 +183,26 @@ def check_study(study: Study, release_dir, manifest: dict, partial: bool, change
     problems = study_problems(study, release_dir, changed)
     if problems:
         raise _tampered(db, problems)
-    k = meta["judgements"]
-    unjudged = [rid for rid, mine in (votes if votes is not None else votes_by_item(study)).items() if len(mine) < k]
+    k, needed = meta["judgements"], study.needed()
+    unjudged = [rid for rid, mine in (votes if votes is not None else votes_by_item(study)).items()
+                if len(mine) < needed[rid] or not needed[rid]]
     if unjudged and not partial:
         answered = Counter(a["annotator"] for a in study.annotations)
         queued = {a["name"]: len(study.queues.get(a["id"], [])) for a in study.annotators}
         waiting = [f"{a['name']} ({answered[a['name']]} of {queued[a['name']]} answered)"
                    for a in study.annotators if not a["finished"]]
-        raise ConfigError(f"{db}: unfinished study: {len(unjudged)} of {plural(len(study.items), 'item')} have fewer "
+        raise ConfigError(f"{db}: unfinished study: {len(unjudged)} of {plural(len(needed), 'item')} have fewer "
                           f"than {plural(k, 'judgement')} from annotators who pressed Finish (not finished: "
                           f"{', '.join(waiting)}); finish the study, or pass --partial to write the release with "
                           "the items whose votes so far decide their verdict validated and the others left as they "
-                          "were, marked unvalidated")
+                          "were, marked unvalidated" + _excluded_note(study))
     return unjudged
+
+
+def _excluded_note(study: Study) -> str:
+    out = sorted(study.excluded)
+    return (f" (the votes of {', '.join(out)}, below {study.meta['min_accuracy']} accuracy on control questions, do "
+            "not count: their items need others' judgements)" if out else "")
 
 
 def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, partial: bool = False) -> dict:
@@ -189,14 +214,14 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     changed = {split: changed_items(release_dir, split) for split in studied}
     votes = votes_by_item(study, {ex.id: added_spans(ex) for exs in changed.values() for ex in exs})
     short = check_study(study, release_dir, manifest, partial, changed, votes)
-    k = study.meta["judgements"]
+    k, needed = study.meta["judgements"], study.needed()
     decisions, undone, per_split = {}, {}, {}
     for split in studied:
         source = manifest["splits"][split].get("source") or ORIGINAL
         decisions[split], undone[split], counts = {}, set(), Counter()
         for ex in changed[split]:
             mine = votes[ex.id]
-            said = verdict(mine, k)
+            said = verdict(mine, needed[ex.id])
             counts[said or UNVALIDATED] += ex.source_id not in undone.get(source, ())
             if ex.source_id in undone.get(source, ()):
                 counts["with_source"] += 1
@@ -205,29 +230,40 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
             elif said is None:
                 d = Decision(Validated(UNVALIDATED, mine, UNJUDGED_REASON))
             elif said == VALID:
-                d = Decision(Validated(VALID, mine, DECIDED_EARLY if len(mine) < k else None))
+                d = Decision(Validated(VALID, mine, DECIDED_EARLY if len(mine) < needed[ex.id] else None))
             else:
                 d = Decision(Validated(INVALID, mine, INVALID_REASON), keep=False, reason=INVALID_REASON)
             decisions[split][ex.id] = d
             if not d.keep:
                 undone[split].add(ex.source_id)
-        per_split[split] = split_validation(changed[split], votes, counts, k)
+        per_split[split] = split_validation(changed[split], votes, counts, k, needed)
     validation = {
         "source_release": {"name": manifest["name"], "manifest_sha256": release_id(release_dir)},
         "study": {"items_sha256": study.items_sha256(), "annotations_sha256": study.annotations_sha256(),
                   "annotators": len(study.annotators), "judgements": k, "seed": study.meta["seed"],
-                  "partial": bool(short)},
+                  "partial": bool(short), **_versions_apart(study.meta)},
         "invalid": DROPPED if drop else PUT_BACK,
         "splits": significant_floats(per_split),
     }
+    excluded = controls.exclusion_record(study.meta, study.counted(), [a["name"] for a in study.annotators])
+    if excluded:
+        validation["controls"] = significant_floats(excluded)
     derive_release(release_dir, out_dir, decisions, {"validation": validation}, drop=drop, source_manifest=manifest)
     return validation
 
 
-def split_validation(examples: list, votes: dict, counts: Counter, k: int) -> dict:
+def _versions_apart(meta: dict) -> dict:
+    """Whether two versions of one question were kept from one annotator (not said by a study
+    made before advrace kept them apart)."""
+    return {"versions_apart": meta["versions_apart"]} if "versions_apart" in meta else {}
+
+
+def split_validation(examples: list, votes: dict, counts: Counter, k: int, needed: dict | None = None) -> dict:
     """One split's numbers (`report.item_rates`, the report's definitions), with how many of its
-    changed questions were not yet judged and how many went back with their source split's."""
-    return {"changed": len(examples), **item_rates([votes[ex.id] for ex in examples], k),
+    changed questions were not yet judged and how many went back with their source split's
+    (`needed`: each item's judgements that count, where annotators were excluded)."""
+    return {"changed": len(examples), **item_rates([votes[ex.id] for ex in examples], k,
+                                                   [needed[ex.id] for ex in examples] if needed else None),
             "unjudged": counts[UNVALIDATED], "with_source": counts["with_source"]}
 
 
