@@ -106,6 +106,21 @@ def add_human_eval_parser(subparsers):
     c.add_argument("--judgements", type=int, metavar="K",
                    help="judgements per item, spread over the annotators from the seed, none judging an item "
                         "twice (default: every annotator judges every item)")
+    c.add_argument("--same-annotator-versions", action="store_true",
+                   help="let one annotator judge two versions of one question (by default never: what the "
+                        "versions share gives the gold away); the study, its report and a validated release "
+                        "record it")
+    c.add_argument("--controls", type=float, default=0.0, metavar="RATE",
+                   help="mix control questions (original questions with a known answer) into every queue, "
+                        "about RATE of it (0.1 is what crowd studies use; default 0: none), to measure each "
+                        "annotator's accuracy")
+    c.add_argument("--min-accuracy", type=float, metavar="A",
+                   help="exclude from the votes annotators whose accuracy on control questions is below A "
+                        "(default 0.75 with --controls)")
+    c.add_argument("--baseline", type=float, default=0.0, metavar="RATE",
+                   help="also judge the original of RATE of the studied questions, each by annotators who "
+                        "have no version of it, so that the report gives the valid rate of the unattacked "
+                        "questions beside the attacked ones (default 0: none)")
     c.add_argument("--splits", help="comma-separated splits (default: all but the probe splits, such as "
                                     "option_only, which has no passage or question; name them here to "
                                     "include them, e.g. --splits original,addsent,option_only)")
@@ -182,12 +197,22 @@ def _run(args) -> int:
             raise ConfigError("--per-split samples, --all-changed takes every changed question: give one of them")
         out = study.create_study(args.release, args.db, per_split=args.per_split or 50, seed=args.seed,
                                  annotators=args.annotators, splits=splits, all_changed=args.all_changed,
-                                 judgements=args.judgements)
+                                 judgements=args.judgements, same_annotator_versions=args.same_annotator_versions,
+                                 controls_rate=args.controls, baseline_rate=args.baseline,
+                                 min_accuracy=args.min_accuracy)
         per_item = (f", {plural(args.judgements, 'judgement')} per item"
                     if args.judgements is not None and args.judgements < len(out["annotators"]) else "")
         print(f"created {args.db}: {plural(out['items'], 'item')} from {', '.join(out['splits'])}"
               f"{' (every changed question)' if args.all_changed else ''}, "
               f"{plural(len(out['annotators']), 'annotator')}{per_item}")
+        if out["controls"]:
+            print(f"mixed {plural(out['controls'], 'control question')} into the queues (about {args.controls:.0%} of "
+                  f"each); annotators below {out['min_accuracy']} accuracy on them are excluded from the votes")
+        if out["baseline"]:
+            print(f"added the originals of {plural(out['baseline'], 'studied question')} as baseline items, each to "
+                  "annotators who have no version of it")
+        if args.same_annotator_versions:
+            print("one annotator may judge several versions of a question (--same-annotator-versions; recorded)")
         if out["left_out"]:
             print(f"left out the probe splits {', '.join(out['left_out'])} (name them in --splits to include them)")
         for name, token in out["annotators"].items():

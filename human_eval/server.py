@@ -137,6 +137,7 @@ def item_page(req, person, token, pos):
     items = store.queue(req.db, person["id"])
     if int(pos) >= len(items):
         return not_in_queue(req, person, token)
+    store.record_view(req.db, person["id"], items[int(pos)]["item_id"])  # time per item: saved - first shown
     show_item(req, person, token, items, int(pos))
 
 

@@ -229,10 +229,6 @@ def queues(conn) -> dict[int, list[int]]:
     return out
 
 
-def items_per_split(conn) -> dict[str, int]:
-    return dict(conn.execute("SELECT split, COUNT(*) FROM items GROUP BY split").fetchall())
-
-
 def set_queue(conn, person_id: int, item_ids: list[int]) -> None:
     """The person's items, in this order."""
     conn.executemany("INSERT INTO queue(person_id, position, item_id) VALUES (?, ?, ?)",

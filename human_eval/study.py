@@ -219,7 +219,7 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
     mixes control questions into every queue and `baseline_rate` judges the originals of that
     share of the studied questions too (`controls`); `min_accuracy` is the control accuracy below
     which an annotator's votes do not count. Returns {"annotators": {name: token}, "items": n,
-    "splits": [...], "left_out": [probe splits], "controls": n, "baseline": n}."""
+    "splits": [...], "left_out": [probe splits], "controls": n, "baseline": n, "min_accuracy": A}."""
     db_path = Path(db_path)
     if db_path.exists():
         raise ConfigError(f"{db_path} already exists; a study database is created once (choose another --db)")
@@ -284,7 +284,7 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
         raise
     conn.close()
     return {"annotators": tokens, "items": sum(len(exs) for exs in chosen.values()), "splits": chosen_splits,
-            "left_out": left_out, "controls": n_controls, "baseline": len(baseline)}
+            "left_out": left_out, "controls": n_controls, "baseline": len(baseline), "min_accuracy": min_accuracy}
 
 
 def add_controls(conn, names: list[str], meta: dict, split: str, originals: dict, rate: float) -> int:
