@@ -18,7 +18,7 @@ TASKS = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
 
 EPILOG = textwrap.dedent("""\
     examples:
-      advrace human-eval create releases/race-test --per-split 50 --seed 1 --annotators 3 --db study.db --port 8765
+      advrace human-eval create releases/race-test --per-split 50 --seed 1 --annotators 9 --judgements 3 --db study.db --port 8765
       advrace human-eval create releases/race-test --splits distractor_generation --all-changed --annotators 3 --db dg.db
       advrace human-eval validate dg.db releases/race-test --out releases/race-test-validated
       advrace human-eval serve study.db --port 8765          # as create prints it; send each annotator their link

@@ -212,6 +212,9 @@ def test_an_annotator_who_fails_the_controls_is_excluded_and_no_longer_decides(r
                                "excluded": [{"annotator": "annotator1", "accuracy": 0.0, "controls": 4}],
                                "no_controls_answered": ["annotator4"]}
     assert check_release(tmp_path / "out")["validation"]["controls"] == out["controls"]
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "annotators below 0.75 accuracy on them were excluded from the votes: annotator1 (0% of 4)" in card
+    assert "Two versions of one question never went to one annotator." in card
     before, after = records(tmp_path / "kept", SPLIT), records(tmp_path / "out", SPLIT)
     for rid in theirs:
         assert not before[rid]["perturbed"] and after[rid]["perturbed"]
