@@ -207,7 +207,7 @@ def test_an_annotator_who_fails_the_controls_is_excluded_and_no_longer_decides(r
     kept = validate_release(tmp_path / "kept.db", release, tmp_path / "kept")
     assert kept["splits"][SPLIT]["invalid"] == 15 and kept["controls"]["excluded"] == []
     out = validate_release(tmp_path / "out.db", release, tmp_path / "out")
-    assert out["splits"][SPLIT]["invalid"] == 0 and out["splits"][SPLIT]["valid"] == 30
+    assert (out["splits"][SPLIT]["invalid"], out["splits"][SPLIT]["valid"], out["splits"][SPLIT]["unjudged"]) == (0, 30, 0)
     assert out["controls"] == {"rate": 0.2, "min_accuracy": 0.75,
                                "excluded": [{"annotator": "annotator1", "accuracy": 0.0, "controls": 4}],
                                "no_controls_answered": ["annotator4"]}
@@ -218,8 +218,9 @@ def test_an_annotator_who_fails_the_controls_is_excluded_and_no_longer_decides(r
     before, after = records(tmp_path / "kept", SPLIT), records(tmp_path / "out", SPLIT)
     for rid in theirs:
         assert not before[rid]["perturbed"] and after[rid]["perturbed"]
-        votes = json.loads(after[rid]["provenance"])[-1]["votes"]
-        assert [v["annotator"] for v in votes] != [] and "annotator1" not in [v["annotator"] for v in votes]
+        last = json.loads(after[rid]["provenance"])[-1]
+        assert last["verdict"] == "valid" and len(last["votes"]) == 1 and last["votes"][0]["annotator"] != "annotator1"
+        assert "reason" not in last  # decided by every vote that counts, not early
     # the report says who is out, and counts their judgements nowhere
     result = report.write(tmp_path / "out.db", tmp_path / "r")
     quality = result["quality"]["annotators"]
