@@ -29,7 +29,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import LETTERS
 
-from . import store
+from . import mending, store
 from .answers import prior_answer, save_form
 from .authoring import AuthoringModel, submit
 
@@ -170,7 +170,21 @@ def show_item(req, person, token, items, pos, error=None):
     req.page(HTTPStatus.UNPROCESSABLE_ENTITY if error else HTTPStatus.OK, "item.html", title=f"Question {pos + 1}",
              person=person, base=annotator_base(token), pos=pos, total=len(items), error=error,
              multiple_choice=item["task"] == MULTIPLE_CHOICE, payload=item["payload"], letters=LETTERS,
-             reasons=store.REASONS, prior=prior_answer(store.annotation(req.db, person["id"], item["id"])))
+             reasons=store.REASONS, prior=prior_answer(store.annotation(req.db, person["id"], item["id"])),
+             mend=mending.page(req.db, person, item))
+
+
+def mend_check(req, person, token, pos):
+    """The live checks of a new option (app.js asks as it is typed): JSON, as `mending.live`."""
+    items = store.queue(req.db, person["id"])
+    if int(pos) >= len(items):
+        return req.send_json(HTTPStatus.NOT_FOUND, {"error": "no such item in your queue"})
+    if not csrf_ok(person, req.headers.get("X-CSRF-Token")):
+        return req.send_json(HTTPStatus.FORBIDDEN, {"error": WRONG_FORM_TOKEN})
+    item = store.item(req.db, items[int(pos)]["item_id"])
+    if not mending.offered(item):
+        return req.send_json(HTTPStatus.UNPROCESSABLE_ENTITY, {"error": "this question takes no new option"})
+    req.send_json(HTTPStatus.OK, mending.live(req.db, item, req.form()))
 
 
 # ------------------------------------------------------------ authors
@@ -239,6 +253,7 @@ ROUTES = (
     route("POST", "/a/<token>/finish", finish, ANNOTATOR),
     route("GET", "/a/<token>/item/<int:pos>", item_page, ANNOTATOR),
     route("POST", "/a/<token>/item/<int:pos>", save_answer, ANNOTATOR),
+    route("POST", "/a/<token>/item/<int:pos>/mend-check", mend_check, ANNOTATOR),
     route("GET POST", "/a/<token><below:rest>", not_in_queue, ANNOTATOR),
     route("GET", "/author/<token>/?", author_page, AUTHOR),
     route("POST", "/author/<token>/predict", predict, AUTHOR),

@@ -219,4 +219,64 @@ function showMarks(box, text, spans) {
   }
 }
 
-document.addEventListener("DOMContentLoaded", () => { spanSelection(); authoring(); spanAuthoring(); });
+// Mending a DE or DG question (item.html's #mend). The new option's controls are on only with
+// "cannot be answered" for "multiple correct options": off, they are not sent, and saving then
+// withdraws an earlier mend. The server's checks run 400 ms after the last change (an answer that
+// arrives after a newer request was sent is dropped); on a DE item (data-kind span), words
+// selected in the passage become the new option.
+function mending() {
+  const box = document.getElementById("mend");
+  if (!box) return;
+  const text = document.getElementById("mend_text");
+  const status = document.getElementById("mend-status");
+  const reason = document.getElementById("reason");
+  const unanswerable = document.getElementById("choice-unanswerable");
+  let timer = null;
+  let seq = 0;
+
+  const option = () => {
+    const el = box.querySelector("input[name=mend_option]:checked");
+    return el ? el.value : "";
+  };
+
+  async function check() {
+    const mine = ++seq;
+    if (box.disabled || (!option() && !text.value.trim())) { status.textContent = ""; return; }
+    const resp = await fetch(box.dataset.check, {
+      method: "POST",
+      headers: {"Content-Type": "application/x-www-form-urlencoded", "X-CSRF-Token": box.dataset.csrf},
+      body: new URLSearchParams({mend_option: option(), mend_text: text.value}),
+    });
+    const out = await resp.json();
+    if (mine !== seq) return;
+    status.className = resp.ok && out.ok ? "mend-ok" : "error";
+    if (!resp.ok) status.textContent = out.error || "error";
+    else status.textContent = out.ok ? "Accepted: the new option will read “" + out.text + "”." : out.problems.join(" ");
+  }
+
+  const soon = () => { clearTimeout(timer); timer = setTimeout(check, 400); };
+  const sync = () => {
+    box.disabled = !(unanswerable.checked && reason.value === "multiple correct options");
+    soon();
+  };
+  document.querySelectorAll("input[name=choice]").forEach((el) => el.addEventListener("change", sync));
+  reason.addEventListener("change", sync);
+  box.addEventListener("input", soon);
+  box.addEventListener("change", soon);
+  document.getElementById("mend-clear").addEventListener("click", () => {
+    box.querySelectorAll("input[name=mend_option]").forEach((el) => { el.checked = false; });
+    text.value = "";
+    soon();
+  });
+  const passage = document.querySelector(".passage");
+  if (box.dataset.kind === "span" && passage) {
+    passage.addEventListener("mouseup", () => {
+      const picked = window.getSelection().toString().split(/\s+/).join(" ").trim();
+      if (picked && !box.disabled) { text.value = picked; soon(); }
+    });
+  }
+  box.disabled = !(unanswerable.checked && reason.value === "multiple correct options");
+  check();
+}
+
+document.addEventListener("DOMContentLoaded", () => { spanSelection(); authoring(); spanAuthoring(); mending(); });
