@@ -93,6 +93,24 @@ def test_a_study_offers_mends_on_the_dg_items_with_the_splits_settings(dg_releas
     assert mending.mend_kind(de.with_provenance(AttackSummary("charswap"))) is None
 
 
+def test_a_dg_study_with_mend_payloads_validates(dg_release, tmp_path):
+    """`validate` rebuilds each item's payload from the release: the mend in it must come out the
+    same, or every DE/DG study would read as tampered."""
+    from advrace.human_eval.validate import validate_release
+
+    create_study(dg_release, tmp_path / "s.db", splits=["distractor_generation"], all_changed=True, annotators=1)
+    conn = store.connect(tmp_path / "s.db")
+    ann = person_of(conn)
+    for row in store.queue(conn, ann["id"]):
+        item = store.item(conn, row["item_id"])
+        assert item["payload"]["mend"] == "text"
+        assert save_form(conn, ann, item, {"choice": str(item["payload"]["label"])}) is None
+    store.mark_finished(conn, ann["id"])
+    conn.close()
+    validation = validate_release(tmp_path / "s.db", dg_release, tmp_path / "v")
+    assert validation["splits"]["distractor_generation"]["valid"] == len(read_split(dg_release, "distractor_generation"))
+
+
 # --------------------------------------------------------------------------- the checks
 
 
