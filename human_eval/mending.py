@@ -16,6 +16,7 @@ for DE a span of the passage. Two kinds of the attack's checks do not run here:
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from advrace.core.checks import OPTION, Subject, TextContext, checks_for
@@ -86,6 +87,8 @@ def page(db, person, item) -> dict | None:
     person's saved mend, if any."""
     if not offered(item):
         return None
+    if not _LOADED.is_set():  # WordNet (~5 s) loads while the annotator reads, not on their first keystroke
+        threading.Thread(target=resources, daemon=True).start()
     saved = store.candidate(db, person["id"], item["id"])
     return {"kind": item["payload"]["mend"], "option": saved["option"] if saved else None,
             "text": (saved["text"] or "") if saved else ""}
@@ -143,12 +146,10 @@ def run_checks(payload: dict, k: int, text: str, settings: dict) -> tuple[tuple[
     """The attack's option checks that the split's settings turn on (but `GOLD_CHECKS` and batched
     ones) on the new option in place of option `k`, beside the item's other options: the names of
     the checks that ran, and each refusal explained."""
-    from advrace.resources import get_resources  # deferred: WordNet loads on the first check, not at start-up
-
     attack = ATTACKS[payload["mend"]]
     checks = [c for c in checks_for(attack, OPTION)
               if not c.batched and c.name not in GOLD_CHECKS and c.enabled(settings)]
-    res = get_resources()
+    res = resources()
     ctx = TextContext(stopwords=frozenset(res.stopwords), same_meaning_fn=res.same_meaning,
                       known_word_fn=res.known_word)
     options, label = payload["options"], payload["label"]
@@ -163,6 +164,22 @@ def run_checks(payload: dict, k: int, text: str, settings: dict) -> tuple[tuple[
         if why:
             refusals.append(explain(c, why))
     return tuple(c.name for c in checks), refusals
+
+
+_LOCK, _LOADED = threading.Lock(), threading.Event()
+
+
+def resources():
+    """The process's resources with WordNet loaded (the form check asks it whether a word is
+    English), once: a page's warm-up and a first check do not load it twice."""
+    from advrace.resources import get_resources  # deferred: the app starts without WordNet
+
+    res = get_resources()
+    if not _LOADED.is_set():
+        with _LOCK:
+            res.wordnet
+            _LOADED.set()
+    return res
 
 
 def explain(check, why: str) -> str:

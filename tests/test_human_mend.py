@@ -7,6 +7,7 @@ import json
 import shutil
 import sqlite3
 import threading
+import time
 import urllib.error
 import urllib.request
 from urllib.parse import urlencode
@@ -288,6 +289,10 @@ def test_an_annotator_mends_a_dg_item_through_the_page(dg_release, tmp_path):
         status = browser.find_element(By.ID, "mend-status")
         text.send_keys(item["payload"]["options"][twin].lower())  # another option again: refused, live
         WebDriverWait(browser, 20).until(lambda d: "again" in status.text)
+        browser.find_element(By.ID, "save").click()  # refused: not sent, the text stays with the reason
+        time.sleep(0.5)
+        assert browser.current_url.endswith("/item/0") and "again" in status.text
+        assert text.get_attribute("value") == item["payload"]["options"][twin].lower()
         text.clear()
         text.send_keys("near the mountains")
         WebDriverWait(browser, 20).until(lambda d: "Accepted" in status.text)
