@@ -222,8 +222,9 @@ function showMarks(box, text, spans) {
 // Mending a DE or DG question (item.html's #mend). The new option's controls are on only with
 // "cannot be answered" for "multiple correct options": off, they are not sent, and saving then
 // withdraws an earlier mend. The server's checks run 400 ms after the last change (an answer that
-// arrives after a newer request was sent is dropped); on a DE item (data-kind span), words
-// selected in the passage become the new option.
+// arrives after a newer request was sent is dropped); a new option they refuse is not sent, so
+// that the annotator's text stays on the page with the reason. On a DE item (data-kind span),
+// words selected in the passage become the new option.
 function mending() {
   const box = document.getElementById("mend");
   if (!box) return;
@@ -233,15 +234,19 @@ function mending() {
   const unanswerable = document.getElementById("choice-unanswerable");
   let timer = null;
   let seq = 0;
+  let verdict = {key: null, ok: false};
 
   const option = () => {
     const el = box.querySelector("input[name=mend_option]:checked");
     return el ? el.value : "";
   };
+  const key = () => option() + "\n" + text.value;
+  const empty = () => box.disabled || (!option() && !text.value.trim());
 
   async function check() {
     const mine = ++seq;
-    if (box.disabled || (!option() && !text.value.trim())) { status.textContent = ""; return; }
+    const sent = key();
+    if (empty()) { status.textContent = ""; return; }
     const resp = await fetch(box.dataset.check, {
       method: "POST",
       headers: {"Content-Type": "application/x-www-form-urlencoded", "X-CSRF-Token": box.dataset.csrf},
@@ -249,7 +254,8 @@ function mending() {
     });
     const out = await resp.json();
     if (mine !== seq) return;
-    status.className = resp.ok && out.ok ? "mend-ok" : "error";
+    verdict = {key: sent, ok: resp.ok && out.ok};
+    status.className = verdict.ok ? "mend-ok" : "error";
     if (!resp.ok) status.textContent = out.error || "error";
     else status.textContent = out.ok ? "Accepted: the new option will read “" + out.text + "”." : out.problems.join(" ");
   }
@@ -267,6 +273,13 @@ function mending() {
     box.querySelectorAll("input[name=mend_option]").forEach((el) => { el.checked = false; });
     text.value = "";
     soon();
+  });
+  box.form.addEventListener("submit", async (ev) => {
+    if (empty() || (verdict.key === key() && verdict.ok)) return;
+    ev.preventDefault();
+    clearTimeout(timer);
+    await check();
+    if (verdict.key === key() && verdict.ok) box.form.submit();
   });
   const passage = document.querySelector(".passage");
   if (box.dataset.kind === "span" && passage) {
