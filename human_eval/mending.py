@@ -172,7 +172,7 @@ _LOCK, _LOADED = threading.Lock(), threading.Event()
 def resources():
     """The process's resources with WordNet loaded (the form check asks it whether a word is
     English), once: a page's warm-up and a first check do not load it twice."""
-    from advrace.resources import get_resources  # deferred: the app starts without WordNet
+    from advrace.resources import get_resources  # deferred: start-up time (the app starts without the resources)
 
     res = get_resources()
     if not _LOADED.is_set():
