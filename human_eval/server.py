@@ -30,7 +30,7 @@ from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import LETTERS
 
 from . import store
-from .answers import prior_answer, save_form
+from .answers import prior_answer, save_form, submitted_answer
 from .authoring import AuthoringModel, submit
 
 HERE = Path(__file__).parent
@@ -121,9 +121,15 @@ def resume(req, person, token):
 
 
 def progress_page(req, person, token):
+    """The queue at a glance; with ?finish=1, the step that asks to confirm Finish."""
     items = store.queue(req.db, person["id"])
     req.page(HTTPStatus.OK, "progress.html", title="Progress", person=person, items=items,
-             base=annotator_base(token), done=sum(1 for r in items if r["annotation_id"] is not None))
+             base=annotator_base(token), done=answered(items),
+             confirm=(req.query.get("finish") or [""])[0] == "1" and not person["finished"])
+
+
+def answered(items) -> int:
+    return sum(1 for r in items if r["annotation_id"] is not None)
 
 
 def finish(req, person, token):
@@ -137,6 +143,8 @@ def item_page(req, person, token, pos):
     items = store.queue(req.db, person["id"])
     if int(pos) >= len(items):
         return not_in_queue(req, person, token)
+    if person["finished"]:
+        return show_finished_item(req, person, token, items, int(pos))
     show_item(req, person, token, items, int(pos))
 
 
@@ -149,10 +157,13 @@ def save_answer(req, person, token, pos):
     if not csrf_ok(person, form.get("csrf")):
         return req.deny(message=WRONG_FORM_TOKEN)
     if person["finished"]:
-        return req.deny(HTTPStatus.CONFLICT, "you have finished this study; answers can no longer change")
+        return req.page(HTTPStatus.CONFLICT, "message.html", title="Finished", error=True,
+                        message="You have finished this study, so answers can no longer change; "
+                                "nothing was saved.",
+                        link=(f"{annotator_base(token)}/progress", "See your answers on the progress page"))
     error = save_form(req.db, person, store.item(req.db, items[pos]["item_id"]), form)
     if error:
-        return show_item(req, person, token, items, pos, error)
+        return show_item(req, person, token, items, pos, error, form)
     items = store.queue(req.db, person["id"])
     after = [r["position"] for r in items if r["annotation_id"] is None and r["position"] > pos]
     before = [r["position"] for r in items if r["annotation_id"] is None]
@@ -165,12 +176,25 @@ def not_in_queue(req, person, token, rest=""):
     req.deny(HTTPStatus.NOT_FOUND, "no such item in your queue")
 
 
-def show_item(req, person, token, items, pos, error=None):
+def show_item(req, person, token, items, pos, error=None, form=None):
+    """The answer form; after a refused save (`error`) it shows again what was sent (`form`)."""
     item = store.item(req.db, items[pos]["item_id"])
+    prior = submitted_answer(form) if form is not None else prior_answer(
+        store.annotation(req.db, person["id"], item["id"]))
     req.page(HTTPStatus.UNPROCESSABLE_ENTITY if error else HTTPStatus.OK, "item.html", title=f"Question {pos + 1}",
-             person=person, base=annotator_base(token), pos=pos, total=len(items), error=error,
+             person=person, base=annotator_base(token), pos=pos, total=len(items), done=answered(items), error=error,
              multiple_choice=item["task"] == MULTIPLE_CHOICE, payload=item["payload"], letters=LETTERS,
-             reasons=store.REASONS, prior=prior_answer(store.annotation(req.db, person["id"], item["id"])))
+             reasons=store.REASONS, prior=prior)
+
+
+def show_finished_item(req, person, token, items, pos):
+    """After Finish an item is shown read-only: the question and what the person answered."""
+    item = store.item(req.db, items[pos]["item_id"])
+    req.page(HTTPStatus.OK, "finished_item.html", title=f"Question {pos + 1}", person=person,
+             base=annotator_base(token), pos=pos, total=len(items), done=answered(items), payload=item["payload"],
+             multiple_choice=item["task"] == MULTIPLE_CHOICE, letters=LETTERS,
+             answer=store.annotation(req.db, person["id"], item["id"]),
+             candidate=store.candidate(req.db, person["id"], item["id"]))
 
 
 # ------------------------------------------------------------ authors

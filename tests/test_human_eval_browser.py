@@ -87,6 +87,22 @@ def _save(browser, expect_suffix=None):
         wait.until(lambda d: d.current_url.endswith(expect_suffix))
 
 
+def _click_and_wait(browser, element_id):
+    """Click a button that loads a page, and wait for the new page."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = browser.find_element(By.TAG_NAME, "html")
+    browser.find_element(By.ID, element_id).click()
+    WebDriverWait(browser, 10).until(lambda d: old.id != d.find_element(By.TAG_NAME, "html").id)
+
+
+def _finish(browser):
+    """Press Finish on the progress page, then confirm it on the page that says it is final."""
+    _click_and_wait(browser, "finish")
+    _click_and_wait(browser, "finish-yes")
+
+
 def test_annotator_answers_marks_unanswerable_and_resumes(browser, study):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -376,9 +392,7 @@ def test_three_annotators_disagree_and_validate_writes_a_release_that_verifies(t
             validate_release(db, tmp_path / "rel", tmp_path / "validated")
         for name, driver in drivers.items():
             assert f"{out['items']} of {out['items']} answered" in driver.find_element(By.CLASS_NAME, "progress").text
-            old = driver.find_element(By.TAG_NAME, "html")
-            driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-            WebDriverWait(driver, 10).until(lambda d: old.id != d.find_element(By.TAG_NAME, "html").id)
+            _finish(driver)
             assert "You have finished" in driver.find_element(By.CSS_SELECTOR, "p.done").text
     finally:
         for driver in drivers.values():
