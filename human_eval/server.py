@@ -13,6 +13,7 @@ SQL is parameterised throughout (store.py). The server binds to 127.0.0.1 unless
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import re
@@ -47,6 +48,11 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+# The static files' address carries a digest of them (?v=), so that a browser keeps them between
+# pages (a page then loads without fetching them again) and a changed app is a new address.
+STATIC_VERSION = hashlib.sha256(b"".join((STATIC / n).read_bytes() for n in sorted(STATIC_TYPES))).hexdigest()[:16]
+TEMPLATES.globals["static_version"] = STATIC_VERSION
+STATIC_KEPT = {"Cache-Control": "public, max-age=31536000, immutable"}
 MAX_BODY = 1 << 20
 WRONG_FORM_TOKEN = "missing or wrong form token; reload the page"
 
@@ -107,7 +113,8 @@ def home(req):
 def static_file(req, name):
     if name not in STATIC_TYPES:
         return req.deny(HTTPStatus.NOT_FOUND, "no such file")
-    req.send(HTTPStatus.OK, (STATIC / name).read_bytes(), STATIC_TYPES[name])
+    kept = req.query.get("v") == [STATIC_VERSION]
+    req.send(HTTPStatus.OK, (STATIC / name).read_bytes(), STATIC_TYPES[name], STATIC_KEPT if kept else None)
 
 
 # ------------------------------------------------------------ annotators
