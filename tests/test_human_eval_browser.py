@@ -618,3 +618,17 @@ def test_finish_is_confirmed_and_then_items_are_read_only(browser, study):
     assert dict(_answer_at(study, 1, 2)) == dict(before)
     link.click()
     assert browser.current_url.endswith(f"/a/{token}/progress")
+
+
+def test_the_next_page_loads_without_fetching_the_script_and_style_again(browser, study):
+    """The static files' address carries their digest and the browser keeps them: from the second
+    page on, only the page itself is fetched (half an item page's load on a busy machine)."""
+    url, token = study["url"], study["tokens"][0]
+    browser.get(f"{url}/a/{token}/item/0")
+    browser.get(f"{url}/a/{token}/item/1")
+    _ready(browser)
+    fetched = browser.execute_script(
+        "return performance.getEntriesByType('resource').filter(e => e.name.includes('/static/'))"
+        ".map(e => [e.name.split('?')[0].split('/').pop(), e.transferSize])")
+    assert sorted(name for name, _ in fetched) == ["app.js", "style.css"]
+    assert all(size == 0 for _, size in fetched), fetched
