@@ -19,6 +19,17 @@ def prior_answer(row) -> dict:
             "comment": row["comment"] if row is not None and row["comment"] else ""}
 
 
+def submitted_answer(form: dict) -> dict:
+    """What the form shows again after a refused save: what was sent, not what is stored, so that
+    a missing reason does not clear the "cannot be answered" choice and the comment."""
+    choice = form.get("choice", "")
+    unanswerable = choice == "unanswerable"
+    return {"unanswerable": unanswerable, "choice": int(choice) if choice.isdigit() else None,
+            "answer_text": "" if unanswerable else form.get("answer_text", ""),
+            "answer_start": "" if unanswerable else form.get("answer_start", ""),
+            "reason": form.get("reason") or None, "comment": form.get("comment", "")[:2000]}
+
+
 def save_form(db, person, item, form: dict) -> str | None:
     """Check and store a person's answer form (field name -> text) for an item; returns what is
     wrong with it, if anything (nothing is stored then). The app and an imported crowd-platform

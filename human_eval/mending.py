@@ -82,13 +82,17 @@ def asked(form: dict) -> bool:
     return bool(form.get("mend_option", "").strip() or form.get("mend_text", "").strip())
 
 
-def page(db, person, item) -> dict | None:
+def page(db, person, item, form: dict | None = None) -> dict | None:
     """What item.html shows of the mend controls: None unless offered; else the kind and the
-    person's saved mend, if any."""
+    person's saved mend, if any, or after a refused save (`form`) the mend that was sent."""
     if not offered(item):
         return None
     if not _LOADED.is_set():  # WordNet (~5 s) loads while the annotator reads, not on their first keystroke
         threading.Thread(target=resources, daemon=True).start()
+    if form is not None:
+        option = form.get("mend_option", "").strip()
+        return {"kind": item["payload"]["mend"], "option": int(option) if option.isdigit() else None,
+                "text": form.get("mend_text", "")[:MAX_CHARS]}
     saved = store.candidate(db, person["id"], item["id"])
     return {"kind": item["payload"]["mend"], "option": saved["option"] if saved else None,
             "text": (saved["text"] or "") if saved else ""}

@@ -1,4 +1,5 @@
-// advrace human evaluation: span selection (SQuAD items) and the live authoring pages.
+// advrace human evaluation: span selection (SQuAD items), the answer pages' keys and the live
+// authoring pages.
 // Served as a file so that the Content-Security-Policy can forbid inline scripts; everything
 // shown is set with textContent, never innerHTML.
 "use strict";
@@ -274,13 +275,15 @@ function mending() {
     text.value = "";
     soon();
   });
+  // in the capture phase, before answerKeys() marks the form as sent: a held-back form is not sent
   box.form.addEventListener("submit", async (ev) => {
     if (empty() || (verdict.key === key() && verdict.ok)) return;
     ev.preventDefault();
+    ev.stopImmediatePropagation();
     clearTimeout(timer);
     await check();
     if (verdict.key === key() && verdict.ok) box.form.submit();
-  });
+  }, true);
   const passage = document.querySelector(".passage");
   if (box.dataset.kind === "span" && passage) {
     passage.addEventListener("mouseup", () => {
@@ -292,4 +295,60 @@ function mending() {
   check();
 }
 
-document.addEventListener("DOMContentLoaded", () => { spanSelection(); authoring(); spanAuthoring(); mending(); });
+// The keys of an answer page (the hint line, templates/_keys.html, lists them): 1–9 choose the
+// n-th answer (options A–D, or the page's n-th choice), u "cannot be answered" (then the arrows
+// pick the reason), Enter saves, Tab goes into the edit box where the page has one. While the
+// person types in a text box the keys are theirs (Ctrl+Enter still saves; Enter saves from a
+// one-line box, not from a textarea).
+function answerKeys() {
+  const save = document.getElementById("save");
+  if (!save || !save.form) return;
+  const form = save.form;
+  let sent = false;
+  const typing = (el) => el.isContentEditable || el.tagName === "TEXTAREA" ||
+    (el.tagName === "INPUT" && !["radio", "checkbox", "button", "submit", "reset", "hidden"].includes(el.type));
+  const submit = () => {
+    if (sent) return;
+    sent = true;
+    if (form.requestSubmit) form.requestSubmit(save); else save.click();
+  };
+  form.addEventListener("submit", () => { sent = true; });
+  window.addEventListener("pageshow", () => { sent = false; });  // back to a page kept in memory
+  document.addEventListener("keydown", (ev) => {
+    if (ev.defaultPrevented || ev.isComposing || ev.altKey) return;
+    const target = ev.target instanceof Element ? ev.target : document.body;
+    if (ev.key === "Enter") {
+      const modified = ev.ctrlKey || ev.metaKey;
+      if (ev.repeat || (target.tagName === "TEXTAREA" && !modified)) return;
+      if (!modified && (target.tagName === "A" || target.tagName === "BUTTON")) return;  // their own action
+      ev.preventDefault();
+      submit();
+      return;
+    }
+    if (ev.ctrlKey || ev.metaKey || typing(target)) return;
+    if (ev.key === "Tab" && !ev.shiftKey) {
+      const box = document.getElementById("edit-box");
+      if (!box) return;
+      ev.preventDefault();
+      box.focus();
+      return;
+    }
+    const choices = Array.from(form.querySelectorAll("input[name=choice]")).filter((el) => el.value !== "unanswerable");
+    if (/^[1-9]$/.test(ev.key) && Number(ev.key) <= choices.length) {
+      ev.preventDefault();
+      choices[Number(ev.key) - 1].click();
+      return;
+    }
+    const unanswerable = document.getElementById("choice-unanswerable");
+    if ((ev.key === "u" || ev.key === "U") && unanswerable) {
+      ev.preventDefault();
+      unanswerable.click();
+      const reason = document.getElementById("reason");
+      if (reason) reason.focus();
+    }
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  spanSelection(); authoring(); spanAuthoring(); answerKeys(); mending();
+});
