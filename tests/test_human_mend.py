@@ -4,6 +4,7 @@ and on save; it is stored as a candidate, withdrawn by a later answer without it
 shows it again. The DG study comes from a real DG split built by a tiny random Llama."""
 
 import json
+import re
 import shutil
 import sqlite3
 import threading
@@ -243,6 +244,17 @@ def test_the_live_check_answers_json(app):
     assert post(f"{app['url']}/item/9/mend-check", {}, app["csrf"])[0] == 404
 
 
+def test_a_refused_save_shows_the_mend_that_was_sent(app):
+    fields = {"csrf": app["csrf"], **mend_form(3, "on the moon")}
+    req = urllib.request.Request(f"{app['url']}/item/0", data=urlencode(fields).encode(), method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(req)
+    page = refused.value.read().decode()
+    assert refused.value.code == 422 and "words of the passage" in page
+    assert "value='on the moon'" in page and re.search(r"id=mend-option-3\s+checked", page)
+    assert store.candidate(app["conn"], person_of(app["conn"])["id"], 1) is None
+
+
 def test_the_page_shows_mend_controls_only_on_a_judge_item_that_takes_one(app):
     def page(pos):
         with urllib.request.urlopen(f"{app['url']}/item/{pos}") as resp:
@@ -261,9 +273,10 @@ CHROMEDRIVER = shutil.which("chromedriver")
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and chromium-driver")
 def test_an_annotator_mends_a_dg_item_through_the_page(dg_release, tmp_path):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    from test_human_eval_browser import _save, chrome
+    from test_human_eval_browser import chrome
 
     token = list(create_study(dg_release, tmp_path / "s.db", splits=["distractor_generation"], per_split=2,
                               annotators=1)["annotators"].values())[0]
@@ -296,7 +309,8 @@ def test_an_annotator_mends_a_dg_item_through_the_page(dg_release, tmp_path):
         text.clear()
         text.send_keys("near the mountains")
         WebDriverWait(browser, 20).until(lambda d: "Accepted" in status.text)
-        _save(browser, "/item/1")
+        text.send_keys(Keys.ENTER)  # Enter saves (answerKeys), the held-back save above notwithstanding
+        WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/item/1"))
         browser.get(f"{url}/item/0")  # the mend is shown again
         assert browser.find_element(By.ID, f"mend-option-{target}").is_selected()
         assert browser.find_element(By.ID, "mend_text").get_attribute("value") == "Near the mountains"
