@@ -321,3 +321,30 @@ def test_an_annotator_mends_a_dg_item_through_the_page(dg_release, tmp_path):
     db = sqlite3.connect(tmp_path / "s.db")
     assert db.execute("SELECT option, text FROM candidates").fetchall() == [(target, "Near the mountains")]
     assert db.execute("SELECT unanswerable, reason FROM annotations").fetchall() == [(1, MULTIPLE)]
+
+
+@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and chromium-driver")
+def test_on_a_de_item_words_selected_in_the_passage_become_the_new_option(app):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    from test_human_eval_browser import chrome
+
+    browser = chrome()
+    try:
+        browser.get(f"{app['url']}/item/0")
+        browser.find_element(By.ID, "choice-unanswerable").click()
+        Select(browser.find_element(By.ID, "reason")).select_by_visible_text(MULTIPLE)
+        browser.find_element(By.ID, "mend-option-2").click()
+        browser.execute_script(
+            "const box = document.querySelector('.passage'); const t = box.firstChild;"
+            "const s = t.textContent.indexOf('near the mountains'); const r = document.createRange();"
+            "r.setStart(t, s); r.setEnd(t, s + 18);"
+            "const sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(r);"
+            "box.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));")
+        assert browser.find_element(By.ID, "mend_text").get_attribute("value") == "near the mountains"
+        status = browser.find_element(By.ID, "mend-status")
+        WebDriverWait(browser, 20).until(lambda d: "Accepted" in status.text)
+        assert "“Near the mountains”" in status.text
+    finally:
+        browser.quit()
