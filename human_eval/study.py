@@ -17,16 +17,18 @@ from advrace.core.text import plural
 from advrace.evaluation.report import split_kinds
 from advrace.release import NO_ATTACK, check_release, read_split, split_records
 
-from . import controls, store
+from . import controls, mending, store
 
 SUBSET_RE = re.compile(r"^(high|middle)\d")
 
 
 def item_payload(example) -> dict:
-    """What an annotator is shown (and what scoring needs), without split or attack."""
+    """What an annotator is shown (and what scoring needs), without split or attack; for a question
+    given new distractors by DE or DG, how a judge may mend one (`mending.mend_kind`)."""
     if example.task == MULTIPLE_CHOICE:
+        mend = mending.mend_kind(example)
         return {"passage": example.passage, "question": example.question,
-                "options": list(example.options), "label": example.label}
+                "options": list(example.options), "label": example.label, **({"mend": mend} if mend else {})}
     return {"title": example.title, "context": example.context, "question": example.question,
             "answers": [{"text": a.text, "answer_start": a.start} for a in example.answers]}
 
@@ -256,7 +258,8 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
     meta = dict(release=str(Path(release_dir).resolve()), release_name=manifest["name"], task=manifest["task"],
                 seed=seed, per_split=None if all_changed else per_split, splits=chosen_splits,
                 all_changed=all_changed, judgements=judgements, annotators=names,
-                manifest_sha256=release_id(release_dir), versions_apart=not same_annotator_versions)
+                manifest_sha256=release_id(release_dir), versions_apart=not same_annotator_versions,
+                **{mending.SETTINGS_KEY: mending.split_settings(manifest, chosen_splits)})
     if controls_rate or baseline_rate:
         meta.update(controls=controls_rate, baseline=baseline_rate, min_accuracy=min_accuracy)
     conn = store.connect(db_path)
