@@ -194,10 +194,18 @@ def test_the_tasks_file_shows_what_the_page_shows_and_never_the_gold(exported):
         assert t["study_id"] == study_id and (t["page"], t["task"]) == ("judge", MULTIPLE_CHOICE)
         assert (t["passage"], t["question"]) == (p["passage"], p["question"])
         assert [t[f"option_{x}"] for x in "ABCD"] == p["options"]
-        assert all(t[c] == "" for c in (*crowd.ANSWER_COLUMNS, "worker_id", "context", "sentence"))
-    # the rows of one task in two queues differ only in their ids and hash
+        shown = {"study_id", "annotator", "position", "item_id", "row_hash", "page", "task", "passage", "question",
+                 "option_A", "option_B", "option_C", "option_D"}
+        assert {c for c, v in t.items() if v} == shown  # the label nowhere, the answer columns empty
     hashes = [t["row_hash"] for t in tasks]
     assert len(set(hashes)) == len(hashes) and all(re.fullmatch(r"[0-9a-f]{32}", h) for h in hashes)
+    # a hash binds the row to its queue, position, item (and what it shows) and study
+    key, item = store.meta(conn)["crowd"]["key"], store.item(conn, int(tasks[0]["item_id"]))
+    same = crowd.row_hash(key, study_id, "annotator1", 0, item)
+    assert same != crowd.row_hash(key, study_id, "annotator2", 0, item)
+    assert same != crowd.row_hash(key, study_id, "annotator1", 1, item)
+    assert same != crowd.row_hash(key, "another", "annotator1", 0, item)
+    assert same != crowd.row_hash(key, study_id, "annotator1", 0, {**item, "payload": {**item["payload"], "label": item["payload"]["label"] + 1}})
     # the same database exports the same bytes again
     first = (exported["dir"] / "tasks.csv").read_bytes()
     crowd.export_tasks(exported["db"], exported["dir"] / "again.csv")
@@ -308,10 +316,9 @@ def tamper(kind: str, rows: list[dict], release, tmp_path, header) -> list[dict]
         rows[3]["question"] = rows[3]["question"] + " really?"
     elif kind == "row hash":
         rows[3]["row_hash"] = "0" * 32
-    elif kind == "moved":
-        mine = rows[3]["annotator"]
-        rows[3]["annotator"] = next(n for n in NAMES if n != mine)
-        rows[3]["worker_id"] = WORKERS[rows[3]["annotator"]]
+    elif kind == "moved":  # to the other queue that has the item, at its position there: only the hash tells
+        other = next(r for r in rows if r["item_id"] == rows[3]["item_id"] and r["annotator"] != rows[3]["annotator"])
+        rows[3].update(annotator=other["annotator"], position=other["position"], worker_id=other["worker_id"])
     elif kind == "another study":
         rows[3] = other_study_row(release, tmp_path, header)
     elif kind == "duplicate":
@@ -341,7 +348,7 @@ def tamper(kind: str, rows: list[dict], release, tmp_path, header) -> list[dict]
 PROBLEMS = {
     "edited": (3, "column question is not what the study shows"),
     "row hash": (3, "the row hash does not match"),
-    "moved": (3, "(the row hash does not match|annotator.'s queue has no position)"),
+    "moved": (3, "the row hash does not match"),
     "another study": (3, "study id [0-9a-f]+ is not this study's .*a row of another study"),
     "duplicate": (4, "a second answer to .* the first is on line {first}"),
     "unknown item": (3, "no item '999' in this study"),
@@ -428,6 +435,13 @@ def test_a_study_never_exported_or_a_file_without_its_columns_is_refused(release
     path = write_csv(tmp_path / "r.csv", exported["header"], fill(exported["db"], exported["tasks"], WORKERS))
     with pytest.raises(ConfigError, match=r"new\.db: this study database was never exported"):
         crowd.import_answers(tmp_path / "new.db", path)
+    # the row hashes are keyed by the study's secret: the same ids under another key are refused
+    shutil.copy(exported["db"], tmp_path / "rekeyed.db")
+    conn = store.connect(tmp_path / "rekeyed.db")
+    store.set_meta(conn, crowd={**store.meta(conn)["crowd"], "key": "0" * 64})
+    conn.close()
+    with pytest.raises(ConfigError, match=r"line 2: the row hash does not match"):
+        crowd.import_answers(tmp_path / "rekeyed.db", path)
     (tmp_path / "x.csv").write_text("WorkerId,Answer.choice\nA1,2\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"x\.csv: no column study_id, annotator, position, item_id, row_hash"):
         crowd.import_answers(exported["db"], tmp_path / "x.csv")
