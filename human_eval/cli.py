@@ -24,8 +24,8 @@ EPILOG = textwrap.dedent("""\
       advrace human-eval serve study.db --port 8765          # as create prints it; send each annotator their link
       advrace human-eval report study.db --out reports/human
       advrace human-eval export study.db --out annotations.jsonl
-      advrace human-eval export-tasks dg.db --format csv --out tasks.csv     # a crowd platform's input
-      advrace human-eval import-answers dg.db results.csv                  # its results, checked as the app does
+      advrace human-eval export-tasks study.db --format csv --out tasks.csv  # a crowd platform's input
+      advrace human-eval import-answers study.db results.csv               # its results, checked as the app does
       advrace human-eval author --model runs/race/best --db study.db --name alice
       advrace human-eval export-authored study.db --out releases/authored
       advrace human-eval author --model runs/squad-cpu/final --db squad.db --name bob   # span questions
@@ -155,6 +155,8 @@ def add_human_eval_parser(subparsers):
     et.add_argument("db")
     et.add_argument("--format", choices=("csv",), default="csv", help="the file's format (csv)")
     et.add_argument("--out", required=True, help="the CSV file to write")
+    et.add_argument("--annotators", metavar="NAME[,NAME...]",
+                    help="only these annotators' queues (e.g. one batch per queue, each published to one worker)")
 
     ia = sub.add_parser("import-answers", help="store a crowd platform's results CSV as the app would, or nothing",
                         description="Every answer goes through the app's checks; the whole file is refused, nothing "
@@ -256,7 +258,7 @@ def _run(args) -> int:
         print(f"wrote {plural(report.export_jsonl(args.db, args.out), 'annotation')} to {args.out}")
         return 0
     if cmd == "export-tasks":
-        out = crowd.export_tasks(args.db, args.out)
+        out = crowd.export_tasks(args.db, args.out, [n for n in (args.annotators or "").split(",") if n] or None)
         print(f"wrote {args.out}: {plural(out['rows'], 'task')} in {plural(out['queues'], 'queue')} (one worker "
               f"each) of study {out['study_id']}")
         return 0

@@ -99,16 +99,22 @@ def crowd_id(conn, create: bool = False) -> dict | None:
     return found
 
 
-def export_tasks(db_path, out_file) -> dict:
-    """Write one CSV row per queued task (every annotator's queue, in order). Returns
-    {"rows", "queues", "study_id"}."""
+def export_tasks(db_path, out_file, annotators: list[str] | None = None) -> dict:
+    """Write one CSV row per queued task (every annotator's queue, or those named, in order; a
+    batch per queue lets a platform give each queue to one worker). Returns {"rows", "queues",
+    "study_id"}."""
     conn = store.connect(db_path)
     try:
+        people = store.annotators(conn)
+        unknown = sorted(set(annotators or ()) - {p["name"] for p in people})
+        if unknown:
+            raise ConfigError(f"{db_path}: no annotator (queue) named {', '.join(unknown)}; the study's are "
+                              f"{', '.join(p['name'] for p in people)}")
         ids = crowd_id(conn, create=True)
         items = {i["id"]: i for i in store.all_items(conn)}
         n_options = option_count(list(items.values()))
         rows = []
-        for person in store.annotators(conn):
+        for person in (p for p in people if not annotators or p["name"] in annotators):
             for r in store.queue(conn, person["id"]):
                 item = items[r["item_id"]]
                 rows.append({"study_id": ids["study_id"], "annotator": person["name"], "position": str(r["position"]),

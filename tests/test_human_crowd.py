@@ -206,6 +206,12 @@ def test_the_tasks_file_shows_what_the_page_shows_and_never_the_gold(exported):
     assert same != crowd.row_hash(key, study_id, "annotator1", 1, item)
     assert same != crowd.row_hash(key, "another", "annotator1", 0, item)
     assert same != crowd.row_hash(key, study_id, "annotator1", 0, {**item, "payload": {**item["payload"], "label": item["payload"]["label"] + 1}})
+    # one queue alone (a batch for one worker): its rows, the same bytes
+    assert main(["human-eval", "export-tasks", str(exported["db"]), "--annotators", "annotator2",
+                 "--out", str(exported["dir"] / "one.csv")]) == 0
+    assert read_csv(exported["dir"] / "one.csv")[1] == [t for t in tasks if t["annotator"] == "annotator2"]
+    with pytest.raises(ConfigError, match=r"no annotator \(queue\) named annotator7"):
+        crowd.export_tasks(exported["db"], exported["dir"] / "x.csv", ["annotator7"])
     # the same database exports the same bytes again
     first = (exported["dir"] / "tasks.csv").read_bytes()
     crowd.export_tasks(exported["db"], exported["dir"] / "again.csv")
