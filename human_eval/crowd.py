@@ -166,6 +166,17 @@ def as_answer(column: str) -> tuple[str, str]:
     return "Answer." + column, column  # ... and the form's fields Answer.<field>
 
 
+def edited_column(row: dict, expected: dict[str, str]) -> str | None:
+    """How a shown column the file holds differs from what the study shows, if it does."""
+    for column, want in expected.items():
+        text = value(row, as_input(column))
+        if any(c in row for c in as_input(column)) and text != want:
+            k = len(os.path.commonprefix([text, want]))
+            return (f"column {column} is not what the study shows (from character {k}: {text[k:k + 30]!r} "
+                    f"instead of {want[k:k + 30]!r})")
+    return None
+
+
 def snapshot(conn, person_id: int, item_id: int) -> tuple:
     """What the person's answer to the item stored (not when, or how often)."""
     def fields(row):
@@ -238,15 +249,11 @@ def _import(conn, db_path, path: Path, rows: list, finish: bool) -> dict:
             bad(line, f"the row hash does not match {name}'s task {position} (item {item_id}): the row was edited, "
                       "or moved from another queue or study; upload the rows export-tasks wrote, unchanged")
             continue
-        expected = shown(item, n_options)
-        for column in expected:
-            text = value(row, as_input(column))
-            if any(c in row for c in as_input(column)) and text != expected[column]:
-                k = len(os.path.commonprefix([text, expected[column]]))
-                bad(line, f"column {column} is not what the study shows for item {item_id} (from character {k}: "
-                          f"{text[k:k + 30]!r} instead of {expected[column][k:k + 30]!r}); the worker saw an "
-                          "edited task: upload the rows export-tasks wrote, unchanged")
-                break
+        edited = edited_column(row, shown(item, n_options))
+        if edited:
+            bad(line, f"{edited} for item {item_id}; the worker saw an edited task: upload the rows export-tasks "
+                      "wrote, unchanged")
+            continue
         form = {c: value(row, as_answer(c)) for c in ANSWER_COLUMNS}
         form = {k: v for k, v in form.items() if v}  # a field left empty is one the page did not send
         if not form:
