@@ -147,7 +147,8 @@ def add_human_eval_parser(subparsers):
     x.add_argument("db")
     x.add_argument("--out", required=True)
 
-    et = sub.add_parser("export-tasks", help="every queued task as a CSV for a crowd platform (Prolific, Mechanical Turk)",
+    et = sub.add_parser("export-tasks",
+                        help="every queued task as a CSV for a crowd platform (Prolific, Mechanical Turk)",
                         description="One row per task of every annotator's queue (an annotator is one worker): what "
                                     "the app's page shows (never the gold), the ids and a row hash to read the "
                                     "answers back, the answer form's fields as empty columns and a worker_id column. "

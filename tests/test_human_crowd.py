@@ -205,7 +205,8 @@ def test_the_tasks_file_shows_what_the_page_shows_and_never_the_gold(exported):
     assert same != crowd.row_hash(key, study_id, "annotator2", 0, item)
     assert same != crowd.row_hash(key, study_id, "annotator1", 1, item)
     assert same != crowd.row_hash(key, "another", "annotator1", 0, item)
-    assert same != crowd.row_hash(key, study_id, "annotator1", 0, {**item, "payload": {**item["payload"], "label": item["payload"]["label"] + 1}})
+    relabelled = {**item, "payload": {**item["payload"], "label": item["payload"]["label"] + 1}}
+    assert same != crowd.row_hash(key, study_id, "annotator1", 0, relabelled)
     # one queue alone (a batch for one worker): its rows, the same bytes
     assert main(["human-eval", "export-tasks", str(exported["db"]), "--annotators", "annotator2",
                  "--out", str(exported["dir"] / "one.csv")]) == 0
@@ -413,7 +414,8 @@ def test_queues_finish_when_answered_or_with_finish_and_a_finished_answer_stays(
     rejected = as_mturk(exported["header"], rows, WORKERS)
     for r in rejected[1]:
         r["AssignmentStatus"] = "Rejected" if r["Input.annotator"] == "annotator3" else "Approved"
-    assert main(["human-eval", "import-answers", str(db), str(write_csv(tmp / "p.csv", exported["header"], partial))]) == 0
+    assert main(["human-eval", "import-answers", str(db),
+                 str(write_csv(tmp / "p.csv", exported["header"], partial))]) == 0
     out = capsys.readouterr().out
     assert "finished: annotator1" in out and "annotator2" not in out
     conn = store.connect(db)
