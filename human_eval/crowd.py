@@ -224,7 +224,7 @@ def _import(conn, db_path, path: Path, rows: list, finish: bool) -> dict:
     problems, todo, seen, counts = [], [], {}, {"unanswered": 0, "rejected": 0}
 
     def bad(line, problem):
-        problems.append(f"line {line}: {problem}")
+        problems.append((line, problem))
 
     for line, row in rows:
         if row.get("AssignmentStatus") in REJECTED:
@@ -279,9 +279,7 @@ def _import(conn, db_path, path: Path, rows: list, finish: bool) -> dict:
                       "queue (two would count one person twice on an item)")
             continue
         todo.append((line, people[name], item, form))
-    if problems:
-        raise _refused(path, problems)
-    with store.transaction(conn, immediate=True):
+    with store.transaction(conn, immediate=True):  # the answers of good rows are checked even if others are bad
         counts.update(_store(conn, todo, problems))
         if problems:
             raise _refused(path, problems)
@@ -290,7 +288,7 @@ def _import(conn, db_path, path: Path, rows: list, finish: bool) -> dict:
     return {**counts, "rows": len(rows)}
 
 
-def _store(conn, todo: list, problems: list) -> dict:
+def _store(conn, todo: list, problems: list[tuple[int, str]]) -> dict:
     counts = {"stored": 0, "unchanged": 0}
     for line, person, item, form in todo:
         before = snapshot(conn, person["id"], item["id"])
@@ -298,15 +296,15 @@ def _store(conn, todo: list, problems: list) -> dict:
             with store.transaction(conn):
                 error = save_form(conn, person, item, form)
                 if error:
-                    raise _Undone(f"line {line}: {person['name']}'s answer to item {item['id']} is refused: {error}")
+                    raise _Undone(f"{person['name']}'s answer to item {item['id']} is refused: {error}")
                 if snapshot(conn, person["id"], item["id"]) == before:
                     raise _Undone(None)
                 if person["finished"]:
-                    raise _Undone(f"line {line}: {person['name']} has finished; their answer to item {item['id']} "
+                    raise _Undone(f"{person['name']} has finished; their answer to item {item['id']} "
                                   "differs from the one they finished with, and a finished answer cannot change")
         except _Undone as undone:
             if undone.args[0]:
-                problems.append(undone.args[0])
+                problems.append((line, undone.args[0]))
             else:
                 counts["unchanged"] += 1
             continue
@@ -326,10 +324,12 @@ def _finish(conn, people: dict, names: set, finish: bool) -> list[str]:
     return done
 
 
-def _refused(path: Path, problems: list[str]):
+def _refused(path: Path, problems: list[tuple[int, str]]):
+    """Every problem found, by line (the first MAX_PROBLEMS)."""
     more = f"\n  ... and {len(problems) - MAX_PROBLEMS} more" if len(problems) > MAX_PROBLEMS else ""
     return ConfigError(f"{path}: refused, nothing imported ({plural(len(problems), 'problem')}):\n  "
-                       + "\n  ".join(problems[:MAX_PROBLEMS]) + more)
+                       + "\n  ".join(f"line {line}: {problem}" for line, problem in sorted(problems)[:MAX_PROBLEMS])
+                       + more)
 
 
 def workers(meta: dict) -> dict[str, str]:

@@ -396,11 +396,14 @@ def test_a_row_over_several_lines_is_named_by_the_line_it_starts_on(exported):
     for r in rows[:3]:
         r["comment"] = "one\ntwo\nthree"
     rows[3]["row_hash"] = "f" * 32
+    rows[1].update(choice="9", reason="")
     path = write_csv(exported["dir"] / "r.csv", exported["header"], rows)
     text = path.read_text(encoding="utf-8")
     line = text[:text.index(rows[3]["study_id"] + "," + rows[3]["annotator"] + ",3,")].count("\n") + 1
     assert line > 11  # the comments' and passages' line breaks
-    with pytest.raises(ConfigError, match=f"line {line}: the row hash does not match"):
+    # every problem is named, those the answer checks find too, in the order of the file
+    with pytest.raises(ConfigError, match=f"2 problems.*\n  line {line_of(exported['header'], rows, 1)}: annotator1's answer to item \\d+ is refused: "
+                                          f"choose an option.*\n  line {line}: the row hash does not match"):
         crowd.import_answers(exported["db"], path)
 
 
