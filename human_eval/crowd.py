@@ -84,6 +84,8 @@ def shown(item: dict, n_options: int) -> dict[str, str]:
 
 
 def row_hash(key: str, study_id: str, annotator: str, position: int, item: dict) -> str:
+    """What binds a row to its study, queue, position and item as stored: keyed, so that nobody
+    without the database can make one, nor test a guessed label against it."""
     payload = json.dumps(item["payload"], ensure_ascii=False, sort_keys=True)
     message = json.dumps([study_id, annotator, position, item["id"], hashlib.sha256(payload.encode()).hexdigest()])
     return hmac.new(key.encode(), message.encode(), hashlib.sha256).hexdigest()[:32]
@@ -137,7 +139,7 @@ def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict]]]:
     """The file's header and its rows, each with the line it starts on."""
     if not path.is_file():
         raise ConfigError(f"{path}: no such results file; give the CSV the platform wrote")
-    csv.field_size_limit(1 << 26)
+    limit = csv.field_size_limit(1 << 26)  # a passage can be longer than csv's default 128 KiB field
     try:
         with path.open(encoding="utf-8-sig", newline="") as f:
             reader = csv.DictReader(f)
@@ -147,6 +149,8 @@ def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict]]]:
                 line = reader.line_num + 1
     except (UnicodeDecodeError, csv.Error) as exc:
         raise ConfigError(f"{path}: not a UTF-8 CSV file ({exc}); save the platform's results as CSV (UTF-8)") from None
+    finally:
+        csv.field_size_limit(limit)
     return header, rows
 
 
