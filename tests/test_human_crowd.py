@@ -457,3 +457,8 @@ def test_a_study_never_exported_or_a_file_without_its_columns_is_refused(release
     with pytest.raises(ConfigError, match=r"x\.csv: no column study_id, annotator, position, item_id, row_hash"):
         crowd.import_answers(exported["db"], tmp_path / "x.csv")
     assert main(["human-eval", "import-answers", str(tmp_path / "none.db"), str(path)]) == 2
+    (tmp_path / "latin.csv").write_bytes("study_id,annotator\nNaïve,x\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"latin\.csv: not a UTF-8 CSV file"):
+        crowd.import_answers(exported["db"], tmp_path / "latin.csv")
+    with pytest.raises(ConfigError, match=r"gone\.csv: no such results file"):
+        crowd.import_answers(exported["db"], tmp_path / "gone.csv")
