@@ -24,6 +24,8 @@ EPILOG = textwrap.dedent("""\
       advrace human-eval serve study.db --port 8765          # as create prints it; send each annotator their link
       advrace human-eval report study.db --out reports/human
       advrace human-eval export study.db --out annotations.jsonl
+      advrace human-eval export-tasks study.db --format csv --out tasks.csv  # a crowd platform's input
+      advrace human-eval import-answers study.db results.csv               # its results, checked as the app does
       advrace human-eval author --model runs/race/best --db study.db --name alice
       advrace human-eval export-authored study.db --out releases/authored
       advrace human-eval author --model runs/squad-cpu/final --db squad.db --name bob   # span questions
@@ -160,6 +162,29 @@ def add_human_eval_parser(subparsers):
     x.add_argument("db")
     x.add_argument("--out", required=True)
 
+    et = sub.add_parser("export-tasks",
+                        help="every queued task as a CSV for a crowd platform (Prolific, Mechanical Turk)",
+                        description="One row per task of every annotator's queue (an annotator is one worker): what "
+                                    "the app's page shows (never the gold), the ids and a row hash to read the "
+                                    "answers back, the answer form's fields as empty columns and a worker_id column. "
+                                    "See docs/human-eval.md, 'Running a study on Prolific or Mechanical Turk'.")
+    et.add_argument("db")
+    et.add_argument("--format", choices=("csv",), default="csv", help="the file's format (csv)")
+    et.add_argument("--out", required=True, help="the CSV file to write")
+    et.add_argument("--annotators", metavar="NAME[,NAME...]",
+                    help="only these annotators' queues (e.g. one batch per queue, each published to one worker)")
+
+    ia = sub.add_parser("import-answers", help="store a crowd platform's results CSV as the app would, or nothing",
+                        description="Every answer goes through the app's checks; the whole file is refused, nothing "
+                                    "stored, when a row is of another study, names an unknown queue, position or "
+                                    "item, was edited (its row hash), answers a task twice, puts two workers on a "
+                                    "queue or one worker on two, or is an answer the app refuses. Accepts "
+                                    "Mechanical Turk's Input.<col>/Answer.<col>/WorkerId columns.")
+    ia.add_argument("db")
+    ia.add_argument("file", help="the platform's results file (CSV)")
+    ia.add_argument("--finish", action="store_true",
+                    help="mark finished every queue in the file, answered or not (default: those all answered)")
+
     a = sub.add_parser("author", help="create an author account and serve the authoring page")
     a.add_argument("--model", required=True,
                    help="a multiple-choice checkpoint, sliding-window / similarity, or a span checkpoint "
@@ -186,10 +211,11 @@ def add_human_eval_parser(subparsers):
 def _run(args) -> int:
     # `advrace` builds this parser for every command; the web app (Jinja2, its templates) and the
     # model code are ~40 ms of imports that only human-eval needs, deferred here for start-up.
-    from . import authoring, report, server, study, validate
+    from . import authoring, crowd, report, server, study, validate
 
     cmd = args.human_command
-    if cmd in ("serve", "report", "export", "export-authored", "validate") and not Path(args.db).is_file():
+    if cmd in ("serve", "report", "export", "export-authored", "validate", "export-tasks",
+               "import-answers") and not Path(args.db).is_file():
         raise ConfigError(f"{args.db}: no such study database; create one with `advrace human-eval create`")
     if cmd == "create":
         splits = [s for s in args.splits.split(",") if s] if args.splits else None
@@ -256,6 +282,19 @@ def _run(args) -> int:
         return 0
     if cmd == "export":
         print(f"wrote {plural(report.export_jsonl(args.db, args.out), 'annotation')} to {args.out}")
+        return 0
+    if cmd == "export-tasks":
+        out = crowd.export_tasks(args.db, args.out, [n for n in (args.annotators or "").split(",") if n] or None)
+        print(f"wrote {args.out}: {plural(out['rows'], 'task')} in {plural(out['queues'], 'queue')} (one worker "
+              f"each) of study {out['study_id']}")
+        return 0
+    if cmd == "import-answers":
+        out = crowd.import_answers(args.db, args.file, finish=args.finish)
+        print(f"imported {args.file} into {args.db}: {plural(out['stored'], 'answer')} stored, "
+              f"{out['unchanged']} already stored unchanged, {out['unanswered']} rows unanswered"
+              + (f", {out['rejected']} rejected on the platform (not imported)" if out["rejected"] else ""))
+        if out["finished"]:
+            print(f"finished: {', '.join(out['finished'])}")
         return 0
     if cmd == "export-authored":
         manifest, fooled = authoring.export_authored(args.db, args.out, task=args.task)
