@@ -272,7 +272,8 @@ def time_lines(times: dict) -> list[str]:
              "| task | annotator | items | median seconds |", "|---|---|---:|---:|"]
     for kind, t in times.items():
         lines.append(f"| {kind} | all | {t['all']['items']} | {t['all']['median_seconds']:.1f} |")
-        lines += [f"| {kind} | {name} | {a['items']} | {a['median_seconds']:.1f} |" for name, a in t["annotators"].items()]
+        lines += [f"| {kind} | {name} | {a['items']} | {a['median_seconds']:.1f} |"
+                  for name, a in t["annotators"].items()]
     return lines
 
 

@@ -329,7 +329,8 @@ def quality_item_problems(items: list[dict], release_dir, seed) -> list[str]:
         if ex is None or ex.source_id != item["source_id"]:
             problems.append(f"{item['kind']} item {item['id']} ({item['record_id']}) is not a question of the release")
         elif item["payload"] != expected:
-            problems.append(f"{item['kind']} item {item['id']} ({item['record_id']}): its text differs from the release's")
+            problems.append(f"{item['kind']} item {item['id']} ({item['record_id']}): its text differs from the "
+                            "release's")
     return problems
 
 

@@ -165,8 +165,8 @@ def test_a_squad_control_in_a_verify_queue_highlights_a_sentence_without_the_gol
     paragraph = squad_doc()["data"][0]["paragraphs"][0]
     context = paragraph["context"]
     first, second, third = ("The Danube is Europe's second-longest river.",
-                            "It flows through ten countries, including Austria and Hungary, before reaching the Black Sea.",
-                            "Vienna and Budapest were built on its banks.")
+                            "It flows through ten countries, including Austria and Hungary, before reaching the "
+                            "Black Sea.", "Vienna and Budapest were built on its banks.")
     # the sentences that hold none of the question's gold answers, by hand
     free = {"q0": {first, third}, "q1": {first, third}, "q2": {first, second}}
     for qa in paragraph["qas"]:
@@ -207,7 +207,8 @@ def test_an_annotator_who_fails_the_controls_is_excluded_and_no_longer_decides(r
     kept = validate_release(tmp_path / "kept.db", release, tmp_path / "kept")
     assert kept["splits"][SPLIT]["invalid"] == 15 and kept["controls"]["excluded"] == []
     out = validate_release(tmp_path / "out.db", release, tmp_path / "out")
-    assert (out["splits"][SPLIT]["invalid"], out["splits"][SPLIT]["valid"], out["splits"][SPLIT]["unjudged"]) == (0, 30, 0)
+    v = out["splits"][SPLIT]
+    assert (v["invalid"], v["valid"], v["unjudged"]) == (0, 30, 0)
     assert out["controls"] == {"rate": 0.2, "min_accuracy": 0.75,
                                "excluded": [{"annotator": "annotator1", "accuracy": 0.0, "controls": 4}],
                                "no_controls_answered": ["annotator4"]}
