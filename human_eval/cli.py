@@ -12,7 +12,7 @@ from pathlib import Path
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import plural
-from advrace.release.card import RATES, validation_fate, validation_summary
+from advrace.release.card import RATES, quality_control_lines, validation_fate, validation_summary
 
 TASKS = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
 
@@ -277,6 +277,8 @@ def _run(args) -> int:
             if v["unjudged"]:
                 print(f"  {split}: {plural(v['unjudged'], 'item')} not yet judged, left as they were and marked "
                       "unvalidated (--partial)")
+        for line in quality_control_lines(done):
+            print(textwrap.fill(line, 100))
         print(textwrap.fill(RATES, 100))
         print("check it with: " + shlex.join(["advrace", "verify", args.out, "--study", args.db]))
         return 0

@@ -184,7 +184,7 @@ def test_a_squad_control_in_a_verify_queue_highlights_a_sentence_without_the_gol
     assert not controls.wants_highlight("multiple_choice", {store.EDIT})
 
 
-def test_an_annotator_who_fails_the_controls_is_excluded_and_no_longer_decides(release, tmp_path):
+def test_an_annotator_who_fails_the_controls_is_excluded_and_no_longer_decides(release, tmp_path, capsys):
     """annotator1 answers every control wrong and finds every question unanswerable: with two
     judgements per item, their invalid vote ties each item they judged (invalid). Excluded, the
     item takes its verdict from the vote that counts (valid)."""
@@ -206,7 +206,9 @@ def test_an_annotator_who_fails_the_controls_is_excluded_and_no_longer_decides(r
 
     kept = validate_release(tmp_path / "kept.db", release, tmp_path / "kept")
     assert kept["splits"][SPLIT]["invalid"] == 15 and kept["controls"]["excluded"] == []
-    out = validate_release(tmp_path / "out.db", release, tmp_path / "out")
+    assert main(["human-eval", "validate", str(tmp_path / "out.db"), str(release), "--out", str(tmp_path / "out")]) == 0
+    assert "were excluded from the votes: annotator1 (0% of 4)" in " ".join(capsys.readouterr().out.split())
+    out = json.loads((tmp_path / "out" / "manifest.json").read_text())["validation"]
     v = out["splits"][SPLIT]
     assert (v["invalid"], v["valid"], v["unjudged"]) == (0, 30, 0)
     assert out["controls"] == {"rate": 0.2, "min_accuracy": 0.75,
