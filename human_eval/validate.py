@@ -32,9 +32,10 @@ from advrace.core.text import plural
 from advrace.release import ORIGINAL, check_release, read_split
 from advrace.release.build import WITH_SOURCE, Decision, attack_share_warnings, derive_release
 
-from . import selection, store
+from . import controls, selection, store
 from .report import fleiss_kappa, item_rates, wilson
-from .study import assignment, changed_items, check_covers_derived, item_payload, release_id
+from .study import (changed_items, check_covers_derived, item_payload, quality_item_problems, release_id,
+                    study_queues)
 from .votes import added_spans, verdict, vote
 
 INVALID_REASON = "judged invalid by annotators"
@@ -65,6 +66,21 @@ class Study:
         """The judgements a validation rests on: those of annotators who pressed Finish (the app
         lets nobody else's answers be final)."""
         return [a for a in self.annotations if a["annotator"] in self.finished]
+
+    @property
+    def excluded(self) -> set[str]:
+        """Annotators whose votes do not count: their accuracy on control items, over their
+        counted answers, is below the study's `min_accuracy` (`controls`)."""
+        return controls.excluded(self.meta, self.counted(), [a["name"] for a in self.annotators])
+
+    def needed(self, excluded=None) -> dict[str, int]:
+        """Each judge item's judgements that count, by record id: K, less those of the excluded
+        annotators who had it (a verdict with excluded votes is over the votes that count).
+        `excluded`: those annotators (default: `self.excluded`)."""
+        queues = {a["name"]: self.queues.get(a["id"], []) for a in self.annotators}
+        left = controls.needed_judgements(self.items, queues, self.meta.get("judgements") or 0,
+                                          self.excluded if excluded is None else set(excluded))
+        return {i["record_id"]: left[i["id"]] for i in self.items if i["kind"] == store.JUDGE}
 
     def annotations_sha256(self) -> str:
         return store.rows_sha256([store.answer_row(a) for a in self.counted()])
@@ -138,7 +154,7 @@ def study_problems(study: Study, release_dir, changed: dict | None = None) -> li
                                 "which is no candidate of its question")
             elif not shows(item["payload"], c):
                 problems.append(f"verify item {item['id']} ({item['record_id']}) does not show its candidate's text")
-    return problems + answer_problems(study)
+    return problems + quality_item_problems(study.items, release_dir, meta["seed"]) + answer_problems(study)
 
 
 def shows(payload: dict, c: dict) -> bool:
@@ -153,19 +169,22 @@ def shows(payload: dict, c: dict) -> bool:
 
 def answer_problems(study: Study) -> list[str]:
     """What the database alone shows of a tampered study: queues that are not the seeded
-    assignment (a study of judge items only: the others' queues are built by the edit and verify
-    steps), answers outside an annotator's queue, a verifier who edited the question they verify,
+    assignment (`study.study_queues`; not for edit and verify studies, whose queues their steps
+    build), answers outside an annotator's queue, a verifier who edited the question they verify,
     and answers of a finished annotator that differ from what they had when they pressed Finish."""
     meta, problems = study.meta, []
     names = [a["name"] for a in study.annotators]
-    if study.kinds() - {store.JUDGE}:
-        pass  # the edit, verify and quality-control steps build these queues (checked by answers and Finish)
+    if study.kinds() & {store.EDIT, store.VERIFY}:
+        pass  # the edit and verify steps build these queues (checked by answers, editors and Finish)
     elif names != meta.get("annotators"):
         problems.append(f"the annotators are {names}, the study was created with {meta.get('annotators')}")
     else:
-        queues = assignment([item["id"] for item in study.items], names, meta["judgements"], meta["seed"])
+        try:
+            queues = study_queues(study.items, names, meta)[0]
+        except ConfigError as exc:
+            queues, problems = {}, [*problems, f"its queues cannot be assigned again: {exc}"]
         for a in study.annotators:
-            if study.queues.get(a["id"], []) != queues[a["name"]]:
+            if queues and study.queues.get(a["id"], []) != queues[a["name"]]:
                 problems.append(f"{a['name']}'s queue is not the one the study assigned")
     queued = {(a["name"], iid) for a in study.annotators for iid in study.queues.get(a["id"], [])}
     for a in study.annotations:
@@ -204,10 +223,12 @@ def _tampered(db, problems: list[str]) -> TamperedStudy:
 
 
 def votes_by_item(study: Study, added: dict[str, list] | None = None,
-                  excluded=frozenset()) -> dict[str, tuple[Vote, ...]]:
-    """Each judge item's counted judgements (not those of `excluded` annotators) as votes
-    (`votes.vote`; `added`: where each record's added sentences stand, to name a vote for a fake
-    answer), by record id, in annotator order."""
+                  excluded=None) -> dict[str, tuple[Vote, ...]]:
+    """Each judge item's counted judgements (not those of `excluded` annotators, default
+    `study.excluded`: below the control accuracy) as votes (`votes.vote`; `added`: where each
+    record's added sentences stand, to name a vote for a fake answer), by record id, in annotator
+    order."""
+    excluded = study.excluded if excluded is None else excluded
     out: dict[str, list[Vote]] = {item["record_id"]: [] for item in study.items if item["kind"] == store.JUDGE}
     for a in sorted(study.counted(), key=lambda a: a["annotator"]):
         if a["kind"] == store.JUDGE and a["annotator"] not in excluded:
@@ -216,10 +237,15 @@ def votes_by_item(study: Study, added: dict[str, list] | None = None,
 
 
 def short_items(study: Study, votes: dict, excluded=frozenset()) -> list[int]:
-    """The ids of the items with fewer answers than annotators (not excluded) queued for them:
-    judgements of a judge item, edits of an edit item, verifications of a verify item; only
-    annotators who pressed Finish count. Control and baseline items never change the release."""
+    """The ids of the items with fewer answers than they are to get: a judge item's judgements
+    that count (`Study.needed`; none left counts as short: it needs others' judgements), an edit
+    item's edits and a verify item's verifications from the annotators (not excluded) queued for
+    them; only annotators who pressed Finish count. Control and baseline items never change the
+    release."""
     expected, finished = study.expected(excluded), study.finished - set(excluded)
+    needed = study.needed(excluded)
+    judged = [item["id"] for item in study.items if item["kind"] == store.JUDGE
+              and (len(votes.get(item["record_id"], ())) < needed[item["record_id"]] or not needed[item["record_id"]])]
     got: Counter = Counter()
     for a in study.annotations:
         if a["annotator"] in finished:
@@ -227,15 +253,17 @@ def short_items(study: Study, votes: dict, excluded=frozenset()) -> list[int]:
     for c in study.candidates:
         if c["item_kind"] == store.EDIT and c["annotator"] in finished:
             got[c["item_id"]] += 1
-    return [item["id"] for item in study.items if item["kind"] in (store.JUDGE, store.EDIT, store.VERIFY)
-            and got[item["id"]] < expected.get(item["id"], 0)]
+    return judged + [item["id"] for item in study.items if item["kind"] in (store.EDIT, store.VERIFY)
+                     and got[item["id"]] < expected.get(item["id"], 0)]
 
 
 def check_study(study: Study, release_dir, manifest: dict, partial: bool, changed: dict | None = None,
-                votes: dict | None = None, excluded=frozenset()) -> list[int]:
+                votes: dict | None = None, excluded=None) -> list[int]:
     """Refuse a study that cannot validate this release; returns the ids of the items with fewer
-    answers than the study asked for (allowed with `partial`)."""
+    answers than the study asked for (allowed with `partial`). `excluded`: annotators whose
+    answers do not count (default `study.excluded`)."""
     db, meta = study.path, study.meta
+    excluded = study.excluded if excluded is None else excluded
     if meta.get("manifest_sha256") != release_id(release_dir):
         raise ConfigError(
             f"{db}: the study was made from the release {meta.get('release_name')!r} (manifest sha256 "
@@ -260,8 +288,14 @@ def check_study(study: Study, release_dir, manifest: dict, partial: bool, change
                           f"{asked} from annotators who pressed Finish (not finished: "
                           f"{', '.join(waiting)}); finish the study, or pass --partial to write the release with "
                           "the items whose votes so far decide their verdict validated and the others left as they "
-                          "were, marked unvalidated")
+                          "were, marked unvalidated" + _excluded_note(study))
     return unjudged
+
+
+def _excluded_note(study: Study) -> str:
+    out = sorted(study.excluded)
+    return (f" (the votes of {', '.join(out)}, below {study.meta['min_accuracy']} accuracy on control questions, do "
+            "not count: their items need others' judgements)" if out else "")
 
 
 def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, partial: bool = False,
@@ -273,11 +307,12 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     Judge items take their majority verdict; on a split of edit items each changed question takes
     an approved edit of its pool (`selection`), AddSent's the one `adversary` (a span checkpoint)
     does worst on; a judged-invalid RACE question takes an approved mend. `excluded`: annotators
-    whose answers, edits and verifications are left out (low accuracy on controls). `approve`:
+    whose answers, edits and verifications are left out, besides those below the study's control
+    accuracy (`controls`, always left out). `approve`:
     the approval function (`selection.approvals`'s contract), by default `selection.approvals`."""
     manifest = check_release(release_dir)
     study = read_study(db_path)
-    excluded = frozenset(excluded)
+    excluded = frozenset(excluded) | study.excluded
     studied = [split for split in manifest["splits"] if split in study.meta["splits"]]  # sources first
     attacks = {split: manifest["splits"][split]["attack"] for split in studied}
     edited = {item["split"] for item in study.items if item["kind"] == store.EDIT}
@@ -292,9 +327,7 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     approved = {cid for cid, a in (approve or selection.approvals)(study, excluded).items() if a.approved}
     chooser = Chooser(study, approved, selection.verified(study, excluded), attacks, adversary, manifest, needs)
     k, seed = study.meta.get("judgements") or 0, study.meta["seed"]
-    queued = study.expected(excluded)  # an excluded judge's item is decided by the others' votes
-    ks = {item["record_id"]: queued.get(item["id"], 0) if excluded else k
-          for item in study.items if item["kind"] == store.JUDGE}
+    ks = study.needed(excluded)  # an excluded judge's item is decided by the others' votes
     decisions, undone, gone, per_split, reasons = {}, {}, {}, {}, {}
     for split in studied:
         source = manifest["splits"][split].get("source") or ORIGINAL
@@ -323,17 +356,20 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
         undone[split] |= gone[split]
         size = manifest["splits"][split]["count"] - (len(gone[split]) if drop else 0)
         per_split[split] = (edit_validation(changed[split], counts, chooser, split, size) if split in edited else
-                            split_validation(changed[split], votes, counts, k, size, chooser))
+                            split_validation(changed[split], votes, counts, k, size, chooser, ks))
     validation = {
         "source_release": {"name": manifest["name"], "manifest_sha256": release_id(release_dir)},
         "study": {"items_sha256": study.items_sha256(), "annotations_sha256": study.annotations_sha256(),
                   "candidates_sha256": study.candidates_sha256(),
                   "annotators": len(study.annotators), "judgements": k, "seed": seed,
-                  "partial": bool(short), "excluded": sorted(excluded)},
+                  "partial": bool(short), "excluded": sorted(excluded), **_versions_apart(study.meta)},
         "invalid": DROPPED if drop else PUT_BACK,
         **({"adversary": chooser.adversary_record} if chooser.adversary_record else {}),
         "splits": significant_floats(per_split),
     }
+    checks = controls.exclusion_record(study.meta, study.counted(), [a["name"] for a in study.annotators])
+    if checks:
+        validation["controls"] = significant_floats(checks)
     validation["warnings"] = share_warnings(manifest, release_dir, per_split, reasons)
     derive_release(release_dir, out_dir, decisions, {"validation": validation}, drop=drop, source_manifest=manifest)
     return validation
@@ -489,13 +525,21 @@ def _shares(kept: int, mended: int, size: int) -> dict:
             "mended_share": mended / size if size else None}
 
 
+def _versions_apart(meta: dict) -> dict:
+    """Whether two versions of one question were kept from one annotator (not said by a study
+    made before advrace kept them apart)."""
+    return {"versions_apart": meta["versions_apart"]} if "versions_apart" in meta else {}
+
+
 def split_validation(examples: list, votes: dict, counts: Counter, k: int, size: int | None = None,
-                     chooser: Chooser | None = None) -> dict:
+                     chooser: Chooser | None = None, needed: dict | None = None) -> dict:
     """One split's numbers (`report.item_rates`, the report's definitions), with how many of its
-    changed questions were not yet judged and how many went back with their source split's; the
-    share attacked after people (changed questions kept, of the split as written), the share
-    mended and the mends' approval."""
-    out = {"changed": len(examples), **item_rates([votes[ex.id] for ex in examples], k),
+    changed questions were not yet judged and how many went back with their source split's
+    (`needed`: each item's judgements that count, where annotators were excluded); the share
+    attacked after people (changed questions kept, of the split as written), the share mended and
+    the mends' approval."""
+    out = {"changed": len(examples), **item_rates([votes[ex.id] for ex in examples], k,
+                                                   [needed[ex.id] for ex in examples] if needed else None),
            "unjudged": counts[UNVALIDATED], "with_source": counts["with_source"]}
     if size is None:
         return out
@@ -550,7 +594,8 @@ def check_study_link(manifest: dict, db_path, release_dir) -> str:
         raise VerifyError(f"{db_path}: its annotations (sha256 {digest[:16]}) are not those {release_dir} was "
                           f"validated from (sha256 {recorded[:16]}): the database changed since, or is another "
                           "study of the same release")
-    excluded = frozenset(validation["study"].get("excluded") or ())
+    recorded_out = validation["study"].get("excluded")  # a release validated before it was recorded: the controls'
+    excluded = frozenset(recorded_out) if recorded_out is not None else study.excluded
     votes = votes_by_item(study, excluded=excluded)
     said = selection.verified(study, excluded)
     made = {(c["record_id"], c["annotator"]): c for c in study.candidates}

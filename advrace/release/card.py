@@ -239,12 +239,32 @@ def validation_lines(validation: dict | None) -> list[str]:
              f"`{study['annotations_sha256'][:16]}`. {RATES}", ""]
     for split in validation["splits"]:
         lines.append(f"- `{split}`: {validated_split_text(validation, split)}.")
-    lines += ["", "Each validated question's `provenance` ends with its votes (a `validated` record)"
+    lines += ["", *quality_control_lines(validation),
+              "Each validated question's `provenance` ends with its votes (a `validated` record)"
               + (", or with people's edits, their verifiers' votes and which edit it holds and why (a "
-                 "`people_edited` record)" if any(v.get("mended") or v.get("candidates") for v in validation["splits"].values()) else "")
+                 "`people_edited` record)" if any(v.get("mended") or v.get("candidates")
+                                                  for v in validation["splits"].values()) else "")
               + ".", ""]
     lines += [f"**{line}**" for line in validation.get("warnings") or ()] + ([""] if validation.get("warnings") else [])
     return lines
+
+
+def quality_control_lines(validation: dict) -> list[str]:
+    """Whether one annotator could see two versions of a question, and who was excluded for
+    accuracy on control questions (`advrace human-eval create --controls`)."""
+    lines = []
+    apart = validation["study"].get("versions_apart")
+    if apart is not None:
+        lines.append("Two versions of one question never went to one annotator." if apart else
+                     "One annotator could judge several versions of one question (the study allowed it).")
+    checks = validation.get("controls")
+    if checks:
+        out = ", ".join(f"{e['annotator']} ({100 * e['accuracy']:.0f}% of {e['controls']})" for e in checks["excluded"])
+        lines.append(f"Control questions (original questions with a known answer) made up about "
+                     f"{100 * checks['rate']:.0f}% of each queue; annotators below {checks['min_accuracy']} accuracy "
+                     f"on them were excluded from the votes: {out or 'none'}. A verdict with excluded votes is over "
+                     "the votes that count.")
+    return [*lines, ""] if lines else []
 
 
 def validated_split_text(validation: dict, split: str) -> str:
