@@ -437,7 +437,7 @@ def test_an_unverified_edit_needs_partial_and_leaves_the_question_as_the_machine
 
 
 def test_control_and_baseline_items_never_change_the_release(squad_release, tmp_path):
-    """A control and a baseline item (the original of a studied question, sharing its record id),
+    """A control and a baseline item (the original of a studied question, of its source id),
     answered wrong by one verifier and left unanswered by another: no vote, no approval, no
     decision and no "unfinished" rests on them."""
     rid = "addonesent/q0"
@@ -448,7 +448,7 @@ def test_control_and_baseline_items_never_change_the_release(squad_release, tmp_
     person = conn.execute("SELECT id FROM people WHERE name = 'verifier1'").fetchone()["id"]
     queue = [row["item_id"] for row in store.queue(conn, person)]
     with store.transaction(conn):
-        extra = [store.add_item(conn, "addonesent", rid, "q0", original.task, item_payload(original), kind=kind)
+        extra = [store.add_item(conn, "original", original.id, "q0", original.task, item_payload(original), kind=kind)
                  for kind in (store.CONTROL, store.BASELINE)]
         conn.execute("DELETE FROM queue WHERE person_id = ?", (person,))
         store.set_queue(conn, person, queue + extra)
