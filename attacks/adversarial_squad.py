@@ -490,8 +490,20 @@ class _ModelDependent(CheckpointAttack):
         return {**super().describe(), "model_dependent": True}
 
     def _f1(self, examples: list, contexts: list[str]) -> list[float]:
-        answers = self.scorer.answers([ex.question for ex in examples], contexts)
-        return [squad_em_f1(a, [g.text for g in ex.answers])[1] for ex, a in zip(examples, answers)]
+        return model_f1s(self.scorer, examples, contexts)
+
+
+def model_f1s(scorer, examples: list, contexts: list[str]) -> list[float]:
+    """A span model's F1 on each example read with `contexts[i]` as its context: what AddSent
+    minimises (and `human-eval validate --adversary` too, over people's approved sentences)."""
+    answers = scorer.answers([ex.question for ex in examples], contexts)
+    return [squad_em_f1(a, [g.text for g in ex.answers])[1] for ex, a in zip(examples, answers)]
+
+
+def worst(f1s) -> int:
+    """AddSent's choice among candidates scored by `model_f1s`: the lowest F1, the first of
+    equally bad ones."""
+    return min(range(len(f1s)), key=lambda i: f1s[i])
 
 
 @register
@@ -532,7 +544,7 @@ class AddSentAdversary(_ModelDependent):
             if i not in per:
                 out.append(Outcome(ex, False, _reason(cands[i][1])))
                 continue
-            f1, chosen = min(per[i], key=lambda fc: fc[0])  # the first of equally bad ones
+            f1, chosen = per[i][worst([f for f, _ in per[i]])]
             out.append(Outcome(_place(ex, chosen.sentence, False).with_provenance(AttackSummary(
                 self.name, sentences=(chosen,), position="end", candidates=len(per[i]), model_f1=significant(f1),
                 candidate_f1=tuple(significant(f) for f, _ in per[i]))), True))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from advrace.core.tasks import MULTIPLE_CHOICE
 
-from . import store
+from . import mending, store
 from .editing import edit_problem
 
 
@@ -20,12 +20,15 @@ def prior_answer(row) -> dict:
             "comment": row["comment"] if row is not None and row["comment"] else ""}
 
 
-def form_answer(form: dict) -> dict:
-    """What the form shows after a refused save: what the person sent, as `prior_answer` gives it."""
+def submitted_answer(form: dict) -> dict:
+    """What the form shows again after a refused save: what was sent, not what is stored, so that
+    a missing reason does not clear the "cannot be answered" choice and the comment."""
     choice = form.get("choice", "")
-    return {"unanswerable": choice == "unanswerable", "choice": int(choice) if choice.isdigit() else None,
-            "answer_text": form.get("answer_text", ""), "answer_start": form.get("answer_start", ""),
-            "reason": form.get("reason") or None, "comment": form.get("comment", "")}
+    unanswerable = choice == "unanswerable"
+    return {"unanswerable": unanswerable, "choice": int(choice) if choice.isdigit() else None,
+            "answer_text": "" if unanswerable else form.get("answer_text", ""),
+            "answer_start": "" if unanswerable else form.get("answer_start", ""),
+            "reason": form.get("reason") or None, "comment": form.get("comment", "")[:2000]}
 
 
 def save_form(db, person, item, form: dict) -> str | None:
@@ -34,6 +37,8 @@ def save_form(db, person, item, form: dict) -> str | None:
     file both go through here, so an answer means the same whichever way it came."""
     if item["kind"] == store.EDIT:
         return save_edit(db, person, item, form)
+    if mending.offered(item) or mending.asked(form):
+        return save_mend(db, person, item, form)
     return save_judgement(db, person, item, form)
 
 
@@ -61,6 +66,32 @@ def grammatical_answer(item, form) -> tuple[bool | None, str | None]:
     if said not in ("yes", "no"):
         return None, "say whether the highlighted sentence is grammatical English"
     return said == "yes", None
+
+
+def save_mend(db, person, item, form) -> str | None:
+    """A judge item of a DE or DG split: the judgement, and with it the person's own wrong option
+    in place of an option they found right too (`mend_option`, `mend_text`: a candidate), or no
+    mend (one saved before is withdrawn). A mend is only for "cannot be answered" for "multiple
+    correct options", and must pass `mending.check`."""
+    mend = None
+    if mending.asked(form):
+        if not mending.offered(item):
+            return "this question takes no new option; leave the new option empty"
+        if form.get("choice") != "unanswerable" or form.get("reason") != mending.MEND_REASON:
+            return (f"a new option replaces a second right answer: choose “The question cannot be answered” "
+                    f"with the reason “{mending.MEND_REASON}”, or choose “no new option”")
+        mend = mending.check(db, item, form)
+        if mend.problems:
+            return " ".join(mend.problems)
+    with store.transaction(db, immediate=True):
+        error = save_judgement(db, person, item, form)
+        if error:
+            return error  # nothing was written
+        if mend is None:
+            store.delete_candidate(db, person["id"], item["id"])
+        else:
+            store.save_candidate(db, person["id"], item["id"], option=mend.option, text=mend.text)
+    return None
 
 
 def save_judgement(db, person, item, form) -> str | None:

@@ -6,19 +6,21 @@ from __future__ import annotations
 import argparse
 import shlex
 import socket
+import sys
 import textwrap
 from pathlib import Path
 
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import plural
-from advrace.release.card import RATES, validation_fate, validation_summary
+from advrace.release.card import (RATES, after_people_text, people_edit_text, quality_control_lines, validation_fate,
+                                 validation_summary)
 
 TASKS = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
 
 EPILOG = textwrap.dedent("""\
     examples:
-      advrace human-eval create releases/race-test --per-split 50 --seed 1 --annotators 3 --db study.db --port 8765
+      advrace human-eval create releases/race-test --per-split 50 --seed 1 --annotators 9 --judgements 3 --db study.db --port 8765
       advrace human-eval create releases/race-test --splits distractor_generation --all-changed --annotators 3 --db dg.db
       advrace human-eval validate dg.db releases/race-test --out releases/race-test-validated
       advrace human-eval create SQUAD_RELEASE --splits addonesent,addsent --edit --editors 5 --annotators 5 --db edit.db
@@ -26,6 +28,8 @@ EPILOG = textwrap.dedent("""\
       advrace human-eval serve study.db --port 8765          # as create prints it; send each annotator their link
       advrace human-eval report study.db --out reports/human
       advrace human-eval export study.db --out annotations.jsonl
+      advrace human-eval export-tasks study.db --format csv --out tasks.csv  # a crowd platform's input
+      advrace human-eval import-answers study.db results.csv               # its results, checked as the app does
       advrace human-eval author --model runs/race/best --db study.db --name alice
       advrace human-eval export-authored study.db --out releases/authored
       advrace human-eval author --model runs/squad-cpu/final --db squad.db --name bob   # span questions
@@ -120,6 +124,21 @@ def add_human_eval_parser(subparsers):
     c.add_argument("--judgements", type=int, metavar="K",
                    help="judgements per item, spread over the annotators from the seed, none judging an item "
                         "twice (default: every annotator judges every item)")
+    c.add_argument("--same-annotator-versions", action="store_true",
+                   help="let one annotator judge two versions of one question (by default never: what the "
+                        "versions share gives the gold away); the study, its report and a validated release "
+                        "record it")
+    c.add_argument("--controls", type=float, default=0.0, metavar="RATE",
+                   help="mix control questions (original questions with a known answer) into every queue, "
+                        "about RATE of it (0.1 is what crowd studies use; default 0: none), to measure each "
+                        "annotator's accuracy")
+    c.add_argument("--min-accuracy", type=float, metavar="A",
+                   help="exclude from the votes annotators whose accuracy on control questions is below A "
+                        "(default 0.75 with --controls)")
+    c.add_argument("--baseline", type=float, default=0.0, metavar="RATE",
+                   help="also judge the original of RATE of the studied questions, each by annotators who "
+                        "have no version of it, so that the report gives the valid rate of the unattacked "
+                        "questions beside the attacked ones (default 0: none)")
     c.add_argument("--splits", help="comma-separated splits (default: all but the probe splits, such as "
                                     "option_only, which has no passage or question; name them here to "
                                     "include them, e.g. --splits original,addsent,option_only)")
@@ -154,10 +173,37 @@ def add_human_eval_parser(subparsers):
     v.add_argument("--partial", action="store_true",
                    help="validate an unfinished study: an item whose votes so far decide its verdict gets it; "
                         "the others stay as they are, marked unvalidated in provenance")
+    v.add_argument("--adversary", metavar="MODEL",
+                   help="a span checkpoint: an edited AddSent split takes, of each question's approved sentences, "
+                        "the one MODEL does worst on (AddSent's criterion, as Jia and Liang chose); required when "
+                        "the study edited an addsent split")
 
     x = sub.add_parser("export", help="every annotation as JSONL")
     x.add_argument("db")
     x.add_argument("--out", required=True)
+
+    et = sub.add_parser("export-tasks",
+                        help="every queued task as a CSV for a crowd platform (Prolific, Mechanical Turk)",
+                        description="One row per task of every annotator's queue (an annotator is one worker): what "
+                                    "the app's page shows (never the gold), the ids and a row hash to read the "
+                                    "answers back, the answer form's fields as empty columns and a worker_id column. "
+                                    "See docs/human-eval.md, 'Running a study on Prolific or Mechanical Turk'.")
+    et.add_argument("db")
+    et.add_argument("--format", choices=("csv",), default="csv", help="the file's format (csv)")
+    et.add_argument("--out", required=True, help="the CSV file to write")
+    et.add_argument("--annotators", metavar="NAME[,NAME...]",
+                    help="only these annotators' queues (e.g. one batch per queue, each published to one worker)")
+
+    ia = sub.add_parser("import-answers", help="store a crowd platform's results CSV as the app would, or nothing",
+                        description="Every answer goes through the app's checks; the whole file is refused, nothing "
+                                    "stored, when a row is of another study, names an unknown queue, position or "
+                                    "item, was edited (its row hash), answers a task twice, puts two workers on a "
+                                    "queue or one worker on two, or is an answer the app refuses. Accepts "
+                                    "Mechanical Turk's Input.<col>/Answer.<col>/WorkerId columns.")
+    ia.add_argument("db")
+    ia.add_argument("file", help="the platform's results file (CSV)")
+    ia.add_argument("--finish", action="store_true",
+                    help="mark finished every queue in the file, answered or not (default: those all answered)")
 
     a = sub.add_parser("author", help="create an author account and serve the authoring page")
     a.add_argument("--model", required=True,
@@ -185,10 +231,11 @@ def add_human_eval_parser(subparsers):
 def _run(args) -> int:
     # `advrace` builds this parser for every command; the web app (Jinja2, its templates) and the
     # model code are ~40 ms of imports that only human-eval needs, deferred here for start-up.
-    from . import authoring, editing, report, server, study, validate, verifying
+    from . import authoring, crowd, editing, report, server, study, validate, verifying
 
     cmd = args.human_command
-    if cmd in ("serve", "report", "export", "export-authored", "validate") and not Path(args.db).is_file():
+    if cmd in ("serve", "report", "export", "export-authored", "validate", "export-tasks",
+               "import-answers") and not Path(args.db).is_file():
         raise ConfigError(f"{args.db}: no such study database; create one with `advrace human-eval create`")
     if cmd == "create":
         splits = [s for s in args.splits.split(",") if s] if args.splits else None
@@ -215,12 +262,22 @@ def _run(args) -> int:
         else:
             out = study.create_study(args.release, args.db, per_split=args.per_split or 50, seed=args.seed,
                                      annotators=annotators, splits=splits, all_changed=args.all_changed,
-                                     judgements=args.judgements)
+                                     judgements=args.judgements, same_annotator_versions=args.same_annotator_versions,
+                                     controls_rate=args.controls, baseline_rate=args.baseline,
+                                     min_accuracy=args.min_accuracy)
             per_item = (f", {plural(args.judgements, 'judgement')} per item"
                         if args.judgements is not None and args.judgements < len(out["annotators"]) else "")
             print(f"created {args.db}: {plural(out['items'], 'item')} from {', '.join(out['splits'])}"
                   f"{' (every changed question)' if args.all_changed else ''}, "
                   f"{plural(len(out['annotators']), 'annotator')}{per_item}")
+            if out["controls"]:
+                print(f"mixed {plural(out['controls'], 'control question')} into the queues (about {args.controls:.0%} of "
+                      f"each); annotators below {out['min_accuracy']} accuracy on them are excluded from the votes")
+            if out["baseline"]:
+                print(f"added the originals of {plural(out['baseline'], 'studied question')} as baseline items, each to "
+                      "annotators who have no version of it")
+            if args.same_annotator_versions:
+                print("one annotator may judge several versions of a question (--same-annotator-versions; recorded)")
         if out.get("left_out"):
             print(f"left out the probe splits {', '.join(out['left_out'])} (name them in --splits to include them)")
         for name, token in out["annotators"].items():
@@ -252,18 +309,40 @@ def _run(args) -> int:
         print(f"\nwrote {args.out}: report.json, report.md, report.png ({plural(len(result['splits']), 'split')})")
         return 0
     if cmd == "validate":
-        done = validate.validate_release(args.db, args.release, args.out, drop=args.drop, partial=args.partial)
+        done = validate.validate_release(args.db, args.release, args.out, drop=args.drop, partial=args.partial,
+                                         adversary=args.adversary)
         print(f"wrote {args.out}: validated from {args.release} by the study {args.db}")
         for split, v in done["splits"].items():
-            print(f"  {split}: {validation_summary(v)}; {validation_fate(v, args.drop)}")
+            if v.get("kind") == "edit":
+                print(f"  {split}: {people_edit_text(v, args.drop)}")
+                continue
+            print(f"  {split}: {validation_summary(v)}; {validation_fate(v, args.drop)}{after_people_text(v)}")
             if v["unjudged"]:
                 print(f"  {split}: {plural(v['unjudged'], 'item')} not yet judged, left as they were and marked "
                       "unvalidated (--partial)")
+        for line in quality_control_lines(done):
+            print(textwrap.fill(line, 100))
         print(textwrap.fill(RATES, 100))
         print("check it with: " + shlex.join(["advrace", "verify", args.out, "--study", args.db]))
+        sys.stdout.flush()  # after the summary, where stdout and stderr share a terminal
+        for line in done["warnings"]:
+            print(line, file=sys.stderr)
         return 0
     if cmd == "export":
         print(f"wrote {plural(report.export_jsonl(args.db, args.out), 'annotation')} to {args.out}")
+        return 0
+    if cmd == "export-tasks":
+        out = crowd.export_tasks(args.db, args.out, [n for n in (args.annotators or "").split(",") if n] or None)
+        print(f"wrote {args.out}: {plural(out['rows'], 'task')} in {plural(out['queues'], 'queue')} (one worker "
+              f"each) of study {out['study_id']}")
+        return 0
+    if cmd == "import-answers":
+        out = crowd.import_answers(args.db, args.file, finish=args.finish)
+        print(f"imported {args.file} into {args.db}: {plural(out['stored'], 'answer')} stored, "
+              f"{out['unchanged']} already stored unchanged, {out['unanswered']} rows unanswered"
+              + (f", {out['rejected']} rejected on the platform (not imported)" if out["rejected"] else ""))
+        if out["finished"]:
+            print(f"finished: {', '.join(out['finished'])}")
         return 0
     if cmd == "export-authored":
         manifest, fooled = authoring.export_authored(args.db, args.out, task=args.task)

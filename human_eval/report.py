@@ -4,14 +4,18 @@ with 95% Wilson intervals (AdvRACE Table 3, right-hand side); human F1 for SQuAD
 given for "cannot be answered"; Fleiss' kappa of the vote; and the items on which annotators
 disagree. The definitions are `votes`'s, the same as `human-eval validate`'s, so a finished study
 gives the same numbers in both (the report counts every stored judgement, `validate` those of
-annotators who pressed Finish). A split that nobody annotated has no rates: null in report.json,
-"n/a" in report.md, no bar in report.png, never a measured-looking 0.
+annotators who pressed Finish; neither counts an annotator excluded for accuracy on control
+questions). A split that nobody annotated has no rates: null in report.json, "n/a" in report.md,
+no bar in report.png, never a measured-looking 0. Beside the splits: the baseline's rates (the
+originals of studied questions), each annotator's accuracy on control questions and whether
+their votes count, and the seconds per item per task and annotator.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections import Counter
 from pathlib import Path
 
@@ -21,7 +25,7 @@ from advrace.core.text import plural
 from advrace.metrics import squad_em_f1
 from advrace.release.card import RATES, kappa_text, percent_ci
 
-from . import store
+from . import controls, store
 from .votes import category, verdict, vote
 
 Z95 = 1.959963984540054
@@ -74,11 +78,12 @@ def _f1(a: dict) -> float:
     return squad_em_f1(a["answer_text"] or "", [g["text"] for g in a["payload"]["answers"]])[1]
 
 
-def item_rates(item_votes: list[tuple], k: int) -> dict:
-    """The numbers of a set of items from their votes (each item to get `k` judgements): items
-    judged (with a verdict) and valid or invalid, the valid rate over the judged items, the correct
-    rate over the judgements, and Fleiss' kappa of the vote over the items with all `k`."""
-    verdicts = Counter(verdict(v, k) for v in item_votes)
+def item_rates(item_votes: list[tuple], k: int, needed: list[int] | None = None) -> dict:
+    """The numbers of a set of items from their votes (each item to get `k` judgements, or the
+    `needed` of each where excluded annotators' votes were taken away): items judged (with a
+    verdict) and valid or invalid, the valid rate over the judged items, the correct rate over the
+    judgements, and Fleiss' kappa of the vote over the items with all `k`."""
+    verdicts = Counter(verdict(v, n) for v, n in zip(item_votes, needed or [k] * len(item_votes)))
     judged = verdicts[VALID] + verdicts[INVALID]
     cast = [v for votes in item_votes for v in votes]
     correct = sum(v.valid for v in cast)
@@ -94,17 +99,28 @@ def compute(db_path) -> dict:
     conn = store.connect(db_path)
     try:
         info = store.meta(conn)
-        rows = store.annotations(conn)
+        everything = store.annotations(conn)
         people = store.annotators(conn)
-        total_items = store.items_per_split(conn)
+        items = store.all_items(conn)
+        queues = store.queues(conn)
+        views = store.views(conn)
+        candidates = store.candidates(conn)
     finally:
         conn.close()
+    total_items = Counter(i["split"] for i in items if i["kind"] in store.PRIMARY_KINDS)
     splits = info.get("splits") or sorted(total_items)
     judgements = info.get("judgements") or len(people)  # a study created before --judgements: everyone judged all
+    names = [p["name"] for p in people]
     finished = {p["name"] for p in people if p["finished"]}
+    quality = controls.annotator_quality(info, everything, names)
+    out_of = {name for name, q in quality.items() if q["excluded"]}
+    needed = controls.needed_judgements(items, {p["name"]: queues.get(p["id"], []) for p in people}, judgements,
+                                        out_of)
+    counted = [a for a in everything if a["annotator"] not in out_of]
+    rows = [a for a in counted if a["kind"] == store.JUDGE]
     result = {"study": {**{key: info.get(key) for key in ("release_name", "task", "seed", "per_split")},
-                        "judgements": judgements},
-              "annotators": sorted(p["name"] for p in people), "definitions": RATES,
+                        "judgements": judgements, "versions_apart": info.get("versions_apart")},
+              "annotators": sorted(names), "definitions": RATES,
               "unfinished_judgements": sum(a["annotator"] not in finished for a in rows),
               "splits": {}, "disagreements": []}
     everyone = []
@@ -116,7 +132,8 @@ def compute(db_path) -> dict:
         item_votes = [tuple(vote(a) for a in v) for v in by_item.values()]
         everyone += item_votes
         mine = [a for v in by_item.values() for a in v]
-        entry = {"items": total_items.get(split, 0), **item_rates(item_votes, judgements),
+        entry = {"items": total_items.get(split, 0), **item_rates(item_votes, judgements,
+                                                                   [needed[iid] for iid in by_item]),
                  "unanswerable_reasons": dict(Counter(a["reason"] for a in mine if a["unanswerable"])),
                  "other_answers": sum(1 for v in item_votes for x in v if not x.valid) - sum(
                      1 for a in mine if a["unanswerable"])}
@@ -131,7 +148,49 @@ def compute(db_path) -> dict:
                     "answers": {a["annotator"]: category(a) + (f" ({a['reason']})" if a["unanswerable"] else "")
                                 for a in v}})
     result["fleiss_kappa"] = item_rates(everyone, judgements)["fleiss_kappa"]
+    result["baseline"] = _baseline(items, counted, judgements, needed)
+    result["quality"] = {"controls": info.get("controls") or 0, "min_accuracy": info.get("min_accuracy"),
+                         "annotators": {name: {**q, "accuracy_ci": wilson(q["correct"], q["controls"])}
+                                        for name, q in quality.items()}}
+    result["time_per_item"] = time_per_item(views, everything, candidates)
     return result
+
+
+def _baseline(items: list[dict], counted: list[dict], k: int, needed: dict[int, int]) -> dict | None:
+    """The rates of the baseline items (the originals of studied questions), by the same
+    definitions as a split's; None for a study without them."""
+    ids = [i["id"] for i in items if i["kind"] == store.BASELINE]
+    if not ids:
+        return None
+    by_item: dict[int, list] = {iid: [] for iid in ids}
+    for a in counted:
+        if a["item_id"] in by_item:
+            by_item[a["item_id"]].append(vote(a))
+    split = next(i["split"] for i in items if i["kind"] == store.BASELINE)
+    return {"split": split, "items": len(ids), **item_rates([tuple(v) for v in by_item.values()], k,
+                                                              [needed[iid] for iid in by_item])}
+
+
+def time_per_item(views: list[dict], annotations: list[dict], candidates: list[dict]) -> dict:
+    """Seconds from an item's page first shown to the person's first save of it (an answer, or
+    for an edit item their edit), per task kind, overall and per annotator: the median and how
+    many items. Items answered without a view (read in from a platform's file) are not timed."""
+    saved: dict[tuple, float] = {}
+    for row in [*annotations, *candidates]:
+        key = (row["person_id"], row["item_id"])
+        saved[key] = min(saved.get(key, row["created"]), row["created"])
+    spent: dict[str, dict[str, list[float]]] = {}
+    for v in views:
+        done = saved.get((v["person_id"], v["item_id"]))
+        if done is not None and done >= v["first_shown"]:
+            spent.setdefault(v["kind"], {}).setdefault(v["annotator"], []).append(done - v["first_shown"])
+
+    def summary(seconds: list[float]) -> dict:
+        return {"items": len(seconds), "median_seconds": statistics.median(seconds)}
+
+    return {kind: {"all": summary([s for mine in by.values() for s in mine]),
+                   "annotators": {name: summary(mine) for name, mine in sorted(by.items())}}
+            for kind, by in sorted(spent.items())}
 
 
 def write(db_path, out_dir) -> dict:
@@ -153,13 +212,22 @@ def write(db_path, out_dir) -> dict:
         if squad:
             row += f" {_f1_text(e['human_f1'], e['human_f1_ci'])} |"
         lines.append(row + f" {kappa_text(e['fleiss_kappa'])} |")
+    base = result["baseline"]
+    if base:
+        lines.append(f"| baseline: {base['split']} | {base['items']} | {base['judged']} | {base['judgements']} | "
+                     f"{percent_ci(base['valid_rate'], base['valid_ci'])} | "
+                     f"{percent_ci(base['correct_rate'], base['correct_ci'])} |" + (" |" if squad else "")
+                     + f" {kappa_text(base['fleiss_kappa'])} |")
+        lines += ["", "Baseline: the original questions of a seeded share of the studied ones, each judged by "
+                      "annotators who had no version of it, so that the valid rate of what was not attacked "
+                      "stands beside the attacked splits'."]
     unannotated = [split for split, e in result["splits"].items() if not e["judgements"]]
     if unannotated:
         lines += ["", f"No judgements yet, so no rates (n/a): {', '.join(unannotated)}."]
     if result["unfinished_judgements"]:
         lines += ["", f"{plural(result['unfinished_judgements'], 'judgement')} of annotators who have not pressed "
                       "Finish are counted here; `advrace human-eval validate` counts only finished annotators'."]
-    lines += ["", "## Other answers than the gold", ""]
+    lines += ["", *quality_lines(result), "## Other answers than the gold", ""]
     for split, e in result["splits"].items():
         reasons = ", ".join(f"{r}: {c}" for r, c in sorted(e["unanswerable_reasons"].items())) or "none"
         lines.append(f"- {split}: " + (f"another answer: {e['other_answers']}; cannot be answered: {reasons}"
@@ -167,9 +235,46 @@ def write(db_path, out_dir) -> dict:
     lines += ["", f"## Disagreements ({len(result['disagreements'])})", ""]
     for d in result["disagreements"]:
         lines.append(f"- {d['split']} `{d['record_id']}`: " + "; ".join(f"{k}: {v}" for k, v in d["answers"].items()))
+    lines += ["", "## Time per item", "", *time_lines(result["time_per_item"])]
     (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     _chart(result, out / "report.png")
     return result
+
+
+def quality_lines(result: dict) -> list[str]:
+    """Whether versions of a question were kept apart, and each annotator's accuracy on the
+    control questions and whether their votes count."""
+    apart = result["study"]["versions_apart"]
+    lines = ["## Quality control", "",
+             {True: "Two versions of one question never went to one annotator.",
+              False: "One annotator could judge several versions of one question (--same-annotator-versions).",
+              None: "The study predates keeping versions apart: one annotator may have judged several versions "
+                    "of one question."}[apart], ""]
+    q = result["quality"]
+    if not q["controls"]:
+        return lines + ["No control questions (create --controls RATE mixes them in).", ""]
+    lines += [f"Control questions (original questions with a known answer) made up about {q['controls']:.0%} of each "
+              f"queue. An annotator below {q['min_accuracy']} accuracy on them is excluded: their judgements count "
+              "nowhere above, and an item they judged takes its verdict over the judgements that count.", "",
+              "| annotator | controls answered | accuracy | votes |", "|---|---:|---:|---|"]
+    for name, a in q["annotators"].items():
+        standing = ("excluded" if a["excluded"] else
+                    "counted; flagged: answered no control question" if a["flagged"] else "counted")
+        lines.append(f"| {name} | {a['controls']} | {percent_ci(a['accuracy'], a['accuracy_ci'])} | {standing} |")
+    return lines + [""]
+
+
+def time_lines(times: dict) -> list[str]:
+    """Median seconds per item, from the page first shown to the first save, per task and annotator."""
+    if not times:
+        return ["No timed items (an item is timed from its page first shown in the app to its first save)."]
+    lines = ["From an item's page first shown in the app to its first save.", "",
+             "| task | annotator | items | median seconds |", "|---|---|---:|---:|"]
+    for kind, t in times.items():
+        lines.append(f"| {kind} | all | {t['all']['items']} | {t['all']['median_seconds']:.1f} |")
+        lines += [f"| {kind} | {name} | {a['items']} | {a['median_seconds']:.1f} |"
+                  for name, a in t["annotators"].items()]
+    return lines
 
 
 def _f1_text(f1: float | None, ci) -> str:
@@ -183,18 +288,20 @@ def _chart(result: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
-    splits = list(result["splits"])
+    entries = {**result["splits"], **({"baseline": result["baseline"]} if result["baseline"] else {})}
+    splits = list(entries)
     fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(splits) + 2), 3.5))
     width = 0.38
     for k, key in enumerate(("valid", "correct")):
-        measured = [i for i, s in enumerate(splits) if result["splits"][s][f"{key}_rate"] is not None]
-        entries = [result["splits"][splits[i]] for i in measured]
-        values = [100 * e[f"{key}_rate"] for e in entries]
-        lo = [v - 100 * e[f"{key}_ci"][0] for v, e in zip(values, entries)]
-        hi = [100 * e[f"{key}_ci"][1] - v for v, e in zip(values, entries)]
+        measured = [i for i, s in enumerate(splits) if entries[s][f"{key}_rate"] is not None]
+        shown = [entries[splits[i]] for i in measured]
+        values = [100 * e[f"{key}_rate"] for e in shown]
+        # at 0 or 1 the interval's end can be a rounding error past the rate: no negative bar
+        lo = [max(0.0, v - 100 * e[f"{key}_ci"][0]) for v, e in zip(values, shown)]
+        hi = [max(0.0, 100 * e[f"{key}_ci"][1] - v) for v, e in zip(values, shown)]
         ax.bar([i + (k - 0.5) * width for i in measured], values, width, yerr=[lo, hi], capsize=3,
                color=f"C{k}")
-    for i in [i for i, s in enumerate(splits) if not result["splits"][s]["judgements"]]:
+    for i in [i for i, s in enumerate(splits) if not entries[s]["judgements"]]:
         ax.text(i, 2, "n/a", ha="center", va="bottom", color="grey")
     ax.set_xticks(range(len(splits)), splits, rotation=20)
     ax.set_xlim(-0.6, len(splits) - 0.4)

@@ -13,6 +13,7 @@ SQL is parameterised throughout (store.py). The server binds to 127.0.0.1 unless
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import re
@@ -29,8 +30,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import LETTERS
 
-from . import store
-from .answers import YES, form_answer, prior_answer, save_form
+from . import mending, store
+from .answers import YES, prior_answer, save_form, submitted_answer
 from .authoring import AuthoringModel, submit
 from .editing import EDIT_INSTRUCTIONS, edit_problem
 
@@ -48,6 +49,11 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+# The static files' address carries a digest of them (?v=), so that a browser keeps them between
+# pages (a page then loads without fetching them again) and a changed app is a new address.
+STATIC_VERSION = hashlib.sha256(b"".join((STATIC / n).read_bytes() for n in sorted(STATIC_TYPES))).hexdigest()[:16]
+TEMPLATES.globals["static_version"] = STATIC_VERSION
+STATIC_KEPT = {"Cache-Control": "public, max-age=31536000, immutable"}
 MAX_BODY = 1 << 20
 WRONG_FORM_TOKEN = "missing or wrong form token; reload the page"
 
@@ -108,7 +114,8 @@ def home(req):
 def static_file(req, name):
     if name not in STATIC_TYPES:
         return req.deny(HTTPStatus.NOT_FOUND, "no such file")
-    req.send(HTTPStatus.OK, (STATIC / name).read_bytes(), STATIC_TYPES[name])
+    kept = req.query.get("v") == [STATIC_VERSION]
+    req.send(HTTPStatus.OK, (STATIC / name).read_bytes(), STATIC_TYPES[name], STATIC_KEPT if kept else None)
 
 
 # ------------------------------------------------------------ annotators
@@ -122,9 +129,15 @@ def resume(req, person, token):
 
 
 def progress_page(req, person, token):
+    """The queue at a glance; with ?finish=1, the step that asks to confirm Finish."""
     items = store.queue(req.db, person["id"])
     req.page(HTTPStatus.OK, "progress.html", title="Progress", person=person, items=items,
-             base=annotator_base(token), done=sum(1 for r in items if r["annotation_id"] is not None))
+             base=annotator_base(token), done=answered(items),
+             confirm=(req.query.get("finish") or [""])[0] == "1" and not person["finished"])
+
+
+def answered(items) -> int:
+    return sum(1 for r in items if r["annotation_id"] is not None)
 
 
 def finish(req, person, token):
@@ -138,6 +151,9 @@ def item_page(req, person, token, pos):
     items = store.queue(req.db, person["id"])
     if int(pos) >= len(items):
         return not_in_queue(req, person, token)
+    if person["finished"]:
+        return show_finished_item(req, person, token, items, int(pos))
+    store.record_view(req.db, person["id"], items[int(pos)]["item_id"])  # time per item: saved - first shown
     show_item(req, person, token, items, int(pos))
 
 
@@ -150,7 +166,10 @@ def save_answer(req, person, token, pos):
     if not csrf_ok(person, form.get("csrf")):
         return req.deny(message=WRONG_FORM_TOKEN)
     if person["finished"]:
-        return req.deny(HTTPStatus.CONFLICT, "you have finished this study; answers can no longer change")
+        return req.page(HTTPStatus.CONFLICT, "message.html", title="Finished", error=True,
+                        message="You have finished this study, so answers can no longer change; "
+                                "nothing was saved.",
+                        link=(f"{annotator_base(token)}/progress", "See your answers on the progress page"))
     error = save_form(req.db, person, store.item(req.db, items[pos]["item_id"]), form)
     if error:
         return show_item(req, person, token, items, pos, error, form)
@@ -171,8 +190,8 @@ def show_item(req, person, token, items, pos, error=None, form=None):
     person sent, shown again so that nothing they wrote is lost."""
     item = store.item(req.db, items[pos]["item_id"])
     template = item_template(item)
-    context = dict(person=person, base=annotator_base(token), pos=pos, total=len(items), error=error,
-                   payload=item["payload"])
+    context = dict(person=person, base=annotator_base(token), pos=pos, total=len(items), done=answered(items),
+                   error=error, payload=item["payload"])
     status = HTTPStatus.UNPROCESSABLE_ENTITY if error else HTTPStatus.OK
     if template == "edit.html":
         p = item["payload"]
@@ -189,9 +208,11 @@ def show_item(req, person, token, items, pos, error=None, form=None):
     prior = prior_answer(row)
     grammatical = None if row is None or row["grammatical"] is None else ("yes" if row["grammatical"] else "no")
     if form is not None:
-        prior, grammatical = form_answer(form), form.get("grammatical") or None
+        prior, grammatical = submitted_answer(form), form.get("grammatical") or None
     if template == "verify.html":
         context["paragraph"] = marked(item["payload"]["context"], {"highlight": item["payload"]["highlight"]})
+    else:
+        context["mend"] = mending.page(req.db, person, item, form)
     req.page(status, template, title=f"Question {pos + 1}", multiple_choice=item["task"] == MULTIPLE_CHOICE,
              letters=LETTERS, reasons=store.REASONS, prior=prior, grammatical=grammatical, **context)
 
@@ -232,6 +253,29 @@ def check_edit(req, person, token, pos):
         return req.send_json(HTTPStatus.BAD_REQUEST, {"error": "send a JSON object: edit_text, beyond_repair"})
     problem = edit_problem(item["payload"], str(sent.get("edit_text", "")), bool(sent.get("beyond_repair")))
     req.send_json(HTTPStatus.OK, {"problem": problem})
+
+
+def show_finished_item(req, person, token, items, pos):
+    """After Finish an item is shown read-only: the question and what the person answered."""
+    item = store.item(req.db, items[pos]["item_id"])
+    req.page(HTTPStatus.OK, "finished_item.html", title=f"Question {pos + 1}", person=person,
+             base=annotator_base(token), pos=pos, total=len(items), done=answered(items), payload=item["payload"],
+             multiple_choice=item["task"] == MULTIPLE_CHOICE, letters=LETTERS,
+             answer=store.annotation(req.db, person["id"], item["id"]),
+             candidate=store.candidate(req.db, person["id"], item["id"]))
+
+
+def mend_check(req, person, token, pos):
+    """The live checks of a new option (app.js asks as it is typed): JSON, as `mending.live`."""
+    items = store.queue(req.db, person["id"])
+    if int(pos) >= len(items):
+        return req.send_json(HTTPStatus.NOT_FOUND, {"error": "no such item in your queue"})
+    if not csrf_ok(person, req.headers.get("X-CSRF-Token")):
+        return req.send_json(HTTPStatus.FORBIDDEN, {"error": WRONG_FORM_TOKEN})
+    item = store.item(req.db, items[int(pos)]["item_id"])
+    if not mending.offered(item):
+        return req.send_json(HTTPStatus.UNPROCESSABLE_ENTITY, {"error": "this question takes no new option"})
+    req.send_json(HTTPStatus.OK, mending.live(req.db, item, req.form()))
 
 
 # ------------------------------------------------------------ authors
@@ -301,6 +345,7 @@ ROUTES = (
     route("GET", "/a/<token>/item/<int:pos>", item_page, ANNOTATOR),
     route("POST", "/a/<token>/item/<int:pos>", save_answer, ANNOTATOR),
     route("POST", "/a/<token>/item/<int:pos>/check", check_edit, ANNOTATOR),
+    route("POST", "/a/<token>/item/<int:pos>/mend-check", mend_check, ANNOTATOR),
     route("GET POST", "/a/<token><below:rest>", not_in_queue, ANNOTATOR),
     route("GET", "/author/<token>/?", author_page, AUTHOR),
     route("POST", "/author/<token>/predict", predict, AUTHOR),

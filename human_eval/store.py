@@ -108,7 +108,11 @@ def upgrade(conn: sqlite3.Connection) -> None:
 @contextmanager
 def transaction(conn, immediate: bool = False) -> Iterator[sqlite3.Connection]:
     """One transaction: committed when the block ends, rolled back if it raises. `immediate`
-    takes the write lock at once (for a read followed by writes)."""
+    takes the write lock at once (for a read followed by writes). Inside another transaction it
+    is a savepoint, so that the outer one (an imported file's, all rows or none) decides."""
+    if conn.in_transaction:
+        yield from _savepoint(conn)
+        return
     conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
     try:
         yield conn
@@ -117,6 +121,17 @@ def transaction(conn, immediate: bool = False) -> Iterator[sqlite3.Connection]:
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _savepoint(conn) -> Iterator[sqlite3.Connection]:
+    conn.execute("SAVEPOINT nested")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK TO nested")
+        conn.execute("RELEASE nested")
+        raise
+    conn.execute("RELEASE nested")
 
 
 def set_meta(conn, **values) -> None:
@@ -165,6 +180,11 @@ def mark_finished(conn, person_id: int) -> None:
 
 FINISHED_KEY = "finished_sha256:"  # + an annotator's name: the sha256 of their answers when they finished
 FINISHED_CANDIDATES_KEY = "finished_candidates_sha256:"  # + a name: the sha256 of their candidates then
+
+
+def annotator_by_name(conn, name: str) -> sqlite3.Row | None:
+    """An annotator's whole row (as the app has it once their token is checked), or None."""
+    return conn.execute("SELECT * FROM people WHERE name = ? AND role = ?", (name, ANNOTATOR)).fetchone()
 
 
 def annotators(conn) -> list[sqlite3.Row]:
@@ -231,10 +251,6 @@ def queues(conn) -> dict[int, list[int]]:
     for r in conn.execute("SELECT person_id, item_id FROM queue ORDER BY person_id, position"):
         out.setdefault(r["person_id"], []).append(r["item_id"])
     return out
-
-
-def items_per_split(conn) -> dict[str, int]:
-    return dict(conn.execute("SELECT split, COUNT(*) FROM items GROUP BY split").fetchall())
 
 
 def set_queue(conn, person_id: int, item_ids: list[int]) -> None:

@@ -17,16 +17,18 @@ from advrace.core.text import plural
 from advrace.evaluation.report import split_kinds
 from advrace.release import NO_ATTACK, check_release, read_split, split_records
 
-from . import store
+from . import controls, mending, store
 
 SUBSET_RE = re.compile(r"^(high|middle)\d")
 
 
 def item_payload(example) -> dict:
-    """What an annotator is shown (and what scoring needs), without split or attack."""
+    """What an annotator is shown (and what scoring needs), without split or attack; for a question
+    given new distractors by DE or DG, how a judge may mend one (`mending.mend_kind`)."""
     if example.task == MULTIPLE_CHOICE:
+        mend = mending.mend_kind(example)
         return {"passage": example.passage, "question": example.question,
-                "options": list(example.options), "label": example.label}
+                "options": list(example.options), "label": example.label, **({"mend": mend} if mend else {})}
     return {"title": example.title, "context": example.context, "question": example.question,
             "answers": [{"text": a.text, "answer_start": a.start} for a in example.answers]}
 
@@ -153,12 +155,73 @@ def _balanced(item_ids, names, judgements, seed, apart, exclude) -> dict[str, li
     return {name: sorted(ids) for name, ids in mine.items()}
 
 
+def study_queues(items: list[dict], names: list[str], meta: dict, control_pool: list[dict] | None = None
+                 ) -> tuple[dict[str, list[int]], dict[str, list[str]]]:
+    """Each annotator's queue, from the study's items (rows of `store.all_items`), annotators
+    and meta alone, as `create` built it and `validate` checks it: the judge (or edit) items by
+    `assignment` (two versions of one question apart when meta says `versions_apart`; a study
+    made before that key existed by the old round robin), each baseline item to `judgements`
+    annotators who have no version of its question, then control items, about `controls` of each
+    queue, none the original of a question in it (`controls.choose_controls`); the whole queue in
+    the annotator's seeded order. Returns (queues, each annotator's control record ids);
+    `control_pool` (rows with record_id and source_id) draws the controls from it instead of
+    the study's control items (`create`, before they exist)."""
+    k, seed = meta["judgements"], meta["seed"]
+    primary = [i for i in items if i["kind"] in store.PRIMARY_KINDS]
+    apart = {i["id"]: i["source_id"] for i in primary} if meta.get("versions_apart") else None
+    queues = assignment([i["id"] for i in primary], names, k, seed, apart=apart)
+    baseline = [i for i in items if i["kind"] == store.BASELINE]
+    pool = control_pool if control_pool is not None else [i for i in items if i["kind"] == store.CONTROL]
+    if not baseline and not pool:
+        return queues, {name: [] for name in names}
+    source = {i["id"]: i["source_id"] for i in items}
+    has = {name: {source[iid] for iid in queues[name]} for name in names}
+    controls.check_baseline(baseline, has, names, k)
+    extra = assignment([i["id"] for i in baseline], names, k, seed,
+                       exclude={i["id"]: {n for n in names if i["source_id"] in has[n]} for i in baseline})
+    for name in names:
+        has[name] |= {source[iid] for iid in extra[name]}
+    picked = controls.choose_controls({name: len(queues[name]) + len(extra[name]) for name in names}, has, pool,
+                                      meta.get("controls") or 0, seed)
+    control_ids = {i["record_id"]: i["id"] for i in items if i["kind"] == store.CONTROL}
+    for name in names:
+        mixed = sorted(queues[name] + extra[name] + [control_ids[r] for r in picked[name] if r in control_ids])
+        seeded_rng("advrace-queue", seed, name).shuffle(mixed)
+        queues[name] = mixed
+    return queues, picked
+
+
+def check_versions_apart(items: list[dict], names: list[str], judgements: int, where) -> None:
+    """Refuse, saying what to do, a study in which two versions of one question cannot be kept
+    out of one queue: each needs `judgements` annotators of its own."""
+    versions: dict[str, list[str]] = {}
+    for item in items:
+        versions.setdefault(item["source_id"], []).append(item["split"])
+    sid, splits = max(sorted(versions.items()), key=lambda kv: len(kv[1]))
+    need = len(splits) * judgements
+    if need > len(names):
+        fewer = len(names) // len(splits)
+        raise ConfigError(
+            f"{where}: question {sid} has {len(splits)} versions in the study ({', '.join(splits)}), and two "
+            "versions of one question never go to one annotator (what they share gives the gold away: in DE and "
+            f"DG, the option both keep): with {plural(judgements, 'judgement')} each it needs {need} different "
+            f"annotators, and the study has {len(names)}. Give --annotators {need} or more"
+            + (f", or --judgements {fewer}" + (" or fewer" if fewer > 1 else "") if fewer else "")
+            + ", or --same-annotator-versions to let one annotator judge several versions (the study records it)")
+
+
 def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, annotators: int = 3,
-                 splits=None, names=None, all_changed: bool = False, judgements: int | None = None) -> dict:
+                 splits=None, names=None, all_changed: bool = False, judgements: int | None = None,
+                 same_annotator_versions: bool = False, controls_rate: float = 0.0, baseline_rate: float = 0.0,
+                 min_accuracy: float | None = None) -> dict:
     """Write a new study database of `splits` (default: every split but the probes): a sample of
     `per_split` questions of each, or with `all_changed` every question the split's attack
-    changed; each item judged by `judgements` of the annotators (default: all of them). Returns
-    {"annotators": {name: token}, "items": n, "splits": [...], "left_out": [probe splits]}."""
+    changed; each item judged by `judgements` of the annotators (default: all of them), never two
+    versions of one question by one annotator unless `same_annotator_versions`. `controls_rate`
+    mixes control questions into every queue and `baseline_rate` judges the originals of that
+    share of the studied questions too (`controls`); `min_accuracy` is the control accuracy below
+    which an annotator's votes do not count. Returns {"annotators": {name: token}, "items": n,
+    "splits": [...], "left_out": [probe splits], "controls": n, "baseline": n, "min_accuracy": A}."""
     db_path = Path(db_path)
     if db_path.exists():
         raise ConfigError(f"{db_path} already exists; a study database is created once (choose another --db)")
@@ -169,6 +232,7 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
     if not 1 <= judgements <= len(names):
         raise ConfigError(f"--judgements {judgements}: each item is judged by at least 1 and at most "
                           f"--annotators ({len(names)}) annotators, none of them twice")
+    min_accuracy = controls.check_rates(controls_rate, baseline_rate, min_accuracy)
     manifest = check_release(release_dir)
     chosen_splits, left_out = (list(splits), []) if splits else default_splits(manifest)
     unknown = [s for s in chosen_splits if s not in manifest["splits"]]
@@ -184,28 +248,36 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
     if all_changed and not any(chosen.values()):
         raise ConfigError(f"{release_dir}: no changed items (perturbed: true) in {', '.join(chosen_splits)}; "
                           "name the attacked splits with --splits")
+    rows = [{"split": split, "source_id": ex.source_id} for split in chosen_splits for ex in chosen[split]]
+    if not same_annotator_versions:
+        check_versions_apart(rows, names, judgements, release_dir)
+    originals, source_split = {}, None
+    if controls_rate or baseline_rate:
+        source_split = controls.original_split(manifest, chosen_splits, release_dir)
+        originals = {ex.source_id: ex for ex in read_split(release_dir, source_split)}
     meta = dict(release=str(Path(release_dir).resolve()), release_name=manifest["name"], task=manifest["task"],
                 seed=seed, per_split=None if all_changed else per_split, splits=chosen_splits,
                 all_changed=all_changed, judgements=judgements, annotators=names,
-                manifest_sha256=release_id(release_dir))
-    tokens, item_ids = write_study(db_path, meta, [(split, ex, item_payload(ex)) for split in chosen_splits
-                                                   for ex in chosen[split]], names, judgements, seed)
-    return {"annotators": tokens, "items": len(item_ids), "splits": chosen_splits, "left_out": left_out}
-
-
-def write_study(db_path: Path, meta: dict, items: list[tuple], names: list[str], judgements: int, seed: int, *,
-                kind: str = store.JUDGE, apart: dict | None = None) -> tuple[dict[str, str], list[int]]:
-    """Write a new study database: its `meta`, its items ((split, example, payload) each, of one
-    `kind`), the annotators and their queues (`assignment`, `judgements` per item); nothing is left
-    behind if any of it fails. Returns ({name: token}, the item ids)."""
+                manifest_sha256=release_id(release_dir), versions_apart=not same_annotator_versions,
+                **{mending.SETTINGS_KEY: mending.split_settings(manifest, chosen_splits)})
+    if controls_rate or baseline_rate:
+        meta.update(controls=controls_rate, baseline=baseline_rate, min_accuracy=min_accuracy)
     conn = store.connect(db_path)
     try:
         store.init(conn)
         with store.transaction(conn):
             store.set_meta(conn, **meta)
-            item_ids = [store.add_item(conn, split, ex.id, ex.source_id, ex.task, payload, kind=kind)
-                        for split, ex, payload in items]
-            tokens, queues = {}, assignment(item_ids, names, judgements, seed, apart=apart)
+            for split in chosen_splits:
+                for ex in chosen[split]:
+                    store.add_item(conn, split, ex.id, ex.source_id, ex.task, item_payload(ex))
+            baseline = controls.baseline_questions([ex.source_id for exs in chosen.values() for ex in exs],
+                                                   baseline_rate, seed)
+            for sid in baseline:
+                ex = originals[sid]
+                store.add_item(conn, source_split, ex.id, sid, ex.task, item_payload(ex), kind=store.BASELINE)
+            n_controls = add_controls(conn, names, meta, source_split, originals, controls_rate)
+            queues = study_queues(store.all_items(conn), names, meta)[0]
+            tokens = {}
             for name in names:
                 person_id, tokens[name] = store.add_person(conn, name, store.ANNOTATOR)
                 store.set_queue(conn, person_id, queues[name])
@@ -214,7 +286,52 @@ def write_study(db_path: Path, meta: dict, items: list[tuple], names: list[str],
         db_path.unlink(missing_ok=True)
         raise
     conn.close()
-    return tokens, item_ids
+    return {"annotators": tokens, "items": sum(len(exs) for exs in chosen.values()), "splits": chosen_splits,
+            "left_out": left_out, "controls": n_controls, "baseline": len(baseline), "min_accuracy": min_accuracy}
+
+
+def add_controls(conn, names: list[str], meta: dict, split: str, originals: dict, rate: float) -> int:
+    """Store the control items the annotators draw (`study_queues` over the original questions,
+    each with a known answer), each once however many annotators draw it; returns how many."""
+    if not rate:
+        return 0
+    items = store.all_items(conn)
+    highlight = controls.wants_highlight(meta["task"], {i["kind"] for i in items if i["kind"] in store.PRIMARY_KINDS})
+    pool = {}
+    for sid, ex in sorted(originals.items()):
+        payload = controls.control_payload(item_payload(ex), ex, meta["seed"], highlight)
+        if payload is not None:
+            pool[ex.id] = (ex, payload)
+    picked = study_queues(items, names, meta, [{"record_id": rid, "source_id": ex.source_id}
+                                               for rid, (ex, _) in pool.items()])[1]
+    drawn = sorted({rid for mine in picked.values() for rid in mine})
+    for rid in drawn:
+        ex, payload = pool[rid]
+        store.add_item(conn, split, ex.id, ex.source_id, ex.task, payload, kind=store.CONTROL)
+    return len(drawn)
+
+
+def quality_item_problems(items: list[dict], release_dir, seed) -> list[str]:
+    """How the study's control and baseline items differ from the release's original questions
+    (a control's gold changed would change whom it excludes)."""
+    problems, splits = [], {}
+    for item in items:
+        if item["kind"] not in (store.CONTROL, store.BASELINE):
+            continue
+        if item["split"] not in splits:
+            try:
+                splits[item["split"]] = {ex.id: ex for ex in read_split(release_dir, item["split"])}
+            except ConfigError:
+                splits[item["split"]] = {}
+        ex = splits[item["split"]].get(item["record_id"])
+        expected = None if ex is None else controls.control_payload(
+            item_payload(ex), ex, seed, item["kind"] == store.CONTROL and "highlight" in item["payload"])
+        if ex is None or ex.source_id != item["source_id"]:
+            problems.append(f"{item['kind']} item {item['id']} ({item['record_id']}) is not a question of the release")
+        elif item["payload"] != expected:
+            problems.append(f"{item['kind']} item {item['id']} ({item['record_id']}): its text differs from the "
+                            "release's")
+    return problems
 
 
 def release_id(release_dir) -> str:

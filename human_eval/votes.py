@@ -87,7 +87,10 @@ def verdict(votes, judgements: int) -> str | None:
     """An item's verdict from its votes so far, of the `judgements` it is to get: valid when more
     than half of them are valid votes, invalid when at least half are invalid (a tie is invalid: a
     question half its judges could not answer with the gold is no benchmark item); None while the
-    votes still to come could decide it either way."""
+    votes still to come could decide it either way, or when no judgement counts (every annotator
+    it had was excluded: `controls`)."""
+    if not judgements:
+        return None
     valid = sum(v.valid for v in votes)
     if 2 * valid > judgements:
         return VALID

@@ -47,10 +47,14 @@ PARSE_ONLY = {
     "advrace human-eval create releases/squad-authored": "validates what export-authored wrote from the page "
                                                          "(tests/test_human_eval_browser.py runs the loop)",
     "advrace human-eval report squad-check.db": "reports on that study (tests/test_human_eval_browser.py)",
+    "advrace human-eval import-answers": "needs a crowd platform's results file; tests/test_human_crowd.py runs "
+                                         "the round trip",
     "advrace human-eval validate": "needs a finished study, answered in the app; tests/test_human_validation.py "
                                    "and tests/test_human_eval_browser.py run it",
     "advrace verify releases/sample-validated --study": "a release that validate wrote "
                                                         "(tests/test_human_validation.py runs verify --study)",
+    "advrace verify releases/squad-people --study": "a release that validate wrote from an edit study "
+                                                    "(tests/test_human_release.py runs verify --study)",
     "advrace human-eval create releases/race-test --splits distractor_generation": "a release of the full RACE "
                                                                                    "test set with trained DG",
     "advrace build my-release.yaml": "a config the reader writes, shown above it in the README",

@@ -66,15 +66,18 @@ def refusal(browser):
 
 
 def finish(browser, url, token):
-    """Press Finish on the progress page (the form submitted as its button does)."""
+    """Press Finish on the progress page, and confirm that the answers are final."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
+    wait = WebDriverWait(browser, 10)
     browser.get(f"{url}/a/{token}/progress")
-    WebDriverWait(browser, 10).until(lambda d: "All answered" in d.page_source)
-    old = browser.find_element(By.TAG_NAME, "html")
-    browser.execute_script("document.querySelector(\"form[action$='/finish']\").submit()")
-    WebDriverWait(browser, 10).until(lambda d: old.id != d.find_element(By.TAG_NAME, "html").id)
+    wait.until(lambda d: "All answered" in d.page_source)
+    for button in ("finish", "finish-yes"):
+        old = browser.find_element(By.TAG_NAME, "html")
+        browser.find_element(By.ID, button).click()
+        wait.until(lambda d: old.id != d.find_element(By.TAG_NAME, "html").id)
+    wait.until(lambda d: "You have finished" in d.page_source)
 
 
 def source_of(db, token, pos):

@@ -87,6 +87,22 @@ def _save(browser, expect_suffix=None):
         wait.until(lambda d: d.current_url.endswith(expect_suffix))
 
 
+def _click_and_wait(browser, element_id):
+    """Click a button that loads a page, and wait for the new page."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = browser.find_element(By.TAG_NAME, "html")
+    browser.find_element(By.ID, element_id).click()
+    WebDriverWait(browser, 10).until(lambda d: old.id != d.find_element(By.TAG_NAME, "html").id)
+
+
+def _finish(browser):
+    """Press Finish on the progress page, then confirm it on the page that says it is final."""
+    _click_and_wait(browser, "finish")
+    _click_and_wait(browser, "finish-yes")
+
+
 def test_annotator_answers_marks_unanswerable_and_resumes(browser, study):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -376,9 +392,7 @@ def test_three_annotators_disagree_and_validate_writes_a_release_that_verifies(t
             validate_release(db, tmp_path / "rel", tmp_path / "validated")
         for name, driver in drivers.items():
             assert f"{out['items']} of {out['items']} answered" in driver.find_element(By.CLASS_NAME, "progress").text
-            old = driver.find_element(By.TAG_NAME, "html")
-            driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-            WebDriverWait(driver, 10).until(lambda d: old.id != d.find_element(By.TAG_NAME, "html").id)
+            _finish(driver)
             assert "You have finished" in driver.find_element(By.CSS_SELECTOR, "p.done").text
     finally:
         for driver in drivers.values():
@@ -410,3 +424,211 @@ def test_three_annotators_disagree_and_validate_writes_a_release_that_verifies(t
         kept = json.loads(rows[rid]["provenance"])[-1]
         assert rows[rid]["perturbed"] and kept["verdict"] == "valid"
         assert [vote["valid"] for vote in kept["votes"]] == valid
+
+
+# ------------------------------------------------------------ annotating fast and clearly
+
+
+def _annotator(study, k):
+    """Annotator k's row and stored answers ({position: answer row or None}), read now."""
+    from advrace.human_eval import store
+
+    conn = store.connect(study["db"])
+    try:
+        person = store.person_by_token(conn, study["tokens"][k], store.ANNOTATOR)
+        return person, {r["position"]: store.annotation(conn, person["id"], r["item_id"])
+                        for r in store.queue(conn, person["id"])}
+    finally:
+        conn.close()
+
+
+def _answer_at(study, k, pos):
+    return _annotator(study, k)[1][pos]
+
+
+def _keys(browser, *keys):
+    """Key presses sent to whatever has the focus (the page itself, after a load)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(browser).send_keys(*keys).perform()
+
+
+def _ready(browser):
+    """Wait until app.js has run on the page (it is deferred: a page can report loaded before)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
+def test_instructions_on_every_page_and_the_example_on_the_first(browser, study, tmp_path):
+    """Every judge page says what a right answer is, that a second right answer is "cannot be
+    answered → multiple correct options", and what each other reason means; only the first page
+    has the worked example. The passage stays in view when the page scrolls to Save."""
+    from selenium.webdriver.common.by import By
+
+    from advrace.human_eval import store
+
+    url, token = study["url"], study["tokens"][0]
+    for pos in range(4):
+        browser.get(f"{url}/a/{token}/item/{pos}")
+        instructions = browser.find_element(By.ID, "instructions")
+        assert instructions.is_displayed()
+        text = " ".join(instructions.text.split())
+        assert "right answer" in text and "The question cannot be answered → multiple correct options" in text
+        assert all(reason in text for reason in store.REASONS), text
+        assert len(browser.find_elements(By.ID, "example")) == (1 if pos == 0 else 0)
+        keys = browser.find_element(By.ID, "keys")
+        assert keys.is_displayed() and "u cannot be answered" in " ".join(keys.text.split())
+    # a SQuAD study's pages say to select a span, with its own example
+    annotator = list(create_study(_squad_release(tmp_path), tmp_path / "q.db", per_split=3,
+                                  annotators=1)["annotators"].values())[0]
+    server, squad_url = serve(tmp_path / "q.db")
+    try:
+        browser.get(f"{squad_url}/a/{annotator}/item/0")
+        assert "Select the right answer in the paragraph" in browser.find_element(By.ID, "instructions").text
+        assert "Select Black Sea" in browser.find_element(By.ID, "example").text
+        browser.get(f"{squad_url}/a/{annotator}/item/1")
+        assert "multiple correct options" in browser.find_element(By.ID, "instructions").text
+        assert not browser.find_elements(By.ID, "example")
+    finally:
+        server.shutdown()
+        server.server_close()
+    # a short window: scrolled down to Save, the passage is still on screen beside the question
+    size = browser.get_window_size()
+    browser.set_window_size(1200, 600)
+    try:
+        browser.get(f"{url}/a/{token}/item/0")
+        browser.execute_script("document.getElementById('save').scrollIntoView()")
+        assert browser.execute_script("return window.scrollY") > 0
+        top, bottom = browser.execute_script(
+            "const r = document.querySelector('.passage').getBoundingClientRect(); return [r.top, r.bottom]")
+        assert 0 <= top < 100 < bottom
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+
+
+def test_keys_choose_mark_unanswerable_and_save(browser, study):
+    """2 then Enter saves option B; u marks "cannot be answered" and puts the focus on the reason,
+    whose arrow keys pick one; keys typed into the comment box are text; Tab goes into an edit box."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, token = study["url"], study["tokens"][0]
+    wait = WebDriverWait(browser, 10)
+    browser.get(f"{url}/a/{token}/item/0")
+    _ready(browser)
+    _keys(browser, "2")
+    assert browser.find_element(By.ID, "choice-1").is_selected()
+    _keys(browser, Keys.ENTER)
+    wait.until(lambda d: d.current_url.endswith("/item/1"))
+    assert _answer_at(study, 0, 0)["choice"] == 1
+    assert browser.find_element(By.ID, "queue-progress").get_attribute("value") == "1"
+    _ready(browser)
+    _keys(browser, "u")
+    assert browser.find_element(By.ID, "choice-unanswerable").is_selected()
+    assert browser.switch_to.active_element.get_attribute("id") == "reason"
+    _keys(browser, Keys.ARROW_DOWN)
+    # typing into the comment: the keys are text, Enter a new line, nothing chosen or saved
+    comment = browser.find_element(By.ID, "comment")
+    comment.click()
+    comment.send_keys("3u", Keys.ENTER, "x")
+    assert comment.get_attribute("value") == "3u\nx"
+    assert browser.find_element(By.ID, "choice-unanswerable").is_selected()
+    assert not browser.find_element(By.ID, "choice-2").is_selected()
+    assert browser.current_url.endswith("/item/1") and _answer_at(study, 0, 1) is None
+    comment.send_keys(Keys.CONTROL, Keys.ENTER)
+    wait.until(lambda d: d.current_url.endswith("/item/2"))
+    saved = _answer_at(study, 0, 1)
+    # (a form sends a new line as CRLF)
+    assert (saved["unanswerable"], saved["reason"], saved["comment"]) == (1, "missing key information", "3u\r\nx")
+    # Tab goes into the page's edit box (an edit page has one), and keys typed there are text
+    _ready(browser)
+    browser.execute_script("const box = document.createElement('textarea'); box.id = 'edit-box';"
+                           "document.body.append(box);")
+    _keys(browser, Keys.TAB)
+    assert browser.switch_to.active_element.get_attribute("id") == "edit-box"
+    _keys(browser, "4")
+    assert browser.find_element(By.ID, "edit-box").get_attribute("value") == "4"
+    assert not browser.find_element(By.ID, "choice-3").is_selected()
+
+
+def test_the_reason_error_keeps_cannot_be_answered_and_the_comment(browser, study):
+    """Saving "cannot be answered" without a reason is refused; the page shows again what was sent
+    (not the earlier stored answer), so the annotator only picks the reason."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    url, token = study["url"], study["tokens"][1]
+    browser.get(f"{url}/a/{token}/item/0")
+    browser.find_element(By.ID, "choice-0").click()
+    _save(browser, "/item/1")
+    browser.get(f"{url}/a/{token}/item/0")
+    browser.find_element(By.ID, "choice-unanswerable").click()
+    browser.find_element(By.ID, "comment").send_keys("B and C are both right")
+    _save(browser)
+    assert "choose a reason" in browser.find_element(By.CLASS_NAME, "error").text
+    assert browser.find_element(By.ID, "choice-unanswerable").is_selected()
+    assert not browser.find_element(By.ID, "choice-0").is_selected()
+    assert browser.find_element(By.ID, "comment").get_attribute("value") == "B and C are both right"
+    Select(browser.find_element(By.ID, "reason")).select_by_visible_text("multiple correct options")
+    _save(browser, "/item/1")
+    saved = _answer_at(study, 1, 0)
+    assert (saved["unanswerable"], saved["reason"], saved["comment"]) == (
+        1, "multiple correct options", "B and C are both right")
+
+
+def test_finish_is_confirmed_and_then_items_are_read_only(browser, study):
+    """Finish asks first, on a page that says it is final (going back finishes nothing); after it an
+    item page shows the answer with no form, and a save posted anyway gets a page that says why and
+    links the progress page."""
+    from selenium.webdriver.common.by import By
+
+    url, token = study["url"], study["tokens"][1]
+    for pos in range(4):
+        browser.get(f"{url}/a/{token}/item/{pos}")
+        browser.find_element(By.ID, f"choice-{pos % 4}").click()
+        _save(browser)
+    browser.get(f"{url}/a/{token}/item/0")
+    csrf = browser.find_element(By.NAME, "csrf").get_attribute("value")
+    browser.get(f"{url}/a/{token}/progress")
+    _click_and_wait(browser, "finish")
+    assert "This is final" in browser.find_element(By.ID, "confirm-finish").text
+    assert not _annotator(study, 1)[0]["finished"]
+    _click_and_wait(browser, "finish-no")
+    assert not _annotator(study, 1)[0]["finished"] and browser.find_elements(By.ID, "finish")
+    _finish(browser)
+    assert _annotator(study, 1)[0]["finished"]
+    assert "You have finished" in browser.find_element(By.CSS_SELECTOR, "p.done").text
+
+    browser.get(f"{url}/a/{token}/item/2")
+    assert not browser.find_elements(By.TAG_NAME, "form") and not browser.find_elements(By.ID, "save")
+    assert "can no longer change" in browser.find_element(By.ID, "finished-note").text
+    chosen = browser.find_element(By.CSS_SELECTOR, ".options-shown li.chosen").text
+    assert chosen.startswith("C. ") and chosen in browser.find_element(By.ID, "your-answer").text
+    before = _answer_at(study, 1, 2)
+    # a save posted anyway (an old tab): refused with a page that says so and links the progress
+    browser.execute_script(
+        "const f = document.createElement('form'); f.method = 'post'; f.action = arguments[0];"
+        "for (const [k, v] of [['csrf', arguments[1]], ['choice', '0']]) {"
+        "  const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v; f.append(i); }"
+        "document.body.append(f); f.submit();", f"{url}/a/{token}/item/2", csrf)
+    link = browser.find_element(By.ID, "next-link")
+    assert "no longer change" in browser.find_element(By.CLASS_NAME, "error").text
+    assert dict(_answer_at(study, 1, 2)) == dict(before)
+    link.click()
+    assert browser.current_url.endswith(f"/a/{token}/progress")
+
+
+def test_the_next_page_loads_without_fetching_the_script_and_style_again(browser, study):
+    """The static files' address carries their digest and the browser keeps them: from the second
+    page on, only the page itself is fetched (half an item page's load on a busy machine)."""
+    url, token = study["url"], study["tokens"][0]
+    browser.get(f"{url}/a/{token}/item/0")
+    browser.get(f"{url}/a/{token}/item/1")
+    _ready(browser)
+    fetched = browser.execute_script(
+        "return performance.getEntriesByType('resource').filter(e => e.name.includes('/static/'))"
+        ".map(e => [e.name.split('?')[0].split('/').pop(), e.transferSize])")
+    assert sorted(name for name, _ in fetched) == ["app.js", "style.css"]
+    assert all(size == 0 for _, size in fetched), fetched

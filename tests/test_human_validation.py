@@ -493,7 +493,9 @@ def test_splits_built_from_a_studied_split_are_studied_with_it_and_follow_it(der
     rel = derived_release
     with pytest.raises(ConfigError, match=f"{derived} \\(from charswap\\).*--splits charswap,{derived}"):
         create_study(rel, tmp_path / "x.db", splits=["charswap"], all_changed=True)
-    create_study(rel, tmp_path / "s.db", splits=["charswap", derived], all_changed=True, annotators=1)
+    # one annotator judges both versions of a question (the flag allows it): who voted what stays simple
+    create_study(rel, tmp_path / "s.db", splits=["charswap", derived], all_changed=True, annotators=1,
+                 same_annotator_versions=True)
     cs, on_cs = ids(rel, "charswap"), ids(rel, derived)
     x, y = cs[0].split("/", 1)[1], cs[1].split("/", 1)[1]
     assert f"{derived}/{x}" in on_cs and f"{derived}/{y}" in on_cs

@@ -5,7 +5,9 @@ Two kinds of record sit in an example's `provenance`, in the order they were mad
   `OptionsReplaced`, `FieldsRemoved`): enough to replay the example from its source;
 - `AttackSummary`, which an attack appends: what it chose and why (its adversarial sentences,
   new distractors, swaps, search), or why it left the example unchanged; `Authored`, a
-  human-authored question's record; and `Validated`, people's verdict on a changed question.
+  human-authored question's record; `Validated`, people's verdict on a changed question; and
+  `PeopleEdited`, the people's rewrites of the machine's text, their verification and which one
+  the release took.
 
 The same idea has the same name everywhere: a replaced span is a `Replacement` (`old` ->
 `new` at `start`..`end`) whether AddSent, the SQuAD question mutation or CharSwap made it;
@@ -216,11 +218,59 @@ class Validated:
     reason: str | None = None
 
 
+@dataclass(frozen=True)
+class Verification:
+    """One verifier's blind answer to a question that holds a person's rewrite: `valid` when they
+    chose the gold (else `reason`, as a `Vote`'s), and whether they called the rewritten sentence
+    grammatical (None where it was not asked)."""
+
+    annotator: str
+    valid: bool
+    grammatical: bool | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class PeopleEdit:
+    """A person's rewrite of the machine's text `machine` (made on the study item `item`): an
+    edited sentence or, at `option`, a new distractor (`text`), or the sentence marked
+    `beyond_repair`; its `verifications` and whether they `approved` it (a strict majority chose
+    the gold and, for a sentence, called it grammatical); `model_f1`: the adversary's F1 with it,
+    where one scored it."""
+
+    editor: str
+    machine: str
+    item: str = ""
+    text: str | None = None
+    option: int | None = None
+    beyond_repair: bool = False
+    approved: bool = False
+    verifications: tuple[Verification, ...] = ()
+    model_f1: float | None = None
+
+
+@dataclass(frozen=True)
+class PeopleEdited:
+    """People finished the machine's question (`advrace human-eval validate`): `edits` are every
+    rewrite offered for it, `chosen` the index of the one the release holds in place of the
+    machine's text `machine` (None: nothing approved), and `why` how it was chosen (a seeded draw
+    among the approved, the one `adversary` did worst on, the only one approved) or what became of
+    the question without one."""
+
+    machine: str
+    edits: tuple[PeopleEdit, ...] = ()
+    chosen: int | None = None
+    why: str = ""
+    seed: int | None = None
+    adversary: str | None = None
+
+
 Record = (TextReplaced | SentencesInserted | OptionsReplaced | FieldsRemoved | AttackSummary | Authored
-          | Validated)
+          | Validated | PeopleEdited)
 RECORD_TYPES: dict[str, type] = {
     "replace": TextReplaced, "insert": SentencesInserted, "replace_options": OptionsReplaced,
     "remove": FieldsRemoved, "attack": AttackSummary, "authored": Authored, "validated": Validated,
+    "people_edited": PeopleEdited,
 }
 TYPE_NAMES = {cls: name for name, cls in RECORD_TYPES.items()}
 TYPE_KEY = "type"

@@ -148,11 +148,15 @@ class Decision:
     """What a derived release does with one question of a split (by `derive_release`): `record`
     appended to its provenance and, unless `keep`, the question put back as its source split's
     question (unperturbed, `reason` in stats.json's `unperturbed_reasons`), or left out of the split
-    when the release drops."""
+    when the release drops. `example`: a kept question's new form (people's edit of the machine's
+    text, made with the example's own edit methods), which takes its place, `record` appended; the
+    splits built from it then take it as their question, since they were made from the text it
+    replaces."""
 
     record: object
     keep: bool = True
     reason: str = ""
+    example: object = None
 
 
 WITH_SOURCE = "its source split's question was put back"
@@ -163,8 +167,9 @@ def derive_release(release_dir: str | Path, out_dir: str | Path, decisions: dict
     """A new release from an intact one, with `decisions` (by split, by record id) applied: a
     question not kept is put back as its source split's question (the split's `source` in the
     manifest, as the build's audit puts one back), or left out with `drop`. A split built from a
-    split whose question was put back or left out has that question put back or left out too
-    (`WITH_SOURCE`), since it was made from the text the decision refused. Every other split is
+    split whose question was put back, left out or replaced (`Decision.example`) has that question
+    put back (as the new source question) or left out too (`WITH_SOURCE`), since it was made from
+    the text the decision refused. Every other split is
     rewritten from the source unchanged, and `extra` (`validation`, say) is added to the manifest
     and so to the card. The rewritten splits are audited again (where the source release was
     audited), so stats.json and the card describe the splits written; every split's sha256, stats
@@ -199,9 +204,11 @@ def derive_release(release_dir: str | Path, out_dir: str | Path, decisions: dict
             for record, ex in rows:
                 d, sid = mine.get(ex.id), ex.source_id
                 if sid not in inherited and (d is None or d.keep):
-                    exs.append(ex if d is None else ex.with_provenance(d.record))
+                    exs.append(ex if d is None else _replacing(ex, d.example).with_provenance(d.record))
                     flags.append(bool(record.get("perturbed")))
                     audit_sources.append(before[source][sid] if split != ORIGINAL else ex)
+                    if d is not None and d.example is not None:
+                        undone[split].add(sid)
                     continue
                 undone[split].add(sid)
                 if drop:
@@ -229,6 +236,16 @@ def derive_release(release_dir: str | Path, out_dir: str | Path, decisions: dict
                         description=_card_description(src, source_manifest))
     _write_files(out, cfg, manifest, records, placed, info, stats)
     return manifest
+
+
+def _replacing(example, new):
+    """The example a decision keeps: its own, or `new` in its place (the same question)."""
+    if new is None:
+        return example
+    if (new.id, new.source_id) != (example.id, example.source_id):
+        raise ConfigError(f"a decision replaces {example.id} with {new.id} (source {new.source_id}); a replacement "
+                          "keeps the question's id and source id")
+    return new
 
 
 def _card_description(release_dir: Path, manifest: dict) -> str:

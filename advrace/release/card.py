@@ -233,22 +233,87 @@ def validation_lines(validation: dict | None) -> list[str]:
     source, study = validation["source_release"], validation["study"]
     lines = ["## Validated by people", "",
              f"Made from the release `{source['name']}` (manifest sha256 `{source['manifest_sha256'][:16]}`) by "
-             f"a study of every question the attacks below changed: {plural(study['annotators'], 'annotator')}, "
-             f"{plural(study['judgements'], 'judgement')} per question; annotations sha256 "
+             f"a study of every question the attacks below changed: {plural(study['annotators'], 'annotator')}"
+             + (f", {plural(study['judgements'], 'judgement')} per question" if study.get("judgements") else "")
+             + f"; annotations sha256 "
              f"`{study['annotations_sha256'][:16]}`. {RATES}", ""]
     for split in validation["splits"]:
         lines.append(f"- `{split}`: {validated_split_text(validation, split)}.")
-    lines += ["", "Each validated question's `provenance` ends with its votes (a `validated` record).", ""]
+    lines += ["", *quality_control_lines(validation),
+              "Each validated question's `provenance` ends with its votes (a `validated` record)"
+              + (", or with people's edits, their verifiers' votes and which edit it holds and why (a "
+                 "`people_edited` record)" if any(v.get("mended") or v.get("candidates")
+                                                  for v in validation["splits"].values()) else "")
+              + ".", ""]
+    lines += [f"**{line}**" for line in validation.get("warnings") or ()] + ([""] if validation.get("warnings") else [])
     return lines
+
+
+def quality_control_lines(validation: dict) -> list[str]:
+    """Whether one annotator could see two versions of a question, and who was excluded for
+    accuracy on control questions (`advrace human-eval create --controls`)."""
+    lines = []
+    apart = validation["study"].get("versions_apart")
+    if apart is not None:
+        lines.append("Two versions of one question never went to one annotator." if apart else
+                     "One annotator could judge several versions of one question (the study allowed it).")
+    checks = validation.get("controls")
+    if checks:
+        out = ", ".join(f"{e['annotator']} ({100 * e['accuracy']:.0f}% of {e['controls']})" for e in checks["excluded"])
+        lines.append(f"Control questions (original questions with a known answer) made up about "
+                     f"{100 * checks['rate']:.0f}% of each queue; annotators below {checks['min_accuracy']} accuracy "
+                     f"on them were excluded from the votes: {out or 'none'}. A verdict with excluded votes is over "
+                     "the votes that count.")
+    return [*lines, ""] if lines else []
 
 
 def validated_split_text(validation: dict, split: str) -> str:
     """What people's validation found on one split, as the card, `advrace human-eval validate` and
     the evaluation report say it."""
     v = validation["splits"][split]
+    if v.get("kind") == "edit":
+        return f"finished by people: {people_edit_text(v, validation['invalid'] == 'dropped')}"
     return (f"validated by people: {validation_summary(v)}; {validation_fate(v, validation['invalid'] == 'dropped')}"
             + (f"; **{plural(v['unjudged'], 'changed question')} not yet judged, left as they were "
-               "(marked unvalidated in provenance)**" if v["unjudged"] else ""))
+               "(marked unvalidated in provenance)**" if v["unjudged"] else "") + after_people_text(v))
+
+
+def after_people_text(v: dict) -> str:
+    """The share attacked after people and the share mended (validations since people could mend)."""
+    if "attacked_share" not in v:
+        return ""
+    text = f"; attacked after people: {share_text(v['kept'], v['size'])}"
+    if v.get("mended") or v.get("candidates"):
+        text += f", mended: {share_text(v['mended'], v['size'])}"
+    if v.get("candidates"):
+        text += f"; {approval_text(v)}"
+    return text
+
+
+def share_text(n: int, m: int) -> str:
+    return f"{n:,} of {m:,} ({100 * n / m if m else 0:.1f}%)"
+
+
+def approval_text(v: dict) -> str:
+    """How people's rewrites fared with their verifiers: "4 of 6 verified approved (66.7%, 95% CI ...), kappa 0.4"."""
+    return (f"{plural(v['candidates'], 'edit')} made ({v['beyond_repair']:,} beyond repair), {v['approved']:,} of "
+            f"{v['verified']:,} verified approved ({percent_ci(v['approval_rate'], v['approval_ci'])}), verifiers' "
+            f"kappa {kappa_text(v['verify_kappa'])}")
+
+
+def people_edit_text(v: dict, dropped: bool) -> str:
+    """A split whose machine sentences people edited and verified (`human-eval validate`)."""
+    chosen = v["chosen"]
+    how = ", ".join(f"{n:,} {what}" for what, n in (("by a seeded draw", chosen["random"]),
+                                                    ("worst for the adversary", chosen["worst"]),
+                                                    ("the only approved", chosen["only"])) if n)
+    return (f"{share_text(v['kept'], v['size'])} attacked after people, each with an approved edit"
+            + (f" ({how})" if how else "") + f"; {approval_text(v)}; "
+            + f"{plural(v['back'], 'changed question')} without an approved edit "
+            + ("dropped from the split" if dropped else "put back as in its source split (unperturbed)")
+            + (f"; {plural(v['with_source'], 'more question')} with its source split's question" if v["with_source"] else "")
+            + (f"; **{plural(v['unvalidated'], 'changed question')} with edits not yet verified, left as the machine "
+               "made them**" if v["unvalidated"] else ""))
 
 
 # What the validation's numbers mean (docs/human-eval.md), said once for the card, the manifest's
@@ -271,6 +336,8 @@ def validation_fate(v: dict, dropped: bool) -> str:
     """What became of a split's questions judged invalid, and of those that went with their source
     split's question."""
     verb = "dropped" if dropped else "put back"
+    if v.get("mended"):
+        verb = f"{v['mended']:,} of them kept with people's mend, {v['invalid'] - v['mended']:,} {verb}"
     return (f"{v['invalid']:,} judged invalid, {verb}"
             + (" from the split" if dropped else " as in its source split (unperturbed)")
             + (f"; {plural(v['with_source'], 'more question')} {verb} with its source split's question"

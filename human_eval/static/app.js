@@ -1,4 +1,5 @@
-// advrace human evaluation: span selection (SQuAD items) and the live authoring pages.
+// advrace human evaluation: span selection (SQuAD items), the answer pages' keys and the live
+// authoring pages.
 // Served as a file so that the Content-Security-Policy can forbid inline scripts; everything
 // shown is set with textContent, never innerHTML.
 "use strict";
@@ -258,4 +259,136 @@ function editChecks() {
   beyond.addEventListener("change", soon);
 }
 
-document.addEventListener("DOMContentLoaded", () => { spanSelection(); authoring(); spanAuthoring(); editChecks(); });
+
+// Mending a DE or DG question (item.html's #mend). The new option's controls are on only with
+// "cannot be answered" for "multiple correct options": off, they are not sent, and saving then
+// withdraws an earlier mend. The server's checks run 400 ms after the last change (an answer that
+// arrives after a newer request was sent is dropped); a new option they refuse is not sent, so
+// that the annotator's text stays on the page with the reason. On a DE item (data-kind span),
+// words selected in the passage become the new option.
+function mending() {
+  const box = document.getElementById("mend");
+  if (!box) return;
+  const text = document.getElementById("mend_text");
+  const status = document.getElementById("mend-status");
+  const reason = document.getElementById("reason");
+  const unanswerable = document.getElementById("choice-unanswerable");
+  let timer = null;
+  let seq = 0;
+  let verdict = {key: null, ok: false};
+
+  const option = () => {
+    const el = box.querySelector("input[name=mend_option]:checked");
+    return el ? el.value : "";
+  };
+  const key = () => option() + "\n" + text.value;
+  const empty = () => box.disabled || (!option() && !text.value.trim());
+
+  async function check() {
+    const mine = ++seq;
+    const sent = key();
+    if (empty()) { status.textContent = ""; return; }
+    const resp = await fetch(box.dataset.check, {
+      method: "POST",
+      headers: {"Content-Type": "application/x-www-form-urlencoded", "X-CSRF-Token": box.dataset.csrf},
+      body: new URLSearchParams({mend_option: option(), mend_text: text.value}),
+    });
+    const out = await resp.json();
+    if (mine !== seq) return;
+    verdict = {key: sent, ok: resp.ok && out.ok};
+    status.className = verdict.ok ? "mend-ok" : "error";
+    if (!resp.ok) status.textContent = out.error || "error";
+    else status.textContent = out.ok ? "Accepted: the new option will read “" + out.text + "”." : out.problems.join(" ");
+  }
+
+  const soon = () => { clearTimeout(timer); timer = setTimeout(check, 400); };
+  const sync = () => {
+    box.disabled = !(unanswerable.checked && reason.value === "multiple correct options");
+    soon();
+  };
+  document.querySelectorAll("input[name=choice]").forEach((el) => el.addEventListener("change", sync));
+  reason.addEventListener("change", sync);
+  box.addEventListener("input", soon);
+  box.addEventListener("change", soon);
+  document.getElementById("mend-clear").addEventListener("click", () => {
+    box.querySelectorAll("input[name=mend_option]").forEach((el) => { el.checked = false; });
+    text.value = "";
+    soon();
+  });
+  // in the capture phase, before answerKeys() marks the form as sent: a held-back form is not sent
+  box.form.addEventListener("submit", async (ev) => {
+    if (empty() || (verdict.key === key() && verdict.ok)) return;
+    ev.preventDefault();
+    ev.stopImmediatePropagation();
+    clearTimeout(timer);
+    await check();
+    if (verdict.key === key() && verdict.ok) box.form.submit();
+  }, true);
+  const passage = document.querySelector(".passage");
+  if (box.dataset.kind === "span" && passage) {
+    passage.addEventListener("mouseup", () => {
+      const picked = window.getSelection().toString().split(/\s+/).join(" ").trim();
+      if (picked && !box.disabled) { text.value = picked; soon(); }
+    });
+  }
+  box.disabled = !(unanswerable.checked && reason.value === "multiple correct options");
+  check();
+}
+
+// The keys of an answer page (the hint line, templates/_keys.html, lists them): 1–9 choose the
+// n-th answer (options A–D, or the page's n-th choice), u "cannot be answered" (then the arrows
+// pick the reason), Enter saves, Tab goes into the edit box where the page has one. While the
+// person types in a text box the keys are theirs (Ctrl+Enter still saves; Enter saves from a
+// one-line box, not from a textarea).
+function answerKeys() {
+  const save = document.getElementById("save");
+  if (!save || !save.form) return;
+  const form = save.form;
+  let sent = false;
+  const typing = (el) => el.isContentEditable || el.tagName === "TEXTAREA" ||
+    (el.tagName === "INPUT" && !["radio", "checkbox", "button", "submit", "reset", "hidden"].includes(el.type));
+  const submit = () => {
+    if (sent) return;
+    sent = true;
+    if (form.requestSubmit) form.requestSubmit(save); else save.click();
+  };
+  form.addEventListener("submit", () => { sent = true; });
+  window.addEventListener("pageshow", () => { sent = false; });  // back to a page kept in memory
+  document.addEventListener("keydown", (ev) => {
+    if (ev.defaultPrevented || ev.isComposing || ev.altKey) return;
+    const target = ev.target instanceof Element ? ev.target : document.body;
+    if (ev.key === "Enter") {
+      const modified = ev.ctrlKey || ev.metaKey;
+      if (ev.repeat || (target.tagName === "TEXTAREA" && !modified)) return;
+      if (!modified && (target.tagName === "A" || target.tagName === "BUTTON")) return;  // their own action
+      ev.preventDefault();
+      submit();
+      return;
+    }
+    if (ev.ctrlKey || ev.metaKey || typing(target)) return;
+    if (ev.key === "Tab" && !ev.shiftKey) {
+      const box = document.getElementById("edit-box");
+      if (!box) return;
+      ev.preventDefault();
+      box.focus();
+      return;
+    }
+    const choices = Array.from(form.querySelectorAll("input[name=choice]")).filter((el) => el.value !== "unanswerable");
+    if (/^[1-9]$/.test(ev.key) && Number(ev.key) <= choices.length) {
+      ev.preventDefault();
+      choices[Number(ev.key) - 1].click();
+      return;
+    }
+    const unanswerable = document.getElementById("choice-unanswerable");
+    if ((ev.key === "u" || ev.key === "U") && unanswerable) {
+      ev.preventDefault();
+      unanswerable.click();
+      const reason = document.getElementById("reason");
+      if (reason) reason.focus();
+    }
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  spanSelection(); authoring(); spanAuthoring(); editChecks(); answerKeys(); mending();
+});
