@@ -2,7 +2,8 @@
 verifiers approved, and which approved one a changed question takes.
 
 - A candidate is approved when a strict majority of its verifiers (not the excluded ones)
-  answered its question blind with the gold and, for a sentence, called it grammatical.
+  answered its question blind with the gold and, for a sentence, called it grammatical
+  (`verifying.approvals`, the one definition).
 - Jia and Liang drew AddOneSent's and AddSent's sentences from one pool per question, every
   approved edit of its raw sentences. Here a question's pool is every candidate made on an edit
   item of that question (same source id) in the studied splits whose attacks share the sentence
@@ -37,15 +38,6 @@ ADVERSARIAL = "addsent"  # the attack whose split takes the approved sentence it
 RANDOM, WORST, ONLY = "random", "worst", "only"  # how a question's edit was chosen
 
 
-@dataclass(frozen=True)
-class Approval:
-    """A candidate's verification: `approved` (a strict majority of its verifiers chose the gold
-    and, for a sentence, said grammatical) and its `votes`."""
-
-    approved: bool
-    votes: tuple
-
-
 def verification(a: dict) -> Verification:
     """A verify item's answer (a row of `store.annotations`) as a verification: whether it chose
     the gold (a span inside the highlighted candidate named as its answer) and called it grammatical."""
@@ -62,10 +54,6 @@ class Verified:
     verifications: tuple[Verification, ...]
     queued: int
 
-    def approves(self, sentence: bool) -> bool:
-        yes = sum(v.valid and (not sentence or v.grammatical is True) for v in self.verifications)
-        return 2 * yes > max(self.queued, len(self.verifications))
-
 
 def verified(study, excluded=frozenset()) -> dict[int, Verified]:
     """Each candidate's verifications, by candidate id (the verify items' answers)."""
@@ -81,18 +69,6 @@ def verified(study, excluded=frozenset()) -> dict[int, Verified]:
             out[item["candidate_id"]] = Verified(before.verifications + tuple(answers.get(item["id"], ())),
                                                  before.queued + queued.get(item["id"], 0))
     return out
-
-
-def approvals(study, excluded=frozenset()) -> dict[int, Approval]:
-    """Each verified candidate's approval, by candidate id: a strict majority of the verifiers
-    queued for it (not the `excluded`) chose the gold and, for a sentence, called it grammatical;
-    only annotators who pressed Finish count.
-
-    The contract of `verifying.approvals` (the edit task's), which replaces this at merge: one
-    definition of an approved edit. `validate_release(approve=...)` takes either."""
-    sentences = {c["id"]: c["option"] is None for c in study.candidates}
-    return {cid: Approval(v.approves(sentences.get(cid, True)), v.verifications)
-            for cid, v in verified(study, excluded).items()}
 
 
 def machine_text(item: dict) -> str:

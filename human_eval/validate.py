@@ -32,7 +32,7 @@ from advrace.core.text import plural
 from advrace.release import ORIGINAL, check_release, read_split
 from advrace.release.build import WITH_SOURCE, Decision, attack_share_warnings, derive_release
 
-from . import controls, selection, store
+from . import controls, selection, store, verifying
 from .report import fleiss_kappa, item_rates, wilson
 from .study import (changed_items, check_covers_derived, item_payload, quality_item_problems, release_id,
                     study_queues)
@@ -311,7 +311,7 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     does worst on; a judged-invalid RACE question takes an approved mend. `excluded`: annotators
     whose answers, edits and verifications are left out, besides those below the study's control
     accuracy (`controls`, always left out). `approve`:
-    the approval function (`selection.approvals`'s contract), by default `selection.approvals`."""
+    the approval function (`verifying.approvals`'s contract), by default `verifying.approvals`."""
     manifest = check_release(release_dir)
     study = read_study(db_path)
     excluded = frozenset(excluded) | study.excluded
@@ -326,7 +326,7 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     changed = {split: changed_items(release_dir, split) for split in studied}
     votes = votes_by_item(study, {ex.id: added_spans(ex) for exs in changed.values() for ex in exs}, excluded)
     short = check_study(study, release_dir, manifest, partial, changed, votes, excluded)
-    approved = {cid for cid, a in (approve or selection.approvals)(study, excluded).items() if a.approved}
+    approved = {cid for cid, a in (approve or verifying.approvals)(study, excluded).items() if a.approved}
     chooser = Chooser(study, approved, selection.verified(study, excluded), attacks, adversary, manifest, needs)
     k, seed = study.meta.get("judgements") or 0, study.meta["seed"]
     ks = study.needed(excluded)  # an excluded judge's item is decided by the others' votes
