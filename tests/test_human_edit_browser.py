@@ -1,6 +1,8 @@
 """Jia and Liang's edit-then-verify step through the app's real pages, in headless Chromium: three
 annotators edit the same machine sentences (the live checks refuse a gold answer as they type),
-three others verify the edits blind, and the approvals follow their votes."""
+three others verify the edits blind, the approvals follow their votes, and `validate` gives
+AddOneSent an approved edit with every edit and verification in its provenance. (AddSent, chosen
+by a reader, and an annotator excluded by controls are the lead's to add.)"""
 
 import json
 import threading
@@ -220,3 +222,21 @@ def test_three_edit_the_same_sentences_and_three_others_verify_them(browser, tmp
             assert approval.votes[0].reason == UNGRAMMATICAL
         if text in FOOLED_BY:
             assert approval.votes[0].reason == f"selected the added sentence's answer “{FOOLED_BY[text]}”"
+    # the release: AddOneSent takes an approved edit of each question where one was approved
+    from advrace.human_eval.validate import validate_release
+    from advrace.release import check_release, read_split
+
+    validate_release(db, release, tmp_path / "v")
+    check_release(tmp_path / "v")
+    approved = {}
+    for cid, approval in got.items():
+        if approval.approved:
+            approved.setdefault(candidates[cid]["source_id"], set()).add(candidates[cid]["text"])
+    for ex in read_split(tmp_path / "v", "addonesent"):
+        if ex.source_id in approved:
+            assert any(text in ex.context for text in approved[ex.source_id]), (ex.source_id, ex.context)
+        record = ex.provenance[-1]  # provenance: every edit with its editor and its verifiers' answers
+        assert sorted(e.editor for e in record.edits) == sorted(n for n, mine in EDITS.items() if ex.source_id in mine)
+        assert all(e.beyond_repair or len(e.verifications) == 1 for e in record.edits)
+        if ex.source_id in approved:
+            assert record.edits[record.chosen].approved and record.edits[record.chosen].text in ex.context
