@@ -23,7 +23,7 @@ from advrace.core.text import plural
 from advrace.release import check_release
 
 from . import store
-from .study import changed_items, item_payload, release_id, study_queues
+from .study import add_annotators, changed_items, item_payload, new_study, release_id
 
 MAX_EDIT = 1000  # characters: a sentence, not a paragraph
 EDIT_INSTRUCTIONS = ("Rewrite the highlighted sentence into fluent English that keeps a fake answer of the kind "
@@ -112,23 +112,11 @@ def create_edit_study(release_dir, db_path, *, splits=None, editors: int = 5, an
     meta = dict(release=str(Path(release_dir).resolve()), release_name=manifest["name"], task=manifest["task"],
                 seed=seed, per_split=None, splits=splits, all_changed=True, judgements=editors, annotators=names,
                 manifest_sha256=release_id(release_dir), stage=store.EDIT, editors=editors)
-    conn = store.connect(db_path)
-    try:
-        store.init(conn)
-        with store.transaction(conn):
-            store.set_meta(conn, **meta)
-            item_ids = [store.add_item(conn, split, ex.id, ex.source_id, ex.task, payload, kind=store.EDIT)
-                        for split, ex, payload in items]
-            tokens, queues = {}, study_queues(store.all_items(conn), names, meta)[0]
-            for name in names:
-                person_id, tokens[name] = store.add_person(conn, name, store.ANNOTATOR)
-                store.set_queue(conn, person_id, queues[name])
-    except BaseException:
-        conn.close()
-        db_path.unlink(missing_ok=True)
-        raise
-    conn.close()
-    return {"annotators": tokens, "items": len(item_ids), "splits": splits, "editors": editors}
+    with new_study(db_path, meta) as conn:
+        for split, ex, payload in items:
+            store.add_item(conn, split, ex.id, ex.source_id, ex.task, payload, kind=store.EDIT)
+        tokens = add_annotators(conn, names, meta)
+    return {"annotators": tokens, "items": len(items), "splits": splits, "editors": editors}
 
 
 def edit_problem(payload: dict, text: str, beyond_repair: bool = False) -> str | None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from advrace.core.errors import ConfigError
@@ -262,32 +264,46 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
                 **{mending.SETTINGS_KEY: mending.split_settings(manifest, chosen_splits)})
     if controls_rate or baseline_rate:
         meta.update(controls=controls_rate, baseline=baseline_rate, min_accuracy=min_accuracy)
+    with new_study(db_path, meta) as conn:
+        for split in chosen_splits:
+            for ex in chosen[split]:
+                store.add_item(conn, split, ex.id, ex.source_id, ex.task, item_payload(ex))
+        baseline = controls.baseline_questions([ex.source_id for exs in chosen.values() for ex in exs],
+                                               baseline_rate, seed)
+        for sid in baseline:
+            ex = originals[sid]
+            store.add_item(conn, source_split, ex.id, sid, ex.task, item_payload(ex), kind=store.BASELINE)
+        n_controls = add_controls(conn, names, meta, source_split, originals, controls_rate)
+        tokens = add_annotators(conn, names, meta)
+    return {"annotators": tokens, "items": sum(len(exs) for exs in chosen.values()), "splits": chosen_splits,
+            "left_out": left_out, "controls": n_controls, "baseline": len(baseline), "min_accuracy": min_accuracy}
+
+
+@contextmanager
+def new_study(db_path, meta: dict) -> Iterator[sqlite3.Connection]:
+    """A new study database with its `meta`, filled in one transaction by the block; nothing is
+    left behind if the block fails."""
     conn = store.connect(db_path)
     try:
         store.init(conn)
         with store.transaction(conn):
             store.set_meta(conn, **meta)
-            for split in chosen_splits:
-                for ex in chosen[split]:
-                    store.add_item(conn, split, ex.id, ex.source_id, ex.task, item_payload(ex))
-            baseline = controls.baseline_questions([ex.source_id for exs in chosen.values() for ex in exs],
-                                                   baseline_rate, seed)
-            for sid in baseline:
-                ex = originals[sid]
-                store.add_item(conn, source_split, ex.id, sid, ex.task, item_payload(ex), kind=store.BASELINE)
-            n_controls = add_controls(conn, names, meta, source_split, originals, controls_rate)
-            queues = study_queues(store.all_items(conn), names, meta)[0]
-            tokens = {}
-            for name in names:
-                person_id, tokens[name] = store.add_person(conn, name, store.ANNOTATOR)
-                store.set_queue(conn, person_id, queues[name])
+            yield conn
     except BaseException:
         conn.close()
-        db_path.unlink(missing_ok=True)
+        Path(db_path).unlink(missing_ok=True)
         raise
     conn.close()
-    return {"annotators": tokens, "items": sum(len(exs) for exs in chosen.values()), "splits": chosen_splits,
-            "left_out": left_out, "controls": n_controls, "baseline": len(baseline), "min_accuracy": min_accuracy}
+
+
+def add_annotators(conn, names: list[str], meta: dict) -> dict[str, str]:
+    """The annotator accounts, each with their queue of the study's items (`study_queues`);
+    returns {name: token}."""
+    queues, tokens = study_queues(store.all_items(conn), names, meta)[0], {}
+    for name in names:
+        person_id, tokens[name] = store.add_person(conn, name, store.ANNOTATOR)
+        store.set_queue(conn, person_id, queues[name])
+    return tokens
 
 
 def add_controls(conn, names: list[str], meta: dict, split: str, originals: dict, rate: float) -> int:
