@@ -58,12 +58,16 @@ def add_verify_items(db_path, *, verifiers: int = 3, annotators: int = 0, seed: 
     """Add a verify item for each candidate still to verify (`to_verify`), each going to
     `verifiers` annotators who never had its question in their queue (not its editors, nor
     anyone who judged or verified another version of it: `assignment`'s `exclude`), none given two
-    versions of one question (`apart` by source id), from the annotators who have not pressed
+    mends of one RACE question (`apart` by source id: the options two mends share include the
+    gold), from the annotators who have not pressed
     Finish and `annotators` new accounts. Refused while an editor or judge has not pressed Finish
     (their candidates could still change). Meta records `stage: "verify"`, the new names in
     `annotators`, and per call the round in `verify_rounds` (seed, verifiers, the eligible names,
     the items): the round's queues are `assignment(items, eligible, verifiers, seed, apart=source
-    id of each, exclude=the names whose queue held that source id before the round)`. Returns
+    id of each mend, exclude=the names whose queue held that source id before the round)`. The
+    edits of one SQuAD sentence may go to one verifier, as Jia and Liang's three filterers saw all
+    five edits of a sentence: they share the fake answer and the paragraph, so seeing several
+    tells nothing of the gold, and keeping them apart would need K x M verifiers per sentence. Returns
     {"annotators": {new name: token}, "items": n, "candidates": n}."""
     db_path = Path(db_path)
     if not db_path.is_file():
@@ -115,7 +119,8 @@ def _add_verify_items(conn, db_path, verifiers, annotators, seed) -> dict:
             item_ids.append(store.add_item(conn, item["split"], item["record_id"], item["source_id"], item["task"],
                                            verify_payload(item, c), kind=store.VERIFY, candidate_id=c["id"]))
         source = {iid: kinds[c["item_id"]]["source_id"] for iid, c in zip(item_ids, todo)}
-        mine = assignment(item_ids, pool, verifiers, seed, apart=source,
+        mends = {iid: s for iid, s, c in zip(item_ids, source.values(), todo) if c["option"] is not None}
+        mine = assignment(item_ids, pool, verifiers, seed, apart=mends,
                           exclude={iid: seen.get(s, set()) for iid, s in source.items()})
         for name in new:
             tokens[name] = store.add_person(conn, name, store.ANNOTATOR)[1]
