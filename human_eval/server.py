@@ -28,7 +28,7 @@ from urllib.parse import parse_qs, urlsplit
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
-from advrace.core.text import LETTERS
+from advrace.core.text import LETTERS, plural
 
 from . import mending, store
 from .answers import YES, prior_answer, save_form, submitted_answer
@@ -141,8 +141,16 @@ def answered(items) -> int:
 
 
 def finish(req, person, token):
+    """Finish is final, so it waits for every question of the queue to have an answer ("cannot be
+    answered" is one): a queue finished early would leave its items short of judgements."""
     if not csrf_ok(person, req.form().get("csrf")):
         return req.deny(message=WRONG_FORM_TOKEN)
+    open_items = sum(1 for r in store.queue(req.db, person["id"]) if r["annotation_id"] is None)
+    if open_items and not person["finished"]:
+        return req.page(HTTPStatus.CONFLICT, "message.html", title="advrace", error=True,
+                        message=f"{plural(open_items, 'question')} of your queue still without an answer; answer each "
+                                "(“The question cannot be answered” is an answer) before you finish",
+                        link=(f"{annotator_base(token)}/progress", "Back to your progress"))
     store.mark_finished(req.db, person["id"])
     req.redirect(f"{annotator_base(token)}/progress")
 

@@ -154,8 +154,15 @@ def test_answer_unanswerable_change_and_finish(study):
     assert [(r["choice"], r["unanswerable"], r["reason"]) for r in rows if r["annotator"] == "annotator1"] in (
         [(2, 0, None), (None, 1, "no correct option")], [(None, 1, "no correct option"), (2, 0, None)])
     assert {r["revisions"] for r in rows} == {0, 1}
-    for pos in range(2, study["items"]):
+    for pos in range(2, study["items"] - 1):
         request(f"{url}/a/{token}/item/{pos}", {"choice": "0", "csrf": csrf})
+    # Finish waits for every question: one left open is refused, nothing is marked finished
+    status, html, _ = request(f"{url}/a/{token}/finish", {"csrf": csrf})
+    assert status == 409 and "1 question of your queue still without an answer" in html and "/progress" in html
+    conn = store.connect(study["db"])
+    assert not [p for p in store.annotators(conn) if p["name"] == "annotator1"][0]["finished"]
+    conn.close()
+    request(f"{url}/a/{token}/item/{study['items'] - 1}", {"choice": "0", "csrf": csrf})
     _, progress, _ = request(f"{url}/a/{token}/progress")
     assert f"{study['items']} of {study['items']} answered" in progress and "Finish" in progress
     request(f"{url}/a/{token}/finish", {"csrf": csrf})
