@@ -387,6 +387,7 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
                     chooser.chosen_by.setdefault(split, Counter())[chooser.how[ex.id]] += 1
                 if split not in edited:
                     counts[verdict(votes[ex.id], ks[ex.id]) or UNVALIDATED] += 1
+                    counts[UNDECIDED_MEND] += ex.id in chooser.undecided
             decisions[split][ex.id] = d
             if not d.keep:
                 gone[split].add(ex.source_id)
@@ -433,8 +434,11 @@ def share_warnings(manifest: dict, release_dir, per_split: dict, reasons: dict) 
 MENDED_REASON = "judged invalid by annotators; kept with people's mend"
 NO_EDIT_REASON = "no approved edit"
 UNDECIDED_EDITS = "its edits' verification is not decided (--partial): left as the machine made it"
+VALID_MENDS = "judged valid: the machine's question kept, no mend taken"
+NO_MEND_REASON = "judged invalid by annotators, and no mend approved"
 UNDECIDED_MENDS = "judged invalid, its mends' verification not decided (--partial): left as the machine made it"
 KEPT, MENDED, UNDECIDED, BACK = "kept", "mended", "undecided", "back"  # what became of a changed question
+UNDECIDED_MEND = "undecided_mend"  # judged invalid, its mends not all verified (--partial)
 
 
 def outcome(d: Decision, undecided: bool = False) -> str:
@@ -445,7 +449,8 @@ def outcome(d: Decision, undecided: bool = False) -> str:
         return BACK
     if d.example is not None:
         return MENDED
-    undecided = undecided or (isinstance(d.record, Validated) and d.record.verdict == UNVALIDATED)
+    first = d.record[0] if isinstance(d.record, tuple) else d.record
+    undecided = undecided or (isinstance(first, Validated) and first.verdict == UNVALIDATED)
     return UNDECIDED if undecided else KEPT
 
 
@@ -540,20 +545,27 @@ class Chooser:
         approved mend keeps it, the option replaced; without one, while a mend's verification is
         not in (--partial), it is left undecided as the machine made it."""
         said = verdict(mine, k)
-        if said is None:
-            return Decision(Validated(UNVALIDATED, mine, UNJUDGED_REASON))
-        if said == VALID:
-            return Decision(Validated(VALID, mine, DECIDED_EARLY if len(mine) < k else None))
         offered = self.mends.get(ex.id, [])
+        edits = tuple(selection.people_edit(c, ex.options[c["option"]], c["id"] in self.approved, self.said.get(c["id"]))
+                      for c in offered)
+
+        def kept(validated: Validated, why: str, **how) -> Decision:
+            """The verdict, and the mends offered (none taken: `why`) after it in provenance."""
+            if not offered:
+                return Decision(validated, **how)
+            return Decision((validated, PeopleEdited(ex.options[offered[0]["option"]], edits, None, why, seed)), **how)
+
+        if said is None:
+            return kept(Validated(UNVALIDATED, mine, UNJUDGED_REASON), UNJUDGED_REASON)
+        if said == VALID:
+            return kept(Validated(VALID, mine, DECIDED_EARLY if len(mine) < k else None), VALID_MENDS)
         approved = [(c, self.said[c["id"]]) for c in offered if c["id"] in self.approved]
         if not approved and partial and any(self.pending(c) for c in offered):
             self.undecided.add(ex.id)
-            return Decision(Validated(INVALID, mine, UNDECIDED_MENDS))
+            return kept(Validated(INVALID, mine, UNDECIDED_MENDS), UNDECIDED_MENDS)
         if not approved:
-            return Decision(Validated(INVALID, mine, INVALID_REASON), keep=False, reason=INVALID_REASON)
+            return kept(Validated(INVALID, mine, INVALID_REASON), NO_MEND_REASON, keep=False, reason=INVALID_REASON)
         chosen = approved[selection.most_approved(approved, seed, ex.id)][0]
-        edits = tuple(selection.people_edit(c, ex.options[c["option"]], c["id"] in self.approved, self.said.get(c["id"]))
-                      for c in offered)
         why = ("the only approved mend" if len(approved) == 1 else
                f"the mend most verifiers approved, of {len(approved)} approved (a tie broken by a draw, seed {seed})")
         record = PeopleEdited(ex.options[chosen["option"]], edits, offered.index(chosen), why, seed)
@@ -601,7 +613,7 @@ def split_validation(examples: list, votes: dict, counts: Counter, k: int, size:
         return out
     mends = [c for ex in examples for c in chooser.mends.get(ex.id, [])]
     gold = sum(len(chooser.gold_mends.get(ex.id, [])) for ex in examples)
-    return {**out, **({"replaced_gold": gold} if gold else {}), **_shares(counts[KEPT] + counts[MENDED] + counts[UNDECIDED], counts[MENDED], size),
+    return {**out, **({"replaced_gold": gold} if gold else {}), **({"undecided": counts[UNDECIDED_MEND]} if counts[UNDECIDED_MEND] else {}), **_shares(counts[KEPT] + counts[MENDED] + counts[UNDECIDED], counts[MENDED], size),
             "back": counts[BACK], **(chooser.candidate_numbers(mends) if mends else {})}
 
 

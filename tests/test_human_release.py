@@ -387,6 +387,11 @@ def test_dg_holds_the_approved_mend(dg_release, tmp_path):
     # b's only mend was rejected and c had none: back as the original
     for rid in (b, c):
         assert list(out[rid].options) == list(original["original/" + rid.split("/", 1)[1]].options)
+    # provenance keeps b's rejected mend and its votes (after its judges' verdict)
+    assert isinstance(out[b].provenance[-2], Validated) and out[b].provenance[-2].verdict == "invalid"
+    kept_b = out[b].provenance[-1]
+    assert isinstance(kept_b, PeopleEdited) and kept_b.chosen is None and kept_b.edits[0].editor == "annotator3"
+    assert [x.valid for x in kept_b.edits[0].verifications] == [True, False, False]
     v = validation["splits"][DG]
     assert (v["invalid"], v["mended"], v["back"], v["candidates"], v["approved"]) == (3, 1, 2, 3, 1)
     assert v["kept"] == len(changed) - 2 and v["size"] == len(source)
@@ -527,6 +532,8 @@ def test_addsent_counts_the_approvals_of_its_pool(squad_release, span_model, tmp
     v = validate_release(tmp_path / "s.db", squad_release, tmp_path / "v", adversary=span_model)
     assert (v["splits"]["addsent"]["approved"], v["splits"]["addsent"]["approval_rate"]) == (1, 1)
     assert v["splits"]["addsent"]["chosen"]["only"] == 1
+    card = (tmp_path / "v" / "README.md").read_text()
+    assert "attacked after people, 1 of them with an approved edit" in card
 
 
 SHADOW_SPLITS = [{"attack": "addonesent", "config": {"answer_model": ""}},
@@ -555,9 +562,13 @@ def test_mends_never_sent_to_verify_are_refused_and_with_partial_undecided(dg_re
     with pytest.raises(ConfigError, match=r"1 mend \(.*\) have no verify items"):
         validate_release(tmp_path / "s.db", dg_release, tmp_path / "v")
     v = validate_release(tmp_path / "s.db", dg_release, tmp_path / "v", partial=True)["splits"][DG]
-    assert (v["invalid"], v["back"]) == (1, 0)
+    assert (v["invalid"], v["back"], v["undecided"]) == (1, 0, 1)
+    card = (tmp_path / "v" / "README.md").read_text()
+    assert "1 judged invalid, 0 of them kept with people's mend, 1 with mends not yet verified left as the machine " \
+           "made them, 0 put back" in card
     out = rows(tmp_path / "v", DG)[a.id]
-    assert out.options == a.options and "not decided" in out.provenance[-1].reason
+    assert out.options == a.options and "not decided" in out.provenance[-2].reason
+    assert out.provenance[-1].chosen is None and out.provenance[-1].edits[0].text == "A blue kite"
 
 
 def test_a_mend_with_verifications_pending_is_undecided_under_partial(dg_release, tmp_path):
@@ -573,3 +584,15 @@ def test_a_mend_of_the_gold_is_left_out_and_counted(dg_release, tmp_path):
     mend_study(dg_release, tmp_path / "s.db", {a.id}, {a.id: [("annotator1", a.label, "A blue kite")]}, {})
     v = validate_release(tmp_path / "s.db", dg_release, tmp_path / "v")["splits"][DG]
     assert (v["replaced_gold"], v["back"], v.get("candidates", 0)) == (1, 1, 0)
+    assert "1 mend of the gold option left out" in (tmp_path / "v" / "README.md").read_text()
+
+
+def test_a_judged_valid_question_keeps_its_offered_mend_in_provenance(dg_release, tmp_path):
+    a = changed_items(dg_release, DG)[0]
+    mend_study(dg_release, tmp_path / "s.db", set(), {a.id: [("annotator1", (a.label + 1) % 4, "A blue kite")]}, {})
+    validate_release(tmp_path / "s.db", dg_release, tmp_path / "v")
+    out = rows(tmp_path / "v", DG)[a.id]
+    assert out.options == a.options and out.provenance[-2].verdict == "valid"
+    record = out.provenance[-1]
+    assert isinstance(record, PeopleEdited) and record.chosen is None and record.edits[0].approved
+    assert main(["verify", str(tmp_path / "v"), "--study", str(tmp_path / "s.db")]) == 0
