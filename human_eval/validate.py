@@ -4,11 +4,18 @@ publish only what people validated.
 
 Each judgement is a vote (`votes.vote`): valid only when the annotator chose the gold. Each
 changed question takes the verdict of its votes (`votes.verdict`: the majority, a tie invalid).
-A valid one stays, its votes appended to its provenance; an invalid one goes back to its source
-split's question (unperturbed, the reason and votes in provenance), or out of the split with
-`drop`, and with it the same question of every split built from it. The manifest records the
-source release, the items' and annotations' sha256 and, per split, the valid rate (items) and
-the correct rate (judgements) with their Wilson intervals and Fleiss' kappa of the vote.
+A valid one stays, its votes appended to its provenance; an invalid one keeps an approved mend
+(a judge's own distractor), else goes back to its source split's question (unperturbed, the
+reason and votes in provenance), or out of the split with `drop`, and with it the same question
+of every split built from it. In an edit study every studied split's question takes an approved
+edit of its pool instead (`selection`), else goes back. A rewrite is approved by a strict majority
+of its verifiers' `verifying.verifier_vote` (`verifying.approvals`); edits and mends never sent to
+verify, and verify items whose verifiers were all excluded, are refused, or left undecided with
+--partial. Provenance keeps every edit and mend offered with its verifications. The manifest
+records the source release, the items', annotations' and candidates' sha256 and, per split, the
+valid rate (items) and the correct rate (judgements) with their Wilson intervals and Fleiss' kappa
+of the vote, the share attacked after people, the share mended and the approval rate (over the
+candidates with all their verifications in).
 
 Before anything is written the study is checked against the release and against itself
 (`study_problems`), and `advrace verify --study` checks it again (`check_study_link`): what is
