@@ -159,6 +159,28 @@ def test_no_check_tells_the_gold_apart(tmp_path):
     assert checked(conn, 1, 2, "In a small house").problems == checked(conn, 1, 2, "In a big school").problems == ()
 
 
+def test_the_live_check_says_the_same_whichever_option_is_the_gold(tmp_path):
+    """A worker who types one text in place of one option must learn nothing of the gold from the
+    answer: not from the text as it will stand (dressed like the option it replaces, never like the
+    gold: "a fish" beside "Tom." would read "A fish."), nor from a refusal (the form check runs
+    beside the same options whether or not the replaced one is the gold). Four items that differ
+    only in their label."""
+    options = ["Tom walks to school with his sister every morning.", "Tom lives in a small village.", "a cat",
+               "a dog"]
+    base = {"passage": PASSAGE, "question": "What does Tom have?", "options": options, "mend": "text"}
+    conn, _ = hand_study(tmp_path / "s.db", [{**base, "label": label} for label in range(4)])
+    texts = ["a fish", "the fish swims in the pond near Tom", "Mary"]
+    for k in range(4):
+        for typed in texts:
+            answers = [mending.live(conn, store.item(conn, item_id), {"mend_option": str(k), "mend_text": typed})
+                       for item_id in (1, 2, 3, 4)]
+            assert all(a == answers[0] for a in answers), (k, typed, answers)
+    said = mending.live(conn, store.item(conn, 3), {"mend_option": "3", "mend_text": "a fish"})
+    assert said["text"] == "a fish"  # like "a dog", which it replaces; the gold (C, "a cat") plays no part
+    said = mending.live(conn, store.item(conn, 1), {"mend_option": "2", "mend_text": "a fish"})
+    assert said["text"] == "a fish"  # the gold A would have made it "A fish."
+
+
 # --------------------------------------------------------------------------- storing
 
 
