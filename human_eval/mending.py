@@ -23,6 +23,7 @@ from advrace.core.checks import OPTION, Subject, TextContext, checks_for
 from advrace.core.distractors import match_format
 from advrace.core.examples import MCExample
 from advrace.core.provenance import AttackSummary
+from advrace.core.seeding import seeded_rng
 from advrace.core.text import LETTERS
 from advrace.core.validity import option_key
 
@@ -73,8 +74,26 @@ def split_settings(manifest: dict, splits) -> dict:
 
 
 def offered(item: dict) -> bool:
-    """Whether the item's page offers a mend: a judge item whose payload says how."""
-    return item.get("kind", store.JUDGE) == store.JUDGE and item["payload"].get("mend") in ATTACKS
+    """Whether the item's page offers a mend: a judge item whose payload says how, or a control or
+    baseline item of a study whose judge items offer mends (`control_mend`), shown alike."""
+    return item.get("kind", store.JUDGE) in TAKES_MEND and item["payload"].get("mend") in ATTACKS
+
+
+# A control or baseline offers a mend as the judge items beside it do, or it would be told from
+# them by the missing box (in the page, and in a crowd task's `mend` column); its mend is stored
+# and never verified (`verifying.to_verify` takes judge items' mends only).
+TAKES_MEND = (store.JUDGE, store.CONTROL, store.BASELINE)
+
+
+def control_mend(items, record_id: str, seed) -> str | None:
+    """The `mend` of a control or baseline item (an original question, `record_id`) in a study
+    of these `items`: None unless its judge items offer mends; else their kind, or with both DE and
+    DG judge items a seeded one of the two. `create` writes it and `validate` expects it, both
+    through `controls.control_payload`."""
+    kinds = sorted({i["payload"].get("mend") for i in items if i["kind"] == store.JUDGE} & set(ATTACKS))
+    if len(kinds) < 2:
+        return kinds[0] if kinds else None
+    return seeded_rng("advrace-control-mend", seed, record_id).choice(kinds)
 
 
 def asked(form: dict) -> bool:

@@ -113,6 +113,58 @@ def test_a_dg_study_with_mend_payloads_validates(dg_release, tmp_path):
     assert validation["splits"]["distractor_generation"]["valid"] == len(read_split(dg_release, "distractor_generation"))
 
 
+def test_controls_and_baselines_offer_a_mend_like_the_judge_items_and_theirs_is_never_verified(dg_release, tmp_path):
+    """In a DG study, a control or baseline without the mend box (or with an empty `mend` column
+    in a crowd task) would be told from the judge items at a glance. Their mend is stored with the
+    judgement and never goes to verify; `validate` expects the payloads `create` wrote."""
+    from advrace.human_eval.study import quality_item_problems
+    from advrace.human_eval.verifying import to_verify
+
+    create_study(dg_release, tmp_path / "s.db", splits=["distractor_generation"], all_changed=True, annotators=4,
+                 judgements=1, controls_rate=0.3, baseline_rate=0.5)
+    conn = store.connect(tmp_path / "s.db")
+    items = store.all_items(conn)
+    extra = [i for i in items if i["kind"] in (store.CONTROL, store.BASELINE)]
+    assert {i["kind"] for i in extra} == {store.CONTROL, store.BASELINE}
+    assert {i["payload"].get("mend") for i in items} == {"text"}
+    assert all(mending.offered(i) for i in items)
+    assert quality_item_problems(items, dg_release, 0) == []
+    tampered = [{**extra[0], "payload": {**extra[0]["payload"], "mend": "span"}}]
+    assert "differs from the release's" in quality_item_problems(tampered, dg_release, 0)[0]
+    people = {p["id"]: p for p in store.annotators(conn)}
+    queues = store.queues(conn)
+    kinds = {i["id"]: i for i in items}
+    mended = []
+    for pid, ids in queues.items():
+        for iid in ids:
+            item = kinds[iid]
+            if item["kind"] in (store.CONTROL, store.JUDGE) and item["kind"] not in {k for k, _ in mended}:
+                k = (item["payload"]["label"] + 1) % len(item["payload"]["options"])
+                words = item["payload"]["passage"].lower().split()
+                text = next(t for t in (" ".join(words[i:i + 3]) for i in range(len(words)))
+                            if not checked(conn, iid, k, t).problems)
+                assert save_form(conn, people[pid], item, mend_form(k, text)) is None
+                mended.append((item["kind"], iid))
+    assert {k for k, _ in mended} == {store.CONTROL, store.JUDGE}
+    assert {c["item_kind"] for c in store.candidates(conn)} == {store.CONTROL, store.JUDGE}
+    assert [c["item_id"] for c in to_verify(conn)] == [iid for k, iid in mended if k == store.JUDGE]
+
+
+def test_a_control_offers_the_mend_of_the_judge_items_beside_it():
+    def items(*kinds, kind=store.JUDGE):
+        return [{"kind": kind, "payload": {"mend": k} if k else {}} for k in kinds]
+
+    assert mending.control_mend(items(None), "original/q0", 0) is None  # a study without DE or DG
+    assert mending.control_mend(items("text", kind=store.VERIFY), "original/q0", 0) is None
+    assert mending.control_mend(items(None, "text"), "original/q0", 0) == "text"
+    both = items("text", "span")
+    drawn = [mending.control_mend(both, f"original/q{i}", 0) for i in range(20)]
+    assert set(drawn) == {"text", "span"}  # with DE and DG judge items, controls look like either
+    assert drawn == [mending.control_mend(both, f"original/q{i}", 0) for i in range(20)]
+    assert mending.offered({"kind": store.BASELINE, "payload": {"mend": "span"}})
+    assert not mending.offered({"kind": store.VERIFY, "payload": {"mend": "span"}})
+
+
 # --------------------------------------------------------------------------- the checks
 
 
