@@ -281,6 +281,32 @@ def test_only_a_judge_item_with_a_mend_takes_one(tmp_path):
         assert save_form(conn, ann, item, {"choice": "0"}) is None
 
 
+def test_a_mend_of_the_gold_is_set_aside_not_verified(tmp_path, capsys):
+    """A judge who took the gold for a second right answer and replaced it: the mend box could not
+    refuse it without telling them the gold, and it has no gold to be verified against. Once every
+    judge has finished, `create --verify` sets it aside and says so; the other mend is verified."""
+    from advrace.cli import main
+    from advrace.human_eval.verifying import replaced_gold, to_verify
+
+    conn, _ = hand_study(tmp_path / "s.db", [{**WHERE, "mend": "text"}, {**WHERE, "mend": "text"}])
+    ann = person_of(conn)
+    assert save_form(conn, ann, store.item(conn, 1), mend_form(2, "on a farm near the mountains")) is None
+    assert save_form(conn, ann, store.item(conn, 2), mend_form(WHERE["label"], "on a farm near the mountains")) is None
+    store.mark_finished(conn, ann["id"])
+    replaced = [c["item_id"] for c in replaced_gold(conn)]
+    assert replaced == [2] and [c["item_id"] for c in to_verify(conn)] == [1]
+    assert main(["human-eval", "create", "--verify", "--db", str(tmp_path / "s.db"), "--verifiers", "1",
+                 "--annotators", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "1 verify item for 1 candidate" in out and "set aside 1 mend that replaced the right answer" in out
+    verify = [i for i in store.all_items(conn) if i["kind"] == store.VERIFY]
+    assert [store.candidate_row(c)["item_id"] for c in store.candidates(conn)
+            if c["id"] == verify[0]["candidate_id"]] == [1] and len(verify) == 1
+    assert main(["human-eval", "create", "--verify", "--db", str(tmp_path / "s.db"), "--verifiers", "1",
+                 "--annotators", "1"]) == 2
+    assert "1 mend replaced the right answer, set aside" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------- the app
 
 
