@@ -355,6 +355,16 @@ def test_a_refused_save_shows_the_mend_that_was_sent(app):
     assert store.candidate(app["conn"], person_of(app["conn"])["id"], 1) is None
 
 
+def test_after_finish_the_page_says_which_option_the_mend_replaced(app):
+    conn = app["conn"]
+    ann = person_of(conn)
+    assert save_form(conn, ann, store.item(conn, 1), mend_form(2, "near the mountains")) is None
+    store.mark_finished(conn, ann["id"])
+    with urllib.request.urlopen(f"{app['url']}/item/0") as resp:
+        page = resp.read().decode()
+    assert "Option C replaced by: Near the mountains" in page and "Your rewrite" not in page
+
+
 def test_the_page_shows_mend_controls_only_on_a_judge_item_that_takes_one(app):
     def page(pos):
         with urllib.request.urlopen(f"{app['url']}/item/{pos}") as resp:
