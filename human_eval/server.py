@@ -173,12 +173,14 @@ def save_answer(req, person, token, pos):
     form = req.form()
     if not csrf_ok(person, form.get("csrf")):
         return req.deny(message=WRONG_FORM_TOKEN)
-    if person["finished"]:
+    with store.transaction(req.db, immediate=True):  # Finish pressed in another tab meanwhile: nothing saved
+        finished = store.is_finished(req.db, person["id"])
+        error = None if finished else save_form(req.db, person, store.item(req.db, items[pos]["item_id"]), form)
+    if finished:
         return req.page(HTTPStatus.CONFLICT, "message.html", title="Finished", error=True,
                         message="You have finished this study, so answers can no longer change; "
                                 "nothing was saved.",
                         link=(f"{annotator_base(token)}/progress", "See your answers on the progress page"))
-    error = save_form(req.db, person, store.item(req.db, items[pos]["item_id"]), form)
     if error:
         return show_item(req, person, token, items, pos, error, form)
     items = store.queue(req.db, person["id"])

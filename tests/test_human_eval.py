@@ -495,3 +495,20 @@ def test_add_person_returns_the_new_row_id_with_the_token(tmp_path):
         assert store.person_by_token(conn, ids[1][1])["name"] == "bob"
     finally:
         conn.close()
+
+
+def test_a_rewrite_added_after_finish_shows_even_for_who_had_none(study):
+    """Finish records the sha256 of a person's candidates also when they have none: one written
+    into the database afterwards (a mend for a judge who mended nothing) is a tampered study."""
+    from advrace.human_eval.validate import answer_problems, read_study
+
+    conn = store.connect(study["db"])
+    person = store.annotators(conn)[0]
+    for row in store.queue(conn, person["id"]):
+        store.save_annotation(conn, person["id"], row["item_id"], choice=0)
+    store.mark_finished(conn, person["id"])
+    assert answer_problems(read_study(study["db"])) == []
+    store.save_candidate(conn, person["id"], store.queue(conn, person["id"])[0]["item_id"], option=1, text="a cat")
+    conn.close()
+    assert f"{person['name']}'s edits or mends changed after they pressed Finish" in answer_problems(
+        read_study(study["db"]))
