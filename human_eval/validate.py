@@ -266,15 +266,14 @@ def short_items(study: Study, votes: dict, excluded=frozenset()) -> list[int]:
 
 def unverified(study: Study, excluded=frozenset()) -> list[dict]:
     """The finished, counted annotators' edits and mends that have no verify item
-    (`verifying.to_verify`), leaving out mends that replaced the gold (never verified)."""
-    gold = {c["id"] for cs in selection.mends(study, excluded)[1].values() for c in cs}
+    (`verifying.to_verify`: not a mend that replaced the gold, never verified)."""
     conn = store.connect(study.path)
     try:
         todo = verifying.to_verify(conn)
     finally:
         conn.close()
     keep = study.finished - set(excluded)
-    return [c for c in todo if c["annotator"] in keep and c["id"] not in gold]
+    return [c for c in todo if c["annotator"] in keep]
 
 
 def check_study(study: Study, release_dir, manifest: dict, partial: bool, changed: dict | None = None,
