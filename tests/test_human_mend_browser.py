@@ -174,3 +174,24 @@ def test_validate_keeps_the_approved_mend_and_puts_the_rejected_one_back(mended_
     numbers = load_manifest(out)["validation"]["splits"][SPLIT]
     assert (numbers["mended"], numbers["candidates"], numbers["verified"], numbers["approved"]) == (1, 2, 2, 1)
     assert numbers["back"] == 1 and numbers["kept"] == len(machine) - 1
+
+
+def test_the_report_counts_verify_answers_as_approvals_not_as_judgements(mended_study, tmp_path):
+    """The split's judgements are the judges' alone; the verifiers' answers are the mends'
+    approval numbers."""
+    from advrace.human_eval import report
+
+    result = report.write(mended_study["db"], tmp_path)
+    conn = store.connect(mended_study["db"])
+    questions = sum(i["kind"] == store.JUDGE for i in store.all_items(conn))
+    conn.close()
+    e = result["splits"][SPLIT]
+    assert (e["items"], e["judged"], e["judgements"]) == (questions, questions, 3 * questions)
+    assert (e["valid"], e["invalid"], e["correct"]) == (questions - 2, 2, 3 * questions - 4)
+    assert e["unanswerable_reasons"] == {MULTIPLE: 4}
+    assert {k: e["verify"][k] for k in ("verify_items", "verifications", "approving", "approve_rate",
+                                        "grammatical_asked", "candidates", "candidates_approved")} == {
+        "verify_items": 2, "verifications": 4, "approving": 3, "approve_rate": 0.75, "grammatical_asked": 0,
+        "candidates": 2, "candidates_approved": 1}
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert f"| {SPLIT} | 2 | 4 | 75.0% (95% CI" in text and "| not asked | 1 of 2 |" in text
