@@ -25,6 +25,8 @@ from advrace.human_eval.study import create_study
 from advrace.human_eval.validate import validate_release
 from advrace.release import build_release
 from conftest import make_race_dir, squad_doc
+from test_human_edit_browser import EDITS, FOOLED_BY
+from test_human_edit_browser import UNGRAMMATICAL_EDITS as UNGRAMMATICAL
 
 SPLIT = "charswap"
 NAMES = ("annotator1", "annotator2", "annotator3")
@@ -466,19 +468,8 @@ def test_a_study_never_exported_or_a_file_without_its_columns_is_refused(release
 
 # --------------------------------------------------------------------------- edit and verify tasks
 
-# What each editor writes for each question's machine sentence (addonesent, seed 3: q0 "The Elbe
-# reaches the sea of the Pacific Ocean.", q1 "The Sava flows through fifteen.", q2 "Zanzibar City
-# were built on the banks of the Elbe."); None: beyond repair.
-EDITS = {
-    "annotator1": {"q0": "The Elbe flows into the Pacific Ocean.", "q1": "The Sava flows through fifteen countries.",
-                   "q2": "Zanzibar City was built on the banks of the Elbe."},
-    "annotator2": {"q0": "The Elbe reaches the sea called the Pacific Ocean.", "q1": "The Sava crosses fifteen lands.",
-                   "q2": None},
-    "annotator3": {"q0": "Elbe reach Pacific Ocean the sea of.", "q1": "Fifteen countries are crossed by the Sava.",
-                   "q2": "Zanzibar City stands on the banks of the Elbe."},
-}
-UNGRAMMATICAL = {"Elbe reach Pacific Ocean the sea of."}  # its verifier says "no"
-FOOLED_BY = {"Fifteen countries are crossed by the Sava.": "Fifteen"}  # its verifier selects the fake answer
+# The edit tasks are answered as the edit browser test's editors and verifiers answer (EDITS,
+# UNGRAMMATICAL, FOOLED_BY: addonesent, seed 3).
 EDITORS, VERIFIERS = ("annotator1", "annotator2", "annotator3"), ("annotator4", "annotator5", "annotator6")
 
 
@@ -585,7 +576,7 @@ def test_an_edit_then_verify_study_through_the_csv_gives_the_apps_release(edit_r
         p = store.item(conn, int(t["item_id"]))["payload"]
         assert t["page"] == "verify" and t["sentence"] == p["context"][slice(*p["highlight"])] and not t["fake"]
     conn.close()
-    assert len(tasks) == 8  # every edit but the one beyond repair
+    assert len(tasks) == sum(t is not None for mine in EDITS.values() for t in mine.values())  # none beyond repair
     assert main(["human-eval", "import-answers", str(db), str(write_csv(tmp_path / "v.csv", header,
                                                                          filled(db, tasks)))]) == 0
     assert "finished: " + ", ".join(VERIFIERS) in capsys.readouterr().out
@@ -601,4 +592,8 @@ def test_an_edit_then_verify_study_through_the_csv_gives_the_apps_release(edit_r
     from advrace.release import load_manifest
 
     numbers = load_manifest(tmp_path / "v-crowd")["validation"]["splits"]["addonesent"]
-    assert (numbers["candidates"], numbers["beyond_repair"], numbers["verified"], numbers["approved"]) == (9, 1, 8, 6)
+    written = [t for mine in EDITS.values() for t in mine.values()]
+    good = [t for t in written if t is not None and t not in UNGRAMMATICAL and t not in FOOLED_BY]
+    assert (numbers["candidates"], numbers["beyond_repair"], numbers["verified"], numbers["approved"]) == (
+        len(written), written.count(None), len(written) - written.count(None), len(good))
+    assert 0 < len(good) < len(written) - written.count(None)
