@@ -393,6 +393,7 @@ def share_warnings(manifest: dict, release_dir, per_split: dict, reasons: dict) 
 
 MENDED_REASON = "judged invalid by annotators; kept with people's mend"
 NO_EDIT_REASON = "no approved edit"
+NO_MEND_REASON = "no approved mend: put back as its original"
 UNDECIDED_EDITS = "its edits' verification is not decided (--partial): left as the machine made it"
 KEPT, MENDED, UNDECIDED, BACK = "kept", "mended", "undecided", "back"  # what became of a changed question
 
@@ -494,11 +495,13 @@ class Chooser:
             return Decision(Validated(VALID, mine, DECIDED_EARLY if len(mine) < k else None))
         offered = self.mends.get(ex.id, [])
         approved = [(c, self.said[c["id"]]) for c in offered if c["id"] in self.approved]
-        if not approved:
-            return Decision(Validated(INVALID, mine, INVALID_REASON), keep=False, reason=INVALID_REASON)
-        chosen = approved[selection.most_approved(approved, seed, ex.id)][0]
         edits = tuple(selection.people_edit(c, ex.options[c["option"]], c["id"] in self.approved, self.said.get(c["id"]))
                       for c in offered)
+        if not approved:
+            judged = Validated(INVALID, mine, INVALID_REASON)
+            record = (judged, PeopleEdited("", edits, None, NO_MEND_REASON, seed)) if offered else judged
+            return Decision(record, keep=False, reason=INVALID_REASON)
+        chosen = approved[selection.most_approved(approved, seed, ex.id)][0]
         why = ("the only approved mend" if len(approved) == 1 else
                f"the mend most verifiers approved, of {len(approved)} approved (a tie broken by a draw, seed {seed})")
         record = PeopleEdited(ex.options[chosen["option"]], edits, offered.index(chosen), why, seed)

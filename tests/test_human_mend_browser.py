@@ -5,7 +5,8 @@ judge of each writes a new distractor in place of a second right option; `create
 the two mends to annotators who never saw the questions, who answer them blind on the judge form
 (no mend controls); `validate` writes a release that verifies against the study, in which the
 mend both verifiers approved stands with its mender and votes in provenance, and the one a
-verifier answered with another option (a tie: not approved) is put back as its original."""
+verifier answered with another option (a tie: not approved) is put back as its original, the
+mend and its votes kept in its provenance."""
 
 import threading
 
@@ -16,7 +17,7 @@ from advrace.core.provenance import INVALID, PeopleEdited, Validated
 from advrace.human_eval import mending, store
 from advrace.human_eval.server import HumanEvalServer
 from advrace.human_eval.study import create_study
-from advrace.human_eval.validate import MENDED_REASON
+from advrace.human_eval.validate import INVALID_REASON, MENDED_REASON, NO_MEND_REASON
 from advrace.human_eval.verifying import add_verify_items
 from advrace.release import load_manifest, read_split
 from test_human_edit_browser import finish, save, source_of
@@ -170,7 +171,13 @@ def test_validate_keeps_the_approved_mend_and_puts_the_rejected_one_back(mended_
     # the mend one verifier answered with another option (1 of 2: no majority) goes back
     assert (got[back].options, got[back].label) == (original[got[back].source_id].options,
                                                     original[got[back].source_id].label)
-    assert not any(isinstance(r, PeopleEdited) for r in got[back].provenance)
+    rejected, judged = got[back].provenance[-1], got[back].provenance[-2]
+    assert isinstance(judged, Validated) and (judged.verdict, judged.reason) == (INVALID, INVALID_REASON)
+    assert isinstance(rejected, PeopleEdited) and rejected.chosen is None and rejected.why == NO_MEND_REASON
+    (edit,) = rejected.edits  # the rejected mend stays in provenance, with its mender and votes
+    assert (edit.editor, edit.option, edit.approved) == ("annotator2", mended_study["texts"][back][0], False)
+    assert edit.machine == machine[back].options[edit.option] and edit.text != edit.machine
+    assert sorted(v.valid for v in edit.verifications) == [False, True]
     numbers = load_manifest(out)["validation"]["splits"][SPLIT]
     assert (numbers["mended"], numbers["candidates"], numbers["verified"], numbers["approved"]) == (1, 2, 2, 1)
     assert numbers["back"] == 1 and numbers["kept"] == len(machine) - 1

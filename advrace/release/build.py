@@ -153,7 +153,7 @@ class Decision:
     splits built from it then take it as their question, since they were made from the text it
     replaces."""
 
-    record: object
+    record: object  # one provenance record, or a tuple of them
     keep: bool = True
     reason: str = ""
     example: object = None
@@ -204,7 +204,7 @@ def derive_release(release_dir: str | Path, out_dir: str | Path, decisions: dict
             for record, ex in rows:
                 d, sid = mine.get(ex.id), ex.source_id
                 if sid not in inherited and (d is None or d.keep):
-                    exs.append(ex if d is None else _replacing(ex, d.example).with_provenance(d.record))
+                    exs.append(ex if d is None else _recorded(_replacing(ex, d.example), d.record))
                     flags.append(bool(record.get("perturbed")))
                     audit_sources.append(before[source][sid] if split != ORIGINAL else ex)
                     if d is not None and d.example is not None:
@@ -214,7 +214,7 @@ def derive_release(release_dir: str | Path, out_dir: str | Path, decisions: dict
                 if drop:
                     continue
                 back = after[source][sid]
-                exs.append(in_split(back if d is None else back.with_provenance(d.record), split))
+                exs.append(in_split(back if d is None else _recorded(back, d.record), split))
                 flags.append(False)
                 audit_sources.append(back)
                 reasons[d.reason if d is not None and not d.keep else WITH_SOURCE] += 1
@@ -236,6 +236,13 @@ def derive_release(release_dir: str | Path, out_dir: str | Path, decisions: dict
                         description=_card_description(src, source_manifest))
     _write_files(out, cfg, manifest, records, placed, info, stats)
     return manifest
+
+
+def _recorded(example, record):
+    """The example with a decision's record (or records: a tuple, in order) appended to its provenance."""
+    for r in record if isinstance(record, tuple) else (record,):
+        example = example.with_provenance(r)
+    return example
 
 
 def _replacing(example, new):
