@@ -3,10 +3,25 @@ for answers read back from a crowd platform's file alike."""
 
 from __future__ import annotations
 
-from advrace.core.tasks import MULTIPLE_CHOICE
+from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 
 from . import mending, store
 from .editing import edit_problem
+
+
+EDIT_PAGE, VERIFY_PAGE, JUDGE_PAGE = "edit", "verify", "judge"
+
+
+def page_of(item: dict) -> str:
+    """Which answer form shows the item, the one rule for the app's pages and a crowd platform's
+    tasks: an edit item's edit form; a SQuAD item whose payload highlights a sentence (a verify
+    item, or a control shown like one) the verify form; every other item the judge form (RACE
+    verify items too: answered blind, like a judge item)."""
+    if item["kind"] == store.EDIT:
+        return EDIT_PAGE
+    if item["task"] == EXTRACTIVE_QA and "highlight" in item["payload"]:
+        return VERIFY_PAGE
+    return JUDGE_PAGE
 
 
 def prior_answer(row) -> dict:

@@ -23,16 +23,16 @@ import uuid
 from pathlib import Path
 
 from advrace.core.errors import ConfigError
-from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
+from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import LETTERS, plural
 
 from . import store
-from .answers import save_form
+from .answers import page_of, save_form
 
 CROWD_KEY = "crowd"  # meta: {"study_id": ..., "key": ...}, made by the first export
 WORKER_KEY = "crowd_worker:"  # meta, + an annotator's name: the platform's id of the worker who answered that queue
 ID_COLUMNS = ("study_id", "annotator", "position", "item_id", "row_hash")
-# What the page shows, as in the app (`page`: which of its forms), never the gold. `kind` is not
+# What the page shows, as in the app (`page`: which of its forms, `answers.page_of`), never the gold. `kind` is not
 # shown: a control item must look like the items around it.
 SHOWN_COLUMNS = ("page", "task", "title", "passage", "context", "question")
 SPAN_COLUMNS = ("sentence", "sentence_start", "sentence_end", "fake", "asked", "mend")
@@ -46,16 +46,6 @@ WORKER_ALIASES = (WORKER_COLUMN, "Answer." + WORKER_COLUMN, "Input." + WORKER_CO
                   "PROLIFIC_PID")
 REJECTED = ("Rejected",)  # Mechanical Turk's AssignmentStatus of work the researcher refused: not imported
 MAX_PROBLEMS = 20
-
-
-def page_of(item: dict) -> str:
-    """Which of the app's forms shows the item: `edit`, `verify` (a SQuAD item with a
-    highlighted sentence: a verify item, or a control shown like one) or `judge`."""
-    if item["kind"] == store.EDIT:
-        return "edit"
-    if item["task"] == EXTRACTIVE_QA and "highlight" in item["payload"]:
-        return "verify"
-    return "judge"
 
 
 def option_count(items: list[dict]) -> int:

@@ -18,6 +18,7 @@ import math
 import statistics
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 from advrace.core.provenance import INVALID, VALID
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
@@ -25,7 +26,7 @@ from advrace.core.text import plural
 from advrace.metrics import squad_em_f1
 from advrace.release.card import RATES, kappa_text, percent_ci
 
-from . import controls, store
+from . import controls, store, verifying
 from .votes import category, verdict, vote
 
 Z95 = 1.959963984540054
@@ -148,12 +149,38 @@ def compute(db_path) -> dict:
                     "answers": {a["annotator"]: category(a) + (f" ({a['reason']})" if a["unanswerable"] else "")
                                 for a in v}})
     result["fleiss_kappa"] = item_rates(everyone, judgements)["fleiss_kappa"]
+    approval = verifying.approvals(SimpleNamespace(annotators=people, queues=queues, items=items,
+                                                   annotations=everything), out_of)
+    for split, numbers in verify_numbers(items, counted, approval).items():
+        result["splits"][split]["verify"] = numbers
     result["baseline"] = _baseline(items, counted, judgements, needed)
     result["quality"] = {"controls": info.get("controls") or 0, "min_accuracy": info.get("min_accuracy"),
                          "annotators": {name: {**q, "accuracy_ci": wilson(q["correct"], q["controls"])}
                                         for name, q in quality.items()}}
     result["time_per_item"] = time_per_item(views, everything, candidates)
     return result
+
+
+def verify_numbers(items: list[dict], counted: list[dict], approval: dict) -> dict[str, dict]:
+    """Each split's verify answers as what they are, approvals of people's edits and mends (never
+    judgements of the split's questions): verify items, verifications, the share of
+    verifications that approve (`verifying.verifier_vote`: the gold, and grammatical for a
+    sentence), the share that called the sentence grammatical (where asked), and the candidates
+    approved (`verifying.approvals`: a strict majority of the finished verifiers)."""
+    out: dict[str, dict] = {}
+    for split in sorted({i["split"] for i in items if i["kind"] == store.VERIFY}):
+        mine = {i["id"]: i["candidate_id"] for i in items if i["kind"] == store.VERIFY and i["split"] == split}
+        answers = [a for a in counted if a["item_id"] in mine]
+        approving = sum(verifying.verifier_vote(a).valid for a in answers)
+        asked = [a["grammatical"] for a in answers if a["grammatical"] is not None]
+        candidates = set(mine.values())
+        out[split] = {"verify_items": len(mine), "verifications": len(answers), "approving": approving,
+                      "approve_rate": approving / len(answers) if answers else None,
+                      "approve_ci": wilson(approving, len(answers)), "grammatical": sum(asked),
+                      "grammatical_asked": len(asked), "grammatical_rate": sum(asked) / len(asked) if asked else None,
+                      "grammatical_ci": wilson(sum(asked), len(asked)), "candidates": len(candidates),
+                      "candidates_approved": sum(approval[c].approved for c in candidates if c in approval)}
+    return out
 
 
 def _baseline(items: list[dict], counted: list[dict], k: int, needed: dict[int, int]) -> dict | None:
@@ -227,7 +254,7 @@ def write(db_path, out_dir) -> dict:
     if result["unfinished_judgements"]:
         lines += ["", f"{plural(result['unfinished_judgements'], 'judgement')} of annotators who have not pressed "
                       "Finish are counted here; `advrace human-eval validate` counts only finished annotators'."]
-    lines += ["", *quality_lines(result), "## Other answers than the gold", ""]
+    lines += ["", *verify_lines(result), *quality_lines(result), "## Other answers than the gold", ""]
     for split, e in result["splits"].items():
         reasons = ", ".join(f"{r}: {c}" for r, c in sorted(e["unanswerable_reasons"].items())) or "none"
         lines.append(f"- {split}: " + (f"another answer: {e['other_answers']}; cannot be answered: {reasons}"
@@ -239,6 +266,25 @@ def write(db_path, out_dir) -> dict:
     (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     _chart(result, out / "report.png")
     return result
+
+
+def verify_lines(result: dict) -> list[str]:
+    """The verify answers per split: approvals of people's edits and mends, not judgements."""
+    rows = {split: e["verify"] for split, e in result["splits"].items() if "verify" in e}
+    if not rows:
+        return []
+    lines = ["## Verification of people's edits and mends", "",
+             "Verify answers are not judgements of a split's questions: each approves an edit or mend when it "
+             "chose the gold (and, for a sentence, called it grammatical); a candidate is approved when more than "
+             "half of its verifiers (those who pressed Finish) approved it.", "",
+             "| split | verify items | verifications | approving | grammatical | candidates approved |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for split, v in rows.items():
+        lines.append(f"| {split} | {v['verify_items']} | {v['verifications']} | "
+                     f"{percent_ci(v['approve_rate'], v['approve_ci'])} | "
+                     f"{percent_ci(v['grammatical_rate'], v['grammatical_ci']) if v['grammatical_asked'] else 'not asked'} "
+                     f"| {v['candidates_approved']} of {v['candidates']} |")
+    return lines + [""]
 
 
 def quality_lines(result: dict) -> list[str]:

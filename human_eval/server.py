@@ -31,7 +31,7 @@ from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import LETTERS, plural
 
 from . import mending, store
-from .answers import YES, prior_answer, save_form, submitted_answer
+from .answers import EDIT_PAGE, JUDGE_PAGE, VERIFY_PAGE, YES, page_of, prior_answer, save_form, submitted_answer
 from .authoring import AuthoringModel, submit
 from .editing import EDIT_INSTRUCTIONS, edit_problem
 
@@ -55,6 +55,7 @@ STATIC_VERSION = hashlib.sha256(b"".join((STATIC / n).read_bytes() for n in sort
 TEMPLATES.globals["static_version"] = STATIC_VERSION
 STATIC_KEPT = {"Cache-Control": "public, max-age=31536000, immutable"}
 MAX_BODY = 1 << 20
+PAGE_TEMPLATES = {EDIT_PAGE: "edit.html", VERIFY_PAGE: "verify.html", JUDGE_PAGE: "item.html"}
 WRONG_FORM_TOKEN = "missing or wrong form token; reload the page"
 
 
@@ -228,14 +229,8 @@ def show_item(req, person, token, items, pos, error=None, form=None):
 
 
 def item_template(item: dict) -> str:
-    """The page an item is shown on: an edit item's edit page; a SQuAD item whose payload
-    highlights a sentence (verify, or a control shown like one) the verify page; every other
-    item the judge form (RACE verify items too: answered blind, like a judge item)."""
-    if item["kind"] == store.EDIT:
-        return "edit.html"
-    if item["task"] == EXTRACTIVE_QA and "highlight" in item["payload"]:
-        return "verify.html"
-    return "item.html"
+    """The template of the item's page (`answers.page_of`: which form shows it)."""
+    return PAGE_TEMPLATES[page_of(item)]
 
 
 def marked(text: str, spans: dict) -> list[tuple[str, str]]:

@@ -25,6 +25,8 @@ from advrace.human_eval.study import create_study
 from advrace.human_eval.validate import validate_release
 from advrace.release import build_release
 from conftest import make_race_dir, squad_doc
+from test_human_edit_browser import EDITS, FOOLED_BY
+from test_human_edit_browser import UNGRAMMATICAL_EDITS as UNGRAMMATICAL
 
 SPLIT = "charswap"
 NAMES = ("annotator1", "annotator2", "annotator3")
@@ -462,3 +464,136 @@ def test_a_study_never_exported_or_a_file_without_its_columns_is_refused(release
         crowd.import_answers(exported["db"], tmp_path / "latin.csv")
     with pytest.raises(ConfigError, match=r"gone\.csv: no such results file"):
         crowd.import_answers(exported["db"], tmp_path / "gone.csv")
+
+
+# --------------------------------------------------------------------------- edit and verify tasks
+
+# The edit tasks are answered as the edit browser test's editors and verifiers answer (EDITS,
+# UNGRAMMATICAL, FOOLED_BY: addonesent, seed 3).
+EDITORS, VERIFIERS = ("annotator1", "annotator2", "annotator3"), ("annotator4", "annotator5", "annotator6")
+
+
+def edit_or_verify_form(name: str, item: dict) -> dict:
+    """The answer form of an edit item (the editor's sentence, or beyond repair) or of a verify
+    item (the gold span, or the fake answer for a sentence in FOOLED_BY; grammatical unless in
+    UNGRAMMATICAL), the same in the app and on the platform."""
+    p = item["payload"]
+    if item["kind"] == store.EDIT:
+        text = EDITS[name][item["source_id"]]
+        return {"beyond_repair": "yes"} if text is None else {"edit_text": text}
+    sentence = p["context"][slice(*p["highlight"])]
+    if sentence in FOOLED_BY:
+        text, start = FOOLED_BY[sentence], p["highlight"][0] + sentence.index(FOOLED_BY[sentence])
+    else:
+        text, start = p["answers"][0]["text"], p["answers"][0]["answer_start"]
+    return {"answer_text": text, "answer_start": str(start), "grammatical": "no" if sentence in UNGRAMMATICAL else "yes"}
+
+
+def in_the_app(db, tokens: dict):
+    """Each annotator answers their queue through the web app as the page posts it, then presses Finish."""
+    conn = store.connect(db)
+    server, url = start_server(db)
+    try:
+        for name, token in tokens.items():
+            base = f"{url}/a/{token}"
+            for row in store.queue(conn, store.annotator_by_name(conn, name)["id"]):
+                with urllib.request.urlopen(f"{base}/item/{row['position']}", timeout=30) as r:
+                    csrf = re.search(r"name=csrf value='([^']+)'", r.read().decode()).group(1)
+                form = edit_or_verify_form(name, store.item(conn, row["item_id"]))
+                if "answer_text" in form:
+                    form = {"choice": "answer", "comment": "", **form}
+                assert post(f"{base}/item/{row['position']}", {"csrf": csrf, **form})[0] == 200
+            post(f"{base}/finish", {"csrf": csrf})
+    finally:
+        server.shutdown()
+        server.server_close()
+        conn.close()
+
+
+def filled(db, tasks) -> list[dict]:
+    conn = store.connect(db)
+    try:
+        return [{**t, **edit_or_verify_form(t["annotator"], store.item(conn, int(t["item_id"]))),
+                 "worker_id": f"W-{t['annotator']}"} for t in tasks]
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def edit_release(tmp_path_factory):
+    root = tmp_path_factory.mktemp("crowd-edit")
+    (root / "squad.json").write_text(__import__("json").dumps(squad_doc()), encoding="utf-8")
+    build_release(release_config_from_dict({"data": {"path": str(root / "squad.json")}, "seed": 3, "splits": [
+        {"attack": "addonesent", "config": {"answer_model": ""}}], "workers": 1}), root / "rel")
+    return root / "rel"
+
+
+def test_an_edit_then_verify_study_through_the_csv_gives_the_apps_release(edit_release, tmp_path, capsys):
+    from advrace.human_eval.editing import create_edit_study
+    from advrace.human_eval.verifying import add_verify_items
+
+    app, db = tmp_path / "app.db", tmp_path / "crowd.db"
+    editors = create_edit_study(edit_release, app, splits=["addonesent"], editors=3, annotators=3)["annotators"]
+    shutil.copy(app, db)
+    in_the_app(app, editors)
+    # the editors' tasks on the platform: the edit page's sentence and fake answer, the answer columns empty
+    assert main(["human-eval", "export-tasks", str(db), "--out", str(tmp_path / "edit.csv")]) == 0
+    header, tasks = read_csv(tmp_path / "edit.csv")
+    conn = store.connect(db)
+    for t in tasks:
+        p = store.item(conn, int(t["item_id"]))["payload"]
+        assert (t["page"], t["sentence"], t["fake"]) == ("edit", p["machine"], p["answer"])
+        assert not any(t[c] for c in crowd.ANSWER_COLUMNS)
+    conn.close()
+    rows = filled(db, tasks)
+    # tampered: the sentence shown edited, or a row hash; refused, nothing stored
+    before = dump(db)
+    for column, value in (("sentence", rows[1]["sentence"].replace("Elbe", "Rhine").replace("Sava", "Rhine")),
+                          ("row_hash", "0" * 32)):
+        bad = [dict(r) for r in rows]
+        bad[1][column] = value
+        assert main(["human-eval", "import-answers", str(db), str(write_csv(tmp_path / "bad.csv", header, bad))]) == 2
+        err = capsys.readouterr().err
+        assert re.search(f"line 3: {'column sentence is not what the study shows' if column == 'sentence' else 'the row hash does not match'}", err), err
+        assert dump(db) == before
+    # an edit queue finishes when every one of its edits is in, not before
+    first = [r for r in rows if r["annotator"] == "annotator1"]
+    crowd.import_answers(db, write_csv(tmp_path / "part.csv", header, first[:-1]))
+    conn = store.connect(db)
+    assert not store.annotator_by_name(conn, "annotator1")["finished"]
+    conn.close()
+    assert crowd.import_answers(db, write_csv(tmp_path / "edits.csv", header, rows))["finished"] == list(EDITORS)
+    # verify items, made alike in both databases, to three new annotators
+    verifiers = add_verify_items(app, verifiers=1, annotators=3)["annotators"]
+    add_verify_items(db, verifiers=1, annotators=3)
+    assert tuple(verifiers) == VERIFIERS
+    in_the_app(app, verifiers)
+    assert main(["human-eval", "export-tasks", str(db), "--annotators", ",".join(VERIFIERS),
+                 "--out", str(tmp_path / "verify.csv")]) == 0
+    header, tasks = read_csv(tmp_path / "verify.csv")
+    conn = store.connect(db)
+    for t in tasks:  # the verify page: the candidate sentence where it stands, no fake marked
+        p = store.item(conn, int(t["item_id"]))["payload"]
+        assert t["page"] == "verify" and t["sentence"] == p["context"][slice(*p["highlight"])] and not t["fake"]
+    conn.close()
+    assert len(tasks) == sum(t is not None for mine in EDITS.values() for t in mine.values())  # none beyond repair
+    assert main(["human-eval", "import-answers", str(db), str(write_csv(tmp_path / "v.csv", header,
+                                                                         filled(db, tasks)))]) == 0
+    assert "finished: " + ", ".join(VERIFIERS) in capsys.readouterr().out
+    assert answers_of(db) == answers_of(app)
+    for study, out in ((app, tmp_path / "v-app"), (db, tmp_path / "v-crowd")):
+        validate_release(study, edit_release, out)
+    files = sorted(p.relative_to(tmp_path / "v-app") for p in (tmp_path / "v-app").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "v-crowd") for p in (tmp_path / "v-crowd").rglob("*")
+                           if p.is_file())
+    for rel in files:
+        assert (tmp_path / "v-app" / rel).read_bytes() == (tmp_path / "v-crowd" / rel).read_bytes(), rel
+    assert main(["verify", str(tmp_path / "v-crowd"), "--study", str(db)]) == 0
+    from advrace.release import load_manifest
+
+    numbers = load_manifest(tmp_path / "v-crowd")["validation"]["splits"]["addonesent"]
+    written = [t for mine in EDITS.values() for t in mine.values()]
+    good = [t for t in written if t is not None and t not in UNGRAMMATICAL and t not in FOOLED_BY]
+    assert (numbers["candidates"], numbers["beyond_repair"], numbers["verified"], numbers["approved"]) == (
+        len(written), written.count(None), len(written) - written.count(None), len(good))
+    assert 0 < len(good) < len(written) - written.count(None)

@@ -153,7 +153,7 @@ class Decision:
     splits built from it then take it as their question, since they were made from the text it
     replaces."""
 
-    record: object
+    record: object  # one provenance record, or a tuple of them
     keep: bool = True
     reason: str = ""
     example: object = None
