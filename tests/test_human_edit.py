@@ -154,7 +154,10 @@ def verifier_queues(db):
         conn.close()
 
 
-def test_verify_items_never_go_to_an_editor_nor_two_versions_to_one_verifier(release, tmp_path, capsys):
+def test_verify_items_never_go_to_an_editor_and_a_sentence_s_edits_may_share_a_verifier(release, tmp_path, capsys):
+    """An editor never verifies an edit of their sentence; the edits of one SQuAD sentence may go to
+    one verifier (as Jia and Liang's filterers saw all five edits of a sentence: they share the fake
+    and the paragraph, so seeing several tells nothing of the gold)."""
     db = tmp_path / "e.db"
     create_edit_study(release, db, splits=["addonesent"], editors=2, annotators=2, seed=1)
     edit_all(db, finish=False)
@@ -166,24 +169,25 @@ def test_verify_items_never_go_to_an_editor_nor_two_versions_to_one_verifier(rel
     assert finished == store.candidates_sha256([store.candidate_row(c) for c in store.candidates(conn)
                                                 if c["annotator"] == "annotator1"])
     conn.close()
-    # 2 candidates of each question (one of q2's beyond repair: 1), 2 verifiers each, apart: 4 needed
-    with pytest.raises(ConfigError, match=r"only \d of 3 annotators may take it"):
-        add_verify_items(db, verifiers=2, annotators=3)
-    assert main(["human-eval", "create", "--verify", "--db", str(db), "--verifiers", "2", "--annotators", "4"]) == 0
+    # 5 candidates (q2's by annotator1 beyond repair), 3 verifiers each, and 2 annotators besides the editors
+    with pytest.raises(ConfigError, match=r"only 2 of 2 annotators may take it"):
+        add_verify_items(db, verifiers=3, annotators=2)
+    # two verifiers for each of the two edits of q0 and q1 from two annotators: each gets both
+    assert main(["human-eval", "create", "--verify", "--db", str(db), "--verifiers", "2", "--annotators", "2"]) == 0
     out = capsys.readouterr().out
-    assert "5 verify items for 5 candidates, each to 2 verifiers" in out and out.count("/a/") == 4
+    assert "5 verify items for 5 candidates, each to 2 verifiers" in out and out.count("/a/") == 2
     mine, editors = verifier_queues(db)
-    assert set(mine) == {"annotator3", "annotator4", "annotator5", "annotator6"}
+    assert set(mine) == {"annotator3", "annotator4"}
     per_item = Counter(i["id"] for items in mine.values() for i in items)
     assert len(per_item) == 5 and set(per_item.values()) == {2}
     for name, items in mine.items():
-        sources = [i["source_id"] for i in items]
-        assert len(sources) == len(set(sources)), name  # never two versions of one question
+        sources = Counter(i["source_id"] for i in items)
+        assert sources == {"q0": 2, "q1": 2, "q2": 1}, name  # both edits of one sentence to one verifier
         assert not any(name in editors[s] for s in sources)
     conn = store.connect(db)
     meta = store.meta(conn)
     assert meta["stage"] == "verify" and meta["verify_rounds"][0]["verifiers"] == 2
-    assert meta["annotators"] == [f"annotator{k}" for k in range(1, 7)]
+    assert meta["annotators"] == [f"annotator{k}" for k in range(1, 5)]
     verify = [i for i in store.all_items(conn) if i["kind"] == store.VERIFY]
     cands = {c["id"]: c for c in store.candidates(conn)}
     for item in verify:
@@ -194,6 +198,32 @@ def test_verify_items_never_go_to_an_editor_nor_two_versions_to_one_verifier(rel
         assert p["context"][gold["answer_start"]:gold["answer_start"] + len(gold["text"])] == gold["text"]
     with pytest.raises(ConfigError, match="no candidate to verify"):
         add_verify_items(db, verifiers=1, annotators=1)
+
+
+def test_two_mends_of_one_race_question_never_go_to_one_verifier(race_release, tmp_path):
+    """The options two mends of one question share include the gold: one verifier seeing both
+    would deduce it, so each mend of a question needs a verifier of its own."""
+    db = tmp_path / "j.db"
+    create_study(race_release, db, splits=["charswap"], all_changed=True, annotators=2)
+    conn = store.connect(db)
+    judges = store.annotators(conn)
+    items = [store.item(conn, r["item_id"]) for r in store.queue(conn, judges[0]["id"])][:2]
+    for item in items:  # both judges mend both questions, each their own option
+        for k, judge in enumerate(judges):
+            store.save_candidate(conn, judge["id"], item["id"], option=(item["payload"]["label"] + 1 + k) % 4,
+                                 text=f"a new distractor {k}")
+    for person in judges:
+        store.mark_finished(conn, person["id"])
+    conn.close()
+    # 2 mends of each question, one verifier each: one new annotator cannot take both
+    with pytest.raises(ConfigError, match="only 0 of 1 annotator may take it"):
+        add_verify_items(db, verifiers=1, annotators=1)
+    add_verify_items(db, verifiers=1, annotators=2)
+    mine, _ = verifier_queues(db)
+    assert sorted(mine) == ["annotator3", "annotator4"]
+    for name, queued in mine.items():
+        sources = [i["source_id"] for i in queued]
+        assert sorted(sources) == sorted(i["source_id"] for i in items), name  # one mend of each question
 
 
 def test_a_race_mend_is_verified_blind_by_someone_who_never_judged_it(race_release, tmp_path):
