@@ -37,6 +37,30 @@ def release(tmp_path_factory):
     return root / "rel"
 
 
+def squad_doc_with_controls() -> dict:
+    """The Danube questions and a paragraph of "Why" questions, which AddOneSent and AddSent leave
+    as they are (no rule mutates "why"): original questions nobody edits or verifies, so that
+    every queue can hold a control, however many of the Danube questions it has."""
+    doc = squad_doc()
+    context = ("The Rhine rises in the Alps. It is about 1,230 kilometres long. Cologne and Basel were built "
+               "on it because it carried trade.")
+    qas = [{"id": f"why{i}", "question": q, "answers": [{"text": a, "answer_start": context.index(a)}]}
+           for i, (q, a) in enumerate([("Why do people like the Rhine?", "it carried trade"),
+                                       ("Why do people like Basel?", "it carried trade"),
+                                       ("Why do the Alps matter to the Rhine?", "The Rhine rises in the Alps")])]
+    doc["data"].append({"title": "Rhine", "paragraphs": [{"context": context, "qas": qas}]})
+    return doc
+
+
+@pytest.fixture(scope="module")
+def control_release(tmp_path_factory):
+    root = tmp_path_factory.mktemp("controls")
+    (root / "squad.json").write_text(json.dumps(squad_doc_with_controls()), encoding="utf-8")
+    build_release(release_config_from_dict({"data": {"path": str(root / "squad.json")}, "seed": 3,
+                                            "splits": SPLITS[1:2], "workers": 1}), root / "rel")
+    return root / "rel"
+
+
 @pytest.fixture(scope="module")
 def race_release(tmp_path_factory):
     root = tmp_path_factory.mktemp("race")
@@ -369,3 +393,69 @@ def test_the_fake_answer_is_marked_whatever_its_case():
     sentence = AdversarialSentence("The Halloway Canal links the Vistula to the Rhine.", answer="the Halloway Canal")
     p = edit_payload(ex, 23, len(context), sentence, [ex.id])
     assert context[slice(*p["fake"])] == "The Halloway Canal" and p["machine"] == sentence.sentence
+
+
+def test_controls_go_into_edit_and_verify_queues_and_a_verifier_who_fails_them_no_longer_decides(
+        control_release, tmp_path, capsys):
+    """--controls on an edit study: every editor's and every verifier's queue holds a control, an
+    original question shown like a verify item (a sentence without the gold highlighted, asking
+    "grammatical?"), never the original of a question in that queue. annotator4 answers their
+    control wrong: q0's edit, approved by annotator4 and annotator5 and rejected by annotator6,
+    is approved with their vote and not without it (a tie), so validate puts q0 back."""
+    db = tmp_path / "e.db"
+    assert main(["human-eval", "create", str(control_release), "--edit", "--editors", "1", "--annotators", "3",
+                 "--controls", "0.1", "--min-accuracy", "0.5", "--db", str(db)]) == 0
+    assert "mixed 3 control questions into the queues (about 10% of each, and of each verify round); annotators " \
+           "below 0.5 accuracy" in capsys.readouterr().out
+    assert main(["human-eval", "create", str(control_release), "--edit", "--baseline", "0.1", "--db",
+                 str(tmp_path / "b.db")]) == 2
+    assert "drop --baseline" in capsys.readouterr().err
+    edit_all(db)
+    assert main(["human-eval", "create", "--verify", "--db", str(db), "--controls", "0.2"]) == 2
+    assert "at the rate the study was created with" in capsys.readouterr().err
+    assert main(["human-eval", "create", "--verify", "--db", str(db), "--verifiers", "3", "--annotators", "3"]) == 0
+    assert "3 verify items for 3 candidates, each to 3 verifiers, with 3 control questions mixed into their " \
+           "queues" in capsys.readouterr().out
+    conn = store.connect(db)
+    items = {i["id"]: i for i in store.all_items(conn)}
+    people = {p["name"]: p for p in store.annotators(conn)}
+    originals = {ex.id: ex for ex in read_split(control_release, "original")}
+    for name, person in people.items():
+        queue = [items[iid] for iid in store.queues(conn)[person["id"]]]
+        mine = [i for i in queue if i["kind"] == store.CONTROL]
+        assert len(mine) == 1, name
+        (control,) = mine
+        assert control["source_id"] not in {i["source_id"] for i in queue if i is not control}, name
+        p = control["payload"]
+        sentence = p["context"][slice(*p["highlight"])]
+        assert sentence and p["answers"][0]["text"] not in sentence  # shown like a verify item
+        assert p == {**p, "question": originals[control["record_id"]].question}
+        if name in ("annotator4", "annotator5", "annotator6"):  # they verify every Danube question
+            assert control["source_id"].startswith("why") and len(queue) == 4, name
+    verify = {i["source_id"]: i for i in items.values() if i["kind"] == store.VERIFY}
+    for name in ("annotator4", "annotator5", "annotator6"):
+        person = people[name]
+        for iid in store.queues(conn)[person["id"]]:
+            item = store.item(conn, iid)
+            p = item["payload"]
+            gold = p["answers"][0]
+            right = item["kind"] != store.CONTROL or name != "annotator4"
+            at = gold["answer_start"] if right else p["highlight"][0]
+            text = gold["text"] if right else p["context"][at:at + 3]
+            grammatical = not (name == "annotator6" and item["source_id"] == "q0")
+            assert save_form(conn, person, item, {"choice": "answer", "answer_text": text, "answer_start": str(at),
+                                                  "grammatical": "yes" if grammatical else "no"}) is None
+        store.mark_finished(conn, person["id"])
+    q0 = verify["q0"]["candidate_id"]
+    assert approvals(conn)[q0].approved and not approvals(conn, exclude_annotators=["annotator4"])[q0].approved
+    conn.close()
+    from advrace.human_eval.validate import read_study, validate_release
+
+    assert read_study(db).excluded == {"annotator4"}
+    validation = validate_release(db, control_release, tmp_path / "v")
+    assert validation["study"]["excluded"] == ["annotator4"]
+    assert [e["annotator"] for e in validation["controls"]["excluded"]] == ["annotator4"]
+    out = {ex.source_id: ex for ex in read_split(tmp_path / "v", "addonesent")}
+    assert GOOD["q0"] not in out["q0"].context and GOOD["q1"] in out["q1"].context
+    assert [v.annotator for v in out["q1"].provenance[-1].edits[0].verifications] == ["annotator5", "annotator6"]
+    assert main(["verify", str(tmp_path / "v"), "--study", str(db)]) == 0
