@@ -47,7 +47,7 @@ def squad_doc_with_controls() -> dict:
     qas = [{"id": f"why{i}", "question": q, "answers": [{"text": a, "answer_start": context.index(a)}]}
            for i, (q, a) in enumerate([("Why do people like the Rhine?", "it carried trade"),
                                        ("Why do people like Basel?", "it carried trade"),
-                                       ("Why do the Alps matter to the Rhine?", "The Rhine rises in the Alps")])]
+                                       ("Why do people like Cologne?", "it carried trade")])]
     doc["data"].append({"title": "Rhine", "paragraphs": [{"context": context, "qas": qas}]})
     return doc
 
