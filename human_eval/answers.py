@@ -69,7 +69,8 @@ def grammatical_answer(item, form) -> tuple[bool | None, str | None]:
 
 
 def save_mend(db, person, item, form) -> str | None:
-    """A judge item of a DE or DG split: the judgement, and with it the person's own wrong option
+    """A judge item of a DE or DG split (or a control or baseline shown like one: its mend is
+    stored, never verified): the judgement, and with it the person's own wrong option
     in place of an option they found right too (`mend_option`, `mend_text`: a candidate), or no
     mend (one saved before is withdrawn). A mend is only for "cannot be answered" for "multiple
     correct options", and must pass `mending.check`."""

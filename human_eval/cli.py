@@ -260,6 +260,9 @@ def _run(args) -> int:
             out = verifying.add_verify_items(args.db, verifiers=args.verifiers, annotators=args.annotators or 0,
                                              seed=args.seed)
             print(f"added to {args.db}: {verifying.describe(out, args.verifiers)}")
+            aside = verifying.set_aside_line(args.db)
+            if aside:
+                print(aside)
         elif not args.release:
             raise ConfigError("create needs a release folder (or --verify, to add verify items to --db)")
         elif args.edit:

@@ -147,10 +147,11 @@ def wants_highlight(task: str, primary_kinds: set[str]) -> bool:
     return task == EXTRACTIVE_QA and bool(primary_kinds - {store.JUDGE})
 
 
-def control_payload(payload: dict, example, seed, highlight: bool) -> dict | None:
-    """A control item's payload (the original question's, `payload`), with a highlighted
-    sentence when it is to look like a verify item; None when it cannot (no sentence free of the
-    gold)."""
+def control_payload(payload: dict, example, seed, highlight: bool, mend: str | None = None) -> dict | None:
+    """A control or baseline item's payload (the original question's, `payload`), with a
+    highlighted sentence when it is to look like a verify item, and the `mend` the judge items
+    beside it offer (`mending.control_mend`); None when it cannot (no sentence free of the gold)."""
+    payload = {**payload, "mend": mend} if mend else payload
     if not highlight:
         return payload
     span = sentence_without_gold(example, seed)

@@ -23,6 +23,7 @@ from advrace.core.checks import OPTION, Subject, TextContext, checks_for
 from advrace.core.distractors import match_format
 from advrace.core.examples import MCExample
 from advrace.core.provenance import AttackSummary
+from advrace.core.seeding import seeded_rng
 from advrace.core.text import LETTERS
 from advrace.core.validity import option_key
 
@@ -73,8 +74,26 @@ def split_settings(manifest: dict, splits) -> dict:
 
 
 def offered(item: dict) -> bool:
-    """Whether the item's page offers a mend: a judge item whose payload says how."""
-    return item.get("kind", store.JUDGE) == store.JUDGE and item["payload"].get("mend") in ATTACKS
+    """Whether the item's page offers a mend: a judge item whose payload says how, or a control or
+    baseline item of a study whose judge items offer mends (`control_mend`), shown alike."""
+    return item.get("kind", store.JUDGE) in TAKES_MEND and item["payload"].get("mend") in ATTACKS
+
+
+# A control or baseline offers a mend as the judge items beside it do, or it would be told from
+# them by the missing box (in the page, and in a crowd task's `mend` column); its mend is stored
+# and never verified (`verifying.to_verify` takes judge items' mends only).
+TAKES_MEND = (store.JUDGE, store.CONTROL, store.BASELINE)
+
+
+def control_mend(items, record_id: str, seed) -> str | None:
+    """The `mend` of a control or baseline item (an original question, `record_id`) in a study
+    of these `items`: None unless its judge items offer mends; else their kind, or with both DE and
+    DG judge items a seeded one of the two. `create` writes it and `validate` expects it, both
+    through `controls.control_payload`."""
+    kinds = sorted({i["payload"].get("mend") for i in items if i["kind"] == store.JUDGE} & set(ATTACKS))
+    if len(kinds) < 2:
+        return kinds[0] if kinds else None
+    return seeded_rng("advrace-control-mend", seed, record_id).choice(kinds)
 
 
 def asked(form: dict) -> bool:
@@ -101,7 +120,7 @@ def page(db, person, item, form: dict | None = None) -> dict | None:
 @dataclass(frozen=True)
 class Mend:
     option: int | None  # the option replaced
-    text: str  # the new option as it will stand in the item (dressed like the others, as the attack does)
+    text: str  # the new option as it will stand in the item (dressed like the option it replaces)
     problems: tuple[str, ...]  # why it is refused, in words for the annotator; empty when it is accepted
     checks: tuple[str, ...] = ()  # the names of the attack's checks that ran on it
 
@@ -120,8 +139,8 @@ def check(db, item: dict, form: dict) -> Mend:
     if len(typed) > MAX_CHARS:
         return Mend(k, typed, (f"The new option is {len(typed)} characters long; options are at most {MAX_CHARS}.",))
     settings = store.meta(db).get(SETTINGS_KEY, {}).get(item["split"], {})
-    text = match_format(typed, options[p["label"]], p["passage"]) if settings.get("match_answer_format", True) \
-        else typed
+    # dressed like the option it replaces, never like the gold: the live check shows this text
+    text = match_format(typed, options[k], p["passage"]) if settings.get("match_answer_format", True) else typed
     if option_key(text) == option_key(options[k]):
         return Mend(k, text, (f"The new option is option {LETTERS[k]} as it stands; write a different one.",))
     twin = next((j for j, o in enumerate(options) if j != k and option_key(o) == option_key(text)), None)
@@ -156,11 +175,12 @@ def run_checks(payload: dict, k: int, text: str, settings: dict) -> tuple[tuple[
     res = resources()
     ctx = TextContext(stopwords=frozenset(res.stopwords), same_meaning_fn=res.same_meaning,
                       known_word_fn=res.known_word)
-    options, label = payload["options"], payload["label"]
-    others = tuple(o for j, o in enumerate(options) if j != k)
-    # The options the new one will stand beside; the gold among them unless it is the one replaced.
-    example = MCExample("mend", payload["passage"], payload["question"], others if label != k else options,
-                        label - (label > k) if label != k else label)
+    others = tuple(o for j, o in enumerate(payload["options"]) if j != k)
+    # The options the new one will stand beside, whichever is the gold: a check run beside other
+    # options when the gold is replaced would refuse differently, and a worker who tries one text
+    # in place of each option in turn would read the gold off the refusals. The label is a
+    # stand-in (no check that runs here reads it: `GOLD_CHECKS` do not run).
+    example = MCExample("mend", payload["passage"], payload["question"], others, 0)
     subject = Subject(example, text, others)
     refusals = []
     for c in checks:

@@ -30,7 +30,7 @@ from advrace.core.errors import ConfigError
 from advrace.core.provenance import PeopleEdit, Verification
 from advrace.core.seeding import seeded_rng
 
-from . import store
+from . import store, verifying
 from .votes import added_spans, vote
 
 POOLED = ("addonesent", "addsent")  # attacks whose candidate sentences come from one generator
@@ -49,25 +49,34 @@ def verification(a: dict) -> Verification:
 @dataclass(frozen=True)
 class Verified:
     """What a candidate's verifiers said (`verifications`, in name order, of annotators who
-    pressed Finish and are not excluded) and how many were to say it (`queued`)."""
+    pressed Finish and are not excluded), how many were to say it (`queued`), and whether each
+    approved it (`approves`: `verifying.verifier_vote`, the one approval rule)."""
 
     verifications: tuple[Verification, ...]
     queued: int
+    approves: tuple[bool, ...] = ()
+
+    @property
+    def pending(self) -> bool:
+        """Not all its verifications are in, or no verifier is left to give one (all excluded)."""
+        return not self.queued or len(self.verifications) < self.queued
 
 
 def verified(study, excluded=frozenset()) -> dict[int, Verified]:
     """Each candidate's verifications, by candidate id (the verify items' answers)."""
     queued = study.expected(excluded)
-    answers: dict[int, list[Verification]] = {}
+    answers: dict[int, list[dict]] = {}
     for a in sorted(study.counted(), key=lambda a: a["annotator"]):
         if a["kind"] == store.VERIFY and a["annotator"] not in excluded:
-            answers.setdefault(a["item_id"], []).append(verification(a))
+            answers.setdefault(a["item_id"], []).append(a)
     out: dict[int, Verified] = {}
     for item in study.items:
         if item["kind"] == store.VERIFY and item["candidate_id"] is not None:
             before = out.get(item["candidate_id"], Verified((), 0))
-            out[item["candidate_id"]] = Verified(before.verifications + tuple(answers.get(item["id"], ())),
-                                                 before.queued + queued.get(item["id"], 0))
+            mine = answers.get(item["id"], ())
+            out[item["candidate_id"]] = Verified(before.verifications + tuple(verification(a) for a in mine),
+                                                 before.queued + queued.get(item["id"], 0),
+                                                 before.approves + tuple(verifying.verifier_vote(a).valid for a in mine))
     return out
 
 
@@ -80,30 +89,52 @@ def machine_text(item: dict) -> str:
     return p["context"][start:end]
 
 
-def pools(study, attacks: dict[str, str]) -> dict[tuple[str, str], list[dict]]:
-    """The edit candidates of each question's pool (see the module's docstring), by
-    (pool, source id), in item and editor order; each with the item's machine text as `machine`."""
+def edits(study, excluded=frozenset()) -> list[dict]:
+    """The edit candidates of annotators not `excluded`, in item and editor order; each with its
+    item's machine text as `machine`."""
     items = {item["id"]: item for item in study.items}
+    return [{**c, "machine": machine_text(items[c["item_id"]])}
+            for c in sorted(study.candidates, key=lambda c: (c["item_id"], c["annotator"]))
+            if c["item_kind"] == store.EDIT and c["annotator"] not in excluded]
+
+
+def pools(study, attacks: dict[str, str], excluded=frozenset()) -> dict[tuple[str, str], list[dict]]:
+    """The edit candidates (`edits`) of each question's pool (see the module's docstring), by
+    (pool, source id), in item and editor order."""
     out: dict[tuple[str, str], list[dict]] = {}
-    for c in sorted(study.candidates, key=lambda c: (c["item_id"], c["annotator"])):
-        if c["item_kind"] == store.EDIT and c["split"] in attacks:
-            out.setdefault(pool_key(c["split"], attacks[c["split"]], c["source_id"]), []).append(
-                {**c, "machine": machine_text(items[c["item_id"]])})
+    for c in edits(study, excluded):
+        if c["split"] in attacks:
+            out.setdefault(pool_key(c["split"], attacks[c["split"]], c["source_id"]), []).append(c)
     return out
+
+
+def pool_of(pools: dict, candidates: list[dict], split: str, attack: str, example) -> list[dict]:
+    """A changed question's pool: its pool key's candidates, and those of any edit item that shows
+    one of its machine sentences (an edit study makes one item per distinct sentence, so a split
+    whose sentences another studied split holds too has its candidates on that split's items)."""
+    pool = list(pools.get(pool_key(split, attack, example.source_id), []))
+    mine = {example.passage_text[s:e] for s, e in added_spans(example)}
+    taken = {c["id"] for c in pool}
+    pool += [c for c in candidates if c["source_id"] == example.source_id and c["machine"] in mine
+             and c["id"] not in taken]
+    return sorted(pool, key=lambda c: (c["item_id"], c["annotator"]))
 
 
 def pool_key(split: str, attack: str, source_id: str) -> tuple[str, str]:
     return ("+".join(POOLED) if attack in POOLED else split, source_id)
 
 
-def mends(study) -> dict[str, list[dict]]:
-    """The mends (a judge's own distractor for an option) on each judge item, by record id, in
-    editor order."""
+def mends(study, excluded=frozenset()) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+    """The mends (a judge's own distractor for an option) of annotators not `excluded` on each judge
+    item, by record id, in editor order; and, apart, those that replaced the gold option (never
+    verified nor taken: a judge cannot know the gold, and the question would lose its answer)."""
+    labels = {item["id"]: item["payload"].get("label") for item in study.items}
     out: dict[str, list[dict]] = {}
+    gold: dict[str, list[dict]] = {}
     for c in sorted(study.candidates, key=lambda c: (c["item_id"], c["annotator"])):
-        if c["item_kind"] == store.JUDGE and c["option"] is not None and c["text"]:
-            out.setdefault(c["record_id"], []).append(c)
-    return out
+        if c["item_kind"] == store.JUDGE and c["option"] is not None and c["text"] and c["annotator"] not in excluded:
+            (gold if c["option"] == labels.get(c["item_id"]) else out).setdefault(c["record_id"], []).append(c)
+    return out, gold
 
 
 def people_edit(c: dict, machine: str, approved: bool, said: Verified | None, f1: float | None = None) -> PeopleEdit:
@@ -141,4 +172,4 @@ def most_approved(approved: list[tuple[dict, Verified]], seed: int, example_id: 
     """The mend most verifiers approved; a tie broken by a seeded draw."""
     rng = seeded_rng("advrace-human-eval-mend", seed, example_id)
     ties = [rng.random() for _ in approved]
-    return min(range(len(approved)), key=lambda i: (-sum(v.valid for v in approved[i][1].verifications), ties[i]))
+    return min(range(len(approved)), key=lambda i: (-sum(approved[i][1].approves), ties[i]))

@@ -28,7 +28,7 @@ from urllib.parse import parse_qs, urlsplit
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
-from advrace.core.text import LETTERS
+from advrace.core.text import LETTERS, plural
 
 from . import mending, store
 from .answers import YES, prior_answer, save_form, submitted_answer
@@ -141,8 +141,16 @@ def answered(items) -> int:
 
 
 def finish(req, person, token):
+    """Finish is final, so it waits for every question of the queue to have an answer ("cannot be
+    answered" is one): a queue finished early would leave its items short of judgements."""
     if not csrf_ok(person, req.form().get("csrf")):
         return req.deny(message=WRONG_FORM_TOKEN)
+    open_items = sum(1 for r in store.queue(req.db, person["id"]) if r["annotation_id"] is None)
+    if open_items and not person["finished"]:
+        return req.page(HTTPStatus.CONFLICT, "message.html", title="advrace", error=True,
+                        message=f"{plural(open_items, 'question')} of your queue still without an answer; answer each "
+                                "(“The question cannot be answered” is an answer) before you finish",
+                        link=(f"{annotator_base(token)}/progress", "Back to your progress"))
     store.mark_finished(req.db, person["id"])
     req.redirect(f"{annotator_base(token)}/progress")
 
@@ -165,12 +173,14 @@ def save_answer(req, person, token, pos):
     form = req.form()
     if not csrf_ok(person, form.get("csrf")):
         return req.deny(message=WRONG_FORM_TOKEN)
-    if person["finished"]:
+    with store.transaction(req.db, immediate=True):  # Finish pressed in another tab meanwhile: nothing saved
+        finished = store.is_finished(req.db, person["id"])
+        error = None if finished else save_form(req.db, person, store.item(req.db, items[pos]["item_id"]), form)
+    if finished:
         return req.page(HTTPStatus.CONFLICT, "message.html", title="Finished", error=True,
                         message="You have finished this study, so answers can no longer change; "
                                 "nothing was saved.",
                         link=(f"{annotator_base(token)}/progress", "See your answers on the progress page"))
-    error = save_form(req.db, person, store.item(req.db, items[pos]["item_id"]), form)
     if error:
         return show_item(req, person, token, items, pos, error, form)
     items = store.queue(req.db, person["id"])

@@ -173,9 +173,15 @@ def mark_finished(conn, person_id: int) -> None:
         conn.execute("UPDATE people SET finished = 1 WHERE id = ?", (person_id,))
         name = conn.execute("SELECT name FROM people WHERE id = ?", (person_id,)).fetchone()["name"]
         set_meta(conn, **{FINISHED_KEY + name: annotations_sha256(conn, person_id)})
+        # Their rewrites (an editor's, a mending judge's), kept the same way; kept when there are none
+        # too, so that a candidate added afterwards shows.
         mine = [candidate_row(c) for c in candidates(conn) if c["person_id"] == person_id]
-        if mine:  # an editor's (or mending judge's) rewrites, kept the same way
-            set_meta(conn, **{FINISHED_CANDIDATES_KEY + name: candidates_sha256(mine)})
+        set_meta(conn, **{FINISHED_CANDIDATES_KEY + name: candidates_sha256(mine)})
+
+
+def is_finished(conn, person_id: int) -> bool:
+    """Whether the person has pressed Finish, as the database has it now (not as a row read earlier)."""
+    return bool(conn.execute("SELECT finished FROM people WHERE id = ?", (person_id,)).fetchone()["finished"])
 
 
 FINISHED_KEY = "finished_sha256:"  # + an annotator's name: the sha256 of their answers when they finished

@@ -270,9 +270,12 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
                 store.add_item(conn, split, ex.id, ex.source_id, ex.task, item_payload(ex))
         baseline = controls.baseline_questions([ex.source_id for exs in chosen.values() for ex in exs],
                                                baseline_rate, seed)
+        judged = store.all_items(conn)
         for sid in baseline:
             ex = originals[sid]
-            store.add_item(conn, source_split, ex.id, sid, ex.task, item_payload(ex), kind=store.BASELINE)
+            payload = controls.control_payload(item_payload(ex), ex, seed, False,
+                                               mending.control_mend(judged, ex.id, seed))
+            store.add_item(conn, source_split, ex.id, sid, ex.task, payload, kind=store.BASELINE)
         n_controls = add_controls(conn, names, meta, source_split, originals, controls_rate)
         tokens = add_annotators(conn, names, meta)
     return {"annotators": tokens, "items": sum(len(exs) for exs in chosen.values()), "splits": chosen_splits,
@@ -315,7 +318,8 @@ def add_controls(conn, names: list[str], meta: dict, split: str, originals: dict
     highlight = controls.wants_highlight(meta["task"], {i["kind"] for i in items if i["kind"] in store.PRIMARY_KINDS})
     pool = {}
     for sid, ex in sorted(originals.items()):
-        payload = controls.control_payload(item_payload(ex), ex, meta["seed"], highlight)
+        payload = controls.control_payload(item_payload(ex), ex, meta["seed"], highlight,
+                                           mending.control_mend(items, ex.id, meta["seed"]))
         if payload is not None:
             pool[ex.id] = (ex, payload)
     picked = study_queues(items, names, meta, [{"record_id": rid, "source_id": ex.source_id}
@@ -340,8 +344,10 @@ def quality_item_problems(items: list[dict], release_dir, seed) -> list[str]:
             except ConfigError:
                 splits[item["split"]] = {}
         ex = splits[item["split"]].get(item["record_id"])
+        # a study created before controls offered mends has none (nor has a verify round's control)
+        mend = mending.control_mend(items, item["record_id"], seed) if "mend" in item["payload"] else None
         expected = None if ex is None else controls.control_payload(
-            item_payload(ex), ex, seed, item["kind"] == store.CONTROL and "highlight" in item["payload"])
+            item_payload(ex), ex, seed, item["kind"] == store.CONTROL and "highlight" in item["payload"], mend)
         if ex is None or ex.source_id != item["source_id"]:
             problems.append(f"{item['kind']} item {item['id']} ({item['record_id']}) is not a question of the release")
         elif item["payload"] != expected:

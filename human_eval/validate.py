@@ -4,11 +4,18 @@ publish only what people validated.
 
 Each judgement is a vote (`votes.vote`): valid only when the annotator chose the gold. Each
 changed question takes the verdict of its votes (`votes.verdict`: the majority, a tie invalid).
-A valid one stays, its votes appended to its provenance; an invalid one goes back to its source
-split's question (unperturbed, the reason and votes in provenance), or out of the split with
-`drop`, and with it the same question of every split built from it. The manifest records the
-source release, the items' and annotations' sha256 and, per split, the valid rate (items) and
-the correct rate (judgements) with their Wilson intervals and Fleiss' kappa of the vote.
+A valid one stays, its votes appended to its provenance; an invalid one keeps an approved mend
+(a judge's own distractor), else goes back to its source split's question (unperturbed, the
+reason and votes in provenance), or out of the split with `drop`, and with it the same question
+of every split built from it. In an edit study every studied split's question takes an approved
+edit of its pool instead (`selection`), else goes back. A rewrite is approved by a strict majority
+of its verifiers' `verifying.verifier_vote` (`verifying.approvals`); edits and mends never sent to
+verify, and verify items whose verifiers were all excluded, are refused, or left undecided with
+--partial. Provenance keeps every edit and mend offered with its verifications. The manifest
+records the source release, the items', annotations' and candidates' sha256 and, per split, the
+valid rate (items) and the correct rate (judgements) with their Wilson intervals and Fleiss' kappa
+of the vote, the share attacked after people, the share mended and the approval rate (over the
+candidates with all their verifications in).
 
 Before anything is written the study is checked against the release and against itself
 (`study_problems`), and `advrace verify --study` checks it again (`check_study_link`): what is
@@ -34,6 +41,7 @@ from advrace.release.build import WITH_SOURCE, Decision, attack_share_warnings, 
 
 from . import controls, selection, store, verifying
 from .report import fleiss_kappa, item_rates, wilson
+from .store import FINISHED_CANDIDATES_KEY
 from .study import (changed_items, check_covers_derived, item_payload, quality_item_problems, release_id,
                     study_queues)
 from .votes import added_spans, verdict, vote
@@ -213,11 +221,6 @@ def answer_problems(study: Study) -> list[str]:
     return problems
 
 
-# The sha256 of an editor's candidates when they pressed Finish, as the edit task's
-# `store.mark_finished` records it (`store.FINISHED_CANDIDATES_KEY` there: use it at merge).
-FINISHED_CANDIDATES_KEY = "finished_candidates_sha256:"
-
-
 def _tampered(db, problems: list[str]) -> TamperedStudy:
     return TamperedStudy(f"{db}: the study database no longer holds what the study recorded, so no release "
                          "can rest on it:\n  " + "\n  ".join(problems[:20])
@@ -242,7 +245,8 @@ def short_items(study: Study, votes: dict, excluded=frozenset()) -> list[int]:
     """The ids of the items with fewer answers than they are to get: a judge item's judgements
     that count (`Study.needed`; none left counts as short: it needs others' judgements), an edit
     item's edits and a verify item's verifications from the annotators (not excluded) queued for
-    them; only annotators who pressed Finish count. Control and baseline items never change the
+    them (a verify item with no such verifier is short too: it needs others' verifications); only
+    annotators who pressed Finish count. Control and baseline items never change the
     release."""
     expected, finished = study.expected(excluded), study.finished - set(excluded)
     needed = study.needed(excluded)
@@ -256,7 +260,20 @@ def short_items(study: Study, votes: dict, excluded=frozenset()) -> list[int]:
         if c["item_kind"] == store.EDIT and c["annotator"] in finished:
             got[c["item_id"]] += 1
     return judged + [item["id"] for item in study.items if item["kind"] in (store.EDIT, store.VERIFY)
-                     and got[item["id"]] < expected.get(item["id"], 0)]
+                     and (got[item["id"]] < expected.get(item["id"], 0)
+                          or (item["kind"] == store.VERIFY and not expected.get(item["id"], 0)))]
+
+
+def unverified(study: Study, excluded=frozenset()) -> list[dict]:
+    """The finished, counted annotators' edits and mends that have no verify item
+    (`verifying.to_verify`: not a mend that replaced the gold, never verified)."""
+    conn = store.connect(study.path)
+    try:
+        todo = verifying.to_verify(conn)
+    finally:
+        conn.close()
+    keep = study.finished - set(excluded)
+    return [c for c in todo if c["annotator"] in keep]
 
 
 def check_study(study: Study, release_dir, manifest: dict, partial: bool, changed: dict | None = None,
@@ -286,12 +303,37 @@ def check_study(study: Study, release_dir, manifest: dict, partial: bool, change
                    for a in study.annotators if not a["finished"] and a["name"] not in excluded]
         asked = (f"than {plural(meta['judgements'], 'judgement')}" if study.kinds() <= {store.JUDGE}
                  else "answers (judgements, edits, verifications) than annotators queued for them")
+        orphans = _orphaned(study, unjudged, excluded)
+        why = [f"not finished: {', '.join(waiting)}; finish the study"] if waiting else []
+        if orphans:
+            why.append(f"{plural(len(orphans), 'item')} ({', '.join(orphans[:10])}{', ...' if len(orphans) > 10 else ''}) "
+                       f"lost every judge or verifier to the exclusion of {', '.join(sorted(excluded))}: they need a "
+                       "new study with more annotators per item, or --partial leaves them undecided")
         raise ConfigError(f"{db}: unfinished study: {len(unjudged)} of {plural(len(study.items), 'item')} have fewer "
-                          f"{asked} from annotators who pressed Finish (not finished: "
-                          f"{', '.join(waiting)}); finish the study, or pass --partial to write the release with "
+                          f"{asked} from annotators who pressed Finish ({'; '.join(why) or 'finish the study'}); "
+                          "or pass --partial to write the release with "
                           "the items whose votes so far decide their verdict validated and the others left as they "
                           "were, marked unvalidated" + _excluded_note(study))
-    return unjudged
+    todo = unverified(study, excluded)
+    if todo and not partial:
+        kinds = Counter("edit" if c["item_kind"] == store.EDIT else "mend" for c in todo)
+        raise ConfigError(f"{db}: {' and '.join(plural(n, kind) for kind, n in sorted(kinds.items()))} "
+                          f"({', '.join(sorted({c['record_id'] for c in todo})[:10])}) have no verify items: nobody "
+                          "approved them, so no release can take or refuse them yet; run `advrace human-eval create "
+                          f"--verify --db {db} --verifiers M --annotators N` and have them verified, or pass --partial "
+                          "to leave their questions undecided (as the machine made them)")
+    return unjudged + sorted({c["item_id"] for c in todo})
+
+
+def _orphaned(study: Study, short: list[int], excluded) -> list[str]:
+    """The record ids of short items that annotators were queued for but every one of them is
+    excluded: no finishing makes them whole."""
+    everyone, counted = study.expected(), study.expected(excluded)
+    needed = study.needed(excluded)
+    items = {item["id"]: item for item in study.items}
+    return [items[i]["record_id"] + ("" if items[i]["kind"] == store.JUDGE else f" ({items[i]['kind']} item {i})")
+            for i in short if everyone.get(i, 0) and not counted.get(i, 0)
+            and (items[i]["kind"] != store.JUDGE or not needed[items[i]["record_id"]])]
 
 
 def _excluded_note(study: Study) -> str:
@@ -301,7 +343,7 @@ def _excluded_note(study: Study) -> str:
 
 
 def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, partial: bool = False,
-                     adversary: str | None = None, excluded=frozenset(), approve=None) -> dict:
+                     adversary: str | None = None, excluded=frozenset()) -> dict:
     """Write the validated release of `release_dir` to `out_dir` from a finished study (or, with
     `partial`, an unfinished one); returns its manifest's `validation`, with `warnings` (a
     studied split attacked below half, as `advrace build` warns).
@@ -310,14 +352,13 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     an approved edit of its pool (`selection`), AddSent's the one `adversary` (a span checkpoint)
     does worst on; a judged-invalid RACE question takes an approved mend. `excluded`: annotators
     whose answers, edits and verifications are left out, besides those below the study's control
-    accuracy (`controls`, always left out). `approve`:
-    the approval function (`verifying.approvals`'s contract), by default `verifying.approvals`."""
+    accuracy (`controls`, always left out)."""
     manifest = check_release(release_dir)
     study = read_study(db_path)
     excluded = frozenset(excluded) | study.excluded
     studied = [split for split in manifest["splits"] if split in study.meta["splits"]]  # sources first
     attacks = {split: manifest["splits"][split]["attack"] for split in studied}
-    edited = {item["split"] for item in study.items if item["kind"] == store.EDIT}
+    edited = set(study.meta["splits"]) if store.EDIT in study.kinds() else set()  # every studied split of an edit study
     needs = [split for split in studied if split in edited and attacks[split] == selection.ADVERSARIAL]
     if needs and not adversary:
         raise ConfigError(f"{db_path}: the split(s) {', '.join(needs)} take the approved sentence a model does worst "
@@ -326,8 +367,9 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     changed = {split: changed_items(release_dir, split) for split in studied}
     votes = votes_by_item(study, {ex.id: added_spans(ex) for exs in changed.values() for ex in exs}, excluded)
     short = check_study(study, release_dir, manifest, partial, changed, votes, excluded)
-    approved = {cid for cid, a in (approve or verifying.approvals)(study, excluded).items() if a.approved}
-    chooser = Chooser(study, approved, selection.verified(study, excluded), attacks, adversary, manifest, needs)
+    approved = {cid for cid, a in verifying.approvals(study, excluded).items() if a.approved}
+    chooser = Chooser(study, approved, selection.verified(study, excluded), attacks, adversary, manifest, needs,
+                      excluded)
     k, seed = study.meta.get("judgements") or 0, study.meta["seed"]
     ks = study.needed(excluded)  # an excluded judge's item is decided by the others' votes
     decisions, undone, gone, per_split, reasons = {}, {}, {}, {}, {}
@@ -335,19 +377,23 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
         source = manifest["splits"][split].get("source") or ORIGINAL
         decisions[split], undone[split], gone[split], counts = {}, set(), set(), Counter()
         for ex in changed[split]:
+            follows = ex.source_id in undone.get(source, ())  # put back, dropped or replaced there
             if split in edited:
-                d = chooser.edit_decision(split, ex, partial)
+                d = chooser.edit_decision(split, ex, partial, choose=not follows)
             else:
-                d = chooser.judge_decision(ex, votes[ex.id], ks[ex.id], seed)
-            if ex.source_id in undone.get(source, ()):  # put back, dropped or replaced there
+                d = chooser.judge_decision(ex, votes[ex.id], ks[ex.id], seed, partial)
+            if follows:
                 counts["with_source"] += 1
                 record = (dataclasses.replace(d.record, chosen=None, why=WITH_SOURCE) if split in edited else
                           Validated(verdict(votes[ex.id], ks[ex.id]) or UNVALIDATED, votes[ex.id], WITH_SOURCE))
                 d = Decision(record, keep=False, reason=WITH_SOURCE)
             else:
-                counts[outcome(d)] += 1
+                counts[outcome(d, ex.id in chooser.undecided)] += 1
+                if ex.id in chooser.how:
+                    chooser.chosen_by.setdefault(split, Counter())[chooser.how[ex.id]] += 1
                 if split not in edited:
                     counts[verdict(votes[ex.id], ks[ex.id]) or UNVALIDATED] += 1
+                    counts[UNDECIDED_MEND] += ex.id in chooser.undecided
             decisions[split][ex.id] = d
             if not d.keep:
                 gone[split].add(ex.source_id)
@@ -394,18 +440,23 @@ def share_warnings(manifest: dict, release_dir, per_split: dict, reasons: dict) 
 MENDED_REASON = "judged invalid by annotators; kept with people's mend"
 NO_EDIT_REASON = "no approved edit"
 UNDECIDED_EDITS = "its edits' verification is not decided (--partial): left as the machine made it"
+VALID_MENDS = "judged valid: the machine's question kept, no mend taken"
+NO_MEND_REASON = "judged invalid by annotators, and no mend approved"
+UNDECIDED_MENDS = "judged invalid, its mends' verification not decided (--partial): left as the machine made it"
 KEPT, MENDED, UNDECIDED, BACK = "kept", "mended", "undecided", "back"  # what became of a changed question
+UNDECIDED_MEND = "undecided_mend"  # judged invalid, its mends not all verified (--partial)
 
 
-def outcome(d: Decision) -> str:
+def outcome(d: Decision, undecided: bool = False) -> str:
     """What a decision did to a changed question: kept the machine's text, took people's (an edit
-    or a mend), left it undecided (--partial), or put it back (dropped with --drop)."""
+    or a mend), left it undecided (--partial: `undecided`, or no verdict yet), or put it back
+    (dropped with --drop)."""
     if not d.keep:
         return BACK
     if d.example is not None:
         return MENDED
-    undecided = (isinstance(d.record, Validated) and d.record.verdict == UNVALIDATED) or (
-        isinstance(d.record, PeopleEdited) and d.record.why == UNDECIDED_EDITS)
+    first = d.record[0] if isinstance(d.record, tuple) else d.record
+    undecided = undecided or (isinstance(first, Validated) and first.verdict == UNVALIDATED)
     return UNDECIDED if undecided else KEPT
 
 
@@ -414,12 +465,15 @@ class Chooser:
     pool's approved edits (`selection`)."""
 
     def __init__(self, study: Study, approved: set[int], said: dict, attacks: dict[str, str], adversary: str | None,
-                 manifest: dict, adversarial_splits: list[str]):
+                 manifest: dict, adversarial_splits: list[str], excluded=frozenset()):
         self.study, self.approved, self.said, self.attacks = study, approved, said, attacks
         self.seed = study.meta["seed"]
-        self.pools = selection.pools(study, attacks)
-        self.mends = selection.mends(study)
+        self.edits = selection.edits(study, excluded)
+        self.pools = selection.pools(study, attacks, excluded)
+        self.mends, self.gold_mends = selection.mends(study, excluded)
         self.chosen_by: dict[str, Counter] = {}
+        self.how: dict[str, str] = {}  # example id -> how its edit was chosen
+        self.undecided: set[str] = set()  # example ids left undecided (--partial)
         self.adversary_record, self._attack = None, None
         if adversary and adversarial_splits:
             self._attack = self._adversary(adversary, manifest["splits"][adversarial_splits[0]])
@@ -446,13 +500,22 @@ class Chooser:
         self.adversary_record["inference"] = self._attack.inference()
         return f1s
 
-    def edit_decision(self, split: str, ex, partial: bool) -> Decision:
+    def pending(self, c: dict) -> bool:
+        """A candidate whose verification is not all in (or has no verifier left to give it)."""
+        said = self.said.get(c["id"])
+        return said is None or said.pending
+
+    def pool(self, split: str, ex) -> list[dict]:
+        return selection.pool_of(self.pools, self.edits, split, self.attacks[split], ex)
+
+    def edit_decision(self, split: str, ex, partial: bool, choose: bool = True) -> Decision:
         """The question with a pool's approved sentence in place of the machine's (a seeded draw;
-        on AddSent's split the one the adversary does worst on), else back as its source."""
-        pool = self.pools.get(selection.pool_key(split, self.attacks[split], ex.source_id), [])
+        on AddSent's split the one the adversary does worst on), else back as its source.
+        Without `choose` (the question goes with its source's) nothing is chosen nor scored."""
+        pool = self.pool(split, ex)
         spans = added_spans(ex)
         machine = ex.passage_text[spans[0][0]:spans[0][1]] if spans else ""
-        approved = [c for c in pool if c["id"] in self.approved and c["text"]]
+        approved = [c for c in pool if c["id"] in self.approved and c["text"]] if choose else []
         f1s: dict[int, float] = {}
         chosen, why = None, ""
         if len(approved) == 1:
@@ -473,32 +536,42 @@ class Chooser:
                       for c in pool)
         index = pool.index(chosen) if chosen is not None else None
         if chosen is not None:
-            self.chosen_by.setdefault(split, Counter())[how] += 1
+            self.how[ex.id] = how
             record = PeopleEdited(machine, edits, index, why, self.seed,
                                   self.adversary_record["model"] if how == selection.WORST else None)
             return Decision(record, example=selection.with_sentence(ex, chosen["text"]))
-        undecided = partial and any(c["id"] not in self.said or len(self.said[c["id"]].verifications) <
-                                    self.said[c["id"]].queued for c in pool if not c["beyond_repair"])
-        if undecided:
+        if choose and partial and any(self.pending(c) for c in pool if not c["beyond_repair"]):
+            self.undecided.add(ex.id)
             return Decision(PeopleEdited(machine, edits, None, UNDECIDED_EDITS, self.seed))
         return Decision(PeopleEdited(machine, edits, None, NO_EDIT_REASON, self.seed), keep=False,
                         reason=NO_EDIT_REASON)
 
-    def judge_decision(self, ex, mine: tuple, k: int, seed: int) -> Decision:
+    def judge_decision(self, ex, mine: tuple, k: int, seed: int, partial: bool = False) -> Decision:
         """Its judges' verdict (as before people could mend); a judged-invalid question with an
-        approved mend keeps it, the option replaced."""
+        approved mend keeps it, the option replaced; without one, while a mend's verification is
+        not in (--partial), it is left undecided as the machine made it."""
         said = verdict(mine, k)
-        if said is None:
-            return Decision(Validated(UNVALIDATED, mine, UNJUDGED_REASON))
-        if said == VALID:
-            return Decision(Validated(VALID, mine, DECIDED_EARLY if len(mine) < k else None))
         offered = self.mends.get(ex.id, [])
-        approved = [(c, self.said[c["id"]]) for c in offered if c["id"] in self.approved]
-        if not approved:
-            return Decision(Validated(INVALID, mine, INVALID_REASON), keep=False, reason=INVALID_REASON)
-        chosen = approved[selection.most_approved(approved, seed, ex.id)][0]
         edits = tuple(selection.people_edit(c, ex.options[c["option"]], c["id"] in self.approved, self.said.get(c["id"]))
                       for c in offered)
+
+        def kept(validated: Validated, why: str, **how) -> Decision:
+            """The verdict, and the mends offered (none taken: `why`) after it in provenance."""
+            if not offered:
+                return Decision(validated, **how)
+            return Decision((validated, PeopleEdited(ex.options[offered[0]["option"]], edits, None, why, seed)), **how)
+
+        if said is None:
+            return kept(Validated(UNVALIDATED, mine, UNJUDGED_REASON), UNJUDGED_REASON)
+        if said == VALID:
+            return kept(Validated(VALID, mine, DECIDED_EARLY if len(mine) < k else None), VALID_MENDS)
+        approved = [(c, self.said[c["id"]]) for c in offered if c["id"] in self.approved]
+        if not approved and partial and any(self.pending(c) for c in offered):
+            self.undecided.add(ex.id)
+            return kept(Validated(INVALID, mine, UNDECIDED_MENDS), UNDECIDED_MENDS)
+        if not approved:
+            return kept(Validated(INVALID, mine, INVALID_REASON), NO_MEND_REASON, keep=False, reason=INVALID_REASON)
+        chosen = approved[selection.most_approved(approved, seed, ex.id)][0]
         why = ("the only approved mend" if len(approved) == 1 else
                f"the mend most verifiers approved, of {len(approved)} approved (a tie broken by a draw, seed {seed})")
         record = PeopleEdited(ex.options[chosen["option"]], edits, offered.index(chosen), why, seed)
@@ -507,13 +580,12 @@ class Chooser:
         return Decision(record, example=example)
 
     def candidate_numbers(self, rows: list[dict]) -> dict:
-        """Candidates made, beyond repair, verified and approved, the approval rate (of those
-        verified) with its Wilson interval, and Fleiss' kappa of the verifiers' approve votes."""
-        verified = [c["id"] for c in rows if c["id"] in self.said and self.said[c["id"]].verifications]
+        """Candidates made, beyond repair, verified (every verification in) and approved, the
+        approval rate (of those verified) with its Wilson interval, and Fleiss' kappa of the
+        verifiers' approve votes (`verifying.verifier_vote`)."""
+        verified = [c["id"] for c in rows if not self.pending(c)]
         approved = sum(cid in self.approved for cid in verified)
-        sentence = any(c["option"] is None for c in rows)
-        ratings = [["approve" if v.valid and (not sentence or v.grammatical) else "reject"
-                    for v in self.said[cid].verifications] for cid in verified]
+        ratings = [["approve" if ok else "reject" for ok in self.said[cid].approves] for cid in verified]
         n = max((len(r) for r in ratings), default=0)
         return {"candidates": len(rows), "beyond_repair": sum(bool(c["beyond_repair"]) for c in rows),
                 "verified": len(verified), "approved": approved,
@@ -546,7 +618,8 @@ def split_validation(examples: list, votes: dict, counts: Counter, k: int, size:
     if size is None:
         return out
     mends = [c for ex in examples for c in chooser.mends.get(ex.id, [])]
-    return {**out, **_shares(counts[KEPT] + counts[MENDED] + counts[UNDECIDED], counts[MENDED], size),
+    gold = sum(len(chooser.gold_mends.get(ex.id, [])) for ex in examples)
+    return {**out, **({"replaced_gold": gold} if gold else {}), **({"undecided": counts[UNDECIDED_MEND]} if counts[UNDECIDED_MEND] else {}), **_shares(counts[KEPT] + counts[MENDED] + counts[UNDECIDED], counts[MENDED], size),
             "back": counts[BACK], **(chooser.candidate_numbers(mends) if mends else {})}
 
 
@@ -555,7 +628,7 @@ def edit_validation(examples: list, counts: Counter, chooser: Chooser, split: st
     attacked after people: all of them are people's), put back or dropped for want of one, left
     undecided (--partial) or gone with their source split's; how each edit was chosen; and its own
     edit items' candidates (made, beyond repair, verified, approved)."""
-    rows = [c for c in chooser.study.candidates if c["item_kind"] == store.EDIT and c["split"] == split]
+    rows = list({c["id"]: c for ex in examples for c in chooser.pool(split, ex)}.values())
     return {"kind": "edit", "changed": len(examples), **_shares(counts[MENDED] + counts[UNDECIDED], counts[MENDED], size),
             "back": counts[BACK], "unvalidated": counts[UNDECIDED], "with_source": counts["with_source"],
             "chosen": {how: chooser.chosen_by.get(split, Counter())[how]

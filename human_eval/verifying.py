@@ -50,10 +50,35 @@ def verify_payload(item: dict, candidate: dict) -> dict:
 
 def to_verify(conn) -> list[dict]:
     """The candidates that still need verify items: every edit (not beyond repair) and every RACE
-    mend (a judge item's candidate with `option`) that has no verify item yet, in order."""
-    verified = {i["candidate_id"] for i in store.all_items(conn) if i["kind"] == store.VERIFY}
+    mend (a judge item's candidate with `option`, not of a control or baseline) that has no verify
+    item yet, in order; but a mend that replaced the gold (`replaced_gold`)."""
+    items = {i["id"]: i for i in store.all_items(conn)}
+    verified = {i["candidate_id"] for i in items.values() if i["kind"] == store.VERIFY}
     return [c for c in store.candidates(conn) if c["id"] not in verified and not c["beyond_repair"] and c["text"]
-            and (c["item_kind"] == store.EDIT or (c["item_kind"] == store.JUDGE and c["option"] is not None))]
+            and (c["item_kind"] == store.EDIT or (c["item_kind"] == store.JUDGE and c["option"] is not None
+                                                  and c["option"] != items[c["item_id"]]["payload"]["label"]))]
+
+
+def replaced_gold(conn) -> list[dict]:
+    """The mends that replaced a judge item's gold (the judge took it for a second right answer):
+    set aside, never verified. The question keeps its gold, so such a mend has none to be verified
+    against; the mend box cannot refuse it without telling the judge which option is right, but
+    once every judge has pressed Finish (`add_verify_items` waits for that) setting it aside tells
+    no one anything."""
+    labels = {i["id"]: i["payload"].get("label") for i in store.all_items(conn) if i["kind"] == store.JUDGE}
+    return [c for c in store.candidates(conn) if c["item_kind"] == store.JUDGE and c["option"] is not None
+            and c["option"] == labels[c["item_id"]]]
+
+
+def set_aside_line(db_path) -> str | None:
+    """What `create --verify` says of the mends `replaced_gold` set aside (None when there are none)."""
+    conn = store.connect(db_path)
+    try:
+        n = len(replaced_gold(conn))
+    finally:
+        conn.close()
+    return (f"set aside {plural(n, 'mend')} that replaced the right answer (a question keeps its gold: only a "
+            "mend of a wrong option is verified)") if n else None
 
 
 def add_verify_items(db_path, *, verifiers: int = 3, annotators: int = 0, seed: int | None = None) -> dict:
@@ -98,8 +123,10 @@ def _add_verify_items(conn, db_path, verifiers, annotators, seed) -> dict:
                           "verify items are made from final candidates only: wait for them to finish")
     todo = to_verify(conn)
     if not todo:
+        aside = len(replaced_gold(conn))
         raise ConfigError(f"{db_path}: no candidate to verify (every edit is verified already, beyond repair, or "
-                          "none was written)")
+                          "none was written" + (f"; {plural(aside, 'mend')} replaced the right answer, set aside"
+                                                if aside else "") + ")")
     taken = {p["name"] for p in people}
     new, k = [], len(people)
     while len(new) < annotators:

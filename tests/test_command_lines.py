@@ -61,6 +61,13 @@ PARSE_ONLY = {
     "advrace build configs/release/dg-dev-middle-40.yaml": "real RACE dev-middle and the generator trained on "
                                                            "real RACE train above it",
     "advrace human-eval create releases/dg40": "the release built from real data above it",
+    "advrace build --data xquad-sub.json": "real XQuAD-en paragraphs, which tests never read (docs/results.md's study)",
+    "advrace human-eval create rel-xquad": "the release built from real data above it",
+    "advrace human-eval create rel-dg": "the release built from real data above it",
+    "advrace human-eval create --verify --db xq.db": "the study of real data above it, after its editor finished",
+    "advrace human-eval create --verify --db dg.db": "the study of real data above it, after its judge finished",
+    "advrace verify rel-xquad-validated": "the release validated from the real study above it",
+    "advrace verify rel-dg-validated": "the release validated from the real study above it",
     "advrace evaluate releases/dg40": "the release built from real data, and its validated release",
     "advrace push releases/race-test alice/advrace-race-test --private": "online; the dry run runs here",
     "advrace push releases/race-test my-lab/": "online; the dry run runs here",

@@ -154,8 +154,15 @@ def test_answer_unanswerable_change_and_finish(study):
     assert [(r["choice"], r["unanswerable"], r["reason"]) for r in rows if r["annotator"] == "annotator1"] in (
         [(2, 0, None), (None, 1, "no correct option")], [(None, 1, "no correct option"), (2, 0, None)])
     assert {r["revisions"] for r in rows} == {0, 1}
-    for pos in range(2, study["items"]):
+    for pos in range(2, study["items"] - 1):
         request(f"{url}/a/{token}/item/{pos}", {"choice": "0", "csrf": csrf})
+    # Finish waits for every question: one left open is refused, nothing is marked finished
+    status, html, _ = request(f"{url}/a/{token}/finish", {"csrf": csrf})
+    assert status == 409 and "1 question of your queue still without an answer" in html and "/progress" in html
+    conn = store.connect(study["db"])
+    assert not [p for p in store.annotators(conn) if p["name"] == "annotator1"][0]["finished"]
+    conn.close()
+    request(f"{url}/a/{token}/item/{study['items'] - 1}", {"choice": "0", "csrf": csrf})
     _, progress, _ = request(f"{url}/a/{token}/progress")
     assert f"{study['items']} of {study['items']} answered" in progress and "Finish" in progress
     request(f"{url}/a/{token}/finish", {"csrf": csrf})
@@ -488,3 +495,20 @@ def test_add_person_returns_the_new_row_id_with_the_token(tmp_path):
         assert store.person_by_token(conn, ids[1][1])["name"] == "bob"
     finally:
         conn.close()
+
+
+def test_a_rewrite_added_after_finish_shows_even_for_who_had_none(study):
+    """Finish records the sha256 of a person's candidates also when they have none: one written
+    into the database afterwards (a mend for a judge who mended nothing) is a tampered study."""
+    from advrace.human_eval.validate import answer_problems, read_study
+
+    conn = store.connect(study["db"])
+    person = store.annotators(conn)[0]
+    for row in store.queue(conn, person["id"]):
+        store.save_annotation(conn, person["id"], row["item_id"], choice=0)
+    store.mark_finished(conn, person["id"])
+    assert answer_problems(read_study(study["db"])) == []
+    store.save_candidate(conn, person["id"], store.queue(conn, person["id"])[0]["item_id"], option=1, text="a cat")
+    conn.close()
+    assert f"{person['name']}'s edits or mends changed after they pressed Finish" in answer_problems(
+        read_study(study["db"]))

@@ -113,6 +113,58 @@ def test_a_dg_study_with_mend_payloads_validates(dg_release, tmp_path):
     assert validation["splits"]["distractor_generation"]["valid"] == len(read_split(dg_release, "distractor_generation"))
 
 
+def test_controls_and_baselines_offer_a_mend_like_the_judge_items_and_theirs_is_never_verified(dg_release, tmp_path):
+    """In a DG study, a control or baseline without the mend box (or with an empty `mend` column
+    in a crowd task) would be told from the judge items at a glance. Their mend is stored with the
+    judgement and never goes to verify; `validate` expects the payloads `create` wrote."""
+    from advrace.human_eval.study import quality_item_problems
+    from advrace.human_eval.verifying import to_verify
+
+    create_study(dg_release, tmp_path / "s.db", splits=["distractor_generation"], all_changed=True, annotators=4,
+                 judgements=1, controls_rate=0.3, baseline_rate=0.5)
+    conn = store.connect(tmp_path / "s.db")
+    items = store.all_items(conn)
+    extra = [i for i in items if i["kind"] in (store.CONTROL, store.BASELINE)]
+    assert {i["kind"] for i in extra} == {store.CONTROL, store.BASELINE}
+    assert {i["payload"].get("mend") for i in items} == {"text"}
+    assert all(mending.offered(i) for i in items)
+    assert quality_item_problems(items, dg_release, 0) == []
+    tampered = [{**extra[0], "payload": {**extra[0]["payload"], "mend": "span"}}]
+    assert "differs from the release's" in quality_item_problems(tampered, dg_release, 0)[0]
+    people = {p["id"]: p for p in store.annotators(conn)}
+    queues = store.queues(conn)
+    kinds = {i["id"]: i for i in items}
+    mended = []
+    for pid, ids in queues.items():
+        for iid in ids:
+            item = kinds[iid]
+            if item["kind"] in (store.CONTROL, store.JUDGE) and item["kind"] not in {k for k, _ in mended}:
+                k = (item["payload"]["label"] + 1) % len(item["payload"]["options"])
+                words = item["payload"]["passage"].lower().split()
+                text = next(t for t in (" ".join(words[i:i + 3]) for i in range(len(words)))
+                            if not checked(conn, iid, k, t).problems)
+                assert save_form(conn, people[pid], item, mend_form(k, text)) is None
+                mended.append((item["kind"], iid))
+    assert {k for k, _ in mended} == {store.CONTROL, store.JUDGE}
+    assert {c["item_kind"] for c in store.candidates(conn)} == {store.CONTROL, store.JUDGE}
+    assert [c["item_id"] for c in to_verify(conn)] == [iid for k, iid in mended if k == store.JUDGE]
+
+
+def test_a_control_offers_the_mend_of_the_judge_items_beside_it():
+    def items(*kinds, kind=store.JUDGE):
+        return [{"kind": kind, "payload": {"mend": k} if k else {}} for k in kinds]
+
+    assert mending.control_mend(items(None), "original/q0", 0) is None  # a study without DE or DG
+    assert mending.control_mend(items("text", kind=store.VERIFY), "original/q0", 0) is None
+    assert mending.control_mend(items(None, "text"), "original/q0", 0) == "text"
+    both = items("text", "span")
+    drawn = [mending.control_mend(both, f"original/q{i}", 0) for i in range(20)]
+    assert set(drawn) == {"text", "span"}  # with DE and DG judge items, controls look like either
+    assert drawn == [mending.control_mend(both, f"original/q{i}", 0) for i in range(20)]
+    assert mending.offered({"kind": store.BASELINE, "payload": {"mend": "span"}})
+    assert not mending.offered({"kind": store.VERIFY, "payload": {"mend": "span"}})
+
+
 # --------------------------------------------------------------------------- the checks
 
 
@@ -157,6 +209,28 @@ def test_no_check_tells_the_gold_apart(tmp_path):
     conn, _ = hand_study(tmp_path / "s.db", [{**WHERE, "mend": "text"}])
     assert answer_equivalence("In a small house", "In a small village")  # what the attack refuses beside its gold
     assert checked(conn, 1, 2, "In a small house").problems == checked(conn, 1, 2, "In a big school").problems == ()
+
+
+def test_the_live_check_says_the_same_whichever_option_is_the_gold(tmp_path):
+    """A worker who types one text in place of one option must learn nothing of the gold from the
+    answer: not from the text as it will stand (dressed like the option it replaces, never like the
+    gold: "a fish" beside "Tom." would read "A fish."), nor from a refusal (the form check runs
+    beside the same options whether or not the replaced one is the gold). Four items that differ
+    only in their label."""
+    options = ["Tom walks to school with his sister every morning.", "Tom lives in a small village.", "a cat",
+               "a dog"]
+    base = {"passage": PASSAGE, "question": "What does Tom have?", "options": options, "mend": "text"}
+    conn, _ = hand_study(tmp_path / "s.db", [{**base, "label": label} for label in range(4)])
+    texts = ["a fish", "the fish swims in the pond near Tom", "Mary"]
+    for k in range(4):
+        for typed in texts:
+            answers = [mending.live(conn, store.item(conn, item_id), {"mend_option": str(k), "mend_text": typed})
+                       for item_id in (1, 2, 3, 4)]
+            assert all(a == answers[0] for a in answers), (k, typed, answers)
+    said = mending.live(conn, store.item(conn, 3), {"mend_option": "3", "mend_text": "a fish"})
+    assert said["text"] == "a fish"  # like "a dog", which it replaces; the gold (C, "a cat") plays no part
+    said = mending.live(conn, store.item(conn, 1), {"mend_option": "2", "mend_text": "a fish"})
+    assert said["text"] == "a fish"  # the gold A would have made it "A fish."
 
 
 # --------------------------------------------------------------------------- storing
@@ -207,6 +281,32 @@ def test_only_a_judge_item_with_a_mend_takes_one(tmp_path):
         assert save_form(conn, ann, item, {"choice": "0"}) is None
 
 
+def test_a_mend_of_the_gold_is_set_aside_not_verified(tmp_path, capsys):
+    """A judge who took the gold for a second right answer and replaced it: the mend box could not
+    refuse it without telling them the gold, and it has no gold to be verified against. Once every
+    judge has finished, `create --verify` sets it aside and says so; the other mend is verified."""
+    from advrace.cli import main
+    from advrace.human_eval.verifying import replaced_gold, to_verify
+
+    conn, _ = hand_study(tmp_path / "s.db", [{**WHERE, "mend": "text"}, {**WHERE, "mend": "text"}])
+    ann = person_of(conn)
+    assert save_form(conn, ann, store.item(conn, 1), mend_form(2, "on a farm near the mountains")) is None
+    assert save_form(conn, ann, store.item(conn, 2), mend_form(WHERE["label"], "on a farm near the mountains")) is None
+    store.mark_finished(conn, ann["id"])
+    replaced = [c["item_id"] for c in replaced_gold(conn)]
+    assert replaced == [2] and [c["item_id"] for c in to_verify(conn)] == [1]
+    assert main(["human-eval", "create", "--verify", "--db", str(tmp_path / "s.db"), "--verifiers", "1",
+                 "--annotators", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "1 verify item for 1 candidate" in out and "set aside 1 mend that replaced the right answer" in out
+    verify = [i for i in store.all_items(conn) if i["kind"] == store.VERIFY]
+    assert [store.candidate_row(c)["item_id"] for c in store.candidates(conn)
+            if c["id"] == verify[0]["candidate_id"]] == [1] and len(verify) == 1
+    assert main(["human-eval", "create", "--verify", "--db", str(tmp_path / "s.db"), "--verifiers", "1",
+                 "--annotators", "1"]) == 2
+    assert "1 mend replaced the right answer, set aside" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------- the app
 
 
@@ -253,6 +353,16 @@ def test_a_refused_save_shows_the_mend_that_was_sent(app):
     assert refused.value.code == 422 and "words of the passage" in page
     assert "value='on the moon'" in page and re.search(r"id=mend-option-3\s+checked", page)
     assert store.candidate(app["conn"], person_of(app["conn"])["id"], 1) is None
+
+
+def test_after_finish_the_page_says_which_option_the_mend_replaced(app):
+    conn = app["conn"]
+    ann = person_of(conn)
+    assert save_form(conn, ann, store.item(conn, 1), mend_form(2, "near the mountains")) is None
+    store.mark_finished(conn, ann["id"])
+    with urllib.request.urlopen(f"{app['url']}/item/0") as resp:
+        page = resp.read().decode()
+    assert "Option C replaced by: Near the mountains" in page and "Your rewrite" not in page
 
 
 def test_the_page_shows_mend_controls_only_on_a_judge_item_that_takes_one(app):

@@ -40,19 +40,20 @@ def machine_span(ex):
     return start, end
 
 
-def edit_study(release, db, splits, edits, verdicts, *, seed=0, finish=None):
+def edit_study(release, db, splits, edits, verdicts, *, seed=0, finish=None, with_verify=True, studied=None):
     """A study as the edit and verify steps leave it: an edit item per changed question of
     `splits` (its machine sentence shown), `edits` ({record id: [(editor, text or None for beyond
     repair)]}), a verify item per candidate answered by the three verifiers as `verdicts`
     ({(record id, editor): [(chose the gold, grammatical)] * 3}, default: approved), everyone
-    finished (or those in `finish`)."""
+    finished (or those in `finish`); no verify items without `with_verify`; `studied`: the splits the
+    study's meta names (default `splits`)."""
     conn = store.connect(db)
     store.init(conn)
     exs = {ex.id: ex for split in splits for ex in changed_items(release, split)}
     manifest = check_release(release)
     with store.transaction(conn):
         store.set_meta(conn, release=str(release), release_name=manifest["name"], task=manifest["task"], seed=seed,
-                       per_split=None, splits=list(splits), all_changed=True, judgements=1,
+                       per_split=None, splits=list(studied or splits), all_changed=True, judgements=1,
                        annotators=[*EDITORS, *VERIFIERS], manifest_sha256=release_id(release))
         people = {name: store.add_person(conn, name, store.ANNOTATOR)[0] for name in (*EDITORS, *VERIFIERS)}
         items = {}
@@ -67,7 +68,7 @@ def edit_study(release, db, splits, edits, verdicts, *, seed=0, finish=None):
             for editor, text in made:
                 queues[editor].append(items[rid])
                 cid = store.save_candidate(conn, people[editor], items[rid], text=text, beyond_repair=text is None)
-                if text is None:
+                if text is None or not with_verify:
                     continue
                 shown = with_sentence(exs[rid], text)
                 start = shown.context.index(text)
@@ -315,10 +316,12 @@ def dg_release(tmp_path_factory):
 DG = "distractor_generation"
 
 
-def mend_study(release, db, invalid: set, mends: dict, verdicts: dict):
+def mend_study(release, db, invalid: set, mends: dict, verdicts: dict, *, with_verify=True, unfinished=()):
     """A DG study of every changed question judged by three judges (`invalid`: record ids all three
     find a second right answer in), `mends` ({record id: [(judge, option, text)]}) verified by three
-    other annotators (`verdicts`: {(record id, judge): [chose the gold] * 3}, default all)."""
+    other annotators (`verdicts`: {(record id, judge): [chose the gold] * 3}, default all); without
+    `with_verify` (and for a mend of the gold option, as `verifying.to_verify` leaves it) no verify items;
+    everyone presses Finish but `unfinished`."""
     judges, verifiers = ["annotator1", "annotator2", "annotator3"], list(VERIFIERS)
     create_study(release, db, splits=[DG], all_changed=True, annotators=3)
     conn = store.connect(db)
@@ -333,22 +336,25 @@ def mend_study(release, db, invalid: set, mends: dict, verdicts: dict):
                 store.save_annotation(conn, people[name], item["id"], choice=item["payload"]["label"])
     verify = []
     with store.transaction(conn):
-        for name in verifiers:
+        for name in verifiers if with_verify and any(o != exs[r].label for r, m in mends.items() for _, o, _ in m) else ():
             people[name] = store.add_person(conn, name, store.ANNOTATOR)[0]
         for rid, made in mends.items():
             item = store.item_by_record_id(conn, rid)
             for judge, option, text in made:
                 cid = store.save_candidate(conn, people[judge], item["id"], option=option, text=text)
+                if not with_verify or option == exs[rid].label:
+                    continue
                 shown = with_option(exs[rid], option, text)
                 verify.append((store.add_item(conn, DG, rid, exs[rid].source_id, shown.task, item_payload(shown),
                                               kind=store.VERIFY, candidate_id=cid), shown, verdicts.get((rid, judge))))
-        for name in verifiers:
+        for name in verifiers if verify else ():
             store.set_queue(conn, people[name], [iid for iid, *_ in verify])
     for iid, shown, said in verify:
         for name, gold in zip(verifiers, said or [True] * 3):
             store.save_annotation(conn, people[name], iid, choice=shown.label if gold else (shown.label + 1) % 4)
     for name in people:
-        store.mark_finished(conn, people[name])
+        if name not in unfinished:
+            store.mark_finished(conn, people[name])
     conn.close()
 
 
@@ -381,6 +387,11 @@ def test_dg_holds_the_approved_mend(dg_release, tmp_path):
     # b's only mend was rejected and c had none: back as the original
     for rid in (b, c):
         assert list(out[rid].options) == list(original["original/" + rid.split("/", 1)[1]].options)
+    # provenance keeps b's rejected mend and its votes (after its judges' verdict)
+    assert isinstance(out[b].provenance[-2], Validated) and out[b].provenance[-2].verdict == "invalid"
+    kept_b = out[b].provenance[-1]
+    assert isinstance(kept_b, PeopleEdited) and kept_b.chosen is None and kept_b.edits[0].editor == "annotator3"
+    assert [x.valid for x in kept_b.edits[0].verifications] == [True, False, False]
     v = validation["splits"][DG]
     assert (v["invalid"], v["mended"], v["back"], v["candidates"], v["approved"]) == (3, 1, 2, 3, 1)
     assert v["kept"] == len(changed) - 2 and v["size"] == len(source)
@@ -464,3 +475,124 @@ def test_control_and_baseline_items_never_change_the_release(squad_release, tmp_
     record = rows(tmp_path / "v", "addonesent")[rid].provenance[-1]
     assert [x.annotator for x in record.edits[0].verifications] == list(VERIFIERS)
     assert all(x.valid for x in record.edits[0].verifications)
+
+
+# --------------------------------------------------------------------------- review fixes (issue 45)
+
+
+def test_edits_never_sent_to_verify_are_refused_and_with_partial_undecided(squad_release, tmp_path):
+    """Without `create --verify` nothing approved an edit: validate refuses rather than put every
+    question back 'no approved edit'; --partial leaves them as the machine made them."""
+    rid = "addonesent/q0"
+    edit_study(squad_release, tmp_path / "s.db", ["addonesent"], {rid: [("editor1", "Oslo is far away.")]}, {},
+               with_verify=False)
+    with pytest.raises(ConfigError, match=r"1 edit \(addonesent/q0\) have no verify items.*create --verify"):
+        validate_release(tmp_path / "s.db", squad_release, tmp_path / "v")
+    v = validate_release(tmp_path / "s.db", squad_release, tmp_path / "v", partial=True)
+    split = v["splits"]["addonesent"]
+    assert v["study"]["partial"] and (split["unvalidated"], split["kept"], split["verified"]) == (1, 1, 0)
+    assert "not decided" in rows(tmp_path / "v", "addonesent")[rid].provenance[-1].why
+
+
+def test_an_edit_whose_verifiers_are_all_excluded_is_short_not_rejected(squad_release, tmp_path):
+    rid = "addonesent/q0"
+    edit_study(squad_release, tmp_path / "s.db", ["addonesent"], {rid: [("editor1", "Oslo is far away.")]}, {})
+    with pytest.raises(ConfigError, match=r"lost every judge or verifier to the exclusion of verifier1, verifier2, "
+                                          r"verifier3") as err:
+        validate_release(tmp_path / "s.db", squad_release, tmp_path / "v", excluded=set(VERIFIERS))
+    assert "not finished:" not in str(err.value)
+    v = validate_release(tmp_path / "s.db", squad_release, tmp_path / "v", excluded=set(VERIFIERS), partial=True)
+    assert (v["splits"]["addonesent"]["unvalidated"], v["splits"]["addonesent"]["back"]) == (1, 2)
+
+
+def test_an_excluded_editors_edit_does_not_count(squad_release, tmp_path):
+    rid = "addonesent/q0"
+    edit_study(squad_release, tmp_path / "s.db", ["addonesent"],
+               {rid: [("editor1", "Oslo is far away."), ("editor2", "Bergen is far away.")]}, {})
+    v = validate_release(tmp_path / "s.db", squad_release, tmp_path / "v", excluded={"editor1"})
+    record = rows(tmp_path / "v", "addonesent")[rid].provenance[-1]
+    assert [e.editor for e in record.edits] == ["editor2"] and record.edits[record.chosen].text == "Bergen is far away."
+    assert v["splits"]["addonesent"]["candidates"] == 1
+
+
+def test_partial_approval_counts_only_fully_verified_edits(squad_release, tmp_path):
+    rid = "addonesent/q0"
+    edit_study(squad_release, tmp_path / "s.db", ["addonesent"], {rid: [("editor1", "Oslo is far away.")]}, {},
+               finish=[*EDITORS, "verifier1"])
+    split = validate_release(tmp_path / "s.db", squad_release, tmp_path / "v", partial=True)["splits"]["addonesent"]
+    assert (split["verified"], split["approved"], split["approval_rate"]) == (0, 0, None)
+
+
+def test_addsent_counts_the_approvals_of_its_pool(squad_release, span_model, tmp_path):
+    """AddSent's questions choose among the pooled edits made on AddOneSent's items: its approval
+    numbers are over those, not null."""
+    rid = "addonesent/q0"
+    edit_study(squad_release, tmp_path / "s.db", ["addonesent", "addsent"], {rid: [("editor1", "Oslo is far away.")]},
+               {})
+    v = validate_release(tmp_path / "s.db", squad_release, tmp_path / "v", adversary=span_model)
+    assert (v["splits"]["addsent"]["approved"], v["splits"]["addsent"]["approval_rate"]) == (1, 1)
+    assert v["splits"]["addsent"]["chosen"]["only"] == 1
+    card = (tmp_path / "v" / "README.md").read_text()
+    assert "attacked after people, 1 of them with an approved edit" in card
+
+
+SHADOW_SPLITS = [{"attack": "addonesent", "config": {"answer_model": ""}},
+                 {"attack": "addonesent", "name": "again", "config": {"answer_model": ""}}]
+
+
+def test_a_split_whose_sentences_another_split_holds_takes_that_splits_edits(tmp_path):
+    """addonesent twice (same sentences): the edit study's items are all the first split's; the
+    second takes the same approved edits (it used to fall through to the judges' votes: KeyError)."""
+    (tmp_path / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
+    build_release(release_config_from_dict({"data": {"path": str(tmp_path / "squad.json")}, "seed": 3,
+                                            "splits": SHADOW_SPLITS, "workers": 1}), tmp_path / "rel")
+    rid = "addonesent/q0"
+    edit_study(tmp_path / "rel", tmp_path / "s.db", ["addonesent"], {rid: [("editor1", "Oslo is far away.")]}, {},
+               studied=["addonesent", "again"])
+    v = validate_release(tmp_path / "s.db", tmp_path / "rel", tmp_path / "v")
+    again = rows(tmp_path / "v", "again")["again/q0"]
+    assert "Oslo is far away." in again.context and again.provenance[-1].edits[0].editor == "editor1"
+    assert v["splits"]["again"]["kind"] == "edit" and v["splits"]["again"]["mended"] == 1
+
+
+def test_mends_never_sent_to_verify_are_refused_and_with_partial_undecided(dg_release, tmp_path):
+    a = changed_items(dg_release, DG)[0]
+    mend_study(dg_release, tmp_path / "s.db", {a.id}, {a.id: [("annotator1", (a.label + 1) % 4, "A blue kite")]}, {},
+               with_verify=False)
+    with pytest.raises(ConfigError, match=r"1 mend \(.*\) have no verify items"):
+        validate_release(tmp_path / "s.db", dg_release, tmp_path / "v")
+    v = validate_release(tmp_path / "s.db", dg_release, tmp_path / "v", partial=True)["splits"][DG]
+    assert (v["invalid"], v["back"], v["undecided"]) == (1, 0, 1)
+    card = (tmp_path / "v" / "README.md").read_text()
+    assert "1 judged invalid, 0 of them kept with people's mend, 1 with mends not yet verified left as the machine " \
+           "made them, 0 put back" in card
+    out = rows(tmp_path / "v", DG)[a.id]
+    assert out.options == a.options and "not decided" in out.provenance[-2].reason
+    assert out.provenance[-1].chosen is None and out.provenance[-1].edits[0].text == "A blue kite"
+
+
+def test_a_mend_with_verifications_pending_is_undecided_under_partial(dg_release, tmp_path):
+    a = changed_items(dg_release, DG)[0]
+    mend_study(dg_release, tmp_path / "s.db", {a.id}, {a.id: [("annotator1", (a.label + 1) % 4, "A blue kite")]},
+               {(a.id, "annotator1"): [False, True, True]}, unfinished={"verifier2", "verifier3"})
+    v = validate_release(tmp_path / "s.db", dg_release, tmp_path / "v", partial=True)["splits"][DG]
+    assert (v["invalid"], v["back"], v["verified"]) == (1, 0, 0)
+
+
+def test_a_mend_of_the_gold_is_left_out_and_counted(dg_release, tmp_path):
+    a = changed_items(dg_release, DG)[0]
+    mend_study(dg_release, tmp_path / "s.db", {a.id}, {a.id: [("annotator1", a.label, "A blue kite")]}, {})
+    v = validate_release(tmp_path / "s.db", dg_release, tmp_path / "v")["splits"][DG]
+    assert (v["replaced_gold"], v["back"], v.get("candidates", 0)) == (1, 1, 0)
+    assert "1 mend of the gold option left out" in (tmp_path / "v" / "README.md").read_text()
+
+
+def test_a_judged_valid_question_keeps_its_offered_mend_in_provenance(dg_release, tmp_path):
+    a = changed_items(dg_release, DG)[0]
+    mend_study(dg_release, tmp_path / "s.db", set(), {a.id: [("annotator1", (a.label + 1) % 4, "A blue kite")]}, {})
+    validate_release(tmp_path / "s.db", dg_release, tmp_path / "v")
+    out = rows(tmp_path / "v", DG)[a.id]
+    assert out.options == a.options and out.provenance[-2].verdict == "valid"
+    record = out.provenance[-1]
+    assert isinstance(record, PeopleEdited) and record.chosen is None and record.edits[0].approved
+    assert main(["verify", str(tmp_path / "v"), "--study", str(tmp_path / "s.db")]) == 0

@@ -146,7 +146,7 @@ def write_release(split_examples: dict[str, list], out_dir: str | Path, *, name:
 @dataclasses.dataclass(frozen=True)
 class Decision:
     """What a derived release does with one question of a split (by `derive_release`): `record`
-    appended to its provenance and, unless `keep`, the question put back as its source split's
+    (or a tuple of records) appended to its provenance and, unless `keep`, the question put back as its source split's
     question (unperturbed, `reason` in stats.json's `unperturbed_reasons`), or left out of the split
     when the release drops. `example`: a kept question's new form (people's edit of the machine's
     text, made with the example's own edit methods), which takes its place, `record` appended; the
@@ -160,6 +160,13 @@ class Decision:
 
 
 WITH_SOURCE = "its source split's question was put back"
+
+
+def _recorded(example, record):
+    """The example with a decision's record (or tuple of records, in order) appended."""
+    for r in record if isinstance(record, tuple) else (record,):
+        example = example.with_provenance(r)
+    return example
 
 
 def derive_release(release_dir: str | Path, out_dir: str | Path, decisions: dict[str, dict[str, Decision]],
@@ -204,7 +211,7 @@ def derive_release(release_dir: str | Path, out_dir: str | Path, decisions: dict
             for record, ex in rows:
                 d, sid = mine.get(ex.id), ex.source_id
                 if sid not in inherited and (d is None or d.keep):
-                    exs.append(ex if d is None else _replacing(ex, d.example).with_provenance(d.record))
+                    exs.append(ex if d is None else _recorded(_replacing(ex, d.example), d.record))
                     flags.append(bool(record.get("perturbed")))
                     audit_sources.append(before[source][sid] if split != ORIGINAL else ex)
                     if d is not None and d.example is not None:
@@ -214,7 +221,7 @@ def derive_release(release_dir: str | Path, out_dir: str | Path, decisions: dict
                 if drop:
                     continue
                 back = after[source][sid]
-                exs.append(in_split(back if d is None else back.with_provenance(d.record), split))
+                exs.append(in_split(back if d is None else _recorded(back, d.record), split))
                 flags.append(False)
                 audit_sources.append(back)
                 reasons[d.reason if d is not None and not d.keep else WITH_SOURCE] += 1

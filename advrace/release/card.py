@@ -287,6 +287,8 @@ def after_people_text(v: dict) -> str:
         text += f", mended: {share_text(v['mended'], v['size'])}"
     if v.get("candidates"):
         text += f"; {approval_text(v)}"
+    if v.get("replaced_gold"):
+        text += f"; {plural(v['replaced_gold'], 'mend')} of the gold option left out"
     return text
 
 
@@ -307,7 +309,7 @@ def people_edit_text(v: dict, dropped: bool) -> str:
     how = ", ".join(f"{n:,} {what}" for what, n in (("by a seeded draw", chosen["random"]),
                                                     ("worst for the adversary", chosen["worst"]),
                                                     ("the only approved", chosen["only"])) if n)
-    return (f"{share_text(v['kept'], v['size'])} attacked after people, each with an approved edit"
+    return (f"{share_text(v['kept'], v['size'])} attacked after people, {v['mended']:,} of them with an approved edit"
             + (f" ({how})" if how else "") + f"; {approval_text(v)}; "
             + f"{plural(v['back'], 'changed question')} without an approved edit "
             + ("dropped from the split" if dropped else "put back as in its source split (unperturbed)")
@@ -336,9 +338,12 @@ def validation_fate(v: dict, dropped: bool) -> str:
     """What became of a split's questions judged invalid, and of those that went with their source
     split's question."""
     verb = "dropped" if dropped else "put back"
-    if v.get("mended"):
-        verb = f"{v['mended']:,} of them kept with people's mend, {v['invalid'] - v['mended']:,} {verb}"
-    return (f"{v['invalid']:,} judged invalid, {verb}"
+    fate = verb
+    if v.get("mended") or v.get("undecided"):
+        fate = (f"{v.get('mended', 0):,} of them kept with people's mend, "
+                + (f"{v['undecided']:,} with mends not yet verified left as the machine made them, "
+                   if v.get("undecided") else "") + f"{v['invalid'] - v.get('mended', 0) - v.get('undecided', 0):,} {verb}")
+    return (f"{v['invalid']:,} judged invalid, {fate}"
             + (" from the split" if dropped else " as in its source split (unperturbed)")
             + (f"; {plural(v['with_source'], 'more question')} {verb} with its source split's question"
                if v.get("with_source") else ""))
