@@ -178,8 +178,9 @@ def round_controls(conn, meta: dict, sizes: dict[str, int], had: dict[str, set[s
     release; none when the study has no controls): never the original of a question in the
     verifier's queue (`had`: their source ids, this round's included), so never one they had
     before either. A SQuAD control is shown like a verify item (`controls.control_payload` with a
-    highlighted sentence); a control item already in the study is reused, so that one original
-    question is one item however many queues hold it."""
+    highlighted sentence); a control item already in the study that shows the same is reused,
+    so that one original question is one item however many queues hold it (a RACE judge queue's
+    control offers a mend, which a verify item does not: a verify round gets its own)."""
     rate = meta.get("controls") or 0
     if not rate or not sizes:
         return {}
@@ -196,7 +197,8 @@ def round_controls(conn, meta: dict, sizes: dict[str, int], had: dict[str, set[s
             pool[ex.id] = (ex, payload)
     picked = controls.choose_controls(sizes, had, [{"record_id": rid, "source_id": ex.source_id}
                                                    for rid, (ex, _) in pool.items()], rate, seed)
-    ids = {i["record_id"]: i["id"] for i in store.all_items(conn) if i["kind"] == store.CONTROL}
+    ids = {i["record_id"]: i["id"] for i in store.all_items(conn) if i["kind"] == store.CONTROL
+           and i["record_id"] in pool and i["payload"] == pool[i["record_id"]][1]}  # not a judge's, with its mend box
     for rid in sorted({rid for mine in picked.values() for rid in mine} - ids.keys()):
         ex, payload = pool[rid]
         ids[rid] = store.add_item(conn, split, ex.id, ex.source_id, ex.task, payload, kind=store.CONTROL)
