@@ -459,3 +459,29 @@ def test_controls_go_into_edit_and_verify_queues_and_a_verifier_who_fails_them_n
     assert GOOD["q0"] not in out["q0"].context and GOOD["q1"] in out["q1"].context
     assert [v.annotator for v in out["q1"].provenance[-1].edits[0].verifications] == ["annotator5", "annotator6"]
     assert main(["verify", str(tmp_path / "v"), "--study", str(db)]) == 0
+
+
+def test_a_verify_round_of_race_mends_mixes_in_controls_at_the_study_s_rate(race_release, tmp_path):
+    """A judge study with controls: its verify round gives each verifier controls too (the study's
+    rate), never the original of the question they verify, recorded in the round."""
+    db = tmp_path / "j.db"
+    create_study(race_release, db, splits=["charswap"], all_changed=True, annotators=2, judgements=1,
+                 controls_rate=0.2)
+    conn = store.connect(db)
+    first = store.annotators(conn)[0]
+    item = next(store.item(conn, r["item_id"]) for r in store.queue(conn, first["id"])
+                if store.item(conn, r["item_id"])["kind"] == store.JUDGE)
+    store.save_candidate(conn, first["id"], item["id"], option=(item["payload"]["label"] + 1) % 4, text="a mend")
+    for person in store.annotators(conn):
+        store.mark_finished(conn, person["id"])
+    conn.close()
+    out = add_verify_items(db, verifiers=1, annotators=1)
+    assert out["controls"] == 1
+    conn = store.connect(db)
+    person = next(p for p in store.annotators(conn) if p["name"] == "annotator3")
+    queue = [store.item(conn, r["item_id"]) for r in store.queue(conn, person["id"])]
+    assert sorted(i["kind"] for i in queue) == [store.CONTROL, store.VERIFY]
+    control = next(i for i in queue if i["kind"] == store.CONTROL)
+    assert control["source_id"] != item["source_id"] and "mend" not in control["payload"]
+    assert store.meta(conn)["verify_rounds"][0]["controls"] == {"annotator3": [control["id"]]}
+    conn.close()
