@@ -131,7 +131,7 @@ def add_human_eval_parser(subparsers):
     c.add_argument("--controls", type=float, default=0.0, metavar="RATE",
                    help="mix control questions (original questions with a known answer) into every queue, "
                         "about RATE of it (0.1 is what crowd studies use; default 0: none), to measure each "
-                        "annotator's accuracy")
+                        "annotator's accuracy; with --edit, every later --verify round mixes them in too")
     c.add_argument("--min-accuracy", type=float, metavar="A",
                    help="exclude from the votes annotators whose accuracy on control questions is below A "
                         "(default 0.75 with --controls)")
@@ -247,6 +247,13 @@ def _run(args) -> int:
         if (args.edit or args.verify) and (args.per_split is not None or args.judgements is not None):
             raise ConfigError("--edit takes every machine sentence of the changed questions, each to --editors "
                               "annotators, and --verify each edit to --verifiers: drop --per-split and --judgements")
+        if (args.edit or args.verify) and args.baseline:
+            raise ConfigError("--baseline judges the originals of judged questions; an edit study has none to judge: "
+                              "drop --baseline")
+        if args.verify and (args.controls or args.min_accuracy is not None):
+            raise ConfigError("--verify mixes control questions into the verify queues at the rate the study was "
+                              "created with (create --edit --controls RATE --min-accuracy A); drop --controls and "
+                              "--min-accuracy here")
         if args.verify:
             if args.release:
                 raise ConfigError(f"--verify adds to the study --db, made from its own release; drop {args.release}")
@@ -260,7 +267,8 @@ def _run(args) -> int:
             raise ConfigError("create needs a release folder (or --verify, to add verify items to --db)")
         elif args.edit:
             out = editing.create_edit_study(args.release, args.db, splits=splits, editors=args.editors,
-                                            annotators=annotators, seed=args.seed)
+                                            annotators=annotators, seed=args.seed, controls_rate=args.controls,
+                                            min_accuracy=args.min_accuracy)
             print(f"created {args.db}: {editing.describe(out)}, {plural(len(out['annotators']), 'annotator')}")
         else:
             out = study.create_study(args.release, args.db, per_split=args.per_split or 50, seed=args.seed,
@@ -273,14 +281,15 @@ def _run(args) -> int:
             print(f"created {args.db}: {plural(out['items'], 'item')} from {', '.join(out['splits'])}"
                   f"{' (every changed question)' if args.all_changed else ''}, "
                   f"{plural(len(out['annotators']), 'annotator')}{per_item}")
-            if out["controls"]:
-                print(f"mixed {plural(out['controls'], 'control question')} into the queues (about {args.controls:.0%} of "
-                      f"each); annotators below {out['min_accuracy']} accuracy on them are excluded from the votes")
             if out["baseline"]:
                 print(f"added the originals of {plural(out['baseline'], 'studied question')} as baseline items, each to "
                       "annotators who have no version of it")
             if args.same_annotator_versions:
                 print("one annotator may judge several versions of a question (--same-annotator-versions; recorded)")
+        if out.get("controls") and not args.verify:
+            print(f"mixed {plural(out['controls'], 'control question')} into the queues (about {args.controls:.0%} of "
+                  f"each{', and of each verify round' if args.edit else ''}); annotators below {out['min_accuracy']} "
+                  "accuracy on them are excluded from the votes")
         if out.get("left_out"):
             print(f"left out the probe splits {', '.join(out['left_out'])} (name them in --splits to include them)")
         for name, token in out["annotators"].items():

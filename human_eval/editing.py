@@ -20,10 +20,10 @@ from advrace.core.errors import ConfigError
 from advrace.core.provenance import AttackSummary, SentencesInserted
 from advrace.core.tasks import EXTRACTIVE_QA
 from advrace.core.text import plural
-from advrace.release import check_release
+from advrace.release import check_release, read_split
 
-from . import store
-from .study import add_annotators, changed_items, item_payload, new_study, release_id
+from . import controls, store
+from .study import add_annotators, add_controls, changed_items, item_payload, new_study, release_id
 
 MAX_EDIT = 1000  # characters: a sentence, not a paragraph
 EDIT_INSTRUCTIONS = ("Rewrite the highlighted sentence into fluent English that keeps a fake answer of the kind "
@@ -84,16 +84,22 @@ def edit_items(release_dir, splits: list[str]) -> list[tuple[str, object, dict]]
 
 
 def create_edit_study(release_dir, db_path, *, splits=None, editors: int = 5, annotators: int = 5, seed: int = 0,
-                      names=None) -> dict:
+                      names=None, controls_rate: float = 0.0, min_accuracy: float | None = None) -> dict:
     """Write a new study database of edit items (one per distinct machine sentence of each changed
     question of `splits`, default: the release's sentence-inserting splits), each going to
-    `editors` of the `annotators` (capped at their number). Meta records `stage: "edit"` and
-    `editors`. Returns {"annotators": {name: token}, "items": n, "splits": [...], "editors": k}."""
+    `editors` of the `annotators` (capped at their number). `controls_rate` mixes control
+    questions (original questions, a sentence without the gold highlighted so that they look like
+    verify items, `controls.control_payload`) into every queue, as `create_study` does, and every
+    verify round later takes them at the same rate; `min_accuracy` is the accuracy on them below
+    which an annotator's edits still stand but their verifications do not count. Meta records
+    `stage: "edit"` and `editors`. Returns {"annotators": {name: token}, "items": n, "splits":
+    [...], "editors": k, "controls": n, "min_accuracy": A}."""
     db_path = Path(db_path)
     if db_path.exists():
         raise ConfigError(f"{db_path} already exists; a study database is created once (choose another --db)")
     if annotators < 1 or editors < 1:
         raise ConfigError("--annotators and --editors must be at least 1")
+    min_accuracy = controls.check_rates(controls_rate, 0.0, min_accuracy)
     manifest = check_release(release_dir)
     if manifest["task"] != EXTRACTIVE_QA:
         raise ConfigError(f"{release_dir}: a {manifest['task']} release; --edit rewrites the sentences SQuAD "
@@ -112,11 +118,18 @@ def create_edit_study(release_dir, db_path, *, splits=None, editors: int = 5, an
     meta = dict(release=str(Path(release_dir).resolve()), release_name=manifest["name"], task=manifest["task"],
                 seed=seed, per_split=None, splits=splits, all_changed=True, judgements=editors, annotators=names,
                 manifest_sha256=release_id(release_dir), stage=store.EDIT, editors=editors)
+    source_split, originals = None, {}
+    if controls_rate:
+        meta.update(controls=controls_rate, baseline=0.0, min_accuracy=min_accuracy)
+        source_split = controls.original_split(manifest, splits, release_dir)
+        originals = {ex.source_id: ex for ex in read_split(release_dir, source_split)}
     with new_study(db_path, meta) as conn:
         for split, ex, payload in items:
             store.add_item(conn, split, ex.id, ex.source_id, ex.task, payload, kind=store.EDIT)
+        n_controls = add_controls(conn, names, meta, source_split, originals, controls_rate)
         tokens = add_annotators(conn, names, meta)
-    return {"annotators": tokens, "items": len(items), "splits": splits, "editors": editors}
+    return {"annotators": tokens, "items": len(items), "splits": splits, "editors": editors, "controls": n_controls,
+            "min_accuracy": min_accuracy}
 
 
 def edit_problem(payload: dict, text: str, beyond_repair: bool = False) -> str | None:

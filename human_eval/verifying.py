@@ -17,11 +17,13 @@ from pathlib import Path
 from advrace.core.errors import ConfigError
 from advrace.core.examples import SpanExample
 from advrace.core.provenance import VALID, Vote
+from advrace.core.seeding import seeded_rng
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import plural
+from advrace.release import check_release, read_split
 
-from . import store
-from .study import assignment, item_payload
+from . import controls, store
+from .study import assignment, item_payload, release_id
 from .votes import verdict, vote
 
 UNGRAMMATICAL = "called it ungrammatical"
@@ -89,11 +91,12 @@ def add_verify_items(db_path, *, verifiers: int = 3, annotators: int = 0, seed: 
     (their candidates could still change). Meta records `stage: "verify"`, the new names in
     `annotators`, and per call the round in `verify_rounds` (seed, verifiers, the eligible names,
     the items): the round's queues are `assignment(items, eligible, verifiers, seed, apart=source
-    id of each mend, exclude=the names whose queue held that source id before the round)`. The
-    edits of one SQuAD sentence may go to one verifier, as Jia and Liang's three filterers saw all
+    id of each mend, exclude=the names whose queue held that source id before the round)`, with
+    control questions mixed in at the study's `controls` rate (`round_controls`; recorded per name
+    in the round's `controls`). The edits of one SQuAD sentence may go to one verifier, as Jia and Liang's three filterers saw all
     five edits of a sentence: they share the fake answer and the paragraph, so seeing several
     tells nothing of the gold, and keeping them apart would need K x M verifiers per sentence. Returns
-    {"annotators": {new name: token}, "items": n, "candidates": n}."""
+    {"annotators": {new name: token}, "items": n, "candidates": n, "controls": n (queued)}."""
     db_path = Path(db_path)
     if not db_path.is_file():
         raise ConfigError(f"{db_path}: no such study database; create the edit study first "
@@ -149,16 +152,57 @@ def _add_verify_items(conn, db_path, verifiers, annotators, seed) -> dict:
         mends = {iid: s for iid, s, c in zip(item_ids, source.values(), todo) if c["option"] is not None}
         mine = assignment(item_ids, pool, verifiers, seed, apart=mends,
                           exclude={iid: seen.get(s, set()) for iid, s in source.items()})
+        had = {name: {s for s, who in seen.items() if name in who} | {source[iid] for iid in mine[name]}
+               for name in pool}
+        picked = round_controls(conn, meta, {name: len(mine[name]) for name in pool if mine[name]}, had, seed)
+        rounds = meta.get("verify_rounds", [])
         for name in new:
             tokens[name] = store.add_person(conn, name, store.ANNOTATOR)[1]
         ids = {p["name"]: p["id"] for p in store.annotators(conn)}
         for name in pool:
+            if picked.get(name):
+                mine[name] = mine[name] + picked[name]
+                seeded_rng("advrace-verify-queue", seed, len(rounds), name).shuffle(mine[name])
             if mine[name]:
                 store.append_queue(conn, ids[name], mine[name])
-        rounds = meta.get("verify_rounds", []) + [{"seed": seed, "verifiers": verifiers, "eligible": pool,
-                                                   "items": item_ids}]
+        rounds = rounds + [{"seed": seed, "verifiers": verifiers, "eligible": pool, "items": item_ids,
+                            **({"controls": {n: c for n, c in picked.items() if c}} if picked else {})}]
         store.set_meta(conn, stage=STAGE, verify_rounds=rounds, annotators=meta.get("annotators", []) + new)
-    return {"annotators": tokens, "items": len(item_ids), "candidates": len(todo)}
+    return {"annotators": tokens, "items": len(item_ids), "candidates": len(todo),
+            "controls": sum(len(c) for c in picked.values())}
+
+
+def round_controls(conn, meta: dict, sizes: dict[str, int], had: dict[str, set[str]], seed) -> dict[str, list[int]]:
+    """The control items (ids) mixed into each verifier's share of a verify round, at the study's
+    `controls` rate (`controls.choose_controls` over the original questions of the study's
+    release; none when the study has no controls): never the original of a question in the
+    verifier's queue (`had`: their source ids, this round's included), so never one they had
+    before either. A SQuAD control is shown like a verify item (`controls.control_payload` with a
+    highlighted sentence); a control item already in the study that shows the same is reused,
+    so that one original question is one item however many queues hold it (a RACE judge queue's
+    control offers a mend, which a verify item does not: a verify round gets its own)."""
+    rate = meta.get("controls") or 0
+    if not rate or not sizes:
+        return {}
+    release = meta["release"]
+    if not (Path(release) / "manifest.json").is_file() or release_id(release) != meta.get("manifest_sha256"):
+        raise ConfigError(f"{release}: the release this study was made from is not there (or changed since); the "
+                          "verify round draws its control questions from it: put it back where it was")
+    split = controls.original_split(check_release(release), meta["splits"], release)
+    highlight = controls.wants_highlight(meta["task"], {store.VERIFY})
+    pool = {}
+    for ex in sorted(read_split(release, split), key=lambda ex: ex.id):
+        payload = controls.control_payload(item_payload(ex), ex, meta["seed"], highlight)
+        if payload is not None:
+            pool[ex.id] = (ex, payload)
+    picked = controls.choose_controls(sizes, had, [{"record_id": rid, "source_id": ex.source_id}
+                                                   for rid, (ex, _) in pool.items()], rate, seed)
+    ids = {i["record_id"]: i["id"] for i in store.all_items(conn) if i["kind"] == store.CONTROL
+           and i["record_id"] in pool and i["payload"] == pool[i["record_id"]][1]}  # not a judge's, with its mend box
+    for rid in sorted({rid for mine in picked.values() for rid in mine} - ids.keys()):
+        ex, payload = pool[rid]
+        ids[rid] = store.add_item(conn, split, ex.id, ex.source_id, ex.task, payload, kind=store.CONTROL)
+    return {name: [ids[rid] for rid in mine] for name, mine in picked.items()}
 
 
 @dataclass(frozen=True)
@@ -219,4 +263,6 @@ def approvals(study_or_conn, exclude_annotators=()) -> dict[int, Approval]:
 def describe(out: dict, verifiers: int) -> str:
     """The line `create --verify` prints."""
     return (f"{plural(out['items'], 'verify item')} for {plural(out['candidates'], 'candidate')}, each to "
-            f"{plural(verifiers, 'verifier')}")
+            f"{plural(verifiers, 'verifier')}"
+            + (f", with {plural(out['controls'], 'control question')} mixed into their queues" if out.get("controls")
+               else ""))

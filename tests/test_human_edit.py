@@ -37,6 +37,30 @@ def release(tmp_path_factory):
     return root / "rel"
 
 
+def squad_doc_with_controls() -> dict:
+    """The Danube questions and a paragraph of "Why" questions, which AddOneSent and AddSent leave
+    as they are (no rule mutates "why"): original questions nobody edits or verifies, so that
+    every queue can hold a control, however many of the Danube questions it has."""
+    doc = squad_doc()
+    context = ("The Rhine rises in the Alps. It is about 1,230 kilometres long. Cologne and Basel were built "
+               "on it because it carried trade.")
+    qas = [{"id": f"why{i}", "question": q, "answers": [{"text": a, "answer_start": context.index(a)}]}
+           for i, (q, a) in enumerate([("Why do people like the Rhine?", "it carried trade"),
+                                       ("Why do people like Basel?", "it carried trade"),
+                                       ("Why do people like Cologne?", "it carried trade")])]
+    doc["data"].append({"title": "Rhine", "paragraphs": [{"context": context, "qas": qas}]})
+    return doc
+
+
+@pytest.fixture(scope="module")
+def control_release(tmp_path_factory):
+    root = tmp_path_factory.mktemp("controls")
+    (root / "squad.json").write_text(json.dumps(squad_doc_with_controls()), encoding="utf-8")
+    build_release(release_config_from_dict({"data": {"path": str(root / "squad.json")}, "seed": 3,
+                                            "splits": SPLITS[1:2], "workers": 1}), root / "rel")
+    return root / "rel"
+
+
 @pytest.fixture(scope="module")
 def race_release(tmp_path_factory):
     root = tmp_path_factory.mktemp("race")
@@ -154,7 +178,10 @@ def verifier_queues(db):
         conn.close()
 
 
-def test_verify_items_never_go_to_an_editor_nor_two_versions_to_one_verifier(release, tmp_path, capsys):
+def test_verify_items_never_go_to_an_editor_and_a_sentence_s_edits_may_share_a_verifier(release, tmp_path, capsys):
+    """An editor never verifies an edit of their sentence; the edits of one SQuAD sentence may go to
+    one verifier (as Jia and Liang's filterers saw all five edits of a sentence: they share the fake
+    and the paragraph, so seeing several tells nothing of the gold)."""
     db = tmp_path / "e.db"
     create_edit_study(release, db, splits=["addonesent"], editors=2, annotators=2, seed=1)
     edit_all(db, finish=False)
@@ -166,24 +193,25 @@ def test_verify_items_never_go_to_an_editor_nor_two_versions_to_one_verifier(rel
     assert finished == store.candidates_sha256([store.candidate_row(c) for c in store.candidates(conn)
                                                 if c["annotator"] == "annotator1"])
     conn.close()
-    # 2 candidates of each question (one of q2's beyond repair: 1), 2 verifiers each, apart: 4 needed
-    with pytest.raises(ConfigError, match=r"only \d of 3 annotators may take it"):
-        add_verify_items(db, verifiers=2, annotators=3)
-    assert main(["human-eval", "create", "--verify", "--db", str(db), "--verifiers", "2", "--annotators", "4"]) == 0
+    # 5 candidates (q2's by annotator1 beyond repair), 3 verifiers each, and 2 annotators besides the editors
+    with pytest.raises(ConfigError, match=r"only 2 of 2 annotators may take it"):
+        add_verify_items(db, verifiers=3, annotators=2)
+    # two verifiers for each of the two edits of q0 and q1 from two annotators: each gets both
+    assert main(["human-eval", "create", "--verify", "--db", str(db), "--verifiers", "2", "--annotators", "2"]) == 0
     out = capsys.readouterr().out
-    assert "5 verify items for 5 candidates, each to 2 verifiers" in out and out.count("/a/") == 4
+    assert "5 verify items for 5 candidates, each to 2 verifiers" in out and out.count("/a/") == 2
     mine, editors = verifier_queues(db)
-    assert set(mine) == {"annotator3", "annotator4", "annotator5", "annotator6"}
+    assert set(mine) == {"annotator3", "annotator4"}
     per_item = Counter(i["id"] for items in mine.values() for i in items)
     assert len(per_item) == 5 and set(per_item.values()) == {2}
     for name, items in mine.items():
-        sources = [i["source_id"] for i in items]
-        assert len(sources) == len(set(sources)), name  # never two versions of one question
+        sources = Counter(i["source_id"] for i in items)
+        assert sources == {"q0": 2, "q1": 2, "q2": 1}, name  # both edits of one sentence to one verifier
         assert not any(name in editors[s] for s in sources)
     conn = store.connect(db)
     meta = store.meta(conn)
     assert meta["stage"] == "verify" and meta["verify_rounds"][0]["verifiers"] == 2
-    assert meta["annotators"] == [f"annotator{k}" for k in range(1, 7)]
+    assert meta["annotators"] == [f"annotator{k}" for k in range(1, 5)]
     verify = [i for i in store.all_items(conn) if i["kind"] == store.VERIFY]
     cands = {c["id"]: c for c in store.candidates(conn)}
     for item in verify:
@@ -194,6 +222,32 @@ def test_verify_items_never_go_to_an_editor_nor_two_versions_to_one_verifier(rel
         assert p["context"][gold["answer_start"]:gold["answer_start"] + len(gold["text"])] == gold["text"]
     with pytest.raises(ConfigError, match="no candidate to verify"):
         add_verify_items(db, verifiers=1, annotators=1)
+
+
+def test_two_mends_of_one_race_question_never_go_to_one_verifier(race_release, tmp_path):
+    """The options two mends of one question share include the gold: one verifier seeing both
+    would deduce it, so each mend of a question needs a verifier of its own."""
+    db = tmp_path / "j.db"
+    create_study(race_release, db, splits=["charswap"], all_changed=True, annotators=2)
+    conn = store.connect(db)
+    judges = store.annotators(conn)
+    items = [store.item(conn, r["item_id"]) for r in store.queue(conn, judges[0]["id"])][:2]
+    for item in items:  # both judges mend both questions, each their own option
+        for k, judge in enumerate(judges):
+            store.save_candidate(conn, judge["id"], item["id"], option=(item["payload"]["label"] + 1 + k) % 4,
+                                 text=f"a new distractor {k}")
+    for person in judges:
+        store.mark_finished(conn, person["id"])
+    conn.close()
+    # 2 mends of each question, one verifier each: one new annotator cannot take both
+    with pytest.raises(ConfigError, match="only 0 of 1 annotator may take it"):
+        add_verify_items(db, verifiers=1, annotators=1)
+    add_verify_items(db, verifiers=1, annotators=2)
+    mine, _ = verifier_queues(db)
+    assert sorted(mine) == ["annotator3", "annotator4"]
+    for name, queued in mine.items():
+        sources = [i["source_id"] for i in queued]
+        assert sorted(sources) == sorted(i["source_id"] for i in items), name  # one mend of each question
 
 
 def test_a_race_mend_is_verified_blind_by_someone_who_never_judged_it(race_release, tmp_path):
@@ -339,3 +393,95 @@ def test_the_fake_answer_is_marked_whatever_its_case():
     sentence = AdversarialSentence("The Halloway Canal links the Vistula to the Rhine.", answer="the Halloway Canal")
     p = edit_payload(ex, 23, len(context), sentence, [ex.id])
     assert context[slice(*p["fake"])] == "The Halloway Canal" and p["machine"] == sentence.sentence
+
+
+def test_controls_go_into_edit_and_verify_queues_and_a_verifier_who_fails_them_no_longer_decides(
+        control_release, tmp_path, capsys):
+    """--controls on an edit study: every editor's and every verifier's queue holds a control, an
+    original question shown like a verify item (a sentence without the gold highlighted, asking
+    "grammatical?"), never the original of a question in that queue. annotator4 answers their
+    control wrong: q0's edit, approved by annotator4 and annotator5 and rejected by annotator6,
+    is approved with their vote and not without it (a tie), so validate puts q0 back."""
+    db = tmp_path / "e.db"
+    assert main(["human-eval", "create", str(control_release), "--edit", "--editors", "1", "--annotators", "3",
+                 "--controls", "0.1", "--min-accuracy", "0.5", "--db", str(db)]) == 0
+    assert "mixed 3 control questions into the queues (about 10% of each, and of each verify round); annotators " \
+           "below 0.5 accuracy" in capsys.readouterr().out
+    assert main(["human-eval", "create", str(control_release), "--edit", "--baseline", "0.1", "--db",
+                 str(tmp_path / "b.db")]) == 2
+    assert "drop --baseline" in capsys.readouterr().err
+    edit_all(db)
+    assert main(["human-eval", "create", "--verify", "--db", str(db), "--controls", "0.2"]) == 2
+    assert "at the rate the study was created with" in capsys.readouterr().err
+    assert main(["human-eval", "create", "--verify", "--db", str(db), "--verifiers", "3", "--annotators", "3"]) == 0
+    assert "3 verify items for 3 candidates, each to 3 verifiers, with 3 control questions mixed into their " \
+           "queues" in capsys.readouterr().out
+    conn = store.connect(db)
+    items = {i["id"]: i for i in store.all_items(conn)}
+    people = {p["name"]: p for p in store.annotators(conn)}
+    originals = {ex.id: ex for ex in read_split(control_release, "original")}
+    for name, person in people.items():
+        queue = [items[iid] for iid in store.queues(conn)[person["id"]]]
+        mine = [i for i in queue if i["kind"] == store.CONTROL]
+        assert len(mine) == 1, name
+        (control,) = mine
+        assert control["source_id"] not in {i["source_id"] for i in queue if i is not control}, name
+        p = control["payload"]
+        sentence = p["context"][slice(*p["highlight"])]
+        assert sentence and p["answers"][0]["text"] not in sentence  # shown like a verify item
+        assert p == {**p, "question": originals[control["record_id"]].question}
+        if name in ("annotator4", "annotator5", "annotator6"):  # they verify every Danube question
+            assert control["source_id"].startswith("why") and len(queue) == 4, name
+    verify = {i["source_id"]: i for i in items.values() if i["kind"] == store.VERIFY}
+    for name in ("annotator4", "annotator5", "annotator6"):
+        person = people[name]
+        for iid in store.queues(conn)[person["id"]]:
+            item = store.item(conn, iid)
+            p = item["payload"]
+            gold = p["answers"][0]
+            right = item["kind"] != store.CONTROL or name != "annotator4"
+            at = gold["answer_start"] if right else p["highlight"][0]
+            text = gold["text"] if right else p["context"][at:at + 3]
+            grammatical = not (name == "annotator6" and item["source_id"] == "q0")
+            assert save_form(conn, person, item, {"choice": "answer", "answer_text": text, "answer_start": str(at),
+                                                  "grammatical": "yes" if grammatical else "no"}) is None
+        store.mark_finished(conn, person["id"])
+    q0 = verify["q0"]["candidate_id"]
+    assert approvals(conn)[q0].approved and not approvals(conn, exclude_annotators=["annotator4"])[q0].approved
+    conn.close()
+    from advrace.human_eval.validate import read_study, validate_release
+
+    assert read_study(db).excluded == {"annotator4"}
+    validation = validate_release(db, control_release, tmp_path / "v")
+    assert validation["study"]["excluded"] == ["annotator4"]
+    assert [e["annotator"] for e in validation["controls"]["excluded"]] == ["annotator4"]
+    out = {ex.source_id: ex for ex in read_split(tmp_path / "v", "addonesent")}
+    assert GOOD["q0"] not in out["q0"].context and GOOD["q1"] in out["q1"].context
+    assert [v.annotator for v in out["q1"].provenance[-1].edits[0].verifications] == ["annotator5", "annotator6"]
+    assert main(["verify", str(tmp_path / "v"), "--study", str(db)]) == 0
+
+
+def test_a_verify_round_of_race_mends_mixes_in_controls_at_the_study_s_rate(race_release, tmp_path):
+    """A judge study with controls: its verify round gives each verifier controls too (the study's
+    rate), never the original of the question they verify, recorded in the round."""
+    db = tmp_path / "j.db"
+    create_study(race_release, db, splits=["charswap"], all_changed=True, annotators=2, judgements=1,
+                 controls_rate=0.2)
+    conn = store.connect(db)
+    first = store.annotators(conn)[0]
+    item = next(store.item(conn, r["item_id"]) for r in store.queue(conn, first["id"])
+                if store.item(conn, r["item_id"])["kind"] == store.JUDGE)
+    store.save_candidate(conn, first["id"], item["id"], option=(item["payload"]["label"] + 1) % 4, text="a mend")
+    for person in store.annotators(conn):
+        store.mark_finished(conn, person["id"])
+    conn.close()
+    out = add_verify_items(db, verifiers=1, annotators=1)
+    assert out["controls"] == 1
+    conn = store.connect(db)
+    person = next(p for p in store.annotators(conn) if p["name"] == "annotator3")
+    queue = [store.item(conn, r["item_id"]) for r in store.queue(conn, person["id"])]
+    assert sorted(i["kind"] for i in queue) == [store.CONTROL, store.VERIFY]
+    control = next(i for i in queue if i["kind"] == store.CONTROL)
+    assert control["source_id"] != item["source_id"] and "mend" not in control["payload"]
+    assert store.meta(conn)["verify_rounds"][0]["controls"] == {"annotator3": [control["id"]]}
+    conn.close()
