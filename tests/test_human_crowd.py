@@ -25,8 +25,6 @@ from advrace.human_eval.study import create_study
 from advrace.human_eval.validate import validate_release
 from advrace.release import build_release
 from conftest import make_race_dir, squad_doc
-from test_human_edit_browser import EDITS, FOOLED_BY
-from test_human_edit_browser import UNGRAMMATICAL_EDITS as UNGRAMMATICAL
 
 SPLIT = "charswap"
 NAMES = ("annotator1", "annotator2", "annotator3")
@@ -468,8 +466,18 @@ def test_a_study_never_exported_or_a_file_without_its_columns_is_refused(release
 
 # --------------------------------------------------------------------------- edit and verify tasks
 
-# The edit tasks are answered as the edit browser test's editors and verifiers answer (EDITS,
-# UNGRAMMATICAL, FOOLED_BY: addonesent, seed 3).
+# How the editors and verifiers answer the edit tasks (addonesent, seed 3): one edit beyond
+# repair, one ungrammatical (every verifier says "no"), one whose verifier selects the fake answer.
+EDITS = {
+    "annotator1": {"q0": "The Elbe flows into the Pacific Ocean.", "q1": "The Sava flows through fifteen countries.",
+                   "q2": "Zanzibar City was built on the banks of the Elbe."},
+    "annotator2": {"q0": "The Elbe reaches the sea called the Pacific Ocean.", "q1": "The Sava crosses fifteen lands.",
+                   "q2": None},
+    "annotator3": {"q0": "Elbe reach Pacific Ocean the sea of.", "q1": "Fifteen countries are crossed by the Sava.",
+                   "q2": "Zanzibar City stands on the banks of the Elbe."},
+}
+UNGRAMMATICAL = {"Elbe reach Pacific Ocean the sea of."}
+FOOLED_BY = {"Fifteen countries are crossed by the Sava.": "Fifteen"}
 EDITORS, VERIFIERS = ("annotator1", "annotator2", "annotator3"), ("annotator4", "annotator5", "annotator6")
 
 
