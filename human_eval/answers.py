@@ -40,7 +40,7 @@ def submitted_answer(form: dict) -> dict:
     a missing reason does not clear the "cannot be answered" choice and the comment."""
     choice = form.get("choice", "")
     unanswerable = choice == "unanswerable"
-    return {"unanswerable": unanswerable, "choice": int(choice) if choice.isdigit() else None,
+    return {"unanswerable": unanswerable, "choice": int(choice) if choice.isdecimal() else None,
             "answer_text": "" if unanswerable else form.get("answer_text", ""),
             "answer_start": "" if unanswerable else form.get("answer_start", ""),
             "reason": form.get("reason") or None, "comment": form.get("comment", "")[:2000]}
@@ -127,7 +127,7 @@ def save_judgement(db, person, item, form) -> str | None:
         return None
     p = item["payload"]
     if item["task"] == MULTIPLE_CHOICE:
-        if not choice.isdigit() or int(choice) >= len(p["options"]):
+        if not choice.isdecimal() or int(choice) >= len(p["options"]):
             return "choose an option, or mark the question unanswerable"
         store.save_annotation(db, person["id"], item["id"], choice=int(choice), comment=comment,
                               grammatical=grammatical)
@@ -137,7 +137,7 @@ def save_judgement(db, person, item, form) -> str | None:
         return "select the answer in the paragraph, or mark the question unanswerable"
     if text not in p["context"]:
         return "the answer must be a span of the paragraph"
-    if not start.isdigit():
+    if not start.isdecimal():
         return f"the answer “{text}” came without its position in the paragraph; select it again with the mouse"
     found = p["context"][int(start):int(start) + len(text)]
     if found != text:

@@ -203,7 +203,8 @@ def add_human_eval_parser(subparsers):
     ia.add_argument("db")
     ia.add_argument("file", help="the platform's results file (CSV)")
     ia.add_argument("--finish", action="store_true",
-                    help="mark finished every queue in the file, answered or not (default: those all answered)")
+                    help="mark finished every queue in the file, answered or not (default: those all answered); a "
+                         "queue finished with open tasks keeps them open for good, and `validate` then needs --partial")
 
     a = sub.add_parser("author", help="create an author account and serve the authoring page")
     a.add_argument("--model", required=True,

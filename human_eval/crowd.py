@@ -44,6 +44,7 @@ WORKER_COLUMN = "worker_id"
 # survey tool records it from Prolific's URL parameter).
 WORKER_ALIASES = (WORKER_COLUMN, "Answer." + WORKER_COLUMN, "Input." + WORKER_COLUMN, "WorkerId", "participant_id",
                   "PROLIFIC_PID")
+PLATFORM_WORKER_COLUMNS = ("WorkerId", "PROLIFIC_PID")  # filled by the platform, not by the worker's form
 REJECTED = ("Rejected",)  # Mechanical Turk's AssignmentStatus of work the researcher refused: not imported
 MAX_PROBLEMS = 20
 
@@ -221,20 +222,26 @@ def _import(conn, db_path, path: Path, rows: list, finish: bool) -> dict:
         problems.append((line, problem))
 
     for line, row in rows:
+        study, name, position, item_id, given = (value(row, as_input(c)) for c in ID_COLUMNS)
         if row.get("AssignmentStatus") in REJECTED:
             counts["rejected"] += 1
+            stored = name in queues and position.isdecimal() and int(position) in queues[name] and any(
+                snapshot(conn, people[name]["id"], queues[name][int(position)]))
+            if stored:
+                bad(line, f"{name}'s task {position} was rejected on the platform after its answer was imported: "
+                          "the answer is still in the study; create the study again from the release and import "
+                          "the accepted rows only")
             continue
-        study, name, position, item_id, given = (value(row, as_input(c)) for c in ID_COLUMNS)
         if study != ids["study_id"]:
             bad(line, f"study id {study or '(empty)'} is not this study's ({ids['study_id']}): a row of another study")
             continue
         if name not in queues:
             bad(line, f"no annotator (queue) named {name!r} in this study")
             continue
-        if not position.isdigit() or int(position) not in queues[name]:
+        if not position.isdecimal() or int(position) not in queues[name]:
             bad(line, f"{name}'s queue has no position {position!r}")
             continue
-        if not item_id.isdigit() or int(item_id) not in items:
+        if not item_id.isdecimal() or int(item_id) not in items:
             bad(line, f"no item {item_id!r} in this study")
             continue
         position, item = int(position), items[int(item_id)]
@@ -258,7 +265,9 @@ def _import(conn, db_path, path: Path, rows: list, finish: bool) -> dict:
                       f"{seen[name, item['id']]}")
             continue
         seen[name, item["id"]] = line
-        ids_given = {row[c] for c in WORKER_ALIASES if row.get(c)}
+        # The platform's own column wins over one a worker's form could fill (`Answer.worker_id`).
+        platform = [c for c in PLATFORM_WORKER_COLUMNS if row.get(c)]
+        ids_given = {row[c] for c in (platform or WORKER_ALIASES) if row.get(c)}
         if len(ids_given) != 1:
             bad(line, f"{'no worker id' if not ids_given else 'two worker ids ' + ', '.join(sorted(ids_given))} "
                       f"(columns {', '.join(WORKER_ALIASES)}): each answer names the one worker who gave it")

@@ -110,7 +110,7 @@ def page(db, person, item, form: dict | None = None) -> dict | None:
         threading.Thread(target=resources, daemon=True).start()
     if form is not None:
         option = form.get("mend_option", "").strip()
-        return {"kind": item["payload"]["mend"], "option": int(option) if option.isdigit() else None,
+        return {"kind": item["payload"]["mend"], "option": int(option) if option.isdecimal() else None,
                 "text": form.get("mend_text", "")[:MAX_CHARS]}
     saved = store.candidate(db, person["id"], item["id"])
     return {"kind": item["payload"]["mend"], "option": saved["option"] if saved else None,
@@ -130,7 +130,7 @@ def check(db, item: dict, form: dict) -> Mend:
     p = item["payload"]
     options, raw_option = p["options"], form.get("mend_option", "").strip()
     typed = " ".join(form.get("mend_text", "").split())
-    if not raw_option.isdigit() or int(raw_option) >= len(options):
+    if not raw_option.isdecimal() or int(raw_option) >= len(options):
         return Mend(None, typed, ("Choose the option that is also right: your new option takes its place.",))
     k = int(raw_option)
     if not typed:

@@ -605,3 +605,32 @@ def test_an_edit_then_verify_study_through_the_csv_gives_the_apps_release(edit_r
     assert (numbers["candidates"], numbers["beyond_repair"], numbers["verified"], numbers["approved"]) == (
         len(written), written.count(None), len(written) - written.count(None), len(good))
     assert 0 < len(good) < len(written) - written.count(None)
+
+
+def test_work_rejected_after_its_import_a_worker_filled_id_and_odd_digits(exported, capsys):
+    """Three ways a results file could store what it should not: answers imported before the
+    researcher rejected that work stay counted (refused, named); a worker who fills in a field
+    named worker_id blocks or changes whose answers they are (the platform's column wins); a
+    digit that is not 0-9 ("²") in a position is a refused row, not a crash."""
+    tmp, db = exported["dir"], exported["db"]
+    rows = fill(db, exported["tasks"], WORKERS)
+    header, mturk = as_mturk(exported["header"], rows, WORKERS)
+    header = [*header, "Answer.worker_id"]
+    mine = [r for r in mturk if r["Input.annotator"] == "annotator3"]
+    for r in mine:
+        r["Answer.worker_id"] = "someone-else"  # typed by the worker: MTurk's WorkerId still says who it was
+    assert main(["human-eval", "import-answers", str(db), str(write_csv(tmp / "a.csv", header, mine))]) == 0
+    conn = store.connect(db)
+    assert crowd.workers(store.meta(conn))["annotator3"] == WORKERS["annotator3"]
+    conn.close()
+    for r in mine:
+        r["AssignmentStatus"] = "Rejected"
+    before = dump(db)
+    with pytest.raises(ConfigError, match=r"annotator3's task \d+ was rejected on the platform after its answer "
+                                          r"was imported"):
+        crowd.import_answers(db, write_csv(tmp / "r.csv", header, mine))
+    assert dump(db) == before
+    odd = [dict(r) for r in rows if r["annotator"] == "annotator1"][:1]
+    odd[0]["position"] = "²"
+    with pytest.raises(ConfigError, match=r"annotator1's queue has no position '²'"):
+        crowd.import_answers(db, write_csv(tmp / "o.csv", exported["header"], odd))
