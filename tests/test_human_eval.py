@@ -512,3 +512,25 @@ def test_a_rewrite_added_after_finish_shows_even_for_who_had_none(study):
     conn.close()
     assert f"{person['name']}'s edits or mends changed after they pressed Finish" in answer_problems(
         read_study(study["db"]))
+
+
+def test_a_study_database_of_an_earlier_advrace_is_brought_to_the_schema(tmp_path):
+    """A database written before item kinds, candidates and verify answers existed: opening it adds
+    what is missing, and its items read as the judge items they were."""
+    db = tmp_path / "old.db"
+    conn = sqlite3.connect(db)
+    conn.executescript(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "CREATE TABLE items (id INTEGER PRIMARY KEY, split TEXT NOT NULL, record_id TEXT NOT NULL, "
+        "source_id TEXT NOT NULL, task TEXT NOT NULL, payload TEXT NOT NULL);"
+        "CREATE TABLE annotations (id INTEGER PRIMARY KEY, person_id INTEGER NOT NULL, item_id INTEGER NOT NULL, "
+        "choice INTEGER, answer_text TEXT, answer_start INTEGER, unanswerable INTEGER NOT NULL DEFAULT 0, "
+        "reason TEXT, comment TEXT, created REAL NOT NULL, updated REAL NOT NULL, "
+        "revisions INTEGER NOT NULL DEFAULT 0, UNIQUE (person_id, item_id));"
+        "INSERT INTO items VALUES (1, 'charswap', 'charswap/q1', 'q1', 'multiple_choice', '{}');")
+    conn.close()
+    conn = store.connect(db)
+    assert [(i["id"], i["kind"], i["candidate_id"]) for i in store.all_items(conn)] == [(1, store.JUDGE, None)]
+    assert "grammatical" in {r[1] for r in conn.execute("PRAGMA table_info(annotations)")}
+    assert store.candidates(conn) == [] and store.views(conn) == []
+    conn.close()
