@@ -155,26 +155,17 @@ def study_problems(study: Study, release_dir, changed: dict | None = None) -> li
             expected.pop("mend", None)
         if {k: payload.get(k) for k in expected} != expected:
             problems.append(f"item {rid}: its text differs from the release's")
-    candidates = {c["id"]: c for c in study.candidates}
+    candidates, by_id = {c["id"]: c for c in study.candidates}, {i["id"]: i for i in study.items}
     for item in study.items:
         if item["kind"] == store.VERIFY:
             c = candidates.get(item["candidate_id"])
             if c is None or c["source_id"] != item["source_id"]:
                 problems.append(f"verify item {item['id']} ({item['record_id']}) holds candidate {item['candidate_id']}, "
                                 "which is no candidate of its question")
-            elif not shows(item["payload"], c):
-                problems.append(f"verify item {item['id']} ({item['record_id']}) does not show its candidate's text")
+            elif item["payload"] != verifying.verify_payload(by_id[c["item_id"]], c):
+                problems.append(f"verify item {item['id']} ({item['record_id']}) does not show what its candidate "
+                                "makes of the question (its text, or the gold answers it is scored against)")
     return problems + quality_item_problems(study.items, release_dir, meta["seed"]) + answer_problems(study)
-
-
-def shows(payload: dict, c: dict) -> bool:
-    """Whether a verify item's payload shows its candidate: the sentence in the context, or the
-    mended option in its place."""
-    text = (c["text"] or "").strip()
-    if c["option"] is None:
-        return bool(text) and text in payload.get("context", "")
-    options = payload.get("options") or []
-    return c["option"] < len(options) and options[c["option"]] == text
 
 
 def answer_problems(study: Study) -> list[str]:

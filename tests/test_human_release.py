@@ -15,6 +15,7 @@ from advrace.human_eval import store
 from advrace.human_eval.selection import with_option, with_sentence
 from advrace.human_eval.study import changed_items, create_study, item_payload, release_id
 from advrace.human_eval.validate import FINISHED_CANDIDATES_KEY, NO_EDIT_REASON, TamperedStudy, validate_release
+from advrace.human_eval.verifying import verify_payload
 from advrace.human_eval.votes import added_spans
 from advrace.release import build_release, check_release, read_split
 from conftest import make_race_dir, make_tokenizer, squad_doc, tiny
@@ -266,7 +267,7 @@ def test_the_release_verifies_with_its_study_and_refuses_a_changed_edit(squad_re
     conn.close()
     assert main(["verify", str(tmp_path / "v"), "--study", str(copy)]) == 1
     assert "its candidates (people's edits and mends" in capsys.readouterr().err
-    with pytest.raises(TamperedStudy, match=r"verify item \d+ \(addonesent/q0\) does not show its candidate's text"):
+    with pytest.raises(TamperedStudy, match=r"verify item \d+ \(addonesent/q0\) does not show what its candidate"):
         validate_release(copy, squad_release, tmp_path / "x")
     with pytest.raises(TamperedStudy, match="editor2's edits or mends changed after they pressed Finish"):
         validate_release(copy, squad_release, tmp_path / "x")
@@ -279,6 +280,17 @@ def test_the_release_verifies_with_its_study_and_refuses_a_changed_edit(squad_re
     conn.close()
     with pytest.raises(TamperedStudy, match="verifier1 verified an edit of q0, a question they edited"):
         validate_release(copy, squad_release, tmp_path / "x")
+    # a verify item whose gold answers were moved (its votes then score against another span) is refused
+    other = tmp_path / "other.db"
+    other.write_bytes((tmp_path / "s.db").read_bytes())
+    conn = store.connect(other)
+    row = conn.execute("SELECT id, payload FROM items WHERE kind = ?", (store.VERIFY,)).fetchone()
+    payload = json.loads(row["payload"])
+    payload["answers"][0]["answer_start"] += 1
+    conn.execute("UPDATE items SET payload = ? WHERE id = ?", (json.dumps(payload), row["id"]))
+    conn.close()
+    with pytest.raises(TamperedStudy, match=r"verify item \d+ \(\S+\) does not show what its candidate"):
+        validate_release(other, squad_release, tmp_path / "x")
 
 
 def test_excluded_annotators_votes_are_left_out(squad_release, tmp_path):
@@ -345,7 +357,8 @@ def mend_study(release, db, invalid: set, mends: dict, verdicts: dict, *, with_v
                 if not with_verify or option == exs[rid].label:
                     continue
                 shown = with_option(exs[rid], option, text)
-                verify.append((store.add_item(conn, DG, rid, exs[rid].source_id, shown.task, item_payload(shown),
+                payload = verify_payload(item, store.candidate(conn, people[judge], item["id"]))  # as the app makes it
+                verify.append((store.add_item(conn, DG, rid, exs[rid].source_id, shown.task, payload,
                                               kind=store.VERIFY, candidate_id=cid), shown, verdicts.get((rid, judge))))
         for name in verifiers if verify else ():
             store.set_queue(conn, people[name], [iid for iid, *_ in verify])
