@@ -609,3 +609,30 @@ def test_a_judged_valid_question_keeps_its_offered_mend_in_provenance(dg_release
     record = out.provenance[-1]
     assert isinstance(record, PeopleEdited) and record.chosen is None and record.edits[0].approved
     assert main(["verify", str(tmp_path / "v"), "--study", str(tmp_path / "s.db")]) == 0
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_the_adversary_scores_at_the_precision_the_addsent_split_was_built_with(span_model, tmp_path, bf16):
+    """`--adversary` reads people's sentences as AddSent read the machine's: with bf16 forced on
+    (emulated on a CPU without it) and off, the choice is the worst at that precision, and the
+    manifest says which precision it was."""
+    from advrace.attacks import get_attack
+    from advrace.attacks.adversarial_squad import model_f1s
+
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(squad_doc()), encoding="utf-8")
+    config = {"model": span_model, "max_length": 64, "bf16": bf16}
+    build_release(release_config_from_dict({"data": {"path": str(path)}, "seed": 3, "workers": 1, "splits": [
+        "addonesent", {"attack": "addsent", "config": config}]}), tmp_path / "rel")
+    rid = "addsent/q2"
+    texts = ["Halloway City were built on the banks of the Elbe.", "Hamburg was built on the Elbe.",
+             "Paris and Rome were built on the banks of the Elbe."]
+    edit_study(tmp_path / "rel", tmp_path / "s.db", ["addonesent", "addsent"], {rid: list(zip(EDITORS, texts))}, {})
+    validation = validate_release(tmp_path / "s.db", tmp_path / "rel", tmp_path / "v", adversary=span_model)
+    assert validation["adversary"]["inference"]["precision"] == ("bf16" if bf16 else "fp32")
+    attack = get_attack("addsent", "extractive_qa")(config, 0)
+    example = rows(tmp_path / "rel", "addsent")[rid]
+    f1s = model_f1s(attack.scorer, [example] * 3, [with_sentence(example, t).context for t in texts])
+    record = rows(tmp_path / "v", "addsent")[rid].provenance[-1]
+    assert record.chosen == min(range(3), key=lambda i: f1s[i])
+    assert [e.model_f1 for e in record.edits] == pytest.approx(f1s, abs=1e-3)
