@@ -292,7 +292,8 @@ for _name in ("addonesent", "addsentmod"):  # not "addsent": the name is AdvRACE
                        "another answer)")
 register_unchecked("distractor_extraction", "a span that gives the answer's own evidence in other words (a second right answer)")
 register_unchecked("distractor_generation", "a new distractor that is a right answer too: the answer in other words "
-                   "below the paraphrase threshold, or what the passage says in answer to the question")
+                   "below the paraphrase threshold, or what the passage says in answer to the question; and one that "
+                   "does not fit the question's blank (a clause where it takes a noun phrase)")
 
 
 # --------------------------------------------------------------------------- running
