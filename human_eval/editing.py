@@ -23,7 +23,8 @@ from advrace.core.text import plural
 from advrace.release import check_release, read_split
 
 from . import controls, store
-from .study import add_annotators, add_controls, changed_items, item_payload, new_study, release_id
+from .study import (add_annotators, add_controls, changed_items, check_known_splits, item_payload, new_study,
+                    release_id)
 
 MAX_EDIT = 1000  # characters: a sentence, not a paragraph
 EDIT_INSTRUCTIONS = ("Rewrite the highlighted sentence into fluent English that keeps a fake answer of the kind "
@@ -106,9 +107,7 @@ def create_edit_study(release_dir, db_path, *, splits=None, editors: int = 5, an
                           "adversaries insert. For RACE, study the DE or DG split: judges there can mend a "
                           "distractor")
     splits = list(splits or [s for s, info in manifest["splits"].items() if info.get("attack") in SENTENCE_ATTACKS])
-    unknown = [s for s in splits if s not in manifest["splits"]]
-    if unknown:
-        raise ConfigError(f"{release_dir}: no split(s) {', '.join(unknown)}")
+    check_known_splits(manifest, splits, release_dir)
     if not splits:
         raise ConfigError(f"{release_dir}: no split inserts sentences ({', '.join(SENTENCE_ATTACKS)}); --edit has "
                           "nothing to rewrite")

@@ -237,9 +237,7 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
     min_accuracy = controls.check_rates(controls_rate, baseline_rate, min_accuracy)
     manifest = check_release(release_dir)
     chosen_splits, left_out = (list(splits), []) if splits else default_splits(manifest)
-    unknown = [s for s in chosen_splits if s not in manifest["splits"]]
-    if unknown:
-        raise ConfigError(f"{release_dir}: no split(s) {', '.join(unknown)}")
+    check_known_splits(manifest, chosen_splits, release_dir)
     if not chosen_splits:
         raise ConfigError(f"{release_dir}: only probe splits ({', '.join(left_out)}); name them with --splits "
                           "to study them anyway")
@@ -354,6 +352,13 @@ def quality_item_problems(items: list[dict], release_dir, seed) -> list[str]:
             problems.append(f"{item['kind']} item {item['id']} ({item['record_id']}): its text differs from the "
                             "release's")
     return problems
+
+
+def check_known_splits(manifest: dict, splits: list[str], where) -> None:
+    """Refuse splits the release does not have, named."""
+    unknown = [s for s in splits if s not in manifest["splits"]]
+    if unknown:
+        raise ConfigError(f"{where}: no split(s) {', '.join(unknown)}")
 
 
 def release_id(release_dir) -> str:

@@ -534,3 +534,9 @@ def test_a_study_database_of_an_earlier_advrace_is_brought_to_the_schema(tmp_pat
     assert "grammatical" in {r[1] for r in conn.execute("PRAGMA table_info(annotations)")}
     assert store.candidates(conn) == [] and store.views(conn) == []
     conn.close()
+
+
+def test_a_split_the_release_does_not_have_is_refused_by_name(mc_release, tmp_path):
+    with pytest.raises(ConfigError, match=r"no split\(s\) nope, nor"):
+        create_study(mc_release, tmp_path / "s.db", per_split=2, splits=["charswap", "nope", "nor"])
+    assert not (tmp_path / "s.db").exists()
