@@ -145,12 +145,7 @@ class ClosedBook:
 
     def _load(self):
         if self._loaded is None:
-            from transformers import AutoModelForCausalLM  # deferred: start-up time (torch, transformers)
-
-            self._loaded = load_model(AutoModelForCausalLM, self.model_name, self.bf16,
-                                      "answer_model (the closed-book fakes of addonesent, addsentmod, addsent)",
-                                      '`advrace train` (objective causal_lm); or set answer_model to smollm2, or '
-                                      'to "" for Jia and Liang\'s rules alone', quiet=True)
+            self._loaded = loaded_lm(self.model_name, self.bf16)
         return self._loaded
 
     def answers(self, questions) -> dict[str, str]:
@@ -224,6 +219,23 @@ class ClosedBook:
         text = tok.decode(new, skip_special_tokens=True)
         return text[:text.index("\n") + 1] if "\n" in text else text
 
+
+
+_LOADED: dict[tuple, tuple] = {}
+
+
+def loaded_lm(model: str, bf16: bool | None = False) -> tuple:
+    """(model, tokenizer, device, bf16) of the SQuAD attacks' causal LM, loaded once per process
+    and name: the closed-book answers and the fluency of the sentences share it."""
+    key = (model, bf16)
+    if key not in _LOADED:
+        from transformers import AutoModelForCausalLM  # deferred: start-up time (torch, transformers)
+
+        _LOADED[key] = load_model(AutoModelForCausalLM, model, bf16,
+                                  "answer_model (the closed-book fakes and the fluency of addonesent, addsentmod, "
+                                  "addsent)", '`advrace train` (objective causal_lm); or set answer_model to smollm2, '
+                                  'or to "" for Jia and Liang\'s rules alone', quiet=True)
+    return _LOADED[key]
 
 
 _SHARED: dict[tuple, ClosedBook] = {}

@@ -1,0 +1,58 @@
+"""The fluency of candidate sentences under the SQuAD attacks' causal LM (SmolLM2 by default, the
+model the closed-book rule loads): the mean token log-probability (models.decoders.fluency).
+
+The attacks keep the most fluent of a question's candidates, and record its score in the
+sentence's provenance; the audit reads a split's scores to flag a sentence far below the rest.
+Scores are computed in sorted groups of fixed size and cached per sentence, so that a sentence's
+score does not depend on which others were asked with it beyond float rounding.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from advrace.models.decoders.fluency import mean_logprobs
+from advrace.models.runtime.loading import SMOLLM2
+from advrace.models.runtime.precision import cpu_threads
+
+from .closed_book import loaded_lm
+
+
+class Fluency:
+    """Mean token log-probabilities of sentences under one causal LM, cached per sentence."""
+
+    def __init__(self, model: str = SMOLLM2, bf16: bool | None = False, batch_size: int = 32):
+        self.model_name, self.bf16, self.batch_size = model, bf16, batch_size
+        self._scores: dict[str, float] = {}
+        self._loaded = None  # a test may set (model, tokenizer, device, bf16) itself
+
+    def scores(self, sentences: Sequence[str]) -> list[float]:
+        """One score per sentence, in the order given."""
+        todo = sorted(set(sentences) - set(self._scores))
+        if todo:
+            import torch  # deferred: start-up time
+
+            self._loaded = self._loaded or loaded_lm(self.model_name, self.bf16)
+            model, tok, device, bf16 = self._loaded
+            with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                for i in range(0, len(todo), self.batch_size):
+                    batch = todo[i:i + self.batch_size]
+                    with cpu_threads(device):
+                        values = mean_logprobs(model, tok, [[s] for s in batch], device=device)
+                    self._scores.update((s, v[0]) for s, v in zip(batch, values))
+        return [self._scores[s] for s in sentences]
+
+    def most_fluent(self, sentences: Sequence[str]) -> int:
+        """The index of the most fluent sentence (the first on a tie)."""
+        values = self.scores(sentences)
+        return max(range(len(values)), key=lambda i: (values[i], -i))
+
+
+_SHARED: dict[tuple, Fluency] = {}
+
+
+def fluency(model: str = SMOLLM2, bf16: bool | None = False) -> Fluency:
+    """One scorer per process and model: AddOneSent, AddSentMod and the audit share its cache."""
+    if (model, bf16) not in _SHARED:
+        _SHARED[model, bf16] = Fluency(model, bf16)
+    return _SHARED[model, bf16]
