@@ -102,6 +102,7 @@ def _wh_phrase(toks: list[_Tok], resources) -> tuple[int, int, int, str] | None:
         return i - (1 if i else 0), i, j + 1, "how_adj"
     if wh in ("what", "which", "whose") and j < len(toks) and toks[j].tag in NP_TAGS - {"PRP", "POS", "VBN", "VBG"}:
         while j < len(toks) and (toks[j].tag in NP_TAGS - {"PRP", "POS", "VBN", "VBG"} or (
+                toks[j].tag in ("VBG", "VBN") and j + 1 < len(toks) and toks[j + 1].tag in ("NN", "NNS")) or (
                 toks[j].tag == "CC" and j + 1 < len(toks) and toks[j + 1].tag in NP_TAGS and toks[j - 1].tag in NP_CORE)):
             j += 1  # "What German general and fighter pilot"
         root = next((k for k in range(i + 2, j) if toks[k].dep == "ROOT" and toks[k - 1].tag in NP_CORE
@@ -164,21 +165,40 @@ def _noun_phrase_end(toks: list[_Tok], start: int) -> int:
         return j
 
 
+def _stranded(toks: list[_Tok]) -> int | None:
+    """Where the answer goes after a stranded preposition, the last of a run of them ("referred
+    to as |"), or None."""
+    def stranded(k: int) -> bool:
+        t = toks[k]
+        if k + 1 < len(toks) and toks[k + 1].text.lower() == "of" and t.text.lower() in ("as", "out", "instead", "because"):
+            return False  # "as of March 2015": one preposition
+        return (t.tag in ("IN", "RP") or t.text.lower() in PREPOSITION_ADVERBS) and (
+            k + 1 == len(toks) or toks[k + 1].tag in ("IN", "RB", ",", "TO", "RBR", "JJR"))
+
+    for k in range(len(toks)):
+        if stranded(k):
+            while k + 1 < len(toks) and stranded(k + 1):
+                k += 1
+            return k + 1
+    return None
+
+
 def _gap(rest: list[_Tok]) -> int:
     """Where an object wh-phrase came from: after a stranded preposition, else after the verb
     and its particle, or before a finite verb that follows it (the wh-phrase was the subject of
     a clause the verb takes: "Which diseases do scientists believe contributed to ..." ->
     "scientists believe A contributed to ...")."""
-    for k, t in enumerate(rest):
-        if t.tag == "IN" and (k + 1 == len(rest) or rest[k + 1].tag in ("IN", "RB", ",", "TO", "RBR", "JJR")):
-            return k + 1
-    k = 0
-    while k < len(rest) and (_is_aux(rest[k]) or rest[k].tag in ("RB", "RBR")) and k + 1 < len(rest):
+    stranded = _stranded(rest)
+    if stranded is not None:
+        return stranded
+    k = 0  # past adverbs, and auxiliaries that have a verb after them ("has built", not "has in")
+    while k + 1 < len(rest) and (rest[k].tag in ("RB", "RBR") or _is_aux(rest[k]) and (
+            rest[k + 1].tag.startswith("VB") or rest[k + 1].tag in ("MD", "RB", "RBR"))):
         k += 1
     k = min(k + 1, len(rest))
     first = k
     # a verb chain ("failed to make", "want to be seen") ends where its object goes
-    while k < len(rest) and (rest[k].tag in ("RP", "TO") or (rest[k].tag == "VB" and rest[k - 1].tag == "TO") or
+    while k < len(rest) and (rest[k].tag in ("RP", "TO") or (rest[k].tag == "VB" and (rest[k - 1].tag == "TO" or rest[k - 1].lemma in ("help", "make", "let"))) or
                              (rest[k].tag in ("VBN", "VBG", "VB") and rest[k - 1].lemma in ("be", "have", "been"))):
         k += 1
     if k > first and k < len(rest) and rest[k].tag in ("DT", "PRP$", "NN", "NNS", "NNP", "NNPS", "CD", "JJ", "PRP"):
@@ -194,6 +214,11 @@ class _NoForm(Exception):
 # arcs failed their check (counted per process: bench/ scripts read it)
 ARCS: Counter = Counter()
 SUBJ_DEPS = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "expl"})
+# prepositions the tagger calls adverbs when their object has moved ("a bridge across")
+PREPOSITION_ADVERBS = frozenset({"across", "over", "through", "around", "behind", "under"})
+NAMING = frozenset({"called", "named", "known", "termed", "nicknamed", "dubbed", "referred"})
+# subordinators that open a clause of their own: its verbs are not the question's
+CLAUSE_OPENERS = frozenset({"when", "while", "because", "although", "though", "if", "whereas", "unless", "where"})
 WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
 SUBORDINATORS = frozenset({"because", "since", "as", "so", "while", "when", "after", "before", "until", "if",
                            "although", "though", "once", "whenever", "where"})
@@ -280,7 +305,7 @@ def _answer_for(kind: str, wh_tokens: list[_Tok], answer: str, answer_type: str 
                 return answer, "when"
             if form != "np":
                 raise _NoForm("answer is no time")
-            on = answer_type in ("date", "weekday") or re.match(rf"^({MONTHS} \d|\d{{1,2}} {MONTHS})", answer)
+            on = answer_type in ("date", "weekday") or re.match(rf"^({MONTHS} \d{{1,2}}\b|\d{{1,2}} {MONTHS})", answer)
             p = "at" if answer_type == "time" else "on" if on else "in"
             return f"{p} {answer}", "when"
         if kind == "where":
@@ -399,6 +424,14 @@ def _form(question: str, answer: str, resources, answer_type: str | None) -> lis
     if not rest:
         return [Candidate(f"bare_{rule}", _sentence(phrase))]
     nominal = kind in ("wh_np", "how_many", "whose_np", "who", "what", "which") and not fronted_prep
+    p = next((k for k, t in enumerate(rest) if t.tag.startswith("VB") or t.tag == "MD"), len(rest))
+    if nominal and p + 1 < len(rest) and rest[p].lemma == "be" and rest[p + 1].text.lower() == "there":
+        # "How many bids for the prize were there in 1915" -> "There were A bids for the prize in 1915"
+        more = rest[p + 2:]
+        k = _stranded(more)  # "What river was there a bridge across in Roman times" -> "... across A in ..."
+        if k is not None and p == 0:
+            return [Candidate(f"there_{rule}", _sentence("there", rest[p].text, _join(more[:k]), answer, _join(more[k:])))]
+        return [Candidate(f"there_{rule}", _sentence("there", rest[p].text, phrase, _join(rest[:p]), _join(more)))]
     if nominal and _wh_is_subject(rest):
         return _subject(kind, rule, phrase, answer, wh_tokens, rest, resources)
     noun = wh_tokens[-1].text.lower()
@@ -416,22 +449,33 @@ def _form(question: str, answer: str, resources, answer_type: str | None) -> lis
                 return _subject(kind, rule, phrase, answer, wh_tokens, rest, resources)
             raise _NoForm("no verb to carry the tense")
         tense = DO_FORMS[aux.text.lower()]
+
+        def inflect(word: str) -> str:
+            return past_tense(word) if tense == "VBD" else third_person(word) if tense == "VBZ" else word
+
+        if kind == "what" and tail[0].text.lower() == "do" and _answer_form(answer, resources) == "verb" \
+                and resources.parse(answer)[0].tag_ in ("VB", "VBP"):
+            # "What does Doctor Who do when ..." + "regenerate": the answer is the verb phrase
+            head, _, more = answer.partition(" ")
+            return [Candidate("do_what_do", _sentence(_join(subject), inflect(head), more, _join(tail[1:])))]
+        if subject[-1].text.lower() in ("not", "n't"):  # "What do coastal beroids not have": do-support stays
+            clause = [aux, subject[-1]] + tail
+            return _place(kind, f"do_{rule}", phrase, answer, _join(subject[:-1]), clause, wh_tokens)
         verb = tail[0].text
         if not past_slip:  # "did the V&A received": the question's slip already gave the tense
-            verb = past_tense(verb) if tense == "VBD" else third_person(verb) if tense == "VBZ" else verb
-        clause = [_Tok(verb, "VB", verb, " ")] + [
-            _Tok(past_tense(t.text) if tense == "VBD" else third_person(t.text) if tense == "VBZ" else t.text, "VB",
-                 t.lemma, t.ws)
+            verb = inflect(verb)
+        clause = [_Tok(verb, "VB", tail[0].lemma, " ")] + [
+            _Tok(inflect(t.text), "VB", t.lemma, t.ws)
             if not past_slip and j and tail[j - 1].text.lower() in ("and", "or") and t.tag in ("VB", "VBP")
             and is_base_verb(t.text, resources.wordnet) else t for j, t in enumerate(tail) if j]
         return _place(kind, f"do_{rule}", phrase, answer, _join(subject), clause, wh_tokens)
     if not after:
         raise _NoForm("no subject after the auxiliary")
-    subject, tail = _inverted_split(aux, after, resources, nominal)
-    if kind == "how_adj" and aux.lemma == "be" and not any(t.tag.startswith("VB") for t in tail):
+    subject, tail = _inverted_split(aux, after, resources, nominal, kind)
+    if kind == "how_adj" and aux.lemma == "be" and not any(t.tag.startswith("VB") for t in tail[:_main_part(tail)]):
         # "How long is the river" -> "The river is A long"
         adj = wh_tokens[-1].text.lower()
-        subject, tail = _copula_subject(after)
+        subject, tail = _copula_subject(after) if _main_part(after) == len(after) else (subject, tail)
         end = _noun_phrase_end(after, 0)
         if not tail and 0 < end < len(after) and after[end].tag == "IN":
             subject, tail = after[:end], after[end:]  # "How long was the theatre in operation": its predicate
@@ -444,7 +488,7 @@ def _form(question: str, answer: str, resources, answer_type: str | None) -> lis
             return [Candidate("how_adj_copula", _sentence(_join(subject), aux.text, _join(tail), "for", answer))]
         said = answer if answer.lower().split()[-1:] == [adj] else f"{answer} {adj}"
         return [Candidate("how_adj_copula", _sentence(_join(subject), aux.text, said, _join(tail)))]
-    if aux.lemma == "be" and not any(t.tag.startswith("VB") for t in tail):
+    if aux.lemma == "be" and not any(t.tag.startswith("VB") for t in tail[:_main_part(tail)]):
         return _copula(kind, rule, phrase, answer, aux, after, wh_tokens, fronted_prep)
     # be + participle, have, modals: the auxiliary moves behind the subject
     return _place(kind, f"aux_{rule}", phrase, answer, _join(subject), [aux] + tail, wh_tokens)
@@ -497,7 +541,7 @@ def _do_split(aux: _Tok, after: list[_Tok], resources) -> tuple[list[_Tok] | Non
     pos = {t.i: k for k, t in enumerate(after)}
     v = pos.get(aux.head)
     if v and aux.dep == "aux" and after[v].text.islower() and is_base_verb(after[v].text, resources.wordnet) \
-            and any(t.tag in NP_CORE for t in after[:v]) and after[v - 1].tag not in ("TO", "IN", "DT"):
+            and any(t.tag in NP_CORE for t in after[:v]) and after[v - 1].tag not in ("TO", "IN", "DT", "VB", "VBP"):
         ARCS["do-support verb by arcs"] += 1
         return after[:v], after[v:], False
     ARCS["do-support verb by tags"] += 1
@@ -514,7 +558,7 @@ def _do_split(aux: _Tok, after: list[_Tok], resources) -> tuple[list[_Tok] | Non
     return subject, tail, past_slip
 
 
-def _inverted_split(aux: _Tok, after: list[_Tok], resources, nominal: bool) -> tuple[list[_Tok], list[_Tok]]:
+def _inverted_split(aux: _Tok, after: list[_Tok], resources, nominal: bool, kind: str) -> tuple[list[_Tok], list[_Tok]]:
     """Subject and the rest after an inverted auxiliary. The parse first: the subject runs up to
     the verb the auxiliary hangs on, less the adverbs and auxiliaries before that verb ("What
     must the adoption of laws which will make X illegal have" -> the whole noun phrase, relative
@@ -533,7 +577,8 @@ def _inverted_split(aux: _Tok, after: list[_Tok], resources, nominal: bool) -> t
         ARCS["inverted subject by the final participle"] += 1
         return after[:k], after[k:]
     if nominal and aux.lemma == "be" and aux.dep == "ROOT" and any(
-            t.dep in SUBJ_DEPS and t.head == aux.i and t.left == after[0].i and t.right == after[-1].i for t in after):
+            t.dep in SUBJ_DEPS and t.head == aux.i and t.left == after[0].i and t.right == after[-1].i for t in after) \
+            and not any(t.text.lower() in NAMING for t in after):  # "What is the area called near ...": its verb
         ARCS["copula by arcs"] += 1  # "What was the name of the leader ennobled by Henry III"
         return after, []
     pos = {t.i: k for k, t in enumerate(after)}
@@ -544,21 +589,32 @@ def _inverted_split(aux: _Tok, after: list[_Tok], resources, nominal: bool) -> t
                 if aux.lemma == "be" else verb.tag in ("VBN", "VBD") if aux.lemma == "have"
                 else verb.tag.startswith("VB"))
         k = v
-        while k > 0 and (after[k - 1].tag in ("RB", "RBR") or _is_aux(after[k - 1])):
+        while k > 0 and (after[k - 1].tag in ("RB", "RBR", "TO") or _is_aux(after[k - 1])):
             k -= 1
-        if fits and k and any(t.tag in NP_CORE for t in after[:k]) and after[k - 1].tag != "IN":
+        if fits and k and any(t.tag in NP_CORE for t in after[:k]) and after[k - 1].tag not in ("IN", "HYPH") \
+                and v < _main_part(after):
             ARCS["inverted subject by arcs"] += 1
             return after[:k], after[k:]
     ARCS["inverted subject by tags"] += 1
     subject, tail = _split_subject(after)
+    if len(tail) > 1 and tail[0].text.lower() in NAMING and (
+            tail[1].tag in ("WDT", "WP") or tail[1].text.lower() == "that" or tail[1].tag == "IN" and len(tail) > 2
+            and tail[2].tag in ("WDT", "WP")):
+        # "What is the group called that does not agree ..." -> "The group that does not agree ... is called A"
+        return subject + tail[1:], tail[:1]
     if aux.lemma != "be" and not any(t.tag.startswith("VB") for t in tail):
         split = _verb_after_noun(after, resources)  # "What could the Program purchase"
         if split is None:
             raise _NoForm("no verb after the auxiliary")
-        return after[:split], after[split:]
+        t = after[split]
+        return after[:split], [_Tok(t.text, "VB", t.lemma, t.ws, t.i, t.dep, t.head, t.left, t.right)] + after[split + 1:]
     relative = any(t.tag in ("WDT", "WP") or t.text.lower() == "that" for t in subject)
-    if aux.lemma == "be" and tail and (tail[0].tag not in ("VBN", "VBG", "VBD") or subject[-1].tag == "IN"
-                                       or relative and tail[0].tag == "VBD"):
+    verb = next((t for t in tail if t.tag not in ("TO", "RB", "RBR") and not (_is_aux(t) and t.tag in ("VB", "VBN"))), None)
+    if aux.lemma == "be" and verb is not None and tail[:_main_part(tail)] and (
+            verb.tag not in ("VBN", "VBG", "VBD") or subject[-1].tag == "IN" or relative and verb.tag == "VBD"
+            or kind in ("which", "who") and aux.dep == "ROOT" and verb.tag == "VBN" and verb.dep in ("acl", "relcl")
+            and verb.text.lower() not in NAMING and _stranded(tail) is None):
+        # "Which is the largest city not connected to ...": a copula; the participle modifies its noun
         return after, []  # "What is the term for a task that generally lends ...": a copula; the verb is the clause's
     return subject, tail
 
@@ -586,6 +642,10 @@ def _copula(kind, rule, phrase, answer, aux, after, wh_tokens, fronted_prep) -> 
     if after[0].tag == "EX":  # "In what year was there an attempt to ..." -> "There was an attempt to ... in A"
         if kind in ("when", "where", "why", "how") or fronted_prep:
             return [Candidate(f"copula_{rule}", _sentence("there", aux.text, _join(after[1:]), phrase))]
+        k = _stranded(after[1:])  # "What river was there a bridge across in Roman times"
+        if k is not None:
+            return [Candidate(f"copula_{rule}", _sentence("there", aux.text, _join(after[1:k + 1]), answer,
+                                                          _join(after[k + 1:])))]
         return [Candidate(f"copula_{rule}", _sentence("there", aux.text, phrase, _join(after[1:])))]
     if after[-1].tag == "IN" and not fronted_prep and not any(t.tag in ("WDT", "WP") or t.text.lower() == "that"
                                                                for t in after):  # not a relative clause's own
@@ -647,14 +707,16 @@ def _do_support_verb(subject: list[_Tok], tail: list[_Tok], resources) -> bool:
 def _verb_after_noun(after: list[_Tok], resources) -> int | None:
     """Where the verb of do-support starts when the tagger took it for a noun inside the subject
     ("did the German army reoccupy Rhineland", "did the Broncos score in ..."): the first
-    lowercase base-form verb after a noun that passes `_do_support_verb`, the last of them ("did
-    a 1996 study by Perotti examine": not "study")."""
-    for k in range(len(after) - 1, 0, -1):  # the last: "did a 1996 study by Perotti examine"
-        t = after[k]
-        if (after[k - 1].tag in ("NN", "NNS", "NNP", "NNPS", "CD", "JJ") and t.text.islower()
-                and _do_support_verb(after[:k], after[k:], resources)):
-            return k
-    return None
+    lowercase base-form verb after a noun that passes `_do_support_verb` ("did a 1996 study by
+    Perotti examine": not "study", after a determiner's number and before "by"; "does the west
+    side of Fresno lie": not "side")."""
+    found = [k for k in range(1, len(after))
+             if after[k - 1].tag in ("NN", "NNS", "NNP", "NNPS", "CD", "JJ") and after[k].text.islower()
+             and not (after[k - 1].tag == "CD" and k > 1 and after[k - 2].tag == "DT")  # "a 1996 study"
+             and _do_support_verb(after[:k], after[k:], resources)]
+    # a word before "of" or "by" is a noun more likely than the verb ("the west side of Fresno ... lie")
+    return next((k for k in found if not (k + 1 < len(after) and after[k + 1].text.lower() in ("of", "by"))),
+                found[0] if found else None)
 
 
 def _split_subject(after: list[_Tok]) -> tuple[list[_Tok], list[_Tok]]:
@@ -662,14 +724,22 @@ def _split_subject(after: list[_Tok]) -> tuple[list[_Tok], list[_Tok]]:
     verb after a noun ("How would the societies in Europe support ..."; not "the suspended team",
     "of referring"), less adverbs before it, else a noun phrase (the tagger sometimes takes the
     verb for a noun: "did the war end")."""
-    k = next((i for i, t in enumerate(after) if t.tag.startswith("VB") and i and after[i - 1].tag not in ("IN", "TO")
-              and any(u.tag in NP_CORE for u in after[:i])), None)
+    main = _main_part(after)
+    k = next((i for i, t in enumerate(after[:main]) if t.tag.startswith("VB") and i and after[i - 1].tag not in ("IN", "HYPH")
+              and any(u.tag in NP_CORE for u in after[:i]) and not (t.tag == "VB" and after[i - 1].tag == "TO")), None)
     if k:
-        while k > 1 and after[k - 1].tag in ("RB", "RBR"):
-            k -= 1
+        while k > 1 and (after[k - 1].tag in ("RB", "RBR", "TO") or _is_aux(after[k - 1])):
+            k -= 1  # "an elected assembly | was to be set up"
         return after[:k], after[k:]
+    if main < len(after):  # "How old was Peyton Manning | when he played ..."
+        return after[:main], after[main:]
     end = _noun_phrase_end(after, 0)
     return after[:end], after[end:]
+
+
+def _main_part(toks: list[_Tok]) -> int:
+    """Where a clause of its own starts ("when he played in ..."), or the length."""
+    return next((k for k, t in enumerate(toks) if t.text.lower() in CLAUSE_OPENERS), len(toks))
 
 
 def _main_verb(rest: list[_Tok]) -> bool:
@@ -679,7 +749,8 @@ def _main_verb(rest: list[_Tok]) -> bool:
     if rest[0].tag == "MD" or rest[0].lemma != "have":
         return False
     end = _noun_phrase_end(rest, 1)
-    return end > 1 and not any(t.tag.startswith("VB") for t in rest[end:])
+    return end > 1 and not any(t.tag.startswith("VB") and rest[end + k - 1].tag != "IN"  # "on initiating"
+                               for k, t in enumerate(rest[end:]))
 
 
 def _subject(kind, rule, phrase, answer, wh_tokens, rest, resources) -> list[Candidate]:
@@ -743,7 +814,10 @@ def _place(kind, rule, phrase, answer, subject: str, clause: list[_Tok], wh_toke
     if kind == "how_adj" and clause[0].text.lower() in ("take", "takes", "took"):  # "It took A to ..."
         return [Candidate(rule, _sentence(subject, clause[0].text, answer, _join(clause[1:])))]
     if kind in ("when", "where", "why", "how", "how_adj", "time_np", "how_often") or (wh_tokens and wh_tokens[0].tag == "IN"):
-        return [Candidate(rule, _sentence(subject, _join(clause), answer if kind == "how_adj" else phrase))]
+        # before a comma's afterthought: "was set up in A, under the terms of the Act"
+        c = next((k for k, t in enumerate(clause) if t.text == "," and k), len(clause))
+        return [Candidate(rule, _sentence(subject, _join(clause[:c]), answer if kind == "how_adj" else phrase,
+                                          _join(clause[c:])))]
     k = _gap(clause)
     out = [Candidate(rule, _sentence(subject, _join(clause[:k]), phrase, _join(clause[k:])))]
     if kind == "wh_np" and _np_of_fits(wh_tokens, answer):

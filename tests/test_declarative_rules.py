@@ -77,6 +77,24 @@ def res():
     ("What did a 1996 study by Perotti examine?", "growth", "do_what", "A 1996 study by Perotti examined growth."),
     ("In what year was there an attempt to withdraw the membership?", "2012", "copula_prep_wh_np",
      "There was an attempt to withdraw the membership in 2012."),
+    # stranded prepositions: the last of a run, a complex one left whole, "there" kept first
+    ("What is Cultural Imperialism often referred to as?", "soft power", "aux_what",
+     "Cultural Imperialism is often referred to as soft power."),
+    ("How many people did the State control the territory of as of March 2015?", "ten million", "do_how_many",
+     "The State controlled the territory of ten million people as of March 2015."),
+    ("What river was there originally a bridge across in Roman times?", "the River Tyne", "there_wh_np",
+     "There was originally a bridge across the River Tyne in Roman times."),
+    ("How many bids for the prize were there in 1915?", "38", "there_how_many",
+     "There were 38 bids for the prize in 1915."),
+    # a relative clause after a naming verb goes with the subject; a clause of its own stays last
+    ("What is the group called that does not agree with government?", "anarchists", "aux_what",
+     "The group that does not agree with government is called anarchists."),
+    ("How old was Peyton Manning when he played in Super Bowl 50?", "39", "how_adj_copula",
+     "Peyton Manning was 39 years old when he played in Super Bowl 50."),
+    # do-support kept for a negation; "What does X do" answered by a verb phrase
+    ("What do coastal beroids not have?", "tentacles", "do_what", "Coastal beroids do not have tentacles."),
+    ("What does Doctor Who do when his body is damaged?", "regenerate", "do_what_do",
+     "Doctor Who regenerates when his body is damaged."),
     # a wh-word in a name asks nothing
     ("Who played Doctor Who on stage?", "Trevor Martin", "subject_who", "Trevor Martin played Doctor Who on stage."),
 ])
