@@ -199,6 +199,7 @@ def _gap(rest: list[_Tok]) -> int:
     first = k
     # a verb chain ("failed to make", "want to be seen") ends where its object goes
     while k < len(rest) and (rest[k].tag in ("RP", "TO") or (rest[k].tag == "VB" and (rest[k - 1].tag == "TO" or rest[k - 1].lemma in ("help", "make", "let"))) or
+                             (rest[k].tag == "VBG" and rest[k - 1].tag == "VB" and k == first) or  # "began using"
                              (rest[k].tag in ("VBN", "VBG", "VB") and rest[k - 1].lemma in ("be", "have", "been"))):
         k += 1
     if k > first and k < len(rest) and rest[k].tag in ("DT", "PRP$", "NN", "NNS", "NNP", "NNPS", "CD", "JJ", "PRP"):
@@ -289,7 +290,9 @@ def _answer_for(kind: str, wh_tokens: list[_Tok], answer: str, answer_type: str 
         noun = "" if names_unit else " ".join(body[2:])
         return f"{prep} {answer} {noun}".strip(), "how_many"
     if kind == "whose_np":
-        return f"{prep} {answer}'s {' '.join(body[1:])}".strip(), "whose"
+        mark = "" if re.search(r"['’]s?$", answer) else "'" if answer.endswith("s") and not answer.endswith("ss") \
+            else "'s"  # "governments' goals"; "Hadrian's wall"
+        return f"{prep} {answer}{mark} {' '.join(body[1:])}".strip(), "whose"
     if kind == "wh_np":
         if wh_tokens[-1].tag in ("NN", "NNS") and _answer_form(answer, resources) == "adj":
             # "What type of regime" + "Islamist": "an Islamist regime"
@@ -442,6 +445,8 @@ def _form(question: str, answer: str, resources, answer_type: str | None) -> lis
     if not _is_aux(rest[0]):
         raise _NoForm("no auxiliary after the wh-phrase")
     aux, after = rest[0], rest[1:]
+    if len(after) > 1 and after[0].text.lower() in ("n't", "not") and not after[1].tag.startswith("VB"):
+        raise _NoForm("negation before the subject")  # "What can't Parliament do"
     if aux.lemma == "do" and aux.text.lower() in DO_FORMS:
         subject, tail, past_slip = _do_split(aux, after, resources)
         if subject is None:  # no verb follows: "did" is the main verb ("Who did the National Anthem?")
@@ -460,7 +465,7 @@ def _form(question: str, answer: str, resources, answer_type: str | None) -> lis
             return [Candidate("do_what_do", _sentence(_join(subject), inflect(head), more, _join(tail[1:])))]
         if subject[-1].text.lower() in ("not", "n't"):  # "What do coastal beroids not have": do-support stays
             clause = [aux, subject[-1]] + tail
-            return _place(kind, f"do_{rule}", phrase, answer, _join(subject[:-1]), clause, wh_tokens)
+            return _place(kind, f"do_{rule}", phrase, answer, _join(subject[:-1]), clause, wh_tokens, resources)
         verb = tail[0].text
         if not past_slip:  # "did the V&A received": the question's slip already gave the tense
             verb = inflect(verb)
@@ -468,7 +473,7 @@ def _form(question: str, answer: str, resources, answer_type: str | None) -> lis
             _Tok(inflect(t.text), "VB", t.lemma, t.ws)
             if not past_slip and j and tail[j - 1].text.lower() in ("and", "or") and t.tag in ("VB", "VBP")
             and is_base_verb(t.text, resources.wordnet) else t for j, t in enumerate(tail) if j]
-        return _place(kind, f"do_{rule}", phrase, answer, _join(subject), clause, wh_tokens)
+        return _place(kind, f"do_{rule}", phrase, answer, _join(subject), clause, wh_tokens, resources)
     if not after:
         raise _NoForm("no subject after the auxiliary")
     subject, tail = _inverted_split(aux, after, resources, nominal, kind)
@@ -491,7 +496,7 @@ def _form(question: str, answer: str, resources, answer_type: str | None) -> lis
     if aux.lemma == "be" and not any(t.tag.startswith("VB") for t in tail[:_main_part(tail)]):
         return _copula(kind, rule, phrase, answer, aux, after, wh_tokens, fronted_prep)
     # be + participle, have, modals: the auxiliary moves behind the subject
-    return _place(kind, f"aux_{rule}", phrase, answer, _join(subject), [aux] + tail, wh_tokens)
+    return _place(kind, f"aux_{rule}", phrase, answer, _join(subject), [aux] + tail, wh_tokens, resources)
 
 
 def _unmarked_lead(toks: list[_Tok]) -> int:
@@ -734,6 +739,11 @@ def _split_subject(after: list[_Tok]) -> tuple[list[_Tok], list[_Tok]]:
     if main < len(after):  # "How old was Peyton Manning | when he played ..."
         return after[:main], after[main:]
     end = _noun_phrase_end(after, 0)
+    if 1 < end < len(after) and after[end - 1].tag == "JJ" and after[end - 1].text.endswith("ed") \
+            and after[end - 2].tag in NP_CORE and after[end].tag in ("TO", "IN"):
+        end -= 1  # "has a Lama determined to do": the tagger's adjective is the participle
+        t = after[end]
+        return after[:end], [_Tok(t.text, "VBN", t.lemma, t.ws, t.i, t.dep, t.head, t.left, t.right)] + after[end + 1:]
     return after[:end], after[end:]
 
 
@@ -789,6 +799,8 @@ def _agree(rest: list[_Tok], answer: str, resources) -> list[_Tok]:
     word = first.text.lower()
     if first.tag not in ("VBZ", "VBP", "VBD") or first.tag == "VBD" and word not in ("was", "were"):
         return rest
+    if _answer_form(answer, resources) not in ("np", "adj") or answer[:1] in "\"'“‘":
+        return rest  # '"We are beggars," was in German': a quotation or a clause has no number
     plural = _plural(answer, resources)
     if plural is None:
         return rest
@@ -801,7 +813,7 @@ def _agree(rest: list[_Tok], answer: str, resources) -> list[_Tok]:
     return [_Tok(new, first.tag, first.lemma, first.ws)] + rest[1:] if new else rest
 
 
-def _place(kind, rule, phrase, answer, subject: str, clause: list[_Tok], wh_tokens) -> list[Candidate]:
+def _place(kind, rule, phrase, answer, subject: str, clause: list[_Tok], wh_tokens, resources) -> list[Candidate]:
     """Subject + clause with the answer phrase at the gap (objects and stranded prepositions) or
     after the clause (adverbial wh-words)."""
     if not subject:
@@ -818,6 +830,10 @@ def _place(kind, rule, phrase, answer, subject: str, clause: list[_Tok], wh_toke
         c = next((k for k, t in enumerate(clause) if t.text == "," and k), len(clause))
         return [Candidate(rule, _sentence(subject, _join(clause[:c]), answer if kind == "how_adj" else phrase,
                                           _join(clause[c:])))]
+    if kind == "what" and len(clause) > 1 and clause[-1].text.lower() == "do" and clause[-2].tag == "TO" \
+            and resources.parse(answer)[0].tag_ in ("VB", "VBP"):
+        # "What has a Lama determined to do" + "be reborn": the answer is the verb phrase
+        return [Candidate(f"{rule}_do", _sentence(subject, _join(clause[:-1]), answer))]
     k = _gap(clause)
     out = [Candidate(rule, _sentence(subject, _join(clause[:k]), phrase, _join(clause[k:])))]
     if kind == "wh_np" and _np_of_fits(wh_tokens, answer):

@@ -95,6 +95,17 @@ def res():
     ("What do coastal beroids not have?", "tentacles", "do_what", "Coastal beroids do not have tentacles."),
     ("What does Doctor Who do when his body is damaged?", "regenerate", "do_what_do",
      "Doctor Who regenerates when his body is damaged."),
+    ("What has a Lama determined to do?", "be reborn", "aux_what_do", "A Lama has determined to be reborn."),
+    ("What kind of data did ABC begin using in the 1970s?", "behavioral", "do_wh_np",
+     "ABC began using behavioral data in the 1970s."),
+    # the possessive of a plural or of a possessive; no number for a quotation
+    ("Whose goals often oppose the IPCC?", "states and governments", "subject_whose",
+     "States and governments' goals often oppose the IPCC."),
+    ("Whose wall has fragments around Newcastle?", "Hadrian's", "subject_whose",
+     "Hadrian's wall has fragments around Newcastle."),
+    ("What portion of the statement was in German?", '"We are beggars,"', "subject_wh_np",
+     '"We are beggars," was in German.'),
+    ("Who did not throw at all?", "Manning", "subject_who", "Manning did not throw at all."),
     # a wh-word in a name asks nothing
     ("Who played Doctor Who on stage?", "Trevor Martin", "subject_who", "Trevor Martin played Doctor Who on stage."),
 ])
@@ -110,6 +121,7 @@ def test_statements(res, question, answer, rule, sentence):
     ("How did the army cross the river?", "it swam", "answer is no manner or means"),
     ("How long was the theatre in operation?", "1870 to 1939", "answer is no measure"),
     ("Did the war end?", "yes", "no wh-phrase"),
+    ("What can't Parliament do?", "initiate legislation", "negation before the subject"),
     ("Where is Soulias Morris from?", "from Paris", "stranded preposition"),
 ])
 def test_no_sentence_has_its_reason(res, question, answer, reason):
