@@ -173,7 +173,8 @@ def _stranded(toks: list[_Tok]) -> int | None:
         if k + 1 < len(toks) and toks[k + 1].text.lower() == "of" and t.text.lower() in ("as", "out", "instead", "because"):
             return False  # "as of March 2015": one preposition
         return (t.tag in ("IN", "RP") or t.text.lower() in PREPOSITION_ADVERBS) and (
-            k + 1 == len(toks) or toks[k + 1].tag in ("IN", "RB", ",", "TO", "RBR", "JJR"))
+            k + 1 == len(toks) or toks[k + 1].tag in ("IN", "RB", ",", "TO", "RBR", "JJR", "WDT")
+            or toks[k + 1].text.lower() == "that" and k + 2 < len(toks) and toks[k + 2].tag.startswith("VB"))  # "for | that"
 
     for k in range(len(toks)):
         if stranded(k):
@@ -458,11 +459,14 @@ def _form(question: str, answer: str, resources, answer_type: str | None) -> lis
         def inflect(word: str) -> str:
             return past_tense(word) if tense == "VBD" else third_person(word) if tense == "VBZ" else word
 
+        head_tag = resources.parse(answer)[0].tag_
         if kind == "what" and tail[0].text.lower() == "do" and _answer_form(answer, resources) == "verb" \
-                and resources.parse(answer)[0].tag_ in ("VB", "VBP"):
-            # "What does Doctor Who do when ..." + "regenerate": the answer is the verb phrase
+                and (head_tag in ("VB", "VBP") or head_tag == tense or head_tag == "VBN" and tense == "VBD"):
+            # "What does Doctor Who do when ..." + "regenerate": the answer is the verb phrase, in
+            # the tense of "does" (an answer in that tense already stays: "did" + "installed ...")
             head, _, more = answer.partition(" ")
-            return [Candidate("do_what_do", _sentence(_join(subject), inflect(head), more, _join(tail[1:])))]
+            head = inflect(head) if head_tag in ("VB", "VBP") else head
+            return [Candidate("do_what_do", _sentence(_join(subject), head, more, _join(tail[1:])))]
         if subject[-1].text.lower() in ("not", "n't"):  # "What do coastal beroids not have": do-support stays
             clause = [aux, subject[-1]] + tail
             return _place(kind, f"do_{rule}", phrase, answer, _join(subject[:-1]), clause, wh_tokens, resources)
@@ -656,8 +660,9 @@ def _copula(kind, rule, phrase, answer, aux, after, wh_tokens, fronted_prep) -> 
                                                                for t in after):  # not a relative clause's own
         if _answer_starts_with_preposition(answer):
             raise _NoForm("stranded preposition")
-        split = next((k for k in range(1, len(after) - 1)
-                      if after[k].tag in ("DT", "PRP$", "PDT") and after[k - 1].tag in NP_CORE), len(after) - 1)
+        split = min(next((k for k in range(1, len(after) - 1)
+                          if after[k].tag in ("DT", "PRP$", "PDT") and after[k - 1].tag in NP_CORE), len(after) - 1),
+                    _noun_phrase_end(after, 0) or len(after))  # "the Canarian Islands | off the coast of"
         if not any(t.tag in NP_CORE for t in after[:split]):
             raise _NoForm("stranded preposition")
         return [Candidate(f"copula_{rule}", _sentence(_join(after[:split]), aux.text, _join(after[split:]), answer))]

@@ -106,6 +106,12 @@ def res():
     ("What portion of the statement was in German?", '"We are beggars,"', "subject_wh_np",
      '"We are beggars," was in German.'),
     ("Who did not throw at all?", "Manning", "subject_who", "Manning did not throw at all."),
+    ("What continent are the Canarian Islands off the coast of?", "Africa", "copula_wh_np",
+     "The Canarian Islands are off the coast of Africa."),
+    ("How many teams has Manning played for that reached the Super Bowl?", "two", "aux_how_many",
+     "Manning has played for two teams that reached the Super Bowl."),
+    ("What did Tesla's company do?", "installed lighting systems", "do_what_do",
+     "Tesla's company installed lighting systems."),
     # a wh-word in a name asks nothing
     ("Who played Doctor Who on stage?", "Trevor Martin", "subject_who", "Trevor Martin played Doctor Who on stage."),
 ])
