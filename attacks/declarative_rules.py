@@ -62,7 +62,7 @@ def _tokens(question: str, resources) -> list[_Tok]:
     doc = resources.parse(question.strip())
     toks = [_Tok(t.text, "NNP" if in_name(doc, t.i) else t.tag_, t.lemma_.lower(), t.whitespace_, t.i, t.dep_, t.head.i,
                  t.left_edge.i, t.right_edge.i)
-            for t in doc]
+            for t in doc if not t.is_space]  # "relieve  Saint-Pierre": a doubled space is no word
     while toks and toks[-1].tag in (".", ",", ":") or toks and toks[-1].text in ("?", "."):
         toks.pop()
     return toks
@@ -770,7 +770,11 @@ def _main_verb(rest: list[_Tok]) -> bool:
 
 def _subject(kind, rule, phrase, answer, wh_tokens, rest, resources) -> list[Candidate]:
     """The wh-phrase is the subject: "Who founded X" -> "A founded X", the verb agreeing with the
-    answer's number ("Other senior pharmacy technicians oversee ...")."""
+    answer's number ("Other senior pharmacy technicians oversee ..."). A subject is a noun phrase:
+    "What happened to the crew" + "asphyxiated" has no statement here."""
+    form = _answer_form(answer, resources) if kind in ("what", "who", "which") else "np"
+    if form in ("clause", "sub", "to") or form == "verb" and answer[:1].islower():
+        raise _NoForm("answer is no noun phrase")
     vp = _join(_agree(rest, phrase if kind != "wh_np" else answer, resources))
     if kind != "wh_np":
         return [Candidate(f"subject_{rule}", _sentence(phrase, vp))]

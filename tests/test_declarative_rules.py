@@ -112,6 +112,9 @@ def res():
      "Manning has played for two teams that reached the Super Bowl."),
     ("What did Tesla's company do?", "installed lighting systems", "do_what_do",
      "Tesla's company installed lighting systems."),
+    ("How many men did Duquesne send to relieve  Saint-Pierre ?", "40", "do_how_many",
+     "Duquesne sent 40 men to relieve Saint-Pierre."),
+    ("What happened in 1992?", "the merger", "subject_what", "The merger happened in 1992."),
     # a wh-word in a name asks nothing
     ("Who played Doctor Who on stage?", "Trevor Martin", "subject_who", "Trevor Martin played Doctor Who on stage."),
 ])
@@ -128,6 +131,8 @@ def test_statements(res, question, answer, rule, sentence):
     ("How long was the theatre in operation?", "1870 to 1939", "answer is no measure"),
     ("Did the war end?", "yes", "no wh-phrase"),
     ("What can't Parliament do?", "initiate legislation", "negation before the subject"),
+    ("What happened to the crew during the test?", "asphyxiated", "answer is no noun phrase"),
+    ("What happened in 1992?", "polytechnics became universities", "answer is no noun phrase"),
     ("Where is Soulias Morris from?", "from Paris", "stranded preposition"),
 ])
 def test_no_sentence_has_its_reason(res, question, answer, reason):
