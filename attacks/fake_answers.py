@@ -27,6 +27,8 @@ from collections import Counter
 from advrace.core.checks.sentences import asking_wh
 from advrace.metrics import normalize_answer
 
+from .declarative_rules import in_name  # one test of a name's wh-word for both modules
+
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
           "october", "november", "december")
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -176,8 +178,6 @@ def wh_noun(question: str, resources) -> tuple[str, str | None]:
     -> body), as a lemma, or None. A wh-word inside a name or title ("Doctor Who", "The Who") is
     none that asks, and the name's words are no noun of the wh-phrase ("the first Doctor Who
     serial" -> serial)."""
-    from .declarative_rules import in_name  # one test of a name's wh-word for both modules
-
     doc = resources.parse(question)
     toks = list(doc)
     names = {i for i in range(len(toks)) if in_name(doc, i)}
