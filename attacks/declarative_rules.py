@@ -555,6 +555,8 @@ def _do_split(aux: _Tok, after: list[_Tok], resources) -> tuple[list[_Tok] | Non
         return after[:v], after[v:], False
     ARCS["do-support verb by tags"] += 1
     subject, tail = _split_subject(after)
+    while len(tail) > 1 and tail[0].tag in ("RB", "RBR") and tail[0].text.lower() not in ("not", "n't"):
+        subject, tail = subject + tail[:1], tail[1:]  # "does Doctor Who usually | take": the adverb stays before it
     if not tail and len(subject) > 1:  # "did the war end": the tagger took the verb for a noun
         subject, tail = subject[:-1], subject[-1:]
     past_slip = (bool(tail) and tail[0].tag == "VBD" and aux.text.lower() == "did" and tail[0].lemma not in AUX_LEMMAS

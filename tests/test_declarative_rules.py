@@ -116,6 +116,8 @@ def res():
      "Duquesne sent 40 men to relieve Saint-Pierre."),
     ("What happened in 1992?", "the merger", "subject_what", "The merger happened in 1992."),
     # a wh-word in a name asks nothing
+    ("What type of beings does Doctor Who usually take with him?", "humans", "do_wh_np",
+     "Doctor Who usually takes humans with him."),
     ("Who played Doctor Who on stage?", "Trevor Martin", "subject_who", "Trevor Martin played Doctor Who on stage."),
 ])
 def test_statements(res, question, answer, rule, sentence):
