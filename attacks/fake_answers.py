@@ -27,6 +27,8 @@ from collections import Counter
 from advrace.core.checks.sentences import asking_wh
 from advrace.metrics import normalize_answer
 
+from .declarative_rules import in_name  # one test of a name's wh-word for both modules
+
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
           "october", "november", "december")
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -172,27 +174,38 @@ _NOT_NAMED_FILES = frozenset({"noun.act", "noun.attribute", "noun.cognition", "n
 
 def wh_noun(question: str, resources) -> tuple[str, str | None]:
     """The question's wh-word and the noun its wh-phrase asks for ("What German poet" -> poet;
-    "What type of engine" -> engine; "What is the busiest airport" -> airport), as a lemma, or
-    None."""
+    "What type of engine" -> engine; "What is the busiest airport" -> airport; "What two bodies"
+    -> body), as a lemma, or None. A wh-word inside a name or title ("Doctor Who", "The Who") is
+    none that asks, and the name's words are no noun of the wh-phrase ("the first Doctor Who
+    serial" -> serial)."""
     doc = resources.parse(question)
     toks = list(doc)
+    names = {i for i in range(len(toks)) if in_name(doc, i)}
+    for i in list(names):  # the capitalised words before it: "Doctor" of "Doctor Who"
+        k = i - 1
+        while k >= 0 and toks[k].text[:1].isupper() and toks[k].tag_ in ("NN", "NNS", "NNP", "NNPS"):
+            names.add(k)
+            k -= 1
     asking = asking_wh(question) or 0  # not a relative pronoun before it ("those persons who oppose what?")
     for i, t in enumerate(toks):
-        if t.tag_ not in ("WDT", "WP", "WP$", "WRB") or t.idx < asking:
+        if t.tag_ not in ("WDT", "WP", "WP$", "WRB") or t.idx < asking or i in names:
             continue
         noun = None
         start = i + 1
-        if start + 1 < len(toks) and toks[start].lemma_ == "be" and toks[start + 1].tag_ in ("DT", "PRP$"):
+        if start + 1 < len(toks) and toks[start].lemma_ == "be" and toks[start + 1].tag_ in ("DT", "PRP$", "CD"):
             start += 2  # "What is the busiest airport": the noun the copula's complement names
-        window = toks[start:start + 6]
+        window = toks[start:start + 6 + len(names & set(range(start, start + 8)))]  # a name's words count not
         for k, u in enumerate(window):
+            if start + k in names:
+                continue
             if u.tag_ in ("NN", "NNS"):
                 noun = (u.lemma_ or u.text).lower()
                 following = window[k + 1] if k + 1 < len(window) else None
-                if noun not in GENERIC_WH_NOUNS and not (following is not None and following.tag_ in ("NN", "NNS")):
+                if noun not in GENERIC_WH_NOUNS and not (following is not None and following.tag_ in ("NN", "NNS")
+                                                         and start + k + 1 not in names):
                     break  # the last noun of a compound: "what welding process" -> process
-            elif u.tag_ not in ("JJ", "JJR", "JJS", "DT", "IN", "HYPH", "NNP", "NNPS", "CC"):
-                break
+            elif u.tag_ not in ("JJ", "JJR", "JJS", "DT", "IN", "HYPH", "NNP", "NNPS", "CC", "CD"):
+                break  # a number stays in the phrase: "What two bodies"
         return t.lower_, (noun if noun not in GENERIC_WH_NOUNS else None)
     return "", None
 

@@ -26,7 +26,7 @@ def res():
 @pytest.mark.parametrize("question, answer, rule, sentence", [
     ("Who founded the company?", "Jeff Dean", "subject_who", "Jeff Dean founded the company."),
     ("Which team won Super Bowl 50?", "the Lions", "subject_wh_np", "The Lions won Super Bowl 50."),
-    ("Which team won Super Bowl 50?", "the Lions", "subject_np_of", "The team of the Lions won Super Bowl 50."),
+    ("Which city hosted Super Bowl 50?", "Chicago", "subject_np_of", "The city of Chicago hosted Super Bowl 50."),
     ("Whose army invaded Poland?", "Napoleon", "subject_whose", "Napoleon's army invaded Poland."),
     ("How many people live in Warsaw?", "2,000", "subject_how_many", "2,000 people live in Warsaw."),
     ("How much money was spent on the project?", "$5 million", "subject_how_many",

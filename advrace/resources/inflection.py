@@ -35,7 +35,10 @@ sleep:slept slide:slid speak:spoke spend:spent split:split spread:spread stand:s
 stick:stuck strike:struck swear:swore sweep:swept swim:swam take:took teach:taught tear:tore tell:told
 think:thought throw:threw understand:understood wake:woke wear:wore win:won write:wrote withdraw:withdrew
 overcome:overcame undergo:underwent undertake:undertook
-""".split())
+occur:occurred prefer:preferred refer:referred confer:conferred defer:deferred transfer:transferred
+admit:admitted commit:committed permit:permitted omit:omitted submit:submitted emit:emitted
+control:controlled compel:compelled expel:expelled propel:propelled regret:regretted equip:equipped
+""".split())  # and the stressed last syllables that double past the four letters of `doubles_short`
 IRREGULAR_PRESENT = {"be": "is", "have": "has", "do": "does", "go": "goes"}
 
 
