@@ -68,7 +68,7 @@ DO_SUPPORT = {"VBZ": "does", "VBD": "did", "VBP": "do", "VB": "do"}
 # preceding is NOT right" the same as "Which of the following": no antonym for them either.
 # "Which is TRUE according to the passage?" turned into "Which is FALSE according to the passage
 # X" says that a distractor is false: a hint, not a distractor, so truth words never change.
-META_WORDS = ("passage", "article", "text", "paragraph", "writer", "author", "title", "lot",
+META_WORDS = ("passage", "article", "text", "paragraph", "writer", "author", "story", "poem", "title", "lot",
               "kind", "sort", "word", "words", "phrase", "phrases", "sentence", "sentences",
               "statement", "statements", "following", "true", "false", "correct", "incorrect",
               "untrue")
@@ -219,9 +219,7 @@ def statement(question: str, option: str, resources) -> tuple[str, str]:
     doc = resources.parse(fitted)
     clause = is_clause(doc)
     if TITLE_RE.search(q):  # a title is quoted whatever its form: 'the best title is "Shopping is fun"'
-        if clause or doc[0].pos_ in ("VERB", "AUX") and doc[0].tag_ != "VBG":
-            fitted = f'"{_fit(text, True, False, resources)}"'
-        clause = False
+        fitted, clause = f'"{_fit(text, True, False, resources)}"', False
     infinitive = doc[0].lower_ == "to" and len(doc) > 1 and doc[1].tag_ == "VB"
     verb_phrase = not clause and not infinitive and doc[0].pos_ in ("VERB", "AUX") and doc[0].tag_ != "VBG"
     if clause and not why:
@@ -229,7 +227,7 @@ def statement(question: str, option: str, resources) -> tuple[str, str]:
             return "", CLAUSE_OPTION
         fitted = "that " + fitted  # "What does the passage mainly tell us?" - "that it's rude to ..."
     if verb_phrase:
-        return "", "verb-phrase option for a wh-question"
+        return "", VERB_PHRASE_OPTION
     about = ABOUT_RE.match(q)
     if about:  # "What is the passage mainly about?": the rules strand the preposition
         return finish_sentence(f"{about.group(2)} {about.group(1)} {about.group(3)} {fitted}"), "copula_about"
@@ -248,6 +246,11 @@ def statement(question: str, option: str, resources) -> tuple[str, str]:
             sentence = re.sub(r"\b(to )?do\s+(?=" + re.escape(fitted) + ")", "", sentence)
             if not re.search(r"\bto\s+" + re.escape(fitted[3:]), sentence):
                 continue
+        # "The story happened in on a winter morning": the option brought its own preposition
+        sentence = DOUBLED_PREP_RE.sub("", sentence)
+        told = TOLD_US_RE.search(sentence)
+        if told and fitted.startswith("that "):  # "tells that X us" -> "tells us that X"
+            sentence = sentence[:told.start()] + f" {told.group(2)} {told.group(1)}" + sentence[told.end():]
         if key not in fold_case_and_spaces(sentence) or "?" in sentence or ".." in sentence \
                 or BROKEN_RE.search(sentence) or (adjective and not cand.rule.startswith(("copula", "how"))):
             continue
@@ -275,7 +278,7 @@ def search_failure(refused: Counter, found: int, wanted: int) -> str:
 # passage: "The writer urges the listeners to obey their parents." answers "The writer urges the
 # readers to _" with a distractor, whatever else changed. So they always move to another text or
 # person ("Another writer urges ..."), which no reader takes for this passage's author.
-REFRAME_NOUNS = frozenset({"passage", "article", "text", "paragraph", "writer", "author"})
+REFRAME_NOUNS = frozenset({"passage", "article", "text", "paragraph", "writer", "author", "story", "poem"})
 REFRAME_DETS = frozenset({"the", "this"})
 AUTHOR_RE = re.compile(r"\b(?:writer|author)s?\b", re.IGNORECASE)
 TITLE_QUOTE_RE = re.compile(r"\"[^\"]+\"|“[^”]+”|'[A-Z][^']*'")
@@ -291,6 +294,10 @@ CLAUSE_OPENER_RE = re.compile(r"^\s*because(?:\s+of)?\s+", re.IGNORECASE)
 
 
 CLAUSE_OPTION = "clause option for a wh-question"
+VERB_PHRASE_OPTION = "verb-phrase option for a wh-question"
+DOUBLED_PREP_RE = re.compile(r"\b(?:in|at|on|by|because of)\s+(?=(?:in|on|at|by|during|before|after|from|because)\b)",
+                             re.IGNORECASE)
+TOLD_US_RE = re.compile(r" (that .+) (us|you|me|them)(?=\W*$)")
 TITLE_RE = re.compile(r"\btitles?\b", re.IGNORECASE)
 # a question whose verb takes a that-clause: the clause option follows it ("... tells us that X")
 SAYING_RE = re.compile(r"\b(?:tell|say|think|believe|show|suggest|mean|know|learn|hope|feel|want to tell)\s*"
@@ -772,12 +779,12 @@ class AddSent(Attack):
                         continue
                     sentence, rule = statement(mutated, example.options[i], res)
                     records = tuple(record for *_, record in sorted(edits, key=lambda e: e[0]) if record is not None)
-                    if rule == CLAUSE_OPTION:
+                    if rule in (CLAUSE_OPTION, VERB_PHRASE_OPTION):
                         # "What did Tom do?" - "He was so scared that he fainted.": the option is
                         # a statement of its own, said of someone else (AdvRACE appended it)
                         made = self._moved_subject(example.options[i], names, example)
                         if isinstance(made, str):
-                            rule = f"{CLAUSE_OPTION}, {made}"
+                            rule = f"{rule}, {made}"
                         else:
                             (sentence, records), rule = made, OTHER_REFERENT
                     if not sentence and cfg.glued_fallback:
@@ -896,6 +903,15 @@ class AddSent(Attack):
         doc = self.resources.parse(text)
         root = next((t for t in doc if t.dep_ == "ROOT"), None)
         subj = root and next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subj is None and doc[0].tag_ == "VB" and doc[0].pos_ == "VERB" and names:
+            # "Try to make the man laugh." -> "Jordan Lee tried to make the man laugh."
+            past = self._inflect(doc[0].lemma_.lower(), "VBD")
+            if past is None or any(t.lower_ in ("you", "your", "yourself") for t in doc):
+                return "no subject to move to another referent"
+            new = f"{names[0]} {past}"
+            edits = reframe_edits(doc) + [(0, len(doc[0].text), new, Replacement(
+                0, len(doc[0].text), doc[0].text, new, OTHER_REFERENT, changes_meaning=True))]
+            return finish_sentence(self.apply_edits(text, edits)), tuple(e[3] for e in sorted(edits, key=lambda e: e[0]))
         if subj is None:
             return "no subject to move to another referent"
         edits = reframe_edits(doc)
@@ -919,9 +935,11 @@ class AddSent(Attack):
                 first -= 1
             return first
 
-        if subj.lower_ == "they" and len(names) >= 2:
+        if subj.lower_ in ("they", "we") and len(names) >= 2 and (subj.lower_ == "they" or not any(
+                t.lower_ in ("us", "our", "ours", "ourselves") for t in doc)):
             return edit(subj.i, subj.i, f"{names[0]} and {names[1]}")
-        if subj.lower_ in ("i", "you") and names and any(
+        person = {"i": {"i", "me", "my", "mine", "myself"}, "you": {"you", "your", "yours", "yourself"}}
+        if subj.lower_ in person and names and not any(t.lower_ in person[subj.lower_] for t in doc if t.i != subj.i) and any(
                 a.tag_ == "MD" or a.tag_ == "VBD" and a.lower_ != "were" for a in [subj.head, *subj.head.children]):
             return edit(subj.i, subj.i, names[0])  # "You can open the windows." - no agreement to mend
         if subj.lower_ in THIRD_PERSON or subj.pos_ == "PROPN":
