@@ -231,6 +231,10 @@ def statement(question: str, option: str, resources) -> tuple[str, str]:
     about = ABOUT_RE.match(q)
     if about:  # "What is the passage mainly about?": the rules strand the preposition
         return finish_sentence(f"{about.group(2)} {about.group(1)} {about.group(3)} {fitted}"), "copula_about"
+    there = THERE_RE.match(q)
+    if there:  # "How many people are there in the family?" -> "There are three people in the family."
+        return finish_sentence(f"there {there.group(2)} {fitted} {there.group(1)} {there.group(3)}"), "there_how_many"
+    q = FOLLOWING_RE.sub(r"\1 ", q)  # "Which of the following can be the title ...?" -> "Which can be ..."
     adjective = len(doc) == 1 and doc[0].pos_ == "ADJ"
     cands, reason = _declarative_rules(q, fitted, resources)
     key = fold_case_and_spaces(fitted)
@@ -294,6 +298,9 @@ CLAUSE_OPENER_RE = re.compile(r"^\s*because(?:\s+of)?\s+", re.IGNORECASE)
 
 
 CLAUSE_OPTION = "clause option for a wh-question"
+THERE_RE = re.compile(r"^how\s+many\s+(.+?)\s+(is|are|was|were)\s+there\b\s*(.*?)\s*\?*$", re.IGNORECASE)
+FOLLOWING_RE = re.compile(r"\b(which|what)(?:\s+one)?\s+of\s+the\s+following\s+(?=(?:is|are|was|were|can|could|may|"
+                          r"might|would|will|should|must|does|do|did|has|have|had|best|most)\b)", re.IGNORECASE)
 VERB_PHRASE_OPTION = "verb-phrase option for a wh-question"
 DOUBLED_PREP_RE = re.compile(r"\b(?:in|at|on|by|because of)\s+(?=(?:in|on|at|by|during|before|after|from|because)\b)",
                              re.IGNORECASE)
@@ -306,8 +313,21 @@ ABOUT_RE = re.compile(r"^what\s+(is|are|was|were)\s+(.+?)\s+((?:\w+ly\s+)?(?:abo
                       re.IGNORECASE)
 # what the declarative rules leave broken: a stranded preposition at the end ("give his mother
 # the drink to."), a sentence opening on a clitic ("N't have ..."), "because of" before a verb
-BROKEN_RE = re.compile(r"\b(?:to|of|for|with|from|about|at|in|on|by)\.?$|^\W*n['’]t\b|\bbecause of (?:to|like)\b",
+BROKEN_RE = re.compile(r"\b(?:to|of|for|with|from|about|at|in|on|by)\.?$|^\W*n['’]t\b|\bbecause of (?:to|like)\b"
+                       r"|\b(?:is|are|was|were) there\b|\bnot\s+\w+\s+(?:is|are|was|were)\s+because\b"
+                       r"|\bof the following\b",
                        re.IGNORECASE)
+
+
+def reframed_det(tok):
+    """The 'the'/'this' of 'the writer', 'this reading passage' that `reframe_edits` moves, or None."""
+    doc = tok.doc
+    if tok.i == 0:
+        return None
+    det = next((c for c in tok.children if c.dep_ == "det" and c.i < tok.i), doc[tok.i - 1])
+    if det.lower_ not in REFRAME_DETS or any(t.pos_ not in ("ADJ", "NOUN", "DET") for t in doc[det.i + 1:tok.i]):
+        return None
+    return det
 
 
 def reframe_edits(doc) -> list:
@@ -318,8 +338,8 @@ def reframe_edits(doc) -> list:
         lower = tok.lower_
         if lower not in REFRAME_NOUNS or tok.dep_ == "compound" or tok.i == 0:
             continue
-        det = doc[tok.i - 1]
-        if det.lower_ not in REFRAME_DETS:
+        det = reframed_det(tok)
+        if det is None:
             continue
         new = match_case("that" if lower in seen else "another", det.text)
         seen.add(lower)
@@ -606,7 +626,9 @@ class AddSent(Attack):
         changed = {tok.i for tok, _ in subs}
         antonyms = []
         for tok in doc:
+            # "How old is Dave's sister?" -> "Mike's wife is 10 young.": the adjective of "how" stays
             if (tok.i in changed or tok.pos_ not in ANTONYM_POS or not tok.text.isalpha()
+                    or tok.i > 0 and doc[tok.i - 1].lower_ == "how"
                     or tok.lower_ in res.stopwords or tok.lower_ in cfg.keep_words
                     or self._blocked(tok, blanks)):
                 continue
@@ -826,8 +848,8 @@ class AddSent(Attack):
         one ('a writer', 'writers'): its sentence would still be about this passage's author."""
         moved = {e[0] for e in plan.reframe}
         for tok in doc:
-            if tok.lower_ in ("writer", "author", "writers", "authors") and \
-                    (tok.i == 0 or doc[tok.i - 1].idx not in moved):
+            det = reframed_det(tok)
+            if tok.lower_ in ("writer", "author", "writers", "authors") and (det is None or det.idx not in moved):
                 raise CannotPerturb("author not moved to another person")
 
     @staticmethod
@@ -915,7 +937,8 @@ class AddSent(Attack):
         if subj is None:
             return "no subject to move to another referent"
         edits = reframe_edits(doc)
-        if not any(e[0] == doc[subj.i - 1].idx for e in edits if subj.i > 0):
+        det = reframed_det(subj)
+        if det is None or not any(e[0] == det.idx for e in edits):
             edits += self._subject_edit(doc, subj, names, example)
             if not any(e[3].kind != "reframe" for e in edits):
                 return "no subject to move to another referent"
