@@ -43,6 +43,7 @@ from advrace.resources.inflection import (indefinite_article, inflect_verb, irre
 from advrace.resources.wordnet import verb_exceptions
 
 from . import declarative_rules
+from .adversarial_squad import unknown_word_forms
 from .base import Attack, CannotPerturb, register
 
 TRAILING_DOTS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
@@ -238,6 +239,7 @@ def statement(question: str, option: str, resources) -> tuple[str, str]:
     adjective = len(doc) == 1 and doc[0].pos_ == "ADJ"
     cands, reason = _declarative_rules(q, fitted, resources)
     key = fold_case_and_spaces(fitted)
+    known = {w.lower() for w in WORD_RE.findall(f"{q} {option}")}
     for cand in cands:
         sentence = cand.sentence
         if why:
@@ -252,9 +254,15 @@ def statement(question: str, option: str, resources) -> tuple[str, str]:
                 continue
         # "The story happened in on a winter morning": the option brought its own preposition
         sentence = DOUBLED_PREP_RE.sub("", sentence)
+        sentence = re.sub(r"\b(\d+) old\b", r"\1 years old", sentence)  # "Mike's wife is 10 old."
         told = TOLD_US_RE.search(sentence)
         if told and fitted.startswith("that "):  # "tells that X us" -> "tells us that X"
             sentence = sentence[:told.start()] + f" {told.group(2)} {told.group(1)}" + sentence[told.end():]
+        if unknown_word_forms(sentence, known, resources):  # "Who cannot drive?" -> "Not candrive Tom."
+            continue
+        quoted = [m.group() for m in TITLE_QUOTE_RE.finditer(q)]  # a rule moved words into a quotation
+        if any(part not in sentence for part in quoted):
+            continue
         if key not in fold_case_and_spaces(sentence) or "?" in sentence or ".." in sentence \
                 or BROKEN_RE.search(sentence) or (adjective and not cand.rule.startswith(("copula", "how"))):
             continue
@@ -315,7 +323,7 @@ ABOUT_RE = re.compile(r"^what\s+(is|are|was|were)\s+(.+?)\s+((?:\w+ly\s+)?(?:abo
 # the drink to."), a sentence opening on a clitic ("N't have ..."), "because of" before a verb
 BROKEN_RE = re.compile(r"\b(?:to|of|for|with|from|about|at|in|on|by)\.?$|^\W*n['’]t\b|\bbecause of (?:to|like)\b"
                        r"|\b(?:is|are|was|were) there\b|\bnot\s+\w+\s+(?:is|are|was|were)\s+because\b"
-                       r"|\bof the following\b",
+                       r"|\bof the following\b|\b(?:in|of|on|at|for|to|with) (?:is|are|was|were)\b",
                        re.IGNORECASE)
 
 
@@ -997,7 +1005,9 @@ class AddSent(Attack):
     def summarize(self, examples: list) -> dict:
         """Counts for stats.json, read back from each example's provenance."""
         perturbed, fallback_questions, fallback_sentences, negated, words = 0, 0, 0, 0, []
+        negated_attacked = 0
         by_kind: dict[str, int] = {}
+        by_rule: dict[str, int] = {}
         for example in examples:
             record = summary_of(example.provenance, self.name)
             if record is None or not record.sentences:
@@ -1005,11 +1015,13 @@ class AddSent(Attack):
                 negated += self._skip_negated and bool(negated_question(clean_question(example.question)))
                 continue
             perturbed += 1
+            negated_attacked += bool(negated_question(clean_question(example.question)))
             fallbacks = [s for s in record.sentences if s.negation_fallback]
             fallback_sentences += len(fallbacks)
             fallback_questions += bool(fallbacks)
             for s in record.sentences:
                 words.append(count_words(s.sentence))
+                by_rule[s.rule or "blank"] = by_rule.get(s.rule or "blank", 0) + 1
                 for rep in s.replacements:
                     by_kind[rep.kind] = by_kind.get(rep.kind, 0) + 1
         return {
@@ -1018,6 +1030,12 @@ class AddSent(Attack):
             "negation_fallback_share": significant(fallback_sentences / len(words)) if words else 0.0,
             "negation_fallback_questions": significant(fallback_questions / perturbed) if perturbed else 0.0,
             "negated_questions_skipped": negated,
+            # each said of another person or thing (rule other_referent), see `_other_referent`
+            "negated_questions_attacked": negated_attacked,
+            # how each sentence was stated: "blank", a declarative rule, "other_referent", or
+            # "glued" (the question with the distractor after it: not English, glued_fallback)
+            "sentences_by_rule": dict(sorted(by_rule.items())),
+            "glued_share": significant(by_rule.get(GLUED, 0) / len(words)) if words else 0.0,
             "replacements_by_kind": dict(sorted(by_kind.items())),
             "avg_inserted_words": significant(sum(words) / len(words)) if words else 0.0,
         }
