@@ -559,3 +559,99 @@ def test_framing_words_are_kept(addsent, with_fallback):
     _, sentences = run(with_fallback, ex)
     for s in sentences:
         assert not {r.old.lower() for r in s.replacements} & {"words", "sentence"}
+
+
+# issue 46: author questions, statements, whole-passage, what-the-passage-states
+
+
+def test_author_question_is_said_of_another_writer(addsent):
+    """'The writer urges the listeners to obey their parents.' keeps this passage's writer and
+    answers the question with a distractor; the sentence must be about another writer."""
+    ex = mc("The writer urges the readers to  _  .",
+            ["be independent", "obey their parents", "read more books", "travel alone"])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        assert s.sentence.startswith("Another writer ")
+        assert "the writer" not in s.sentence.lower()
+        assert any(r.kind == "reframe" and r.new == "Another" for r in s.replacements)
+
+
+def test_author_question_keeping_a_title_is_skipped(negating):
+    """'Another writer mentioned the book The Magic of Thinking Big because ...' is still about
+    the very book asked of: skipped, counted; the same question without a title is attacked."""
+    titled = mc("The author mentioned the book The Magic of Thinking Big mainly because  _  .",
+                ["its price was attractive", "it changed his life", "it was new", "it was short"])
+    out = negating.apply(titled)
+    assert not out.perturbed and out.reason == "title kept in a question about the author"
+    _, sentences = run(negating, mc("The author mentioned the book mainly because  _  .", titled.options))
+    assert all(s.sentence.startswith("Another author mentioned the book mainly because ") for s in sentences)
+
+
+def test_author_not_moved_is_skipped(negating):
+    out = negating.apply(mc("Writers like  _  .", ["chess", "music", "rain", "Paris"]))
+    assert not out.perturbed and out.reason == "author not moved to another person"
+
+
+def test_wh_question_gets_a_statement_not_the_question_glued(addsent, with_fallback):
+    """AdvRACE glued the distractor after the question ('Where does Tom live a town.'); the
+    declarative rules state it. Where they cannot, the question is skipped (counted) unless
+    glued_fallback asks for AdvRACE's form, recorded as rule 'glued'."""
+    ex = mc("Where does Tom live?", ["in a village", "in a city", "in a castle", "on a boat"])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        assert s.rule not in ("glued", "blank") and "?" not in s.sentence
+        assert not s.sentence.lower().startswith("where")
+        assert s.sentence.endswith(s.answer + ".")
+    unstated = mc("Who can drive?", ["Jack", "Tom", "Mary", "Mike"])  # negated: "Who cannot drive"
+    no_glue = AddSent({"negation_fallback": True}, seed=11, resources=with_fallback.resources)
+    out = no_glue.apply(unstated)
+    assert not out.perturbed and out.reason.startswith("no statement: ")
+    _, sentences = run(with_fallback, unstated)
+    assert all(s.rule == "glued" for s in sentences)
+
+
+@pytest.mark.parametrize("question, start", [
+    ("What is the passage mainly about?", "Another passage is mainly about "),
+    ("What is the best title for the passage?", "The best title for another passage is \""),
+])
+def test_whole_passage_question_is_said_of_another_text(negating, question, start):
+    _, sentences = run(negating, mc(question, ["school life", "a trip", "a new friend", "football"]))
+    for s in sentences:
+        assert s.sentence.startswith(start)
+        assert not s.negation_fallback
+
+
+@pytest.mark.parametrize("question", ["Which of the following is true?", "What can we learn from the passage?"])
+def test_what_the_passage_states_is_said_of_another_referent(addsent, question):
+    """'Tom is tall.' inserted for 'Which is true?' would make a distractor true of the passage's
+    Tom; said of another person it lures a word matcher and leaves the gold the only answer."""
+    ex = mc(question, ["Tom lives in a village", "Mary is a teacher", "He hates football", "The teacher is tall"])
+    _, sentences = run(addsent, ex)
+    assert len(sentences) == 2
+    for s in sentences:
+        assert s.rule == "other_referent"
+        said = set(words(s.sentence))
+        assert not {"Mary", "He", "Tom"} & said
+        assert s.sentence.startswith("Another teacher") or any(r.new in s.sentence for r in s.replacements)
+        assert ex.options[s.option].split()[-1] in s.sentence
+
+
+def test_clause_option_is_said_of_another_referent(addsent):
+    ex = mc("What did Tom do after school?",
+            ["He walked home.", "He played football.", "She sang a song.", "He read a book."])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        assert s.rule == "other_referent"
+        first = s.sentence.split()[0]
+        assert first not in ("He", "She", "Tom") and first[0].isupper()
+
+
+def test_other_people_are_not_the_passage_s(res):
+    """A name drawn for another referent is none the passage, question or options use."""
+    from advrace.attacks.addsent import OTHER_PEOPLE
+    passage = PASSAGE + " " + " ".join(n.split()[0] for n in OTHER_PEOPLE[:-1]) + " came too."
+    ex = MCExample(id="q", passage=passage, question="Which of the following is true?",
+                   options=("He is tall", "She is kind", "He likes chess", "She is ill"), label=0)
+    attack = AddSent({"insertions": 1}, seed=3, resources=res)
+    _, sentences = run(attack, ex)
+    assert OTHER_PEOPLE[-1] in sentences[0].sentence
