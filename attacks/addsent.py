@@ -927,8 +927,10 @@ class AddSent(Attack):
 
     def _moved_subject(self, option: str, names: list[str], example):
         """(sentence, replacements) with the option's subject moved to another referent, or why
-        not: a name or he/she becomes a name from OTHER_PEOPLE, a possessive his/her/Tom's the
-        name's, 'the N' becomes 'another N' ('other Ns'), a bare plural a GloVe neighbour."""
+        not: a name or he/she becomes a name from OTHER_PEOPLE (they: two names), a possessive
+        his/her/Tom's the name's, 'the N' becomes 'another N' ('other Ns'), a verb phrase gets a
+        name as its subject. A claim about a kind ('Teenagers need less sleep.') is never made:
+        inserted in the passage it is the writer's own."""
         text = END_PUNCT_RE.sub("", " ".join(option.split())).rstrip(" ,;:")
         doc = self.resources.parse(text)
         root = next((t for t in doc if t.dep_ == "ROOT"), None)
@@ -943,15 +945,31 @@ class AddSent(Attack):
                 0, len(doc[0].text), doc[0].text, new, OTHER_REFERENT, changes_meaning=True))]
             return finish_sentence(self.apply_edits(text, edits)), tuple(e[3] for e in sorted(edits, key=lambda e: e[0]))
         if subj is None:
-            return "no subject to move to another referent"
+            subj = next((c for c in root.children if c.dep_ == "csubj"), None) if root else None
+            return self._believed(text, doc, subj, names) if subj is not None else \
+                "no subject to move to another referent"
         edits = reframe_edits(doc)
         det = reframed_det(subj)
         if det is None or not any(e[0] == det.idx for e in edits):
             edits += self._subject_edit(doc, subj, names, example)
             if not any(e[3].kind != "reframe" for e in edits):
-                return "no subject to move to another referent"
+                return self._believed(text, doc, subj, names)
         sentence = finish_sentence(self.apply_edits(text, edits))
         return sentence, tuple(e[3] for e in sorted(edits, key=lambda e: e[0]))
+
+    def _believed(self, text: str, doc, subj, names: list[str]):
+        """A claim about a kind ('Teenagers need less sleep than adults.') as another person's
+        belief ('Jordan Lee believes that teenagers need ...'): in the passage, the writer reports
+        it without stating it. Not for a subject that points back into the passage (it, this,
+        there, the N): 'Jordan Lee believes that it is in a big city' speaks of its city."""
+        det = next((c for c in subj.children if c.dep_ == "det"), None)
+        generic = subj.pos_ == "NOUN" and (det is None or det.lower_ in ("a", "an", "some", "many", "most", "all", "every"))
+        if not names or not (generic or subj.dep_ == "csubj" or subj.tag_ == "VBG") \
+                or any(c.dep_ == "poss" for c in subj.children):
+            return "no subject to move to another referent"
+        new = f"{names[0]} believes that"
+        record = Replacement(0, 0, "", new, OTHER_REFERENT, changes_meaning=True)
+        return finish_sentence(f"{new} {_fit(text, False, True, self.resources)}"), (record,)
 
     def _subject_edit(self, doc, subj, names: list[str], example) -> list:
         def edit(first, last, new, kind=OTHER_REFERENT):
@@ -989,17 +1007,9 @@ class AddSent(Attack):
         det = next((c for c in subj.children if c.dep_ == "det" and c.i < subj.i), None)
         if det is not None and det.lower_ in ("the", "this", "that", "these", "those"):
             return edit(det.i, det.i, "other" if subj.tag_ == "NNS" else "another")
-        if (det is None or det.lower_ in ("a", "an")) and not any(c.dep_ == "compound" for c in subj.children):
-            taken = {w.lower() for w in WORD_RE.findall(example.question + " " + doc.text)}
-            gold_words = {w.lower() for w in WORD_RE.findall(example.answer)}
-            cands = self._glove_candidates(subj, taken, gold_words, 1) if self._glove_eligible(subj, []) else []
-            if cands:
-                new = match_case(cands[0], subj.text)
-                article = []
-                if det is not None and det.i == subj.i - 1:
-                    want = match_case(indefinite_article(new), det.text)
-                    article = edit(det.i, det.i, want, "") if want != det.text else []
-                return edit(subj.i, subj.i, new, "glove") + article
+        # a bare or indefinite noun ("Teenagers need less sleep.", "A hobby can make you
+        # outstanding.") says something of a kind, not of someone: moved to a neighbour
+        # ("Youngsters need less sleep.") the passage's writer would state the distractor itself
         return []
 
     def summarize(self, examples: list) -> dict:
