@@ -657,3 +657,21 @@ def test_other_people_are_not_the_passage_s(res):
     attack = AddSent({"insertions": 1}, seed=3, resources=res)
     _, sentences = run(attack, ex)
     assert OTHER_PEOPLE[-1] in sentences[0].sentence
+
+
+def test_a_claim_about_a_kind_is_another_person_s_belief(addsent):
+    """'Teenagers need less sleep than adults.' moved to a neighbour kind ('Youngsters need ...')
+    is the passage's writer stating the distractor; as another person's belief it is reported."""
+    ex = mc("Which of the following would the writer most probably agree with?",
+            ["Sleep helps memory", "Teenagers need less sleep than adults", "Students should study all night",
+             "Dogs can dream every night"])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        assert s.rule == "other_referent"
+        name, rest = s.sentence.split(" believes that ")
+        assert name in OTHER_PEOPLE_NAMES and rest == ex.options[s.option][0].lower() + ex.options[s.option][1:] + "."
+    out = addsent.apply(mc("Which of the following is an opinion?", ex.options))
+    assert not out.perturbed and "opinion" in out.reason
+
+
+OTHER_PEOPLE_NAMES = __import__("advrace.attacks.addsent", fromlist=["OTHER_PEOPLE"]).OTHER_PEOPLE
