@@ -207,7 +207,7 @@ def statement(question: str, option: str, resources) -> tuple[str, str]:
     asked for it, and no verb phrase where a noun phrase goes ("Barbara wants to do give people
     advice"). AdvRACE glued the option after the question instead ("What does Tom like the
     piano."), which is not English."""
-    q = clean_question(question)
+    q = ASKED_THEN_BLANK_RE.sub("?", clean_question(question))  # "How often ...?  _": no blank to fill
     if BLANK_OR_PARENS_RE.search(q) or TRAILING_DOTS_RE.search(q):
         return declarative(q, option, resources), "blank"
     text = END_PUNCT_RE.sub("", " ".join(option.split())).rstrip(" ,;:")
@@ -300,12 +300,16 @@ OTHER_PEOPLE = ("Jordan Lee", "Alex Morgan", "Sam Taylor", "Robin Clarke", "Case
                 "Jamie Wilson", "Taylor Reed", "Morgan Hill", "Chris Parker", "Kim Evans",
                 "Drew Foster", "Jesse Grant")
 THIRD_PERSON = frozenset({"he", "she"})
+MENTIONED_RE = re.compile(r"\b(?:mention(?:ed)?|stated?|talk(?:ed)?|discuss(?:ed)?|referr?(?:ed)?|includ(?:ed|e)|"
+                          r"list(?:ed)?|describ(?:ed|e)|cover(?:ed)?|given|shown|told|said)\b", re.IGNORECASE)
+OPINION_RE = re.compile(r"\b(?:opinions?|facts?|believes?|thinks?)\b", re.IGNORECASE)
 POSSESSIVE_PRONOUNS = frozenset({"his", "her", "their", "its"})
 FINITE_TAGS = frozenset({"VBD", "VBZ", "VBP", "MD"})
 CLAUSE_OPENER_RE = re.compile(r"^\s*because(?:\s+of)?\s+", re.IGNORECASE)
 
 
 CLAUSE_OPTION = "clause option for a wh-question"
+ASKED_THEN_BLANK_RE = re.compile(r"\?\s*_+\s*$")
 THERE_RE = re.compile(r"^how\s+many\s+(.+?)\s+(is|are|was|were)\s+there\b\s*(.*?)\s*\?*$", re.IGNORECASE)
 FOLLOWING_RE = re.compile(r"\b(which|what)(?:\s+one)?\s+of\s+the\s+following\s+(?=(?:is|are|was|were|can|could|may|"
                           r"might|would|will|should|must|does|do|did|has|have|had|best|most)\b)", re.IGNORECASE)
@@ -754,8 +758,11 @@ class AddSent(Attack):
             # says that a distractor does not satisfy it, a hint. An option said of someone else
             # is safe: the gold ("He went by bus", false of the passage) stated of another
             # person stays false of the passage's own, and lures a reader to take it as stated
+            # the gold said of someone else is still said in the passage: not for "Which is NOT
+            # mentioned?", only for "Which is NOT true?"
+            said = MENTIONED_RE.search(question)
             try:
-                chosen = self._other_referent(example, [example.label] + distractors, rng)
+                chosen = self._other_referent(example, ([] if said else [example.label]) + distractors, rng)
             except CannotPerturb as exc:
                 raise CannotPerturb(f"negated question: {exc}") from None
             starts = list(res.sentence_starts(example.passage)) + [len(example.passage)]
@@ -946,24 +953,26 @@ class AddSent(Attack):
             return finish_sentence(self.apply_edits(text, edits)), tuple(e[3] for e in sorted(edits, key=lambda e: e[0]))
         if subj is None:
             subj = next((c for c in root.children if c.dep_ == "csubj"), None) if root else None
-            return self._believed(text, doc, subj, names) if subj is not None else \
+            return self._believed(text, doc, subj, names, example) if subj is not None else \
                 "no subject to move to another referent"
         edits = reframe_edits(doc)
         det = reframed_det(subj)
         if det is None or not any(e[0] == det.idx for e in edits):
             edits += self._subject_edit(doc, subj, names, example)
             if not any(e[3].kind != "reframe" for e in edits):
-                return self._believed(text, doc, subj, names)
+                return self._believed(text, doc, subj, names, example)
         sentence = finish_sentence(self.apply_edits(text, edits))
         return sentence, tuple(e[3] for e in sorted(edits, key=lambda e: e[0]))
 
-    def _believed(self, text: str, doc, subj, names: list[str]):
+    def _believed(self, text: str, doc, subj, names: list[str], example):
         """A claim about a kind ('Teenagers need less sleep than adults.') as another person's
         belief ('Jordan Lee believes that teenagers need ...'): in the passage, the writer reports
         it without stating it. Not for a subject that points back into the passage (it, this,
         there, the N): 'Jordan Lee believes that it is in a big city' speaks of its city."""
         det = next((c for c in subj.children if c.dep_ == "det"), None)
         generic = subj.pos_ == "NOUN" and (det is None or det.lower_ in ("a", "an", "some", "many", "most", "all", "every"))
+        if OPINION_RE.search(example.question):  # "Which is an opinion?": a fact believed is one
+            return "a belief for a question about opinions"
         if not names or not (generic or subj.dep_ == "csubj" or subj.tag_ == "VBG") \
                 or any(c.dep_ == "poss" for c in subj.children):
             return "no subject to move to another referent"
