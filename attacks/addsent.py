@@ -971,6 +971,8 @@ class AddSent(Attack):
         there, the N): 'Jordan Lee believes that it is in a big city' speaks of its city."""
         det = next((c for c in subj.children if c.dep_ == "det"), None)
         generic = subj.pos_ == "NOUN" and (det is None or det.lower_ in ("a", "an", "some", "many", "most", "all", "every"))
+        if doc[0].tag_ in ("WRB", "WP", "WDT"):  # "Why disasters are dangerous.": no statement to believe
+            return "no subject to move to another referent"
         if OPINION_RE.search(example.question):  # "Which is an opinion?": a fact believed is one
             return "a belief for a question about opinions"
         if not names or not (generic or subj.dep_ == "csubj" or subj.tag_ == "VBG") \
