@@ -255,8 +255,9 @@ def statement(question: str, option: str, resources) -> tuple[str, str]:
         # "The story happened in on a winter morning": the option brought its own preposition
         sentence = DOUBLED_PREP_RE.sub("", sentence)
         sentence = re.sub(r"\b(\d+) old\b", r"\1 years old", sentence)  # "Mike's wife is 10 old."
-        told = TOLD_US_RE.search(sentence)
-        if told and fitted.startswith("that "):  # "tells that X us" -> "tells us that X"
+        # "tells that X us" -> "tells us that X": the rules put the option before the question's last word
+        told = re.search(rf" ({re.escape(fitted)}) (us|you|me|them)(?=\W*$)", sentence)
+        if told:
             sentence = sentence[:told.start()] + f" {told.group(2)} {told.group(1)}" + sentence[told.end():]
         if unknown_word_forms(sentence, known, resources):  # "Who cannot drive?" -> "Not candrive Tom."
             continue
@@ -316,7 +317,6 @@ FOLLOWING_RE = re.compile(r"\b(which|what)(?:\s+one)?\s+of\s+the\s+following\s+(
 VERB_PHRASE_OPTION = "verb-phrase option for a wh-question"
 DOUBLED_PREP_RE = re.compile(r"\b(?:in|at|on|by|because of)\s+(?=(?:in|on|at|by|during|before|after|from|because)\b)",
                              re.IGNORECASE)
-TOLD_US_RE = re.compile(r" (that .+) (us|you|me|them)(?=\W*$)")
 TITLE_RE = re.compile(r"\btitles?\b", re.IGNORECASE)
 # a question whose verb takes a that-clause: the clause option follows it ("... tells us that X")
 SAYING_RE = re.compile(r"\b(?:tell|say|think|believe|show|suggest|mean|know|learn|hope|feel|want to tell)\s*"
@@ -388,8 +388,9 @@ def title_spans(doc) -> list[tuple[int, int]]:
 def is_clause(doc) -> bool:
     """Whether an option is a clause with its own subject and finite verb ('She was a movie
     star.'), which no noun-phrase slot of a question takes."""
-    return any(t.dep_ in ("nsubj", "nsubjpass", "expl", "csubj")
-               and any(a.tag_ in FINITE_TAGS for a in [t.head, *t.head.children]) for t in doc)
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)  # not a relative clause's subject
+    return root is not None and any(c.dep_ in ("nsubj", "nsubjpass", "expl", "csubj") for c in root.children) \
+        and any(a.tag_ in FINITE_TAGS for a in [root, *root.children])
 
 
 # numbers
