@@ -255,6 +255,7 @@ def statement(question: str, option: str, resources) -> tuple[str, str]:
         # "The story happened in on a winter morning": the option brought its own preposition
         sentence = DOUBLED_PREP_RE.sub("", sentence)
         sentence = re.sub(r"\b(\d+) old\b", r"\1 years old", sentence)  # "Mike's wife is 10 old."
+        sentence = re.sub(r"\b(\w+) \1(?=\W*$)", r"\1", sentence)  # "25,530 feet high high."
         # "tells that X us" -> "tells us that X": the rules put the option before the question's last word
         told = re.search(rf" ({re.escape(fitted)}) (us|you|me|them)(?=\W*$)", sentence)
         if told:
