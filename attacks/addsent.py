@@ -18,9 +18,13 @@ about the passage, what it states, its title or its author: "We cannot infer fro
 that X", "What is not the best title for the passage X" are text about the passage. A "not"
 sentence says that a distractor is NOT the answer, a hint to a reader that understands negation
 (the built-in readers, which match words, found such questions far harder all the same).
-Negated questions ("Which is NOT true?", "All EXCEPT _", `validity.negated_question`) are
-skipped ("negated question"): a sentence made from them says that a distractor does not satisfy
-the question, which is again a hint.
+A question without a blank is stated by the declarative rules (`statement`), never glued to the
+distractor as AdvRACE did unless `glued_fallback` asks for it; the passage and its author always
+move to another text or person ("Another writer urges ..."); and where the options are statements
+about the passage (what it states, negated questions, a clause for a wh-question) each is said of
+someone the passage never names (`_other_referent`), so the gold stays the only answer. Negated
+questions ("Which is NOT true?", `validity.negated_question`) never get their own words back: that
+would say a distractor does not satisfy the question, a hint.
 """
 
 from __future__ import annotations
