@@ -18,9 +18,13 @@ about the passage, what it states, its title or its author: "We cannot infer fro
 that X", "What is not the best title for the passage X" are text about the passage. A "not"
 sentence says that a distractor is NOT the answer, a hint to a reader that understands negation
 (the built-in readers, which match words, found such questions far harder all the same).
-Negated questions ("Which is NOT true?", "All EXCEPT _", `validity.negated_question`) are
-skipped ("negated question"): a sentence made from them says that a distractor does not satisfy
-the question, which is again a hint.
+A question without a blank is stated by the declarative rules (`statement`), never glued to the
+distractor as AdvRACE did unless `glued_fallback` asks for it; the passage and its author always
+move to another text or person ("Another writer urges ..."); and where the options are statements
+about the passage (what it states, negated questions, a clause for a wh-question) each is said of
+someone the passage never names (`_other_referent`), so the gold stays the only answer. Negated
+questions ("Which is NOT true?", `validity.negated_question`) never get their own words back: that
+would say a distractor does not satisfy the question, a hint.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ from advrace.resources.inflection import (indefinite_article, inflect_verb, irre
                                           match_case)
 from advrace.resources.wordnet import verb_exceptions
 
+from . import declarative_rules
+from .adversarial_squad import unknown_word_forms
 from .base import Attack, CannotPerturb, register
 
 TRAILING_DOTS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
@@ -67,7 +73,7 @@ DO_SUPPORT = {"VBZ": "does", "VBD": "did", "VBP": "do", "VB": "do"}
 # preceding is NOT right" the same as "Which of the following": no antonym for them either.
 # "Which is TRUE according to the passage?" turned into "Which is FALSE according to the passage
 # X" says that a distractor is false: a hint, not a distractor, so truth words never change.
-META_WORDS = ("passage", "article", "text", "paragraph", "writer", "author", "title", "lot",
+META_WORDS = ("passage", "article", "text", "paragraph", "writer", "author", "story", "poem", "title", "lot",
               "kind", "sort", "word", "words", "phrase", "phrases", "sentence", "sentences",
               "statement", "statements", "following", "true", "false", "correct", "incorrect",
               "untrue")
@@ -77,6 +83,8 @@ META_WORDS = ("passage", "article", "text", "paragraph", "writer", "author", "ti
 # for the passage X"), so such a question never falls back to "not".
 ABOUT_PASSAGE_RE = re.compile(r"\b(?:passage|article|text|paragraph|writer|author|title)s?\b", re.IGNORECASE)
 NUMBER_NOUNS = frozenset({"hundred", "thousand", "million", "billion", "dozen", "score"})
+GLUED = "glued"  # rule of a sentence that is the question with a distractor after it: not English
+OTHER_REFERENT = "other_referent"  # a distractor restated about another person or thing
 HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "dr", "sir", "madam", "prof", "mister"})
 
 
@@ -94,6 +102,10 @@ class AddSentConfig:
     # (bench/addsent_validity.py --readers). Never for a question about the passage (what it
     # states, its title, its author), even when True.
     negation_fallback: bool = False
+    # A question that is no fill-in-the-blank and that the declarative rules cannot state with a
+    # distractor: skip it, counted "no statement: <why>" (False), or glue the distractor after the
+    # question as AdvRACE did ("What does Tom like the piano."), recorded with rule "glued" (True).
+    glued_fallback: bool = False
 
     def __post_init__(self):
         words = self.keep_words
@@ -180,6 +192,90 @@ def declarative(question: str, option: str, resources=None) -> str:
     return finish_sentence(stem + " " + _fit(option, not stem.strip(), True, resources))
 
 
+def _declarative_rules(question: str, answer: str, resources) -> tuple[list, str | None]:
+    """The declarative rules' candidates (their `declarative_form` where it exists, which names
+    why none fit) for a question that has no blank."""
+    form = getattr(declarative_rules, "declarative_form", None)
+    if form is not None:
+        return form(question, answer, resources)
+    cands = declarative_rules.declarative_candidates(question, answer, resources)
+    return cands, None if cands else "no declarative rule"
+
+
+def statement(question: str, option: str, resources) -> tuple[str, str]:
+    """(sentence, rule) stating `option` as the answer of `question`, or ("", why not).
+
+    A blank takes the option (rule "blank"). Any other question goes through the declarative
+    rules, and a candidate is kept only where the option fits its slot: a clause only after
+    "because" ("Because they were given gifts." for "Why ...?"), an infinitive only where "to do"
+    asked for it, and no verb phrase where a noun phrase goes ("Barbara wants to do give people
+    advice"). AdvRACE glued the option after the question instead ("What does Tom like the
+    piano."), which is not English."""
+    q = ASKED_THEN_BLANK_RE.sub("?", clean_question(question))  # "How often ...?  _": no blank to fill
+    if BLANK_OR_PARENS_RE.search(q) or TRAILING_DOTS_RE.search(q):
+        return declarative(q, option, resources), "blank"
+    text = END_PUNCT_RE.sub("", " ".join(option.split())).rstrip(" ,;:")
+    why = bool(re.match(r"\W*why\b", q, re.IGNORECASE))
+    if why:
+        text = CLAUSE_OPENER_RE.sub("", text)
+    if not text:
+        return "", "empty option"
+    fitted = _fit(text, False, False, resources)
+    doc = resources.parse(fitted)
+    clause = is_clause(doc)
+    if TITLE_RE.search(q):  # a title is quoted whatever its form: 'the best title is "Shopping is fun"'
+        fitted, clause = f'"{_fit(text, True, False, resources)}"', False
+    infinitive = doc[0].lower_ == "to" and len(doc) > 1 and doc[1].tag_ == "VB"
+    verb_phrase = not clause and not infinitive and doc[0].pos_ in ("VERB", "AUX") and doc[0].tag_ != "VBG"
+    if clause and not why:
+        if not SAYING_RE.search(q):
+            return "", CLAUSE_OPTION
+        fitted = "that " + fitted  # "What does the passage mainly tell us?" - "that it's rude to ..."
+    if verb_phrase:
+        return "", VERB_PHRASE_OPTION
+    about = ABOUT_RE.match(q)
+    if about:  # "What is the passage mainly about?": the rules strand the preposition
+        return finish_sentence(f"{about.group(2)} {about.group(1)} {about.group(3)} {fitted}"), "copula_about"
+    there = THERE_RE.match(q)
+    if there:  # "How many people are there in the family?" -> "There are three people in the family."
+        return finish_sentence(f"there {there.group(2)} {fitted} {there.group(1)} {there.group(3)}"), "there_how_many"
+    q = FOLLOWING_RE.sub(r"\1 ", q)  # "Which of the following can be the title ...?" -> "Which can be ..."
+    adjective = len(doc) == 1 and doc[0].pos_ == "ADJ"
+    cands, reason = _declarative_rules(q, fitted, resources)
+    key = fold_case_and_spaces(fitted)
+    known = {w.lower() for w in WORD_RE.findall(f"{q} {option}")}
+    for cand in cands:
+        sentence = cand.sentence
+        if why:
+            if clause or infinitive:
+                sentence = re.sub(r"\bbecause of\s+(?=" + re.escape(fitted) + ")",
+                                  "because " if clause else "", sentence)
+            if clause and "because " + fitted not in sentence:
+                continue
+        elif infinitive:
+            sentence = re.sub(r"\b(to )?do\s+(?=" + re.escape(fitted) + ")", "", sentence)
+            if not re.search(r"\bto\s+" + re.escape(fitted[3:]), sentence):
+                continue
+        # "The story happened in on a winter morning": the option brought its own preposition
+        sentence = DOUBLED_PREP_RE.sub("", sentence)
+        sentence = re.sub(r"\b(\d+) old\b", r"\1 years old", sentence)  # "Mike's wife is 10 old."
+        sentence = re.sub(r"\b(\w+) \1(?=\W*$)", r"\1", sentence)  # "25,530 feet high high."
+        # "tells that X us" -> "tells us that X": the rules put the option before the question's last word
+        told = re.search(rf" ({re.escape(fitted)}) (us|you|me|them)(?=\W*$)", sentence)
+        if told:
+            sentence = sentence[:told.start()] + f" {told.group(2)} {told.group(1)}" + sentence[told.end():]
+        if unknown_word_forms(sentence, known, resources):  # "Who cannot drive?" -> "Not candrive Tom."
+            continue
+        quoted = [m.group() for m in TITLE_QUOTE_RE.finditer(q)]  # a rule moved words into a quotation
+        if any(part not in sentence for part in quoted):
+            continue
+        if key not in fold_case_and_spaces(sentence) or "?" in sentence or ".." in sentence \
+                or BROKEN_RE.search(sentence) or (adjective and not cand.rule.startswith(("copula", "how"))):
+            continue
+        return finish_sentence(sentence), cand.rule
+    return "", reason or "no declarative rule fits the option"
+
+
 def contains_gold(sentence: str, gold: str) -> bool:
     """Whether the sentence states the gold option's text; a one-character gold ('A', '3') would
     match nearly any sentence, so it is not checked."""
@@ -192,6 +288,114 @@ def search_failure(refused: Counter, found: int, wanted: int) -> str:
     (the first met on a tie), and how many sentences were found before it when any were."""
     why = max(refused, key=refused.get) if refused else "edits leave the question unchanged"
     return f"only {found} of {wanted} sentences: {why}" if found else why
+
+
+# another text, another person
+
+# The words that name this passage or its author. A sentence that keeps them is about this very
+# passage: "The writer urges the listeners to obey their parents." answers "The writer urges the
+# readers to _" with a distractor, whatever else changed. So they always move to another text or
+# person ("Another writer urges ..."), which no reader takes for this passage's author.
+REFRAME_NOUNS = frozenset({"passage", "article", "text", "paragraph", "writer", "author", "story", "poem"})
+REFRAME_DETS = frozenset({"the", "this"})
+AUTHOR_RE = re.compile(r"\b(?:writer|author)s?\b", re.IGNORECASE)
+TITLE_QUOTE_RE = re.compile(r"\"[^\"]+\"|“[^”]+”|'[A-Z][^']*'")
+# Names for a sentence moved to another person: given names that are no one's gender, so a
+# pronoun later in the sentence ("He lost his bag" -> "Jordan Lee lost his bag") still reads.
+OTHER_PEOPLE = ("Jordan Lee", "Alex Morgan", "Sam Taylor", "Robin Clarke", "Casey Brown",
+                "Jamie Wilson", "Taylor Reed", "Morgan Hill", "Chris Parker", "Kim Evans",
+                "Drew Foster", "Jesse Grant")
+THIRD_PERSON = frozenset({"he", "she"})
+MENTIONED_RE = re.compile(r"\b(?:mention(?:ed)?|stated?|talk(?:ed)?|discuss(?:ed)?|referr?(?:ed)?|includ(?:ed|e)|"
+                          r"list(?:ed)?|describ(?:ed|e)|cover(?:ed)?|given|shown|told|said)\b", re.IGNORECASE)
+OPINION_RE = re.compile(r"\b(?:opinions?|facts?|believes?|thinks?)\b", re.IGNORECASE)
+POSSESSIVE_PRONOUNS = frozenset({"his", "her", "their", "its"})
+FINITE_TAGS = frozenset({"VBD", "VBZ", "VBP", "MD"})
+CLAUSE_OPENER_RE = re.compile(r"^\s*because(?:\s+of)?\s+", re.IGNORECASE)
+
+
+CLAUSE_OPTION = "clause option for a wh-question"
+ASKED_THEN_BLANK_RE = re.compile(r"\?\s*_+\s*$")
+THERE_RE = re.compile(r"^how\s+many\s+(.+?)\s+(is|are|was|were)\s+there\b\s*(.*?)\s*\?*$", re.IGNORECASE)
+FOLLOWING_RE = re.compile(r"\b(which|what)(?:\s+one)?\s+of\s+the\s+following\s+(?=(?:is|are|was|were|can|could|may|"
+                          r"might|would|will|should|must|does|do|did|has|have|had|best|most)\b)", re.IGNORECASE)
+VERB_PHRASE_OPTION = "verb-phrase option for a wh-question"
+DOUBLED_PREP_RE = re.compile(r"\b(?:in|at|on|by|because of)\s+(?=(?:in|on|at|by|during|before|after|from|because)\b)",
+                             re.IGNORECASE)
+TITLE_RE = re.compile(r"\btitles?\b", re.IGNORECASE)
+# a question whose verb takes a that-clause: the clause option follows it ("... tells us that X")
+SAYING_RE = re.compile(r"\b(?:tell|say|think|believe|show|suggest|mean|know|learn|hope|feel|want to tell)\s*"
+                       r"(?:us|you|me|them)?\s*\?*\s*$", re.IGNORECASE)
+ABOUT_RE = re.compile(r"^what\s+(is|are|was|were)\s+(.+?)\s+((?:\w+ly\s+)?(?:about|like|for|from))\s*\?*$",
+                      re.IGNORECASE)
+# what the declarative rules leave broken: a stranded preposition at the end ("give his mother
+# the drink to."), a sentence opening on a clitic ("N't have ..."), "because of" before a verb
+BROKEN_RE = re.compile(r"\b(?:to|of|for|with|from|about|at|in|on|by)\.?$|^\W*n['’]t\b|\bbecause of (?:to|like)\b"
+                       r"|\b(?:is|are|was|were) there\b|\bnot\s+\w+\s+(?:is|are|was|were)\s+because\b"
+                       r"|\bof the following\b|\b(?:in|of|on|at|for|to|with) (?:is|are|was|were)\b",
+                       re.IGNORECASE)
+
+
+def reframed_det(tok):
+    """The 'the'/'this' of 'the writer', 'this reading passage' that `reframe_edits` moves, or None."""
+    doc = tok.doc
+    if tok.i == 0:
+        return None
+    det = next((c for c in tok.children if c.dep_ == "det" and c.i < tok.i), doc[tok.i - 1])
+    if det.lower_ not in REFRAME_DETS or any(t.pos_ not in ("ADJ", "NOUN", "DET") for t in doc[det.i + 1:tok.i]):
+        return None
+    return det
+
+
+def reframe_edits(doc) -> list:
+    """Edits that move 'the/this passage', 'the writer' (and article, text, paragraph, author) to
+    'another ...'; a later mention of the same noun becomes 'that ...' so it stays the other one."""
+    out, seen = [], set()
+    for tok in doc:
+        lower = tok.lower_
+        if lower not in REFRAME_NOUNS or tok.dep_ == "compound" or tok.i == 0:
+            continue
+        det = reframed_det(tok)
+        if det is None:
+            continue
+        new = match_case("that" if lower in seen else "another", det.text)
+        seen.add(lower)
+        record = Replacement(det.idx, det.idx + len(det.text), det.text, new, "reframe",
+                             changes_meaning=True)
+        out.append((det.idx, det.idx + len(det.text), new, record))
+    return out
+
+
+def title_spans(doc) -> list[tuple[int, int]]:
+    """Character spans of the titles a question names: quoted text, a work of art, or a run of two
+    or more capitalised words after the first ('the story The Magic of Thinking Big')."""
+    text = doc.text
+    spans = [m.span() for m in TITLE_QUOTE_RE.finditer(text)]
+    spans += [(e.start_char, e.end_char) for e in doc.ents if e.label_ == "WORK_OF_ART"]
+    run = []
+    for tok in list(doc) + [None]:
+        title_word = tok is not None and tok.i > 0 and (tok.text[:1].isupper() or (
+            run and tok.lower_ in ("of", "the", "a", "an", "and", "in", "on", "to", "for")))
+        if title_word and tok.pos_ == "PROPN" and tok.ent_type_ == "PERSON":
+            title_word = False
+        if title_word:
+            run.append(tok)
+            continue
+        while run and not run[-1].text[:1].isupper():
+            run.pop()
+        if sum(t.text[:1].isupper() for t in run) >= 2 and run[0].pos_ != "PROPN" or \
+                sum(t.text[:1].isupper() for t in run) >= 3:
+            spans.append((run[0].idx, run[-1].idx + len(run[-1].text)))
+        run = []
+    return spans
+
+
+def is_clause(doc) -> bool:
+    """Whether an option is a clause with its own subject and finite verb ('She was a movie
+    star.'), which no noun-phrase slot of a question takes."""
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)  # not a relative clause's subject
+    return root is not None and any(c.dep_ in ("nsubj", "nsubjpass", "expl", "csubj") for c in root.children) \
+        and any(a.tag_ in FINITE_TAGS for a in [root, *root.children])
 
 
 # numbers
@@ -246,6 +450,7 @@ class _Plan:
     substitutions: list  # (token, [(new, kind), ...]) best first
     antonyms: list  # (token, [new, ...]) in rng order
     negation: list  # [(start, end, new, record)], or [] where the question has no place for "not"
+    reframe: list  # 'the writer' -> 'another writer' (see `reframe_edits`), in every sentence
 
 
 @register
@@ -439,7 +644,9 @@ class AddSent(Attack):
         changed = {tok.i for tok, _ in subs}
         antonyms = []
         for tok in doc:
+            # "How old is Dave's sister?" -> "Mike's wife is 10 young.": the adjective of "how" stays
             if (tok.i in changed or tok.pos_ not in ANTONYM_POS or not tok.text.isalpha()
+                    or tok.i > 0 and doc[tok.i - 1].lower_ == "how"
                     or tok.lower_ in res.stopwords or tok.lower_ in cfg.keep_words
                     or self._blocked(tok, blanks)):
                 continue
@@ -447,7 +654,8 @@ class AddSent(Attack):
             if forms:
                 antonyms.append((tok, forms))
         rng.shuffle(antonyms)
-        return _Plan(subs, antonyms, self._negation(doc, blanks))
+        reframe = [e for e in reframe_edits(doc) if not any(s < e[1] and e[0] < t for s, t in blanks)]
+        return _Plan(subs, antonyms, self._negation(doc, blanks), reframe)
 
     def variant(self, plan: _Plan, j: int) -> tuple[list, bool]:
         """Edits for the j-th sentence: the j-th choice of each word and the j-th antonym target,
@@ -472,10 +680,11 @@ class AddSent(Attack):
             edits.append((tok.idx, tok.idx + len(tok.text), new,
                           Replacement(tok.idx, tok.idx + len(tok.text), tok.text, new, "antonym",
                                       changes_meaning=True)))
+        edits += plan.reframe
         changed = any(record.changes_meaning for *_, record in edits)
         if not edits or (self._same_meaning_filter and not changed):
             return (list(plan.negation) if self.config.negation_fallback else []), True
-        return edits + self._articles(plan, edits), False
+        return edits + self._articles(plan, [e for e in edits if e[3].kind != "reframe"]), False
 
     @staticmethod
     def _articles(plan: _Plan, edits: list) -> list:
@@ -528,6 +737,8 @@ class AddSent(Attack):
     def _refused(self, example, entry: AdversarialSentence) -> str | None:
         """The flag of the first shared check that refuses the sentence, or None."""
         checks, ctx = self._sentence_checks
+        if entry.rule == OTHER_REFERENT:  # an option said of someone else restates no question
+            checks = [c for c in checks if c.name != "negated_restated"]
         refused = first_refusal(checks, Subject(example, entry.sentence, record=entry), ctx, {})
         return refused[0].flag if refused else None
 
@@ -536,10 +747,6 @@ class AddSent(Attack):
         question = clean_question(example.question)
         if not question:
             raise CannotPerturb("empty question")
-        if self._skip_negated and negated_question(question):
-            # "Which is NOT true?", "All are mentioned EXCEPT _": a sentence made from it says
-            # that a distractor does not satisfy the question, which is a hint, not a distractor
-            raise CannotPerturb("negated question")
         gold = example.answer
         gold_key = option_key(gold)
         distractors, keys = [], {gold_key}
@@ -548,12 +755,40 @@ class AddSent(Attack):
             if i != example.label and key and key not in keys:
                 keys.add(key)
                 distractors.append(i)
-        if len(distractors) < cfg.insertions:
+        negated = self._skip_negated and negated_question(question)
+        if len(distractors) < cfg.insertions and not negated:
             raise CannotPerturb("no distinct distractor")
         rng.shuffle(distractors)
+        if negated:
+            # "Which is NOT true?", "All are mentioned EXCEPT _": the question made a statement
+            # says that a distractor does not satisfy it, a hint. An option said of someone else
+            # is safe: the gold ("He went by bus", false of the passage) stated of another
+            # person stays false of the passage's own, and lures a reader to take it as stated
+            # the gold said of someone else is still said in the passage: not for "Which is NOT
+            # mentioned?", only for "Which is NOT true?"
+            said = MENTIONED_RE.search(question)
+            try:
+                chosen = self._other_referent(example, ([] if said else [example.label]) + distractors, rng)
+            except CannotPerturb as exc:
+                raise CannotPerturb(f"negated question: {exc}") from None
+            starts = list(res.sentence_starts(example.passage)) + [len(example.passage)]
+            inserts = [(c.sentence, rng.choice(starts)) for c in chosen]
+            return example.insert_sentences(inserts).with_provenance(AttackSummary(self.name, sentences=tuple(chosen)))
 
         plan = self.plan(example, rng)
         variants = [self.variant(plan, j) for j in range(cfg.insertions)]
+        starts = list(res.sentence_starts(example.passage)) + [len(example.passage)]
+        blank = bool(BLANK_OR_PARENS_RE.search(question) or TRAILING_DOTS_RE.search(question))
+        content = any(record is not None and record.changes_meaning and record.kind != "reframe"
+                      for edits, fallback in variants if not fallback for *_, record in edits)
+        if asks_what_passage_states(question) and not (blank and content):
+            # "Which is true?", "What can we infer?": the options are statements about the
+            # passage, so a sentence stating one about the passage's own people makes it true;
+            # one about someone else lures a word matcher and leaves the gold the only answer
+            chosen = self._other_referent(example, distractors, rng)
+            inserts = [(c.sentence, rng.choice(starts)) for c in chosen]
+            return example.insert_sentences(inserts).with_provenance(AttackSummary(self.name, sentences=tuple(chosen)))
+        self._author_moved(res.parse(example.question), plan)
         # a "not" sentence made from "What can we learn from the passage?" or "What is the best
         # title for the passage?" is text about the passage ("We cannot learn from the passage
         # that X", "What is not the best title for the passage X") and a hint: never written
@@ -567,9 +802,12 @@ class AddSent(Attack):
                 raise CannotPerturb("no change of meaning")
             raise CannotPerturb("no change of meaning (question about the passage)" if about_passage
                                 else "no negation point")
-        variants = usable
+        titled = self._titles_kept(res.parse(example.question), usable)
+        variants = [v for v, kept in zip(usable, titled) if not kept]
+        if not variants:
+            raise CannotPerturb("title kept in a question about the author")
         original = fold_case_and_spaces(question)
-        starts = list(res.sentence_starts(example.passage)) + [len(example.passage)]
+        names = self._other_names(example, rng)
 
         chosen, used_options, sentences = [], set(), set()
         for j in range(cfg.insertions):
@@ -582,18 +820,31 @@ class AddSent(Attack):
                 for i in distractors:
                     if i in used_options:
                         continue
-                    sentence = declarative(mutated, example.options[i], res)
-                    if not sentence or fold_case_and_spaces(sentence) in sentences:
+                    sentence, rule = statement(mutated, example.options[i], res)
+                    records = tuple(record for *_, record in sorted(edits, key=lambda e: e[0]) if record is not None)
+                    if rule in (CLAUSE_OPTION, VERB_PHRASE_OPTION):
+                        # "What did Tom do?" - "He was so scared that he fainted.": the option is
+                        # a statement of its own, said of someone else (AdvRACE appended it)
+                        made = self._moved_subject(example.options[i], names, example)
+                        if isinstance(made, str):
+                            rule = f"{rule}, {made}"
+                        else:
+                            (sentence, records), rule = made, OTHER_REFERENT
+                    if not sentence and cfg.glued_fallback:
+                        sentence, rule = declarative(mutated, example.options[i], res), GLUED
+                    if not sentence:
+                        refused[f"no statement: {rule}"] += 1
+                        continue
+                    if fold_case_and_spaces(sentence) in sentences:
                         refused["no new sentence"] += 1
                         continue
                     if contains_gold(sentence, gold):
                         refused["gold answer in sentence"] += 1
                         continue
                     entry = AdversarialSentence(
-                        sentence, question=clean_question(mutated),
-                        replacements=tuple(record for *_, record in sorted(edits, key=lambda e: e[0])
-                                           if record is not None),
-                        answer=example.options[i], option=i, negation_fallback=fallback)
+                        sentence, question=clean_question(mutated if rule != OTHER_REFERENT else question),
+                        replacements=records, answer=example.options[i], option=i,
+                        negation_fallback=fallback, rule=rule)
                     why = self._refused(example, entry)
                     if why:
                         refused[why] += 1
@@ -605,16 +856,185 @@ class AddSent(Attack):
             if found is None:
                 raise CannotPerturb(search_failure(refused, j, cfg.insertions))
             entry, i = found
+            self._name_used(entry, names)
             used_options.add(i)
             sentences.add(fold_case_and_spaces(entry.sentence))
             chosen.append(entry)
         inserts = [(c.sentence, rng.choice(starts)) for c in chosen]
         return example.insert_sentences(inserts).with_provenance(AttackSummary(self.name, sentences=tuple(chosen)))
 
+    @staticmethod
+    def _author_moved(doc, plan: _Plan) -> None:
+        """Refuse a question that names the author or writer where no edit moves it to another
+        one ('a writer', 'writers'): its sentence would still be about this passage's author."""
+        moved = {e[0] for e in plan.reframe}
+        for tok in doc:
+            det = reframed_det(tok)
+            if tok.lower_ in ("writer", "author", "writers", "authors") and (det is None or det.idx not in moved):
+                raise CannotPerturb("author not moved to another person")
+
+    @staticmethod
+    def _titles_kept(doc, variants: list) -> list[bool]:
+        """Per variant, whether a question about the author keeps a title it names unchanged:
+        'Another writer mentioned the story The Magic of Thinking Big because _' is still about
+        the very book the question asks of."""
+        if not AUTHOR_RE.search(doc.text):
+            return [False] * len(variants)
+        spans = title_spans(doc)
+        out = []
+        for edits, _ in variants:
+            changed = [(s, e) for s, e, _, record in edits
+                       if record is not None and record.changes_meaning and record.kind != "reframe"]
+            out.append(any(not any(s < te and ts < e for s, e in changed) for ts, te in spans))
+        return out
+
+    def _other_referent(self, example, distractors: list[int], rng) -> list[AdversarialSentence]:
+        """Sentences for a question that asks what the passage states: a distractor whose subject
+        moved to another person or thing ('He went to Beijing.' -> 'Jordan Lee went to
+        Beijing.', 'The boy was sad.' -> 'Another boy was sad.'), so it says nothing about the
+        passage's own people and cannot make a distractor true or the gold false."""
+        question = clean_question(example.question)
+        names = self._other_names(example, rng)
+        chosen, refused, sentences = [], Counter(), set()
+        for i in distractors:
+            if len(chosen) == self.config.insertions:
+                break
+            made = self._moved_subject(example.options[i], names, example)
+            if isinstance(made, str):
+                refused[made] += 1
+                continue
+            sentence, records = made
+            if fold_case_and_spaces(sentence) in sentences:
+                refused["no new sentence"] += 1
+                continue
+            if contains_gold(sentence, example.answer):  # the gold must move too, not be believed
+                refused["gold answer in sentence"] += 1
+                continue
+            entry = AdversarialSentence(sentence, question=question, replacements=records,
+                                        answer=example.options[i], option=i, rule=OTHER_REFERENT)
+            why = self._refused(example, entry)
+            if why:
+                refused[why] += 1
+                continue
+            self._name_used(entry, names)
+            sentences.add(fold_case_and_spaces(sentence))
+            chosen.append(entry)
+        if len(chosen) < self.config.insertions:
+            raise CannotPerturb(search_failure(refused, len(chosen), self.config.insertions))
+        return chosen
+
+    @staticmethod
+    def _other_names(example, rng) -> list[str]:
+        """OTHER_PEOPLE less any whose words the passage, question or options use, in rng order."""
+        seen = {w.lower() for w in WORD_RE.findall(" ".join([example.passage, example.question, *example.options]))}
+        names = [n for n in OTHER_PEOPLE if not any(w.lower() in seen for w in n.split())]
+        rng.shuffle(names)
+        return names
+
+    @staticmethod
+    def _name_used(entry: AdversarialSentence, names: list[str]) -> None:
+        """Take a name out of `names` once a sentence uses it, so two sentences name two people."""
+        for rep in entry.replacements:
+            if rep.kind == OTHER_REFERENT:
+                names[:] = [n for n in names if n not in rep.new]
+
+    def _moved_subject(self, option: str, names: list[str], example):
+        """(sentence, replacements) with the option's subject moved to another referent, or why
+        not: a name or he/she becomes a name from OTHER_PEOPLE (they: two names), a possessive
+        his/her/Tom's the name's, 'the N' becomes 'another N' ('other Ns'), a verb phrase gets a
+        name as its subject. A claim about a kind ('Teenagers need less sleep.') is never made:
+        inserted in the passage it is the writer's own."""
+        text = END_PUNCT_RE.sub("", " ".join(option.split())).rstrip(" ,;:")
+        doc = self.resources.parse(text)
+        root = next((t for t in doc if t.dep_ == "ROOT"), None)
+        subj = root and next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subj is None and doc[0].tag_ == "VB" and doc[0].pos_ == "VERB" and names:
+            # "Try to make the man laugh." -> "Jordan Lee tried to make the man laugh."
+            past = self._inflect(doc[0].lemma_.lower(), "VBD")
+            if past is None or any(t.lower_ in ("you", "your", "yourself") for t in doc):
+                return "no subject to move to another referent"
+            new = f"{names[0]} {past}"
+            edits = reframe_edits(doc) + [(0, len(doc[0].text), new, Replacement(
+                0, len(doc[0].text), doc[0].text, new, OTHER_REFERENT, changes_meaning=True))]
+            return finish_sentence(self.apply_edits(text, edits)), tuple(e[3] for e in sorted(edits, key=lambda e: e[0]))
+        if subj is None:
+            subj = next((c for c in root.children if c.dep_ == "csubj"), None) if root else None
+            return self._believed(text, doc, subj, names, example) if subj is not None else \
+                "no subject to move to another referent"
+        edits = reframe_edits(doc)
+        det = reframed_det(subj)
+        if det is None or not any(e[0] == det.idx for e in edits):
+            edits += self._subject_edit(doc, subj, names, example)
+            if not any(e[3].kind != "reframe" for e in edits):
+                return self._believed(text, doc, subj, names, example)
+        sentence = finish_sentence(self.apply_edits(text, edits))
+        return sentence, tuple(e[3] for e in sorted(edits, key=lambda e: e[0]))
+
+    def _believed(self, text: str, doc, subj, names: list[str], example):
+        """A claim about a kind ('Teenagers need less sleep than adults.') as another person's
+        belief ('Jordan Lee believes that teenagers need ...'): in the passage, the writer reports
+        it without stating it. Not for a subject that points back into the passage (it, this,
+        there, the N): 'Jordan Lee believes that it is in a big city' speaks of its city."""
+        det = next((c for c in subj.children if c.dep_ == "det"), None)
+        generic = subj.pos_ == "NOUN" and (det is None or det.lower_ in ("a", "an", "some", "many", "most", "all", "every"))
+        if doc[0].tag_ in ("WRB", "WP", "WDT"):  # "Why disasters are dangerous.": no statement to believe
+            return "no subject to move to another referent"
+        if OPINION_RE.search(example.question):  # "Which is an opinion?": a fact believed is one
+            return "a belief for a question about opinions"
+        if not names or not (generic or subj.dep_ == "csubj" or subj.tag_ == "VBG") \
+                or any(c.dep_ == "poss" for c in subj.children):
+            return "no subject to move to another referent"
+        new = f"{names[0]} believes that"
+        record = Replacement(0, 0, "", new, OTHER_REFERENT, changes_meaning=True)
+        return finish_sentence(f"{new} {_fit(text, False, True, self.resources)}"), (record,)
+
+    def _subject_edit(self, doc, subj, names: list[str], example) -> list:
+        def edit(first, last, new, kind=OTHER_REFERENT):
+            start, end = doc[first].idx, doc[last].idx + len(doc[last].text)
+            old = doc.text[start:end]
+            return [(start, end, new, Replacement(start, end, old, new, kind, changes_meaning=True))]
+
+        def name_run(tok):
+            first = tok.i
+            while first > 0 and (doc[first - 1].pos_ == "PROPN" or
+                                 doc[first - 1].lower_.rstrip(".") in HONORIFICS):
+                first -= 1
+            return first
+
+        if subj.lower_ in ("they", "we") and len(names) >= 2 and (subj.lower_ == "they" or not any(
+                t.lower_ in ("us", "our", "ours", "ourselves") for t in doc)):
+            return edit(subj.i, subj.i, f"{names[0]} and {names[1]}")
+        person = {"i": {"i", "me", "my", "mine", "myself"}, "you": {"you", "your", "yours", "yourself"}}
+        if subj.lower_ in person and names and not any(t.lower_ in person[subj.lower_] for t in doc if t.i != subj.i) and any(
+                a.tag_ == "MD" or a.tag_ == "VBD" and a.lower_ != "were" for a in [subj.head, *subj.head.children]):
+            return edit(subj.i, subj.i, names[0])  # "You can open the windows." - no agreement to mend
+        if subj.lower_ in THIRD_PERSON or subj.pos_ == "PROPN":
+            if not names or (subj.pos_ == "PROPN" and any(c.dep_ == "det" for c in subj.children)):
+                return []
+            return edit(subj.i if subj.pos_ != "PROPN" else name_run(subj), subj.i, names[0])
+        if subj.pos_ != "NOUN":
+            return []
+        poss = next((c for c in subj.children if c.dep_ == "poss"), None)
+        if poss is not None:
+            if poss.lower_ in POSSESSIVE_PRONOUNS and poss.lower_ != "its" and names:
+                return edit(poss.i, poss.i, names[0] + "'s")
+            if poss.pos_ == "PROPN" and names:
+                return edit(name_run(poss), poss.i, names[0])
+            return []
+        det = next((c for c in subj.children if c.dep_ == "det" and c.i < subj.i), None)
+        if det is not None and det.lower_ in ("the", "this", "that", "these", "those"):
+            return edit(det.i, det.i, "other" if subj.tag_ == "NNS" else "another")
+        # a bare or indefinite noun ("Teenagers need less sleep.", "A hobby can make you
+        # outstanding.") says something of a kind, not of someone: moved to a neighbour
+        # ("Youngsters need less sleep.") the passage's writer would state the distractor itself
+        return []
+
     def summarize(self, examples: list) -> dict:
         """Counts for stats.json, read back from each example's provenance."""
         perturbed, fallback_questions, fallback_sentences, negated, words = 0, 0, 0, 0, []
+        negated_attacked = 0
         by_kind: dict[str, int] = {}
+        by_rule: dict[str, int] = {}
         for example in examples:
             record = summary_of(example.provenance, self.name)
             if record is None or not record.sentences:
@@ -622,11 +1042,13 @@ class AddSent(Attack):
                 negated += self._skip_negated and bool(negated_question(clean_question(example.question)))
                 continue
             perturbed += 1
+            negated_attacked += bool(negated_question(clean_question(example.question)))
             fallbacks = [s for s in record.sentences if s.negation_fallback]
             fallback_sentences += len(fallbacks)
             fallback_questions += bool(fallbacks)
             for s in record.sentences:
                 words.append(count_words(s.sentence))
+                by_rule[s.rule or "blank"] = by_rule.get(s.rule or "blank", 0) + 1
                 for rep in s.replacements:
                     by_kind[rep.kind] = by_kind.get(rep.kind, 0) + 1
         return {
@@ -635,6 +1057,12 @@ class AddSent(Attack):
             "negation_fallback_share": significant(fallback_sentences / len(words)) if words else 0.0,
             "negation_fallback_questions": significant(fallback_questions / perturbed) if perturbed else 0.0,
             "negated_questions_skipped": negated,
+            # each said of another person or thing (rule other_referent), see `_other_referent`
+            "negated_questions_attacked": negated_attacked,
+            # how each sentence was stated: "blank", a declarative rule, "other_referent", or
+            # "glued" (the question with the distractor after it: not English, glued_fallback)
+            "sentences_by_rule": dict(sorted(by_rule.items())),
+            "glued_share": significant(by_rule.get(GLUED, 0) / len(words)) if words else 0.0,
             "replacements_by_kind": dict(sorted(by_kind.items())),
             "avg_inserted_words": significant(sum(words) / len(words)) if words else 0.0,
         }

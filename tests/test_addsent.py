@@ -65,7 +65,8 @@ def negating(res):
 
 @pytest.fixture(scope="module")
 def with_fallback(res):
-    return AddSent({"negation_fallback": True}, seed=11, resources=res)
+    """AdvRACE's own rules: "not" where nothing else changes, the distractor glued after a question."""
+    return AddSent({"negation_fallback": True, "glued_fallback": True}, seed=11, resources=res)
 
 
 @pytest.fixture(scope="module")
@@ -238,9 +239,15 @@ def test_not_fallback_forms(negating, question, mutated):
     "What is the passage mainly about?", "The author wrote the article to  _  .",
 ])
 def test_no_not_sentence_about_the_passage(negating, question):
-    """'We cannot infer from the text that X' is text about the passage, and a hint."""
+    """'We cannot infer from the text that X' is text about the passage, and a hint: such a
+    question is said of another text or stated by another referent, never negated."""
     out = negating.apply(mc(question, ["football", "the piano", "swimming", "chess"]))
-    assert not out.perturbed and out.reason == "no change of meaning (question about the passage)"
+    if out.perturbed:
+        for s in summary(out.example).sentences:
+            assert not s.negation_fallback and " not " not in f" {s.sentence} "
+            assert "another" in s.sentence.lower() or s.rule == "other_referent"
+    else:
+        assert "negation" not in out.reason and "about the passage" not in out.reason
 
 
 @pytest.mark.parametrize("question", [
@@ -249,17 +256,31 @@ def test_no_not_sentence_about_the_passage(negating, question):
     "Which of the following is wrong?", "What is not mentioned in the passage?",
     "Which is untrue?", "Which of the following statements is incorrect?",
 ])
-def test_negated_questions_are_skipped(addsent, negating, question):
+def test_negated_questions_are_said_of_others(addsent, negating, question):
+    """A negated question never gets its own words back as a statement (that says a distractor
+    does not fit: a hint); its options are said of people the passage does not name, the gold
+    ("Tom is tall", false of the passage's Tom) first, so it still looks stated."""
     for attack in (addsent, negating):
-        out = attack.apply(mc(question, ["Tom is tall", "Mary is kind", "Tom likes chess", "It rained"]))
-        assert not out.perturbed and out.reason == "negated question"
+        _, sentences = run(attack, mc(question, ["Tom is tall", "Mary is kind", "Tom likes chess", "It rained"]))
+        # the gold said of someone else is still said: never for "Which is NOT mentioned?"
+        mentioned = "mentioned" in question
+        assert (sentences[0].option == 0) != mentioned and all(s.option != 0 for s in sentences[0 if mentioned else 1:])
+        for s in sentences:
+            assert s.rule == "other_referent" and not s.negation_fallback
+            assert not {"Tom", "Mary"} & set(words(s.sentence))
+            assert s.sentence.split()[-1] in ("tall.", "kind.", "chess.")
+
+
+def test_negated_question_with_nothing_to_say_of_others_is_skipped(addsent):
+    out = addsent.apply(mc("All of the following are mentioned EXCEPT  _  .", ["chess", "music", "rain", "Paris"]))
+    assert not out.perturbed and out.reason == "negated question: no subject to move to another referent"
 
 
 def test_negated_questions_ask_about_what_is_true(addsent):
     """'Why didn't Tom go?' asks for what is so, not for the one option that is not."""
     out = addsent.apply(mc("Why didn't the farmer sell his horse?",
                            ["He needed it", "It was young", "Nobody wanted it", "His son said no"]))
-    assert out.perturbed, out.reason
+    assert out.perturbed or not out.reason.startswith("negated question"), out.reason
 
 
 def test_no_negation_point(negating):
@@ -403,22 +424,25 @@ def test_summarize(with_fallback, no_fallback):
         outs.append(out.example if out.perturbed else
                     e.with_provenance(AttackSummary("addsent", unchanged=out.reason)))
     stats = with_fallback.summarize(outs)
-    assert stats["questions"] == 4 and stats["perturbed"] == 2
-    assert stats["negated_questions_skipped"] == 1
-    assert stats["negation_fallback_share"] == pytest.approx(0.5)
-    assert stats["negation_fallback_questions"] == pytest.approx(0.5)
+    assert stats["questions"] == 4 and stats["perturbed"] == 3
+    assert stats["negated_questions_skipped"] == 0 and stats["negated_questions_attacked"] == 1
+    assert stats["negation_fallback_share"] == pytest.approx(1 / 3, abs=1e-4)
+    assert stats["negation_fallback_questions"] == pytest.approx(1 / 3, abs=1e-4)
     kinds = stats["replacements_by_kind"]
     assert kinds["negation"] == 2 and kinds["glove"] >= 4 and kinds["antonym"] == 2
-    inserted = [s.sentence for o in outs[:2] for s in summary(o).sentences]
-    assert stats["avg_inserted_words"] == pytest.approx(sum(len(words(s)) for s in inserted) / 4)
+    assert kinds["other_referent"] == 2
+    assert stats["sentences_by_rule"] == {"glued": 2, "do_why": 2, "other_referent": 2}
+    assert stats["glued_share"] == pytest.approx(1 / 3, abs=1e-4)
+    inserted = [s.sentence for o in outs if o.provenance and summary(o).sentences for s in summary(o).sentences]
+    assert stats["avg_inserted_words"] == pytest.approx(sum(len(words(s)) for s in inserted) / 6)
     assert with_fallback.summarize([])["negation_fallback_share"] == 0.0
     default = [no_fallback.apply(e) for e in examples]
-    assert [o.reason for o in default] == ["no change of meaning", None, "no distinct distractor",
-                                           "negated question"]
+    assert [o.reason for o in default] == ["no change of meaning", None, "no distinct distractor", None]
     stats = no_fallback.summarize([o.example if o.perturbed else
                                o.example.with_provenance(AttackSummary("addsent", unchanged=o.reason)) for o in default])
-    assert stats["perturbed"] == 1 and stats["negation_fallback_share"] == 0.0
-    assert stats["negated_questions_skipped"] == 1 and "negation" not in stats["replacements_by_kind"]
+    assert stats["perturbed"] == 2 and stats["negation_fallback_share"] == 0.0
+    assert stats["negated_questions_skipped"] == 0 and "negation" not in stats["replacements_by_kind"]
+    assert stats["glued_share"] == 0.0
 
 
 def test_multiple_choice_only(addsent):
@@ -480,7 +504,7 @@ def test_only_synonyms_fall_back_to_negation(res, neighbours):
             ["To help Mary", "To win a prize", "To please his teacher", "To find a job"])
     out = AddSent({"negation_fallback": False}, seed=11, resources=resources).apply(ex)
     assert not out.perturbed and out.reason == "no change of meaning"
-    attack = AddSent({"negation_fallback": True}, seed=11, resources=resources)
+    attack = AddSent({"negation_fallback": True, "glued_fallback": True}, seed=11, resources=resources)
     _, sentences = run(attack, ex)
     for s in sentences:
         assert s.negation_fallback
@@ -492,13 +516,13 @@ def test_only_synonyms_fall_back_to_negation(res, neighbours):
 def test_a_sentence_that_keeps_the_meaning_is_negated(res):
     """The safety net behind the candidate filter: edits none of which changes the meaning give
     way to negation."""
-    resources = SynonymNeighbourResources(res, {"story": ["tale"]})
-    ex = mc("Why does Tom like the story?", ["It is funny", "It is short", "It is sad", "It is new"])
+    resources = SynonymNeighbourResources(res, {"film": ["movie"]})
+    ex = mc("Why does Tom like the film?", ["It is funny", "It is short", "It is sad", "It is new"])
     unfiltered = AddSent({}, seed=11, resources=resources)
     unfiltered._same_meaning_filter = False
     plan = unfiltered.plan(ex, unfiltered.rng_for(ex))
     edits, fallback = unfiltered.variant(plan, 0)
-    assert not fallback and [e[2] for e in edits] == ["tale"]
+    assert not fallback and [e[2] for e in edits] == ["movie"]
     assert edits[0][3].same_meaning == "synonym" and edits[0][3].changes_meaning is False
     filtered = AddSent({"negation_fallback": True}, seed=11, resources=resources)
     edits, fallback = filtered.variant(plan, 0)
@@ -522,10 +546,12 @@ def test_truth_words_are_kept(addsent):
     """'Which is FALSE according to the passage X' would say that a distractor is false."""
     ex = mc("Which of the following is TRUE about Tom's old village?",
             ["Tom is happy", "Tom is sad", "Tom is tired", "Tom is ill"])
+    plan = addsent.plan(ex, addsent.rng_for(ex))
+    changed = [tok.text for tok, _ in plan.substitutions + plan.antonyms]
+    assert changed and "TRUE" not in changed
     _, sentences = run(addsent, ex)
     for s in sentences:
-        assert "TRUE" in s.sentence
-        assert not {r.old.lower() for r in s.replacements} & {"true"}
+        assert "FALSE" not in s.sentence and not {r.old.lower() for r in s.replacements} & {"true"}
 
 
 def test_framing_words_are_kept(addsent, with_fallback):
@@ -535,3 +561,117 @@ def test_framing_words_are_kept(addsent, with_fallback):
     _, sentences = run(with_fallback, ex)
     for s in sentences:
         assert not {r.old.lower() for r in s.replacements} & {"words", "sentence"}
+
+
+# issue 46: author questions, statements, whole-passage, what-the-passage-states
+
+
+def test_author_question_is_said_of_another_writer(addsent):
+    """'The writer urges the listeners to obey their parents.' keeps this passage's writer and
+    answers the question with a distractor; the sentence must be about another writer."""
+    ex = mc("The writer urges the readers to  _  .",
+            ["be independent", "obey their parents", "read more books", "travel alone"])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        assert s.sentence.startswith("Another writer ")
+        assert "the writer" not in s.sentence.lower()
+        assert any(r.kind == "reframe" and r.new == "Another" for r in s.replacements)
+
+
+def test_author_question_keeping_a_title_is_skipped(negating):
+    """'Another writer mentioned the book The Magic of Thinking Big because ...' is still about
+    the very book asked of: skipped, counted; the same question without a title is attacked."""
+    titled = mc("The author mentioned the book The Magic of Thinking Big mainly because  _  .",
+                ["its price was attractive", "it changed his life", "it was new", "it was short"])
+    out = negating.apply(titled)
+    assert not out.perturbed and out.reason == "title kept in a question about the author"
+    _, sentences = run(negating, mc("The author mentioned the book mainly because  _  .", titled.options))
+    assert all(s.sentence.startswith("Another author mentioned the book mainly because ") for s in sentences)
+
+
+def test_author_not_moved_is_skipped(negating):
+    out = negating.apply(mc("Writers like  _  .", ["chess", "music", "rain", "Paris"]))
+    assert not out.perturbed and out.reason == "author not moved to another person"
+
+
+def test_wh_question_gets_a_statement_not_the_question_glued(addsent, with_fallback):
+    """AdvRACE glued the distractor after the question ('Where does Tom live a town.'); the
+    declarative rules state it. Where they cannot, the question is skipped (counted) unless
+    glued_fallback asks for AdvRACE's form, recorded as rule 'glued'."""
+    ex = mc("Where does Tom live?", ["in a village", "in a city", "in a castle", "on a boat"])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        assert s.rule not in ("glued", "blank") and "?" not in s.sentence
+        assert not s.sentence.lower().startswith("where")
+        assert s.sentence.endswith(s.answer + ".")
+    unstated = mc("Who can drive?", ["Jack", "Tom", "Mary", "Mike"])  # negated: "Who cannot drive"
+    no_glue = AddSent({"negation_fallback": True}, seed=11, resources=with_fallback.resources)
+    out = no_glue.apply(unstated)
+    assert not out.perturbed and out.reason.startswith("no statement: ")
+    _, sentences = run(with_fallback, unstated)
+    assert all(s.rule == "glued" for s in sentences)
+
+
+@pytest.mark.parametrize("question, start", [
+    ("What is the passage mainly about?", "Another passage is mainly about "),
+    ("What is the best title for the passage?", "The best title for another passage is \""),
+])
+def test_whole_passage_question_is_said_of_another_text(negating, question, start):
+    _, sentences = run(negating, mc(question, ["school life", "a trip", "a new friend", "football"]))
+    for s in sentences:
+        assert s.sentence.startswith(start)
+        assert not s.negation_fallback
+
+
+@pytest.mark.parametrize("question", ["Which of the following is true?", "What can we learn from the passage?"])
+def test_what_the_passage_states_is_said_of_another_referent(addsent, question):
+    """'Tom is tall.' inserted for 'Which is true?' would make a distractor true of the passage's
+    Tom; said of another person it lures a word matcher and leaves the gold the only answer."""
+    ex = mc(question, ["Tom lives in a village", "Mary is a teacher", "He hates football", "The teacher is tall"])
+    _, sentences = run(addsent, ex)
+    assert len(sentences) == 2
+    for s in sentences:
+        assert s.rule == "other_referent"
+        said = set(words(s.sentence))
+        assert not {"Mary", "He", "Tom"} & said
+        assert s.sentence.startswith("Another teacher") or any(r.new in s.sentence for r in s.replacements)
+        assert ex.options[s.option].split()[-1] in s.sentence
+
+
+def test_clause_option_is_said_of_another_referent(addsent):
+    ex = mc("What did Tom do after school?",
+            ["He walked home.", "He played football.", "She sang a song.", "He read a book."])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        assert s.rule == "other_referent"
+        first = s.sentence.split()[0]
+        assert first not in ("He", "She", "Tom") and first[0].isupper()
+
+
+def test_other_people_are_not_the_passage_s(res):
+    """A name drawn for another referent is none the passage, question or options use."""
+    from advrace.attacks.addsent import OTHER_PEOPLE
+    passage = PASSAGE + " " + " ".join(n.split()[0] for n in OTHER_PEOPLE[:-1]) + " came too."
+    ex = MCExample(id="q", passage=passage, question="Which of the following is true?",
+                   options=("He is tall", "She is kind", "He likes chess", "She is ill"), label=0)
+    attack = AddSent({"insertions": 1}, seed=3, resources=res)
+    _, sentences = run(attack, ex)
+    assert OTHER_PEOPLE[-1] in sentences[0].sentence
+
+
+def test_a_claim_about_a_kind_is_another_person_s_belief(addsent):
+    """'Teenagers need less sleep than adults.' moved to a neighbour kind ('Youngsters need ...')
+    is the passage's writer stating the distractor; as another person's belief it is reported."""
+    ex = mc("Which of the following would the writer most probably agree with?",
+            ["Sleep helps memory", "Teenagers need less sleep than adults", "Students should study all night",
+             "Dogs can dream every night"])
+    _, sentences = run(addsent, ex)
+    for s in sentences:
+        assert s.rule == "other_referent"
+        name, rest = s.sentence.split(" believes that ")
+        assert name in OTHER_PEOPLE_NAMES and rest == ex.options[s.option][0].lower() + ex.options[s.option][1:] + "."
+    out = addsent.apply(mc("Which of the following is an opinion?", ex.options))
+    assert not out.perturbed and "opinion" in out.reason
+
+
+OTHER_PEOPLE_NAMES = __import__("advrace.attacks.addsent", fromlist=["OTHER_PEOPLE"]).OTHER_PEOPLE
