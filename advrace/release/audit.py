@@ -358,7 +358,18 @@ for _name in ("addonesent", "addsentmod"):  # not "addsent": the name is AdvRACE
     register_unchecked(_name, "a fake answer of the gold's group but of no kind the question takes (a park's name, or "
                        "the answer model's landmark, for a newspaper), and a question whose only change is a verb (or a verb "
                        "the tagger read as a noun) to a near-synonym WordNet does not relate (the asked fact restated with "
-                       "another answer)")
+                       "another answer)", "a mutation whose only change is a near-synonym WordNet does not relate (flaw -> "
+                       "malfunction, city -> town, proclamation -> decree) or a negated antonym of the same referent "
+                       "(original -> unoriginal): the asked fact restated with the fake", "broken English the grammar "
+                       "rules do not see (a verb the tagger read as a noun, a subject and verb that do not agree, an "
+                       "inversion parsed as a copula), and its language-model fluency outliers where the split's config "
+                       "names no model or the split has fewer than 40 sentences")
+register_unchecked("addsent", "on RACE, a sentence that answers the question with a distractor: about the passage's own "
+                   "author or writer (never replaced, or the same book by its title), with a stand-in that keeps the "
+                   "meaning (purpose -> knowledge), an antonym of the word's other sense (find -> lose), a multi-word "
+                   "name swapped word by word (\"Canada India\"), or a scanning-error fragment replaced by a word; and "
+                   "broken English the grammar rules do not see (no language model scores its fluency unless the "
+                   "split's config names a fluency_model)")
 register_unchecked("distractor_extraction", "a span that gives the answer's own evidence in other words (a second right answer)")
 register_unchecked("distractor_generation", "a new distractor that is a right answer too: the answer in other words "
                    "below the paraphrase threshold, or what the passage says in answer to the question; and one that "

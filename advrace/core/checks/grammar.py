@@ -47,6 +47,8 @@ DITRANSITIVE = frozenset({"give", "award", "grant", "offer", "tell", "show", "se
                           "appoint", "make", "consider", "owe", "assign", "bring", "leave", "sell", "cost",
                           "accord", "afford", "refuse", "spare", "save", "serve", "feed", "fine", "dub",
                           "crown", "title", "rename", "vote", "declare", "label", "term", "nickname"})
+# what follows no modal in a statement ("would a rise in wages be"): its verb comes first
+NOT_AFTER_MODAL = frozenset({"DT", "PDT", "PRP$", "NN", "NNS", "NNP", "NNPS", "JJ", "CD", "IN"})
 # nominative pronouns: "because of he was ill" has a clause where "of" takes a noun phrase
 NOMINATIVE = frozenset({"i", "he", "she", "we", "they"})
 
@@ -133,7 +135,7 @@ def _ends_relative(p, tokens) -> bool:
     while tok.head.i != tok.i and tok.i not in seen:
         seen.add(tok.i)
         tok = tok.head
-        if tok.dep_ in ("relcl", "acl"):
+        if tok.dep_ == "relcl":
             return True
     return False
 
@@ -175,6 +177,9 @@ def _verb_chain(doc) -> tuple[list[str], list[str]]:
         nxt = next((t for t in tokens if t.i > a.i and not t.tag_.startswith("RB")), None)
         if be_have and not (nxt is not None and nxt.i == a.i + 1):
             continue  # "is is" aside, be and have are judged beside the next word only
+        if modal and nxt is not None and nxt.tag_ in NOT_AFTER_MODAL and a.i != _words(doc)[0].i:
+            form.append(f"{a.text!r} before {nxt.text!r}, no verb")  # "would a rise in wages be"
+            continue
         if nxt is None or not _is_verb(nxt):
             continue
         pair = f"{a.text!r} {nxt.text!r}"
@@ -216,8 +221,9 @@ def _no_finite(doc) -> list[str]:
     if not words or any(t.tag_ in FINITE or t.tag_ == "MD" for t in words):
         return []
     root = next((t for t in words if t.dep_ == "ROOT"), None)
-    # a root participle is the tagger's reading of a past tense ("The committee named GSM ...")
-    return [] if root is not None and root.tag_ == "VBN" else [f"root {root.text!r}" if root else "no root"]
+    # only a root verb in a non-finite form: a root noun or participle is as often the tagger's
+    # misreading of a rare past tense ("The decree of 1763 forbade/JJ trade", "The committee named/VBN GSM")
+    return [f"root {root.text!r}"] if root is not None and root.tag_ in ("VB", "VBG") else []
 
 
 def grammar_findings(doc) -> list[tuple[str, str]]:
