@@ -200,6 +200,15 @@ FLUENCY_K = 3.0
 FLUENCY_MIN = 40
 
 
+def fluency_outliers(scores: list[float], k: float = FLUENCY_K) -> tuple[float, float, float, list[int]]:
+    """(median, median absolute deviation, threshold, positions below it) of a split's scores."""
+    median = statistics.median(scores)
+    mad = statistics.median(abs(v - median) for v in scores)
+    floor = median - k * mad
+    # no spread, no outlier: half the split scoring alike says nothing of the rest
+    return median, mad, floor, [i for i, v in enumerate(scores) if v < floor] if mad > 0 else []
+
+
 def fluency_model(settings: dict) -> str:
     """The causal LM that scores a split's fluency: the split's `fluency_model`, else its
     `answer_model` (the SQuAD attacks' own, which chose the sentences); "" for none."""
@@ -238,16 +247,14 @@ def check_grammar(sources: list, examples: list, ctx) -> Iterable[Flag]:
     scores, model = _fluency_scores([s for _, s in found], ctx)
     fluency = {"scored": False, "why": model}
     if scores is not None:
-        median = statistics.median(scores)
-        mad = statistics.median(abs(v - median) for v in scores)
-        floor = median - FLUENCY_K * mad
+        median, mad, floor, low = fluency_outliers(scores)
         fluency = {"scored": True, "model": model, "median": median, "mad": mad, "k": FLUENCY_K, "threshold": floor}
-        for k, ((i, sentence), v) in enumerate(zip(found, scores)):
-            if v < floor:
-                kinds[FLUENCY] += 1
-                bad.add(k)
-                yield i, FLUENCY, (f"{sentence!r}: mean token log-probability {v:.3g} under {model}, below the "
-                                   f"split's median {median:.3g} - {FLUENCY_K:g} x its deviation {mad:.3g}")
+        for k in low:
+            (i, sentence), v = found[k], scores[k]
+            kinds[FLUENCY] += 1
+            bad.add(k)
+            yield i, FLUENCY, (f"{sentence!r}: mean token log-probability {v:.3g} under {model}, below the "
+                               f"split's median {median:.3g} - {FLUENCY_K:g} x its deviation {mad:.3g}")
     ctx.notes["grammar"] = {"sentences": len(found), "flagged": len(bad),
                             "rate": len(bad) / len(found) if found else None,
                             "by_kind": {kind: kinds[kind] for kind in GRAMMAR_KINDS

@@ -150,8 +150,8 @@ def _stranded(doc) -> list[str]:
             continue
         if p.tag_ != "IN":
             continue
-        if p.text.lower() in PREPOSITIONS and nxt is not None and nxt.tag_ in FINITE | {"VBN", "MD"} \
-                and not _ends_relative(p, tokens):
+        if p.text.lower() in PREPOSITIONS and nxt is not None and (
+                nxt.tag_ == "VBN" or (nxt.tag_ in FINITE | {"MD"} and not _ends_relative(p, tokens))):
             out.append(f"{p.text!r} before {nxt.text!r}")
             continue
         if p.dep_ not in ("prep", "dative", "agent"):
