@@ -61,7 +61,8 @@ def test_the_check_needs_the_callers_parser():
 
 @pytest.mark.parametrize("scores, low", [
     ([-6 + 0.05 * i for i in range(-20, 20)] + [-12.0, -7.4], [40]),  # -7.4 is within 3 deviations (0.5)
-    ([-6 + 0.05 * i for i in range(-20, 20)] + [-30.0], [40]),  # an extreme value does not move the median
+    # an extreme value does not hide the others, as it would widen a standard deviation
+    ([-6 + 0.05 * i for i in range(-20, 20)] + [-30.0, -12.0, -12.0], [40, 41, 42]),
     ([-5.0] * 30 + [-9.0] * 10, []),  # no spread: nothing stands out
 ])
 def test_a_fluency_outlier_is_below_the_median_by_three_median_deviations(scores, low):
@@ -120,7 +121,7 @@ def test_a_split_is_scored_by_its_language_model_and_its_rates_reach_the_counts(
 
 
 def test_the_card_gives_the_grammar_rate_per_split_and_kind():
-    from advrace.release.card import grammar_lines
+    from advrace.release.card import audit_lines, grammar_lines
 
     audit = {"addonesent": {"checked": 4, "flagged": 1, "by_check": {}, "unchecked": [],
                             "grammar": {"sentences": 4, "flagged": 1, "rate": 0.25,
@@ -132,3 +133,4 @@ def test_the_card_gives_the_grammar_rate_per_split_and_kind():
     assert "| addonesent | 4 | 1 (25.0%) | 1 | 0 |" in lines
     assert "- `addonesent`: fluency outliers not scored: 4 sentences, fewer than 40." in lines
     assert not any("charswap" in line for line in lines)
+    assert "| addonesent | 4 | 1 (25.0%) | 1 | 0 |" in audit_lines(audit, False)  # the card's audit section
