@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from advrace.core.checks import TextContext
-from advrace.core.checks.grammar import (AUX_FORM, BECAUSE_OF, DOUBLED_AUX, FLUENCY, NO_FINITE, PASSIVE_OBJECT,
+from advrace.core.checks.grammar import (ARTICLE, AUX_FORM, BECAUSE_OF, DOUBLED_AUX, FLUENCY, NO_FINITE, PASSIVE_OBJECT,
                                          QUESTION_FORM, STRANDED, Grammar, grammar_problems)
 from advrace.core.examples import Answer, SpanExample
 from advrace.core.provenance import AdversarialSentence, AttackSummary
@@ -42,6 +42,8 @@ def res():
     ("Tesla is from Smiljan?", QUESTION_FORM, "When the war ended, he moved to Paris."),
     ("The name of the follower was ennobled Oscar Whitfield by Edward II.", PASSIVE_OBJECT,
      "He was given a book by his uncle."),
+    ("In a evolutionary situation, use is described as an transliteration.", ARTICLE,
+     "A university gave an honest answer to an FBI agent in an hour."),
     ("Calvin's writings to spread to Paris in 1915.", NO_FINITE, "The decree of 1763 forbade trade with the French."),
 ])
 def test_each_rule_flags_its_broken_sentence_and_not_its_english_twin(res, broken, kind, fine):

@@ -2,7 +2,7 @@
 statement rules leave broken (read on XQuAD-en, issue 46): a sentence that is still a question, a
 preposition that lost its object ("Soulias Morris from is in Paris."), two auxiliaries in a row
 ("which will must have"), a verb of the wrong form after an auxiliary ("would changing"), and
-"because of" before no noun phrase ("because of to the Lord").
+"because of" before no noun phrase ("because of to the Lord"), among others (RULE_KINDS).
 
 The parse comes from the caller (`CheckContext.parse`: spaCy, in the audit and the attacks), so
 this floor imports no parser: a doc is any sequence of tokens with `.text`, `.tag_` (Penn
@@ -23,8 +23,9 @@ AUX_FORM = "wrong verb form after an auxiliary"
 BECAUSE_OF = "because of without a noun phrase"
 PASSIVE_OBJECT = "object after a passive verb"
 NO_FINITE = "no finite verb"
+ARTICLE = "a or an before the wrong sound"
 FLUENCY = "fluency outlier"  # the audit's, against the split's distribution
-RULE_KINDS = (QUESTION_FORM, STRANDED, DOUBLED_AUX, AUX_FORM, BECAUSE_OF, PASSIVE_OBJECT, NO_FINITE)
+RULE_KINDS = (QUESTION_FORM, STRANDED, DOUBLED_AUX, AUX_FORM, BECAUSE_OF, PASSIVE_OBJECT, NO_FINITE, ARTICLE)
 KINDS = RULE_KINDS + (FLUENCY,)
 
 WH_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
@@ -226,12 +227,33 @@ def _no_finite(doc) -> list[str]:
     return [f"root {root.text!r}"] if root is not None and root.tag_ in ("VB", "VBG") else []
 
 
+# words spelt with a vowel that start with a consonant sound, and the reverse ("a university", "an hour")
+_CONSONANT_SOUND = ("uni", "use", "usu", "uti", "ura", "ure", "euro", "eu", "one", "once", "ubiq", "uk")
+_VOWEL_SOUND = ("hour", "honest", "honor", "honour", "heir", "herb")
+
+
+def _article(doc) -> list[str]:
+    """"a evolutionary situation", "an transliteration": the article against the next word's
+    first letter, in lowercase words only (an acronym or a name is read by its letters: "an FBI")."""
+    tokens = list(doc)
+    out = []
+    for a, w in zip(tokens, tokens[1:]):
+        art, word = a.text.lower(), w.text
+        if art not in ("a", "an") or not word[:1].isalpha() or not word.islower():
+            continue
+        vowel = word[0] in "aeiou" and not word.startswith(_CONSONANT_SOUND)
+        vowel = vowel or word.startswith(_VOWEL_SOUND)
+        if (art == "a") == vowel:
+            out.append(f"{a.text!r} {word!r}")
+    return out
+
+
 def grammar_findings(doc) -> list[tuple[str, str]]:
     """(kind, where) for each problem the rules find in a parsed sentence, kinds in RULE_KINDS order."""
     doubled, form = _verb_chain(doc)
     found = {QUESTION_FORM: _question_form(doc), STRANDED: _stranded(doc), DOUBLED_AUX: doubled,
              AUX_FORM: form, BECAUSE_OF: _because_of(doc), PASSIVE_OBJECT: _passive_object(doc),
-             NO_FINITE: _no_finite(doc)}
+             NO_FINITE: _no_finite(doc), ARTICLE: _article(doc)}
     return [(kind, where) for kind in RULE_KINDS for where in found[kind]]
 
 
