@@ -371,7 +371,7 @@ for _name in ("addonesent", "addsentmod"):  # not "addsent": the name is AdvRACE
                        "rules do not see (a verb the tagger read as a noun, a subject and verb that do not agree, an "
                        "inversion parsed as a copula), and its language-model fluency outliers where the split's config "
                        "names no model or the split has fewer than 40 sentences")
-register_unchecked("addsent", "on RACE, a sentence that answers the question with a distractor: about the passage's own "
+register_unchecked("addsent", "(on RACE) a sentence that answers the question with a distractor: about the passage's own "
                    "author or writer (never replaced, or the same book by its title), with a stand-in that keeps the "
                    "meaning (purpose -> knowledge), an antonym of the word's other sense (find -> lose), a multi-word "
                    "name swapped word by word (\"Canada India\"), or a scanning-error fragment replaced by a word; and "
