@@ -41,25 +41,25 @@ def rep(old, new, kind, start, pos=None):
 
 def test_inserted_gold_answer_is_flagged(ctx):
     src = mc()
-    sentence = "Where does Jim live in a small village."
+    sentence = "Jim lives in a small village."
     ex = src.insert_sentence(sentence, 0).with_provenance(addsent_record(sentence, []))
     assert checks("addsent", src, ex, ctx) == [A.GOLD_IN_INSERT]
-    clean = "Where does Jim live by the sea."
+    clean = "Jim lives by the sea."
     ex = src.insert_sentence(clean, 0).with_provenance(addsent_record(clean, []))
     assert checks("addsent", src, ex, ctx) == []
 
 
 def test_a_sentence_of_synonyms_only_is_flagged_and_a_real_change_is_not(ctx):
     src = mc(question="What is the main purpose of the story?")
-    para = "What is the main intent of the tale by the sea."
+    para = "The main intent of the tale is by the sea."
     reps = [rep("purpose", "intent", "glove", 17), rep("story", "tale", "glove", 32)]
     ex = src.insert_sentence(para, 0).with_provenance(addsent_record(para, reps))
     assert checks("addsent", src, ex, ctx) == [A.PARAPHRASE]
     for changed, sentence in (
             ([reps[0], rep("story", "song", "glove", 32)],
-             "What is the main intent of the song by the sea."),
+             "The main intent of the song is by the sea."),
             ([reps[0], rep("main", "minor", "antonym", 12)],
-             "What is the minor intent of the tale by the sea.")):
+             "The minor intent of the tale is by the sea.")):
         ex = src.insert_sentence(sentence, 0).with_provenance(addsent_record(sentence, changed))
         assert checks("addsent", src, ex, ctx) == []
     ex = src.insert_sentence(para, 0).with_provenance(addsent_record(para, reps, fallback=True))
@@ -68,10 +68,10 @@ def test_a_sentence_of_synonyms_only_is_flagged_and_a_real_change_is_not(ctx):
 
 def test_text_changed_besides_the_insertion_is_flagged_but_spacing_is_not(ctx):
     src = mc()
-    sentence = "Where does Jim live by the sea."
+    sentence = "Jim lives by the sea."
     ex = src.insert_sentence(sentence, 48).with_provenance(addsent_record(sentence, []))
     assert checks("addsent", src, ex, ctx) == []
-    glued = dataclasses.replace(ex, passage=ex.passage.replace("mountains. Where", "mountains.Where"))
+    glued = dataclasses.replace(ex, passage=ex.passage.replace("mountains. Jim", "mountains.Jim"))
     assert checks("addsent", src, glued, ctx) == []
     edited = dataclasses.replace(ex, passage=ex.passage.replace("small village", "large village"))
     assert checks("addsent", src, edited, ctx) == [A.TEXT_CHANGED]
@@ -94,7 +94,7 @@ def test_sentences_on_negated_questions_not_sentences_and_meta_text_are_flagged(
         ex = src.insert_sentence(sentence, 0).with_provenance(addsent_record(sentence, record))
         assert want in checks("addsent", src, ex, ctx), question
     src = mc(question="Where does Tom live?")
-    sentence = "Where does Tom not live by the sea."
+    sentence = "Tom does not live by the sea."
     ex = src.insert_sentence(sentence, 0).with_provenance(addsent_record(
         sentence, [rep("", "not", "negation", 14)], fallback=True))
     assert checks("addsent", src, ex, ctx) == [A.NEGATION_HINT]
@@ -308,8 +308,15 @@ def test_the_rule_based_sample_splits_pass_the_audit(tmp_path):
                                     "splits": ["addsent", "charswap", "diagnosis", "option_only"]})
     build_release(cfg, out)
     stats = json.loads((out / "stats.json").read_text())
-    assert {split: a["flagged"] for split, a in stats["audit"].items()} == \
-        {"addsent": 0, "charswap": 0, "diagnosis": 0, "option_only": 0}
+    # AddSent's sentences are the question with a distractor glued on (AdvRACE's), which the grammar
+    # check flags and nothing else; issue 46 has RACE AddSent write statements instead
+    assert {split: a["flagged"] for split, a in stats["audit"].items() if split != "addsent"} == \
+        {"charswap": 0, "diagnosis": 0, "option_only": 0}
+    assert set(stats["audit"]["addsent"]["by_check"]) <= {A.UNGRAMMATICAL}
+    grammar = stats["audit"]["addsent"]["grammar"]
+    assert grammar["by_kind"]["question form"] == grammar["flagged"] > 0  # sentences, two a question
+    assert grammar["rate"] == pytest.approx(grammar["flagged"] / grammar["sentences"], rel=1e-3)
+    assert not grammar["fluency"]["scored"] and "no language model" in grammar["fluency"]["why"]
     assert all(a["checked"] == stats["splits"]["original"]["count"] for a in stats["audit"].values())
 
 

@@ -18,15 +18,17 @@ the example's position; the cosine of distractor and answer is computed in one b
 
 from __future__ import annotations
 
-import re
 import dataclasses
+import re
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 from advrace.core.checks import JUDGED, OPTION, QUESTION, REGISTRY, SENTENCE, Subject, checks_for
-from advrace.core.errors import ConfigError
+from advrace.core.checks.grammar import FLUENCY, KINDS as GRAMMAR_KINDS, grammar_problems
+from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.numbers import share_of
 from advrace.core.provenance import (AdversarialSentence, AttackSummary, FieldsRemoved, OptionsReplaced,
@@ -53,6 +55,7 @@ FORM = REGISTRY["form"].flag
 ECHO = REGISTRY["echoes_question"].flag
 NEGATED = REGISTRY["negated_question"].flag
 NEGATION_HINT = REGISTRY["negation_hint"].flag
+UNGRAMMATICAL = REGISTRY["grammar"].flag
 UNKNOWN_WORD = "word form not in the lexicon"
 WH_LEFT = "wh-word left in a statement"
 
@@ -160,6 +163,8 @@ def _adversarial_sentences(source, example) -> list[AdversarialSentence]:
 def check_sentences(sources: list, examples: list, ctx) -> Iterable[Flag]:
     """The shared sentence checks (advrace.core.checks.sentences) on every inserted sentence."""
     checks = [c for c in checks_for(ctx.attack, SENTENCE) if c.enabled(ctx.settings)]
+    ctx.resources.prepare_parses([s.sentence for src, ex in zip(sources, examples)
+                                  for s in _adversarial_sentences(src, ex)])  # one batch for the grammar check
     for i, (src, ex) in enumerate(zip(sources, examples)):
         for sentence in _adversarial_sentences(src, ex):
             subject = Subject(src, sentence.sentence, record=sentence)
@@ -184,6 +189,77 @@ def check_lexicon(sources: list, examples: list, ctx) -> Iterable[Flag]:
             wh = adversarial_squad.leftover_wh_words(sentence, ctx.resources)
             if wh:
                 yield i, WH_LEFT, f"{wh[0]!r} in {sentence!r}"
+
+
+# A sentence far less fluent than its split's others: below the median by more than FLUENCY_K
+# median absolute deviations of the split's mean token log-probabilities (robust to the outliers it
+# looks for). k = 3 was read on a 200-question XQuAD-en build (docs/audit.md, "Grammar"): at k = 2
+# most sentences flagged were English with rare names in them. Only where the split has
+# FLUENCY_MIN sentences, for a median and a deviation worth the name.
+FLUENCY_K = 3.0
+FLUENCY_MIN = 40
+
+
+def fluency_outliers(scores: list[float], k: float = FLUENCY_K) -> tuple[float, float, float, list[int]]:
+    """(median, median absolute deviation, threshold, positions below it) of a split's scores."""
+    median = statistics.median(scores)
+    mad = statistics.median(abs(v - median) for v in scores)
+    floor = median - k * mad
+    # no spread, no outlier: half the split scoring alike says nothing of the rest
+    return median, mad, floor, [i for i, v in enumerate(scores) if v < floor] if mad > 0 else []
+
+
+def fluency_model(settings: dict) -> str:
+    """The causal LM that scores a split's fluency: the split's `fluency_model`, else its
+    `answer_model` (the SQuAD attacks' own, which chose the sentences); "" for none."""
+    return settings.get("fluency_model", settings.get("answer_model")) or ""
+
+
+def _fluency_scores(sentences: list[str], ctx) -> tuple[list[float] | None, str]:
+    """The sentences' fluency under the split's LM, and the model's name; or None and why not."""
+    model = fluency_model(ctx.settings)
+    if not model:
+        return None, "no language model named (the split's config has no fluency_model or answer_model)"
+    if len(sentences) < FLUENCY_MIN:
+        return None, f"{len(sentences)} sentences, fewer than {FLUENCY_MIN}"
+    from advrace.attacks.fluency import fluency  # deferred for start-up time (torch)
+
+    try:
+        return fluency(model, ctx.settings.get("answer_bf16", False)).scores(sentences), model
+    except (AdvraceError, OSError, ImportError) as err:  # no LM here (offline, not installed): say so
+        return None, f"{model} could not be loaded ({str(err).splitlines()[0]})"
+
+
+def check_grammar(sources: list, examples: list, ctx) -> Iterable[Flag]:
+    """The grammar check's rate per kind over the split's inserted sentences (its rule problems
+    are flagged by `check_sentences`, as the attacks refuse them), and the sentences whose
+    language-model fluency is an outlier against the split's own distribution, flagged here; the
+    rates go to `ctx.notes["grammar"]` (stats.json, the card)."""
+    found = [(i, s.sentence) for i, (src, ex) in enumerate(zip(sources, examples))
+             for s in _adversarial_sentences(src, ex)]
+    kinds: Counter = Counter()
+    bad: set[int] = set()
+    for k, (_, sentence) in enumerate(found):
+        problems = grammar_problems(ctx.parse(sentence))
+        kinds.update(problems)
+        if problems:
+            bad.add(k)
+    scores, model = _fluency_scores([s for _, s in found], ctx)
+    fluency = {"scored": False, "why": model}
+    if scores is not None:
+        median, mad, floor, low = fluency_outliers(scores)
+        fluency = {"scored": True, "model": model, "median": median, "mad": mad, "k": FLUENCY_K, "threshold": floor}
+        for k in low:
+            (i, sentence), v = found[k], scores[k]
+            kinds[FLUENCY] += 1
+            bad.add(k)
+            yield i, FLUENCY, (f"{sentence!r}: mean token log-probability {v:.3g} under {model}, below the "
+                               f"split's median {median:.3g} - {FLUENCY_K:g} x its deviation {mad:.3g}")
+    ctx.notes["grammar"] = {"sentences": len(found), "flagged": len(bad),
+                            "rate": len(bad) / len(found) if found else None,
+                            "by_kind": {kind: kinds[kind] for kind in GRAMMAR_KINDS
+                                        if kind != FLUENCY or scores is not None},
+                            "fluency": fluency}
 
 
 # --------------------------------------------------------------------------- swaps
@@ -282,14 +358,25 @@ register_checks("charswap", check_swaps)
 register_checks("distractor_extraction", check_options)
 register_checks("distractor_generation", check_options)
 for _name in ("addonesent", "addsentmod", "addsent"):
-    register_checks(_name, check_gold_in_insert, check_sentences, check_lexicon)
+    register_checks(_name, check_gold_in_insert, check_sentences, check_lexicon, check_grammar)
 for _name in ("addany", "addcommon"):
     register_checks(_name, check_gold_in_insert)
 for _name in ("addonesent", "addsentmod"):  # not "addsent": the name is AdvRACE's AddSent's on RACE too
     register_unchecked(_name, "a fake answer of the gold's group but of no kind the question takes (a park's name, or "
                        "the answer model's landmark, for a newspaper), and a question whose only change is a verb (or a verb "
                        "the tagger read as a noun) to a near-synonym WordNet does not relate (the asked fact restated with "
-                       "another answer)")
+                       "another answer)", "a mutation whose only change is a near-synonym WordNet does not relate (flaw -> "
+                       "malfunction, city -> town, proclamation -> decree) or a negated antonym of the same referent "
+                       "(original -> unoriginal): the asked fact restated with the fake", "broken English the grammar "
+                       "rules do not see (a verb the tagger read as a noun, a subject and verb that do not agree, an "
+                       "inversion parsed as a copula), and its language-model fluency outliers where the split's config "
+                       "names no model or the split has fewer than 40 sentences")
+register_unchecked("addsent", "(on RACE) a sentence that answers the question with a distractor: about the passage's own "
+                   "author or writer (never replaced, or the same book by its title), with a stand-in that keeps the "
+                   "meaning (purpose -> knowledge), an antonym of the word's other sense (find -> lose), a multi-word "
+                   "name swapped word by word (\"Canada India\"), or a scanning-error fragment replaced by a word; and "
+                   "broken English the grammar rules do not see (no language model scores its fluency unless the "
+                   "split's config names a fluency_model)")
 register_unchecked("distractor_extraction", "a span that gives the answer's own evidence in other words (a second right answer)")
 register_unchecked("distractor_generation", "a new distractor that is a right answer too: the answer in other words "
                    "below the paraphrase threshold, or what the passage says in answer to the question; and one that "
@@ -313,6 +400,8 @@ class AuditContext:
     _cosines: Callable | None = None
     # an answerability judge (advrace.models.judge.AnswerabilityJudge) for DE and DG splits, or None
     judge: object = None
+    # what a check reports of the split beyond its flags (check_grammar's rates), for stats.json
+    notes: dict = field(default_factory=dict)
 
     @property
     def stopwords(self):
@@ -323,6 +412,9 @@ class AuditContext:
 
     def known_word(self, word: str) -> bool:
         return self.resources.known_word(word)
+
+    def parse(self, text: str):
+        return self.resources.parse(text)
 
     def answer_type(self, text: str, start: int, end: int) -> str:
         from advrace.attacks.fake_answers import answer_type  # deferred for start-up time: it loads every attack
@@ -338,7 +430,7 @@ class AuditContext:
 
     def for_split(self, attack: str, config: dict | None) -> "AuditContext":
         """This context for one split: its attack and its config's settings."""
-        return dataclasses.replace(self, attack=attack, settings={**(config or {}), **self.overrides})
+        return dataclasses.replace(self, attack=attack, settings={**(config or {}), **self.overrides}, notes={})
 
     def __post_init__(self):
         if self.resources is None:
@@ -357,6 +449,8 @@ class SplitAudit:
     # None when not known (a split audited while building). Not part of `counts()` (stats.json).
     perturbed: int | None = None
     count: int | None = None
+    # the grammar check's rates over the split's inserted sentences (check_grammar), or None
+    grammar: dict | None = None
 
     def share(self) -> str:
         """The attacked share as `advrace audit` prints it: "34 of 40 (85%)"; "?" when unknown.
@@ -378,7 +472,8 @@ class SplitAudit:
         for check in {(index, check) for index, _, check, _ in self.flags}:
             by_check[check[1]] += 1
         return {"checked": self.checked, "flagged": len(self.flagged_indices),
-                "by_check": dict(sorted(by_check.items())), "unchecked": list(self.unchecked)}
+                "by_check": dict(sorted(by_check.items())), "unchecked": list(self.unchecked),
+                **({"grammar": self.grammar} if self.grammar is not None else {})}
 
 
 def audit_split(attack: str, sources: list, examples: list, ctx: AuditContext,
@@ -402,6 +497,7 @@ def audit_split(attack: str, sources: list, examples: list, ctx: AuditContext,
     for check in [check_edits, *CHECKS.get(attack, ())]:
         for index, name, detail in check(sources, examples, ctx):
             result.flags.append((index, examples[index].id, name, detail))
+    result.grammar = ctx.notes.get("grammar")
     result.flags.sort(key=lambda f: (f[0], f[2]))
     return result
 

@@ -393,6 +393,7 @@ def audit_lines(audit: dict | None, dropped: bool) -> list[str]:
     for split, a in audit.items():
         found = ", ".join(f"{check}: {n}" for check, n in a["by_check"].items()) or "none"
         lines.append(f"| {split} | {a['checked']} | {a['flagged']} | {found} |")
+    lines += grammar_lines(audit)
     flagged = [(split, a) for split, a in audit.items() if a["flagged"]]
     unchecked = [(split, a["unchecked"]) for split, a in audit.items() if a.get("unchecked")]
     if flagged or unchecked:
@@ -409,3 +410,26 @@ def audit_lines(audit: dict | None, dropped: bool) -> list[str]:
                          "their gold answer may not be the one right answer. Rebuild with "
                          "`--drop-flagged` to leave them unchanged.")
     return lines + [""]
+
+
+def grammar_lines(audit: dict) -> list[str]:
+    """The grammar check's rate per split and per kind of problem over the inserted sentences
+    (stats.json's `audit.SPLIT.grammar`), and whether a language model scored their fluency."""
+    rows = {split: a["grammar"] for split, a in audit.items() if a.get("grammar") and a["grammar"]["sentences"]}
+    if not rows:
+        return []
+    kinds = list(dict.fromkeys(k for g in rows.values() for k in g["by_kind"]))
+    lines = ["", "Grammar of the inserted sentences (docs/audit.md, 'Grammar'): the share of sentences the "
+             "grammar check flags, by kind of problem (a sentence may have several).", "",
+             "| split | sentences | flagged | " + " | ".join(kinds) + " |",
+             "|---|---:|---:|" + "---:|" * len(kinds)]
+    for split, g in rows.items():
+        cells = [str(g["by_kind"][k]) if k in g["by_kind"] else "-" for k in kinds]
+        lines.append(f"| {split} | {g['sentences']} | {g['flagged']} ({g['rate']:.1%}) | " + " | ".join(cells) + " |")
+    lines.append("")
+    for split, g in rows.items():
+        f = g["fluency"]
+        lines.append(f"- `{split}`: fluency outliers scored under {f['model']} (below the split's median "
+                     f"{f['median']:.3g} less {f['k']:g} median absolute deviations, {f['mad']:.3g})" if f["scored"]
+                     else f"- `{split}`: fluency outliers not scored: {f['why']}.")
+    return lines

@@ -33,8 +33,10 @@ JUDGED = "judged a right answer"
 class CheckContext(Protocol):
     """What checks may use: the stopword list, a batched cosine of text pairs (the paraphrase
     encoder), WordNet's judgement of a word replacement, the SQuAD adversaries' type of the
-    answer at text[start:end] (person, year, number, ...), and whether a lowercase word is an
-    English word form (WordNet or a stopword: "oride" is a piece of "fluoride", "old" a word)."""
+    answer at text[start:end] (person, year, number, ...), whether a lowercase word is an
+    English word form (WordNet or a stopword: "oride" is a piece of "fluoride", "old" a word),
+    and the dependency parse of a short text (spaCy's Doc; None where the caller has no parser,
+    and then the grammar check judges nothing)."""
 
     stopwords: frozenset
 
@@ -45,6 +47,8 @@ class CheckContext(Protocol):
     def answer_type(self, text: str, start: int, end: int) -> str: ...
 
     def known_word(self, word: str) -> bool: ...
+
+    def parse(self, text: str): ...
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,7 @@ class TextContext:
     same_meaning_fn: Callable | None = None
     answer_type_fn: Callable | None = None
     known_word_fn: Callable | None = None  # without a lexicon every word counts as known
+    parse_fn: Callable | None = None  # without a parser the grammar check judges nothing
 
     def cosines(self, pairs):
         if self.cosine_fn is None:
@@ -144,6 +149,9 @@ class TextContext:
 
     def known_word(self, word):
         return self.known_word_fn(word) if self.known_word_fn else True
+
+    def parse(self, text):
+        return self.parse_fn(text) if self.parse_fn else None
 
 
 import_submodules(__name__, __path__)
