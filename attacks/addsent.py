@@ -36,6 +36,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from advrace.core.checks import SENTENCE, Subject, TextContext, checks_for, first_refusal
+from advrace.core.checks.sentences import OTHER_REFERENT
 from advrace.core.errors import ConfigError
 from advrace.core.numbers import significant
 from advrace.core.provenance import AdversarialSentence, AttackSummary, Replacement, summary_of
@@ -84,7 +85,6 @@ META_WORDS = ("passage", "article", "text", "paragraph", "writer", "author", "st
 ABOUT_PASSAGE_RE = re.compile(r"\b(?:passage|article|text|paragraph|writer|author|title)s?\b", re.IGNORECASE)
 NUMBER_NOUNS = frozenset({"hundred", "thousand", "million", "billion", "dozen", "score"})
 GLUED = "glued"  # rule of a sentence that is the question with a distractor after it: not English
-OTHER_REFERENT = "other_referent"  # a distractor restated about another person or thing
 HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "dr", "sir", "madam", "prof", "mister"})
 
 
@@ -732,13 +732,11 @@ class AddSent(Attack):
         it is inserted; with `negation_fallback` the "not" sentences it asks for are let in."""
         skip = {"negation_hint"} if self.config.negation_fallback else set()
         checks = [c for c in checks_for(self.name, SENTENCE) if c.name not in skip]
-        return checks, TextContext(same_meaning_fn=self.resources.same_meaning)
+        return checks, TextContext(same_meaning_fn=self.resources.same_meaning, parse_fn=self.resources.parse)
 
     def _refused(self, example, entry: AdversarialSentence) -> str | None:
         """The flag of the first shared check that refuses the sentence, or None."""
         checks, ctx = self._sentence_checks
-        if entry.rule == OTHER_REFERENT:  # an option said of someone else restates no question
-            checks = [c for c in checks if c.name != "negated_restated"]
         refused = first_refusal(checks, Subject(example, entry.sentence, record=entry), ctx, {})
         return refused[0].flag if refused else None
 

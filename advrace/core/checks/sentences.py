@@ -42,6 +42,10 @@ def paraphrase_pairs(replacements, ctx) -> list[tuple[str, str, str]] | None:
     return pairs
 
 
+# RACE AddSent's rule for an option said of someone the passage never names (attacks.addsent)
+OTHER_REFERENT = "other_referent"
+
+
 class SentenceCheck(Check):
     scope = SENTENCE
     attacks = SENTENCE_ATTACKS
@@ -72,6 +76,8 @@ class RestatesNegatedQuestion(SentenceCheck):
     attacks = RACE_ADDSENT
 
     def refuse(self, subject, ctx, settings):
+        if subject.record is not None and subject.record.rule == OTHER_REFERENT:
+            return None  # an option said of another person or text restates no question
         found = negated_question(subject.example.question)
         return f"the question asks {found!r}" if found else None
 
