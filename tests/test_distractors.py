@@ -433,11 +433,13 @@ NEGATED = ["Which is NOT an advantage of Weibo?", "All the following are true EX
            "According to the passage, the following can be realized today except _ .",
            # the subject between the auxiliary and its "not" (issue 46: DE and DG wrote a place she
            # had not visited either), or "never", "no longer"
-           "Which of the following places has Helen not visited yet?", "What did Tom not like?",
+           "Which of the following places has Helen not visited yet?", "What did Tom not do?",
            "What did the little boy never do?", "Who never came to the party?",
            "Which of the following is no longer used?", "Which one isn't a good way to relax?",
            "According to the passage, which of the following did Jim not do?"]
 NOT_INVERTED = ["Why didn't Tom go to school?", "Why was she not happy?", "The woman is not happy because _ .",
+                # a negated attitude asks for the attitude ("not like": dislike), not an exception
+                "What did Tom not like?", "What didn't Tom like?", "Which of the following does the writer not agree with?",
                 # negated in a clause that is not what is asked
                 "Which of the following places has Helen visited?", "What did Tom do after he did not pass the exam?",
                 "What did Amy do when she could not find her dog?", "Which is true about the boys who didn't go?",

@@ -42,7 +42,7 @@ STATES_RE = re.compile(
 
 # A question whose right answer is the one option that does NOT satisfy it ("Which is NOT an
 # advantage of Weibo?", "All are true EXCEPT _", "Which statement is false?", "Bob doesn't have _ in
-# his bag.", "Which places has Helen not visited yet?", "What did Tom not like?"): every other
+# his bag.", "Which places has Helen not visited yet?", "What did the boy never do?"): every other
 # option must then satisfy it, so a new distractor that does not (a place the passage never says
 # she visited) is a second right answer. The asked thing is what the negated verb is (not) true
 # of: which, what or who is its subject or object. "Why didn't Tom go?", "How many states don't
@@ -53,6 +53,10 @@ _AUX = r"(?:is|are|was|were|does|do|did|can|could|should|would|will|has|have|may
 _CONTRACTED = r"(?:can['\u2019]t|cannot|won['\u2019]t|shan['\u2019]t)"
 _CONNECTIVE = (r"(?:because|if|when|whenever|so|since|as|until|till|unless|while|but|and|after|before|though|"
                r"although|means?|meant)")
+# "What did Tom not like?" asks for what he disliked, an attitude a new distractor does not get by
+# failing to fit; "Who doesn't like sports?" (the asked one is the subject) still asks for the exception
+_ATTITUDE = r"(?:like|love|enjoy|want|wish|agree|believe|trust|care|mind|approve|accept|support)\b"
+_SUBJECT = r"(?:(?-i:[A-Z][\w'\u2019]*)|he|she|they|we|you|i|it|(?:the|his|her|their|our|my|your)\s+\w+)"
 # which, what or who that asks (the question's start, or after a comma or a preposition), not one
 # that opens a relative clause ("Which is true about the boys who didn't go?")
 _ASKING = (r"(?:^[\s.]*|[,;:!?\"\u201c(]\s*|\b(?:in|on|at|for|from|of|with|to|by|about|among|during)\s+)"
@@ -62,10 +66,11 @@ INVERTED_RE = re.compile(
     r"|\b(?:which|what)\b[^?]*?\b(?:is|are|was|were|be)\s+(?:\w+\s+)?wrong\s*(?:[?._]|$|according\b|about\b|in\b)"
     # "Which of the following is not ...", "What can't robots do?"; not "What did Amy do when she could not ..."
     rf"|{_ASKING}\s+(?:(?!{_CONNECTIVE}\b)\w+\s+){{0,5}}?(?:{_AUX}{_NEG}|{_CONTRACTED})\b"
+    rf"(?!\s+{_SUBJECT}\s+{_ATTITUDE})"
     # ... the subject between the auxiliary and its negation: "Which places has Helen not visited?",
     # "What did the boy never do?"; "Who never came?", "Which is no longer used?"
     rf"|{_ASKING}\s+(?:(?!{_CONNECTIVE}\b)\w+\s+){{0,5}}?{_AUX}\s+"
-    rf"(?:(?!{_CONNECTIVE}\b|{_AUX}\b)[\w'\u2019]+\s+){{1,3}}?(?:not|never|no\s+longer)\b"
+    rf"(?:(?!{_CONNECTIVE}\b|{_AUX}\b)[\w'\u2019]+\s+){{1,3}}?(?:not|never|no\s+longer)\b(?!\s+{_ATTITUDE})"
     rf"|{_ASKING}\s+(?:(?!{_CONNECTIVE}\b)\w+\s+){{0,5}}?(?:never|no\s+longer)\b"
     r"|\bnot\s+about\s*\?"
     r"|\b(?:not|never|n['\u2019]t)\s+(?:\w+\s+)?(?:true|correct|right|mentioned|stated|included|"
