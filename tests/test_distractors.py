@@ -230,6 +230,11 @@ def test_stated_and_nearly_stated_read_one_view_of_the_passage():
     assert not nearly_stated("Chinese be mixed with English", passage, stop)
     assert stated_in_passage("Chinese can be mixed with Latin", passage)
     assert nearly_stated("Chinese can be mixed with Latin words", passage, stop)
+    # RACE's glued sentences (dev-middle): the statement after a question is stated all the same
+    glued = "How quickly can you count?Many people think that numbers are the same all over the world.But it is not so."
+    assert stated_in_passage("Many people think that numbers are the same all over the world.", glued)
+    assert not stated_in_passage("How quickly can you count", glued)
+    assert nearly_stated("Many people think numbers are the same all over the world.", glued, stop)
 
 
 def test_a_sentence_restated_with_harmless_words_left_out_is_stated():

@@ -228,10 +228,17 @@ def nearly_stated(text: str, passage: str, stopwords: Iterable[str], *, min_word
 
 @functools.lru_cache(maxsize=64)
 def _sentences(passage: str) -> tuple[tuple[tuple[str, ...], bool], ...]:
-    """The passage's sentences (line breaks end one) as lowercase tokens, each with whether it
-    asks (a question states nothing: '"Why can't Chinese be mixed with English?" Liu said.');
+    """The passage's sentences (line breaks end one), each cut after a question mark, as lowercase
+    tokens with whether the piece asks (a question states nothing: '"Why can't Chinese be mixed
+    with English?"' of '"Why can't ...?" Liu said.');
     kept for the next candidate, as the distractor attacks test up to 20 against one passage."""
-    return tuple((tuple(_tokens(s)), "?" in s) for s in split_sentences(passage, line_breaks=True))
+    return tuple((tuple(_tokens(piece)), "?" in piece) for s in split_sentences(passage, line_breaks=True)
+                 for piece in _QUESTION_PIECE_RE.findall(s) if piece.strip())
+
+
+# a question up to its "?" and closing quotes, or the text between questions: RACE's passages often
+# glue sentences ("How quickly can you count?Many people think that ..."), which no break splits
+_QUESTION_PIECE_RE = re.compile(r"[^?]*\?+[\"'\u201d\u2019)]*|[^?]+")
 
 
 def statements(passage: str) -> tuple[tuple[str, ...], ...]:
