@@ -6,8 +6,8 @@ reader matching words against the question would also look, which makes them dis
 fool such readers. The top `n_best` spans over all windows (spans crossing the question or
 padding excluded) are filtered: not across a line break, then DistractorAttack's validity
 filters (not the answer in other words, not a sentence the passage states where the question asks
-what it states, nothing a one-word span beside sentence options gives away), then little overlap
-with each other. Runs of spaces inside a span become one space.
+what it states, not a span that begins or ends inside a passage word, nothing a one-word span
+beside sentence options gives away), then little overlap with each other. Runs of spaces inside a span become one space.
 """
 
 from __future__ import annotations

@@ -315,6 +315,50 @@ def test_negated_questions_keep_their_options_unless_the_config_asks_for_stated_
         planted(setup, negated_questions="yes")
 
 
+NAMES = ("Sequoyah invented an alphabet for his people in 1821. Mr Boardman astonished the town with it. "
+         "Later Lomax, a teacher, used it in his school.")
+CUT = MCExample(id="cut", passage=NAMES, question="What did Sequoyah do in 1821?", label=0,
+                options=("He made an alphabet.", "He left his town.", "He built a school.", "He met a teacher."))
+PLANTED["cut"] = ["H invented an alphabet.",  # "Sequoyah invented": a piece that is a word itself
+                  "Man astonished the town.",  # "Boardman astonished"
+                  "Max, a teacher.",  # "Lomax, a teacher"
+                  "He used it in his school."]
+
+
+def test_a_span_that_begins_or_ends_inside_a_passage_word_is_refused_and_counted(setup):
+    """Issue 46: 8 of 140 DE spans began inside a name ("h invented" of Sequoyah), each piece a
+    word itself, which the form check excuses in a generated option. They are refused under one
+    key, which the split's stats count."""
+    out = planted(setup, max_answer_cosine=None).apply_batch([CUT])[0]
+    record = out.example.provenance[-1].distractors
+    assert record.new == ("He used it in his school.",)
+    assert record.rejected == {"begins or ends inside a passage word": 3}
+    attack = planted(setup, max_answer_cosine=None)
+    assert attack.summarize([o.example for o in attack.apply_batch([CUT])])["rejected"] == {
+        "begins or ends inside a passage word": 3}
+
+
+HELEN = MCExample(id="helen", passage="Helen has visited Paris and Rome. She will go to Tokyo next year.",
+                  question="Which of the following places has Helen not visited yet?", label=2,
+                  options=("Paris.", "Rome.", "Tokyo.", "Both Paris and Rome."))
+FLEMING = MCExample(id="fleming", passage=STORY, question="According to the story, Tom _ .", label=0,
+                    options=("went to bed early", "walked to school", "played the piano", "had a dog"))
+PLANTED["helen"] = ["She will go.", "Next year."]
+PLANTED["fleming"] = ["he went to school by bus", "was tired after the long walk",
+                      "hated his teacher"]
+
+
+def test_questions_read_on_race_that_the_checks_missed(setup):
+    """Issue 46: "has Helen not visited" is negated (a new place is a second right answer), and
+    "According to the story, Tom _" asks what the passage states (a stated span is a right answer)."""
+    helen, fleming = planted(setup, max_answer_cosine=None, min_grounded_share=0.0,
+                             reject_form_giveaways=False).apply_batch([HELEN, FLEMING])
+    assert not helen.perturbed and helen.reason == "negated question"
+    record = fleming.example.provenance[-1].distractors
+    assert record.new == ("hated his teacher",)
+    assert record.rejected == {"stated in the passage": 2}
+
+
 def test_perturb_raises_cannot_perturb_for_a_question_it_leaves(setup):
     """`perturb` keeps the attack interface's contract for a caller outside the release runner."""
     attack = planted(setup)
@@ -620,7 +664,8 @@ def test_de_refuses_a_span_cut_inside_a_word_or_holding_a_blank(setup):
         "fluoride to protect teeth",  # the same span, at a word's boundary
         "exercise and sleep"]]  # after the blanks
     record = attack.apply_batch([ex])[0].example.provenance[-1].distractors
-    assert record.rejected == {"form: cut inside a word of the passage": 1, "form: holds a blank": 1}
+    # DE's cut spans count under span_cut's key (issue 46), which runs before the form check
+    assert record.rejected == {"begins or ends inside a passage word": 1, "form: holds a blank": 1}
     assert record.new == ("fluoride to protect teeth", "exercise and sleep")
 
 

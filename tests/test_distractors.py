@@ -161,7 +161,7 @@ def test_match_format_lowers_a_first_word_only_where_the_passage_writes_it_lower
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states, cut_inside_word,  # noqa: E402
                                    duplicate_options, form_giveaway, grounded_share, nearly_stated,
                                    negated_question, option_key, repeats_question, same_option,
-                                   stated_in_passage)
+                                   span_cut, stated_in_passage)
 from advrace.resources import load_stopwords  # noqa: E402
 
 STORY = ("Tom was tired after the long walk, so he felt exhausted and went to bed early. The next "
@@ -181,6 +181,13 @@ STORY = ("Tom was tired after the long walk, so he felt exhausted and went to be
     "The passage indicates that _ .",  # read on RACE dev-high (issue 37)
     "According to the passage,  _  .",
     "The writer tells us that _ .",
+    # RACE dev-middle (issue 46): a blank that is all the question says of someone; a guess
+    "According to the story, Fleming   _  .",
+    "According to the passage, the old man _ .",
+    "We can guess from the story that   _  .",
+    # a "not" that does not ask for what is not so (issue 46)
+    "Which of the following is true about the boys who didn't go to school?",
+    "What can we learn about people who never exercise?",
 ])
 def test_questions_that_ask_what_the_passage_states(question):
     assert asks_what_passage_states(question)
@@ -198,6 +205,10 @@ def test_questions_that_ask_what_the_passage_states(question):
     "Which is the best title for the passage?",
     "The passage mainly tells us _ .",  # the main idea, which one stated detail is not
     "According to the passage, what is the function of fluoride?",  # one fact
+    "According to the passage, people travel for _ .",  # the blank is one thing said of people
+    "What CANNOT we know from the passage?",
+    "The program of _ will let you know much about western countries.",
+    "You may find this passage in _ .",
 ])
 def test_questions_that_do_not(question):
     assert not asks_what_passage_states(question)
@@ -208,6 +219,22 @@ def test_stated_in_passage_needs_a_long_verbatim_run():
     assert stated_in_passage("he went to school by bus", STORY)  # case and punctuation aside
     assert not stated_in_passage("He went to school on foot.", STORY)  # the run is too short
     assert not stated_in_passage("by bus", STORY)  # fewer than four words
+
+
+def test_stated_and_nearly_stated_read_one_view_of_the_passage():
+    """Issue 47: a passage quoting "Can Chinese be mixed with English?" states nothing there, for
+    both checks; the statement beside it is stated for both."""
+    passage = 'He stood up. "Can Chinese be mixed with English?" Liu asked. Chinese can be mixed with Latin words.'
+    stop = load_stopwords()
+    assert not stated_in_passage("Chinese be mixed with English", passage)
+    assert not nearly_stated("Chinese be mixed with English", passage, stop)
+    assert stated_in_passage("Chinese can be mixed with Latin", passage)
+    assert nearly_stated("Chinese can be mixed with Latin words", passage, stop)
+    # RACE's glued sentences (dev-middle): the statement after a question is stated all the same
+    glued = "How quickly can you count?Many people think that numbers are the same all over the world.But it is not so."
+    assert stated_in_passage("Many people think that numbers are the same all over the world.", glued)
+    assert not stated_in_passage("How quickly can you count", glued)
+    assert nearly_stated("Many people think numbers are the same all over the world.", glued, stop)
 
 
 def test_a_sentence_restated_with_harmless_words_left_out_is_stated():
@@ -259,6 +286,29 @@ def test_a_span_cut_inside_a_word_of_the_passage(candidate, piece):
     others = ["It helps.", "It is cheap.", "It hurts."]
     assert (form_giveaway(candidate + ".", others, passage=TEETH, known_word=get_resources().known_word)
             == "cut inside a word of the passage") is (piece is not None)
+
+
+SPANS = ("Ms Lomax, who was tall, met Sequoyah invented things. Heathcliff, the man, came. Boardman astonished "
+         "us. On October 10 we left. Tom's book is red, and they don't know it. The man astonished them.")
+
+
+@pytest.mark.parametrize("span, piece", [
+    # read on RACE dev-high's DE split (issue 46): pieces that are words themselves
+    ("max, who was tall", "max"),
+    ("h invented things", "h"),
+    ("cliff, the man", "cliff"),
+    ("man astonished us", "man"),
+    ("Boardman astonished", None),
+    ("man astonished", None),  # the passage holds it whole too ("The man astonished them")
+    ("October 1", "1"),  # a number cut
+    ("s book is red", "s"),  # after an apostrophe
+    ("they don", "don"),  # before one
+    ("Tom's book", None),
+    ("the man, came.", None),  # end punctuation aside
+    ("not in the passage at all", None),
+])
+def test_a_span_that_begins_or_ends_inside_a_passage_word(span, piece):
+    assert span_cut(span, SPANS) == piece
 
 
 @pytest.mark.parametrize("candidate, blank", [("being _ short of _ exercise", True), ("seldom ___ go out", True),
@@ -385,8 +435,20 @@ NEGATED = ["Which is NOT an advantage of Weibo?", "All the following are true EX
            "Which one is incorrect?", "What can't robots do in the future according to the passage?",
            "Who doesn't like doing sports?", "Bob doesn't have _ in his schoolbag.",
            "_ is not a kind of plant-eating fish.", "Paper is not used for _ .",
-           "According to the passage, the following can be realized today except _ ."]
-NOT_INVERTED = ["Why didn't Tom go to school?", "What did Tom not like?", "The woman is not happy because _ .",
+           "According to the passage, the following can be realized today except _ .",
+           # the subject between the auxiliary and its "not" (issue 46: DE and DG wrote a place she
+           # had not visited either), or "never", "no longer"
+           "Which of the following places has Helen not visited yet?", "What did Tom not do?",
+           "What did the little boy never do?", "Who never came to the party?",
+           "Which of the following is no longer used?", "Which one isn't a good way to relax?",
+           "According to the passage, which of the following did Jim not do?"]
+NOT_INVERTED = ["Why didn't Tom go to school?", "Why was she not happy?", "The woman is not happy because _ .",
+                # a negated attitude asks for the attitude ("not like": dislike), not an exception
+                "What did Tom not like?", "What didn't Tom like?", "Which of the following does the writer not agree with?",
+                # negated in a clause that is not what is asked
+                "Which of the following places has Helen visited?", "What did Tom do after he did not pass the exam?",
+                "What did Amy do when she could not find her dog?", "Which is true about the boys who didn't go?",
+                "What did the boy do to make his mother not worry?",
                 "What is wrong with Tom?", "Which of the following is true?", "How many states don't have the law?",
                 "\"I don't know all these people\" means _ .", "Not all the kids are lucky because some of them _ .",
                 "If you can't reach the food, what will you do?"]
@@ -400,3 +462,25 @@ def test_a_question_that_asks_for_the_option_that_does_not_fit_is_negated(questi
 @pytest.mark.parametrize("question", NOT_INVERTED)
 def test_a_question_with_a_not_that_asks_for_what_fits_is_not_negated(question):
     assert negated_question(question) is None
+
+
+def test_the_audit_flags_a_de_span_cut_inside_a_passage_word_with_the_attacks_check(ctx):
+    """Issue 46: the attack and the audit ask one registered check; a release built before it is
+    flagged. A DG option of the same text is not (a generated "man" is a word, not a cut)."""
+    from advrace.core.provenance import AttackSummary, NewDistractors
+    from advrace.release import audit as A
+
+    passage = "Mr Boardman astonished the town. Later Lomax, a teacher, used the alphabet in his school."
+    src = MCExample(id="q", passage=passage, question="Who used the alphabet?", label=0,
+                    options=("A teacher.", "The town.", "A doctor.", "His father."))
+
+    def flags(attack, new):
+        options = (src.options[0], *new)
+        record = NewDistractors(original=src.distractors, new=tuple(new))
+        ex = src.replace_options(options).with_provenance(AttackSummary(attack, distractors=record))
+        return [name for _, _, name, _ in A.audit_split(attack, [src], [ex], ctx).flags]
+
+    flag = "distractor span cut inside a passage word"
+    assert flags("distractor_extraction", ["Man astonished the town.", "Lomax.", "His school."]) == [flag]
+    assert flag not in flags("distractor_extraction", ["Boardman.", "Lomax.", "His school."])
+    assert flag not in flags("distractor_generation", ["Man astonished the town.", "Lomax.", "His school."])

@@ -11,7 +11,7 @@ import functools
 import re
 from collections import Counter
 from statistics import median
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from advrace.core.text import fold_case_and_spaces, split_sentences, words
 
@@ -21,10 +21,11 @@ STATES_RE = re.compile(
     # "... is true (about/of/according ...)", not "the right way" or "turned right"
     r"\b(?:which|what)\b[^?]*(?:\b(?:is|are|was|were|be)|['\u2019]s)\s+(?:\w+\s+){0,2}(?:true|correct|right)\b"
     r"(?!\s+(?!about|of|in|according|to|for|from)\w)"
-    r"|\bwe\s+(?:can|could|may|might)\s+(?:learn|know|infer|conclude|tell|see|find|understand)\b"
+    r"|\bwe\s+(?:can|could|may|might)\s+(?:learn|know|infer|conclude|tell|see|find|understand|guess)\b"
+    r"|\b(?:you\s+(?:can|could|may|might)|(?:can|could|may|might)\s+you)\s+(?:learn|infer|conclude|guess)\b"
     r"|\b(?:can|could|may|might)\s+(?:be\s+)?(?:learn(?:ed|t)?|inferr?ed|infer|conclud(?:ed|e)|known|seen|"
     r"told|found)\b"
-    r"|\bwe\s+(?:learn|know|infer|conclude)\b"
+    r"|\bwe\s+(?:learn|know|infer|conclude|guess)\b"
     r"|\b(?:infer|inferred|imply|implies|implied|suggest|suggests|suggested|conclude|concluded)\b"
     r"|\b(?:mentioned|stated|described|told|said)\s+in\s+the\s+(?:passage|text|article|story)\b"
     r"|\baccording\s+to\s+the\s+(?:passage|text|article|story)\s*,?\s*which\b"
@@ -32,25 +33,45 @@ STATES_RE = re.compile(
     # "The passage indicates that _", "According to the passage, _": the blank is a whole statement
     r"|\b(?:passage|text|article|story|writer|author)\s+(?:also\s+|clearly\s+)?(?:indicates?|shows?|tells?\s+us|"
     r"says?|states?|reveals?|proves?)\s+(?:that\b|_)"
-    r"|\baccording\s+to\s+the\s+(?:passage|text|article|story|writer|author)\s*,?\s*_",
+    r"|\baccording\s+to\s+the\s+(?:passage|text|article|story|writer|author)\s*,?\s*_"
+    # "According to the story, Fleming _ .": the blank is all that is said of someone
+    r"|\baccording\s+to\s+the\s+(?:passage|text|article|story|writer|author)\s*,\s*"
+    r"(?:(?:the|a|an|this|that|these|those|his|her|their|our|my)\s+(?:[a-z]+\s+)?[a-z]+"
+    r"|(?-i:[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)|he|she|they|we|you|it|people)\s+_+[\s.]*$",
     re.IGNORECASE)
-# ... unless it asks for the one that is not so: then a stated sentence is the right distractor.
-NEGATED_RE = re.compile(r"\b(?:not|except|false|untrue|incorrect|wrong)\b|n't\b|n’t\b", re.IGNORECASE)
 
 # A question whose right answer is the one option that does NOT satisfy it ("Which is NOT an
 # advantage of Weibo?", "All are true EXCEPT _", "Which statement is false?", "Bob doesn't have _ in
-# his bag."): every other option must then satisfy it, so a new distractor that does not is a
-# second right answer. "Why didn't Tom go?", "Tom is not happy because _" and "What did Tom not
-# like?" ask for what does satisfy the question and are not matched.
-_NEG = r"(?:n['\u2019]t|\s+not|\s+never)"
+# his bag.", "Which places has Helen not visited yet?", "What did the boy never do?"): every other
+# option must then satisfy it, so a new distractor that does not (a place the passage never says
+# she visited) is a second right answer. The asked thing is what the negated verb is (not) true
+# of: which, what or who is its subject or object. "Why didn't Tom go?", "How many states don't
+# have the law?" and "Tom is not happy because _" ask for a reason, a number or a cause of
+# something negated, which a new distractor does not become by failing to fit; they are not matched.
+_NEG = r"(?:n['\u2019]t|\s+not|\s+never|\s+no\s+longer)"
 _AUX = r"(?:is|are|was|were|does|do|did|can|could|should|would|will|has|have|may|might|must|need)"
 _CONTRACTED = r"(?:can['\u2019]t|cannot|won['\u2019]t|shan['\u2019]t)"
-_CONNECTIVE = r"(?:because|if|when|so|since|as|until|unless|while|but|and|means?|meant)"
+_CONNECTIVE = (r"(?:because|if|when|whenever|so|since|as|until|till|unless|while|but|and|after|before|though|"
+               r"although|means?|meant)")
+# "What did Tom not like?" asks for what he disliked, an attitude a new distractor does not get by
+# failing to fit; "Who doesn't like sports?" (the asked one is the subject) still asks for the exception
+_ATTITUDE = r"(?:like|love|enjoy|want|wish|agree|believe|trust|care|mind|approve|accept|support)\b"
+_SUBJECT = r"(?:(?-i:[A-Z][\w'\u2019]*)|he|she|they|we|you|i|it|(?:the|his|her|their|our|my|your)\s+\w+)"
+# which, what or who that asks (the question's start, or after a comma or a preposition), not one
+# that opens a relative clause ("Which is true about the boys who didn't go?")
+_ASKING = (r"(?:^[\s.]*|[,;:!?\"\u201c(]\s*|\b(?:in|on|at|for|from|of|with|to|by|about|among|during)\s+)"
+           r"(?:which|what|who)")
 INVERTED_RE = re.compile(
     r"\bNOT\b|\bEXCEPT\b|(?i:\bexcept\s*(?:_|\.|\?|$)|\b(?:false|untrue|incorrect|inaccurate)\b"
     r"|\b(?:which|what)\b[^?]*?\b(?:is|are|was|were|be)\s+(?:\w+\s+)?wrong\s*(?:[?._]|$|according\b|about\b|in\b)"
     # "Which of the following is not ...", "What can't robots do?"; not "What did Amy do when she could not ..."
-    rf"|\b(?:which|what|who)\s+(?:(?!{_CONNECTIVE}\b)\w+\s+){{0,5}}?(?:{_AUX}{_NEG}|{_CONTRACTED})\b"
+    rf"|{_ASKING}\s+(?:(?!{_CONNECTIVE}\b)\w+\s+){{0,5}}?(?:{_AUX}{_NEG}|{_CONTRACTED})\b"
+    rf"(?!\s+{_SUBJECT}\s+{_ATTITUDE})"
+    # ... the subject between the auxiliary and its negation: "Which places has Helen not visited?",
+    # "What did the boy never do?"; "Who never came?", "Which is no longer used?"
+    rf"|{_ASKING}\s+(?:(?!{_CONNECTIVE}\b)\w+\s+){{0,5}}?{_AUX}\s+"
+    rf"(?:(?!{_CONNECTIVE}\b|{_AUX}\b)[\w'\u2019]+\s+){{1,3}}?(?:not|never|no\s+longer)\b(?!\s+{_ATTITUDE})"
+    rf"|{_ASKING}\s+(?:(?!{_CONNECTIVE}\b)\w+\s+){{0,5}}?(?:never|no\s+longer)\b"
     r"|\bnot\s+about\s*\?"
     r"|\b(?:not|never|n['\u2019]t)\s+(?:\w+\s+)?(?:true|correct|right|mentioned|stated|included|"
     r"discussed|talked\s+about|referred\s+to|given|listed|shown|described|covered|inferred|learned|learnt|"
@@ -70,13 +91,6 @@ def _tokens(text: str) -> list[str]:
     return [w.lower() for w in words(text)]
 
 
-@functools.lru_cache(maxsize=64)
-def _passage_tokens(passage: str) -> tuple[str, ...]:
-    """A passage's tokens, kept for the next candidate: the distractor attacks test up to 20
-    candidates against the same passage."""
-    return tuple(_tokens(passage))
-
-
 END_PUNCT_RE = re.compile(r"[\s.?!,;:]+$")
 
 
@@ -87,8 +101,11 @@ def option_key(text: str) -> str:
 
 
 def asks_what_passage_states(question: str) -> bool:
-    """'What can we learn from the text?', 'Which is TRUE?', 'We can infer that _' (not negated)."""
-    return bool(STATES_RE.search(question)) and not NEGATED_RE.search(question)
+    """'What can we learn from the text?', 'Which is TRUE?', 'We can infer that _', 'According to
+    the story, Fleming _.', unless it asks for the one that is not so (`negated_question`: then a
+    stated sentence is the right distractor). A "not" elsewhere does not make it so: "Which is
+    true about the boys who didn't go?" is answered by what the passage states."""
+    return bool(STATES_RE.search(question)) and not negated_question(question)
 
 
 def negated_question(question: str) -> str | None:
@@ -114,17 +131,19 @@ def _longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
 def stated_in_passage(text: str, passage: str, *, min_words: int = MIN_STATED_WORDS,
                       share: float = STATED_SHARE) -> bool:
     """Whether the passage states the text: at least `min_words` words, of which a run of at least
-    `share` of them (and `min_words`) occurs verbatim in the passage, by lowercase words; or the
-    whole text is a passage sentence's words in order but for articles ("a train" for "the
-    train") and words left out that do not change what it says ("You can carry many things in a
-    car." for "Also you can carry many things with you in a car.")."""
+    `share` of them (and `min_words`) occurs verbatim in its statements (`statements`; the run may
+    go on from one into the next), by lowercase words; or the whole text is a statement's words in
+    order but for articles ("a train" for "the train") and words left out that do not change what
+    it says ("You can carry many things in a car." for "Also you can carry many things with you in
+    a car."). A piece of a question the passage quotes ("Can Chinese be mixed with English?") is
+    not stated, as for `nearly_stated`."""
     cand = _tokens(text)
     if len(cand) < min_words:
         return False
-    if _longest_common_run(cand, _passage_tokens(passage)) >= max(min_words, share * len(cand)):
+    if _longest_common_run(cand, _stated_tokens(passage)) >= max(min_words, share * len(cand)):
         return True
     cand = [_ARTICLES.get(w, w) for w in cand]
-    return any(_restates(cand, sent) for sent in _passage_sentences(passage))
+    return any(_restates(cand, [_ARTICLES.get(w, w) for w in sent]) for sent in statements(passage))
 
 
 _ARTICLES = {"a": "the", "an": "the"}
@@ -151,12 +170,6 @@ def _restates(cand: Sequence[str], sent: Sequence[str]) -> bool:
         if k == len(cand):
             return True
     return False
-
-
-@functools.lru_cache(maxsize=64)
-def _passage_sentences(passage: str) -> tuple[tuple[str, ...], ...]:
-    """A passage's sentences as tokens, articles as one; kept for the next candidate."""
-    return tuple(tuple(_ARTICLES.get(w, w) for w in _tokens(s)) for s in split_sentences(passage, line_breaks=True))
 
 
 # Words that change what a statement says: an option and the part of a sentence it restates must
@@ -195,7 +208,7 @@ def nearly_stated(text: str, passage: str, stopwords: Iterable[str], *, min_word
         return False
     needed = {suffix_stem(_bare(w)) for w in cand if w not in _REFERRING}
     marks, negations = _meaning_marks(cand), _negations(cand)
-    for sent in _sentence_tokens(passage):
+    for sent in statements(passage):
         bare = [_bare(w) for w in sent]
         stemmed = [suffix_stem(b) for b in bare]
         if not needed <= set(stemmed):
@@ -214,10 +227,37 @@ def nearly_stated(text: str, passage: str, stopwords: Iterable[str], *, min_word
 
 
 @functools.lru_cache(maxsize=64)
-def _sentence_tokens(passage: str) -> tuple[tuple[str, ...], ...]:
-    """A passage's sentences but those that ask (a question states nothing: '"Why can't Chinese be
-    mixed with English?" Liu said.'), as lowercase tokens; kept for the next candidate."""
-    return tuple(tuple(_tokens(s)) for s in split_sentences(passage, line_breaks=True) if "?" not in s)
+def _sentences(passage: str) -> tuple[tuple[tuple[str, ...], bool], ...]:
+    """The passage's sentences (line breaks end one), each cut after a question mark, as lowercase
+    tokens with whether the piece asks (a question states nothing: '"Why can't Chinese be mixed
+    with English?"' of '"Why can't ...?" Liu said.');
+    kept for the next candidate, as the distractor attacks test up to 20 against one passage."""
+    return tuple((tuple(_tokens(piece)), "?" in piece) for s in split_sentences(passage, line_breaks=True)
+                 for piece in _QUESTION_PIECE_RE.findall(s) if piece.strip())
+
+
+# a question up to its "?" and closing quotes, or the text between questions: RACE's passages often
+# glue sentences ("How quickly can you count?Many people think that ..."), which no break splits
+_QUESTION_PIECE_RE = re.compile(r"[^?]*\?+[\"'\u201d\u2019)]*|[^?]+")
+
+
+def statements(passage: str) -> tuple[tuple[str, ...], ...]:
+    """What the passage states, the one sentence view of `stated_in_passage` and `nearly_stated`:
+    its sentences but those that ask, as lowercase tokens."""
+    return tuple(tokens for tokens, asks in _sentences(passage) if not asks)
+
+
+@functools.lru_cache(maxsize=64)
+def _stated_tokens(passage: str) -> tuple[str | None, ...]:
+    """The passage's tokens in order with each question left out (a None where it stood, which
+    no run crosses): a verbatim run may cross a sentence break split wrongly ("Mrs. | Green")."""
+    out: list[str | None] = []
+    for tokens, asks in _sentences(passage):
+        if asks:
+            out.append(None)
+        else:
+            out.extend(tokens)
+    return tuple(out)
 
 
 def answer_equivalence(candidate: str, answer: str, *, max_overlap: float = 0.5,
@@ -334,27 +374,51 @@ CUT_RE = re.compile(r"['\u2019][a-z]|[,;:!?)\]}]|\.(?!\d)")  # not ".5 kilos"
 BLANK_RE = re.compile(r"_|\(\s*\)|（\s*）|\[\s*\]")
 
 
+def _edge_cuts(candidate: str, passage: str) -> Iterator[tuple[str | None, str | None]]:
+    """For each place the passage holds the candidate (case, spaces and end punctuation aside),
+    its first word where that place begins inside a passage word and its last word where it ends
+    inside one, else None: a letter or digit on both sides of the edge ("max" of "Lomax", "s" of
+    "Tom's", "don" of "don't")."""
+    cand = END_PUNCT_RE.sub("", candidate.strip())
+    if not cand or not passage:
+        return
+    pieces = cand.split()
+    pattern = re.compile(r"\s+".join(map(re.escape, pieces)), re.IGNORECASE)
+    first, last = words(pieces[0])[:1], words(pieces[-1])[-1:]
+    for m in pattern.finditer(passage):
+        before, after = passage[max(0, m.start() - 2):m.start()], passage[m.end():m.end() + 3]
+        head = first[0] if first and cand[0].isalnum() and re.search(r"[^\W_]['’]?$", before) else None
+        tail = last[0] if last and cand[-1].isalnum() and re.match(r"[^\W_]|['’]t\b", after) else None
+        yield head, tail
+
+
 def cut_inside_word(candidate: str, passage: str, known_word: Callable[[str], bool] | None = None) -> str | None:
     """The piece of a word the candidate starts or ends with where it is a piece of the passage
     (case, spaces and end punctuation aside) found only with a word cut at its start or end
     ("oride" of "oride to protect teeth", where the passage has "fluoride to protect teeth"), or
     None. A piece that `known_word` knows is no cut ("old" of "told", "smell" of "smells": options
-    people write); nor is a number ("October 1" of "October 10")."""
-    cand = END_PUNCT_RE.sub("", candidate.strip())
-    if not cand or not passage:
-        return None
-    pieces = cand.split()
-    pattern = re.compile(r"\s+".join(map(re.escape, pieces)), re.IGNORECASE)
-    first, last = words(pieces[0])[:1], words(pieces[-1])[-1:]
+    people write); nor is a number ("October 1" of "October 10"). For a span taken from the
+    passage, where neither excuse holds, see `span_cut`."""
     cut = None
-    for m in pattern.finditer(passage):
-        before, after = passage[max(0, m.start() - 2):m.start()], passage[m.end():m.end() + 3]
-        found = [w for w, broken in ((first, re.search(r"[^\W\d]['’]?$", before)),
-                                     (last, re.match(r"[^\W\d]|['’]t\b", after))) if broken and w]
-        found = [w[0] for w in found if w[0].isalpha() and not (known_word and known_word(w[0].lower()))]
+    for head, tail in _edge_cuts(candidate, passage):
+        found = [w for w in (head, tail) if w and w.isalpha() and not (known_word and known_word(w.lower()))]
         if not found:
             return None
         cut = cut or found[0]
+    return cut
+
+
+def span_cut(span: str, passage: str) -> str | None:
+    """The piece of a passage word a span (DE's: a piece of the passage) begins or ends with,
+    where every place the passage holds it begins or ends inside a word, or None: "max" of
+    "Lomax,", "h" of "Sequoyah invented", "1" of "October 10". A piece that is a word itself
+    ("man astonished" of "Boardman astonished") is a cut all the same, since the span was cut
+    there; a span the passage also holds whole somewhere is not."""
+    cut = None
+    for head, tail in _edge_cuts(span, passage):
+        if head is None and tail is None:
+            return None
+        cut = cut or head or tail
     return cut
 
 

@@ -37,7 +37,7 @@ from advrace.core.provenance import AdversarialSentence, AttackSummary, NewDistr
 HERE = Path(__file__).resolve().parent
 SAMPLES = HERE.parents[1] / "advrace" / "sample_data"
 KINDS = ("near_meaning", "negated_options", "negated_restated", "negation_hint", "meta_text",
-         "change_vanished", "fake_type", "answer_near_meaning", "stated_restated", "cut_span", "grammar")
+         "change_vanished", "fake_type", "answer_near_meaning", "stated_restated", "cut_span", "span_cut", "grammar")
 # kinds read on real splits that no check catches yet: the audit must miss their invalid items.
 # Issue 46's: near_meaning_squad (synonym-only mutations that resources.same_meaning does not yet
 # relate), grammar_missed (broken sentences the grammar rules do not see) and race_addsent_kinds

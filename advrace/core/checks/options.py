@@ -9,7 +9,8 @@ from __future__ import annotations
 from advrace.core.text import words
 from advrace.core.validity import (answer_equivalence, asks_what_passage_states, form_giveaway,
                                    grounded_share, nearly_stated, negated_question, option_core,
-                                   refers_to_options, repeats_question, same_option, stated_in_passage)
+                                   refers_to_options, repeats_question, same_option, span_cut,
+                                   stated_in_passage)
 
 from . import OPTION, QUESTION, Check, register
 
@@ -45,6 +46,27 @@ class HasWords(OptionCheck):
 
     def refuse(self, subject, ctx, settings):
         return None if words(subject.text) else "has no words"
+
+
+SPAN_CUT = "begins or ends inside a passage word"  # its count key in stats.json
+
+
+@register
+class SpanCut(OptionCheck):
+    """A DE span that begins or ends inside a word of the passage ("h invented" of "Sequoyah
+    invented", "man astonished" of "Boardman astonished"): read by the passage's characters on
+    each side of the span, so a piece that is a word itself is refused too (the form check excuses
+    such a piece in a generated option, which no one cut). Checked first, so that stats.json
+    counts every such span under this one key."""
+
+    name, flag = "span_cut", "distractor span cut inside a passage word"
+    attacks = ("distractor_extraction",)
+
+    def enabled(self, settings):
+        return bool(setting(settings, "reject_form_giveaways"))
+
+    def refuse(self, subject, ctx, settings):
+        return SPAN_CUT if span_cut(subject.text, subject.example.passage) else None
 
 
 @register
