@@ -268,6 +268,7 @@ class AddSent(Attack):
         return "_" in tok.text or any(s < end and start < e for s, e in blanks)
 
     def _glove_candidates(self, tok, taken: set[str], gold_words: set[str], want: int) -> list[str]:
+        from .word_swaps import keeps_form, known
         res = self.resources
         word, lower, numeric = tok.text, tok.text.lower(), tok.pos_ == "NUM"
         stem = res.stem(lower)
@@ -289,11 +290,12 @@ class AddSent(Attack):
             plausible.append(cand)
         cased = [match_case(cand, word) for cand in plausible]
         out: list[str] = []
-        for cand, (pos, tag) in zip(plausible, res.word_tags(cased)):
+        for cand, cased_cand, (pos, tag) in zip(plausible, cased, res.word_tags(cased)):
             if pos != tok.pos_:
                 continue
-            # number agreement, so 'children' is not replaced by 'child'
-            if tok.tag_ in ("NN", "NNS") and tag != tok.tag_:
+            # the word's form: 'children' is not replaced by 'child', nor a name by a common word
+            if not numeric and (not keeps_form(tok, cased_cand, tag, res, self._irregular())
+                                or not known(res, cased_cand)):
                 continue
             if self._same_meaning_filter and self._same_meaning(tok, cand):
                 continue
@@ -309,11 +311,18 @@ class AddSent(Attack):
         return self.resources.same_meaning(tok.text, new, pos)
 
     def _glove_eligible(self, tok, blanks) -> bool:
+        from .word_swaps import counted_by_ordinal, hyphen_part, known, whole_name
         pos, lower = tok.pos_, tok.text.lower()
         if self._blocked(tok, blanks) or lower in self.config.keep_words or lower in HONORIFICS:
             return False
         if pos == "NUM":
             return lower != "one" and (lower.isalpha() or bool(NUMERIC_RE.fullmatch(lower)))
+        # a scanning error ("rrmPrs"), a part of a hyphenated word ("half-sister"), a noun an
+        # ordinal counts ("the 17th century") or a word of a multi-word name ("Los Angeles" ->
+        # "San Houston") is never swapped alone (word_swaps)
+        if (not known(self.resources, tok.text) or hyphen_part(tok) or counted_by_ordinal(tok)
+                or whole_name(tok) is not None):
+            return False
         in_name = tok.ent_type_ in NAME_ENTITIES and pos == "ADJ"
         return ((pos in GLOVE_POS or in_name) and tok.text.isalpha() and len(tok.text) > 1
                 and lower not in self.resources.stopwords)
@@ -321,14 +330,15 @@ class AddSent(Attack):
     def _antonym_forms(self, tok) -> list[str]:
         """Antonyms in the token's form; none for comparatives, parts of hyphenated words
         ('dark-colored') and phrasal verbs ('turn down'), whose antonym would not read."""
-        res, doc = self.resources, tok.doc
+        from .word_swaps import hyphen_part, sense_antonyms
+        res = self.resources
         if tok.tag_ in UNINFLECTABLE_TAGS or any(c.dep_ == "prt" for c in tok.children):
             return []
-        if (tok.i > 0 and doc[tok.i - 1].text == "-" and not doc[tok.i - 1].whitespace_) or \
-                (tok.i + 1 < len(doc) and doc[tok.i + 1].text == "-" and not tok.whitespace_):
+        if hyphen_part(tok):
             return []
         forms = []
-        for ant in res.antonyms(tok.lemma_.lower(), tok.pos_):
+        # antonyms of the word's dominant senses only: "find" (discover) has no antonym "lose"
+        for ant in sense_antonyms(res, tok.lemma_.lower(), tok.pos_):
             if tok.pos_ == "VERB":
                 form = self._inflect(ant.lower(), tok.tag_)
             else:
