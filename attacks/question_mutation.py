@@ -142,19 +142,13 @@ def mutate_question(question: str, resources, *, neighbours: int = 100, rng=None
     A multi-word name changes as a whole (kind "name"): to a whole name of its entity label from
     `names` (label -> names, e.g. `word_swaps.name_pool` of the passages prepared together),
     else to a single-word name of that label from GloVe, else not at all. Each swap keeps its
-    word's form (`word_swaps`). Where the changes made leave the question about the same thing
-    (`word_swaps.changes_referent`: only a restating word, an antonym by negating prefix), the
-    next rules are tried as well ("mutate further"), and where none changes it, nothing is
-    returned."""
+    word's form (`word_swaps`). A change that leaves the question about the same thing
+    (`word_swaps.changes_referent`: a restating word, an antonym by negating prefix) is never
+    made, so a question with only such changes gets none here, and the caller mutates further
+    (`common_words`, then `verbs`) or skips it ("question not mutated")."""
     doc = resources.parse(question)
-    levels = [(common_words, verbs)] + [lv for lv in ((True, False), (True, True)) if lv > (common_words, verbs)]
-    for level, (common, verb) in enumerate(levels):
-        edits = _edits(doc, resources, neighbours, rng, choices, skip, common, verb, names)
-        kept = [r for r in edits if changes_referent(r, resources)]
-        if kept or (not edits and level == 0):
-            break
-    else:
-        kept = []
+    edits = _edits(doc, resources, neighbours, rng, choices, skip, common_words, verbs, names)
+    kept = [r for r in edits if changes_referent(r, resources)]
     text = question
     for r in reversed(kept):
         text = text[:r.start] + r.new + text[r.end:]
