@@ -268,9 +268,10 @@ class AddSent(Attack):
         return "_" in tok.text or any(s < end and start < e for s, e in blanks)
 
     def _glove_candidates(self, tok, taken: set[str], gold_words: set[str], want: int) -> list[str]:
-        from .word_swaps import keeps_form, known
+        from .word_swaps import keeps_form, known, person_part, whole_name
         res = self.resources
         word, lower, numeric = tok.text, tok.text.lower(), tok.pos_ == "NUM"
+        person = whole_name(tok) is not None
         stem = res.stem(lower)
         plausible: list[str] = []
         for cand, _ in res.glove.nearest(lower, k=self.config.neighbours):
@@ -299,6 +300,8 @@ class AddSent(Attack):
                 continue
             if self._same_meaning_filter and self._same_meaning(tok, cand):
                 continue
+            if person and not person_part(res, tok, cased_cand):
+                continue
             out.append(cand)
             if len(out) >= want:
                 break
@@ -318,10 +321,13 @@ class AddSent(Attack):
         if pos == "NUM":
             return lower != "one" and (lower.isalpha() or bool(NUMERIC_RE.fullmatch(lower)))
         # a scanning error ("rrmPrs"), a part of a hyphenated word ("half-sister"), a noun an
-        # ordinal counts ("the 17th century") or a word of a multi-word name ("Los Angeles" ->
-        # "San Houston") is never swapped alone (word_swaps)
+        # ordinal counts ("the 17th century") or a word of a multi-word name of a place, a body or a
+        # work ("Los Angeles" -> "San Houston") is never swapped alone (word_swaps); a person's
+        # name is made of given names and surnames, each swapped for a name part that keeps the
+        # whole a person's name ("Bill Gates" -> "Bill Powell", not "Senate House")
+        name = whole_name(tok)
         if (not known(self.resources, tok.text) or hyphen_part(tok) or counted_by_ordinal(tok)
-                or whole_name(tok) is not None):
+                or (name is not None and name.root.ent_type_ != "PERSON")):
             return False
         in_name = tok.ent_type_ in NAME_ENTITIES and pos == "ADJ"
         return ((pos in GLOVE_POS or in_name) and tok.text.isalpha() and len(tok.text) > 1

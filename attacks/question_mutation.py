@@ -20,7 +20,7 @@ from advrace.core.provenance import Replacement
 from advrace.resources.inflection import irregular_forms, match_case
 from advrace.resources.wordnet import verb_exceptions
 
-from .word_swaps import (changes_referent, counted_by_ordinal, hyphen_part, keeps_form, name_candidates,
+from .word_swaps import (changes_referent, common_word, counted_by_ordinal, hyphen_part, keeps_form, name_candidates,
                          negated_antonym, sense_antonyms, whole_name)
 
 NAMED = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART",
@@ -77,13 +77,23 @@ def _irregular(resources) -> dict:
 _IRREGULAR: dict | None = None
 
 
+# Labels whose whole names a single GloVe word can stand in for (a person's surname, a place);
+# an organisation, work or event ("the General Conference on Weights and Measures", "The
+# Babylonian Captivity") read on real builds as "Eu", "Guantanamo": without a name of the data
+# they stay as they are.
+GLOVE_NAME_LABELS = frozenset({"PERSON", "GPE", "LOC"})
+
+
 def _name_words(resources, span, avoid: set[str], neighbours: int) -> list[str]:
     """Single-word names of the span's entity label from GloVe, for a multi-word name the data
-    offers no whole name for: neighbours of its last word, capitalised, tagged NNP, that WordNet
-    knows only as a name (if at all: "Kingdom", "Metropolitan" are common words), none of the
-    name's own words, and that spaCy reads in the question as a whole entity of the same label
-    ("Los Angeles" -> "Houston", "United Kingdom" -> "Ireland")."""
+    offers no whole name for (a person, a place only: GLOVE_NAME_LABELS): neighbours of its last
+    word, capitalised, tagged NNP, that WordNet knows only as a name (if at all: "Kingdom",
+    "Metropolitan" are common words, "Lutheran" an adjective), none of the name's own words, and
+    that spaCy reads in the question as a whole entity of the same label ("Los Angeles" ->
+    "Houston", "United Kingdom" -> "Ireland")."""
     label, question = span.root.ent_type_, span.doc.text
+    if label not in GLOVE_NAME_LABELS:
+        return []
     own = {t.text.lower() for t in span}
     try:
         near = [w for w, _ in resources.glove.nearest(span[-1].text.lower(), neighbours)
@@ -93,7 +103,7 @@ def _name_words(resources, span, avoid: set[str], neighbours: int) -> list[str]:
     cased = [w.capitalize() for w in near]
     out = []
     for cand, (_, tag) in zip(cased, resources.word_tags(cased)):
-        if tag != "NNP" or _common_word(resources, cand):
+        if tag != "NNP" or len(cand) < 3 or common_word(resources, cand):
             continue
         text = question[:span.start_char] + cand + question[span.end_char:]
         ents = resources.parse(text).ents
@@ -101,14 +111,6 @@ def _name_words(resources, span, avoid: set[str], neighbours: int) -> list[str]:
                and e.label_ == label for e in ents):
             out.append(cand)
     return out
-
-
-def _common_word(resources, word: str) -> bool:
-    """WordNet files the word under a lowercase lemma of some POS (a common word, not a name)."""
-    lower = word.lower()
-    return any(lem.name() == lem.name().lower()
-               for ss in resources.wordnet.synsets(lower) for lem in ss.lemmas()
-               if lem.name().lower() == lower)
 
 
 # Jia and Liang's words never altered (their DO_NOT_ALTER): they carry the question's frame

@@ -98,6 +98,27 @@ def whole_name(tok):
     return doc[start:end]
 
 
+def common_word(resources, word: str) -> bool:
+    """WordNet files the word under a lowercase lemma of some POS (a common word, not a name),
+    or as an adjective ("Lutheran", "Mediterranean": a kind, not a whole name)."""
+    lower = word.lower()
+    return any(lem.name() == lem.name().lower() or ss.pos() in ("a", "s")
+               for ss in resources.wordnet.synsets(lower) for lem in ss.lemmas()
+               if lem.name().lower() == lower)
+
+
+def person_part(resources, tok, new: str) -> bool:
+    """Whether `new` in place of a part of a person's multi-word name keeps the whole a person's
+    name: no common word ("Bill House"), and spaCy reads the changed question's name as a PERSON
+    entity that takes in `new` ("Bill Gates" -> "Bill Powell"; not "Senate Gates")."""
+    if common_word(resources, new):
+        return False
+    text = tok.doc.text
+    changed = text[:tok.idx] + new + text[tok.idx + len(tok.text):]
+    return any(e.label_ == "PERSON" and e.start_char <= tok.idx and tok.idx + len(new) <= e.end_char
+               for e in resources.parse(changed).ents)
+
+
 def name_candidates(span, label: str, pool, rng=None, choices: int = 3, avoid=frozenset()) -> list[str]:
     """Whole names of the label from `pool` (label -> names, in a fixed order) for a whole name:
     none that shares a capitalised word with it (it may be the same entity: "Panthers" ->

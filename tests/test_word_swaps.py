@@ -208,3 +208,15 @@ def test_a_near_synonym_only_change_is_no_mutation(res):
     fixed = FixedNeighbourResources(res, {"flaw": ["defect", "strength"], "rubisco": []})
     mutated, reps = mutate_question("What is rubisco's flaw?", fixed, rng=random.Random(0), common_words=True)
     assert mutated == "What is rubisco's strength?", (mutated, reps)
+
+
+def test_a_persons_name_parts_go_to_name_parts(res):
+    """A person's name is given names and surnames: each part may go to another part that keeps
+    the whole a person's name ("Bill Gates" -> "Bill Powell"); a common word does not ("Bill
+    Gates" -> "Senate House", seen on RACE dev-middle)."""
+    addsent = AddSent({}, seed=1, resources=res)
+    doc = res.parse("Bill Gates grew up in  _  .")
+    for tok in doc[:2]:
+        assert addsent._glove_eligible(tok, [])
+        cands = addsent._glove_candidates(tok, set(), set(), 6)
+        assert cands and not {"senate", "house", "pentagon", "capitol"} & set(cands), cands
