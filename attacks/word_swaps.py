@@ -159,8 +159,8 @@ def keeps_form(tok, new: str, new_tag: str, resources, irregular=None) -> bool:
     the same Penn tag for nouns, adjectives, adverbs and names, a verb in the token's own form
     (its base inflected for the tag) for verbs, an ordinal of the same form for an ordinal."""
     tag = tok.tag_
-    if ordinal_form(tok.text) or ordinal_form(new):
-        return same_ordinal_form(tok.text, new) and ordinal_form(new) is not None
+    if ordinal_form(tok.text) or ordinal_form(new):  # an ordinal for an ordinal of its form only
+        return ordinal_form(tok.text) == ordinal_form(new)
     if tag in VERB_TAGS:
         lower = new.lower()
         bases = resources.wordnet._morphy(lower, "v") if hasattr(resources.wordnet, "_morphy") \
