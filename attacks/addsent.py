@@ -268,7 +268,7 @@ class AddSent(Attack):
         return "_" in tok.text or any(s < end and start < e for s, e in blanks)
 
     def _glove_candidates(self, tok, taken: set[str], gold_words: set[str], want: int) -> list[str]:
-        from .word_swaps import keeps_form, known, person_part, whole_name
+        from .word_swaps import keeps_entity, keeps_form, known, whole_name
         res = self.resources
         word, lower, numeric = tok.text, tok.text.lower(), tok.pos_ == "NUM"
         person = whole_name(tok) is not None
@@ -300,7 +300,7 @@ class AddSent(Attack):
                 continue
             if self._same_meaning_filter and self._same_meaning(tok, cand):
                 continue
-            if person and not person_part(res, tok, cased_cand):
+            if person and not keeps_entity(res, tok, cased_cand, "PERSON"):
                 continue
             out.append(cand)
             if len(out) >= want:

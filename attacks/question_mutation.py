@@ -20,7 +20,8 @@ from advrace.core.provenance import Replacement
 from advrace.resources.inflection import irregular_forms, match_case
 from advrace.resources.wordnet import verb_exceptions
 
-from .word_swaps import (changes_referent, common_word, counted_by_ordinal, hyphen_part, keeps_form, name_candidates,
+from .word_swaps import (NAME_LABELS, changes_referent, common_word, counted_by_ordinal, hyphen_part, keeps_entity,
+                         keeps_form, name_candidates,
                          negated_antonym, sense_antonyms, whole_name)
 
 NAMED = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART",
@@ -61,6 +62,8 @@ def _glove_word(tok, resources, neighbours: int, avoid: set[str], rng=None, choi
     irregular = _irregular(resources) if tok.tag_ in VERB_TAGS else None
     same = [w for w, (_, t) in zip(cased, resources.word_tags(cased))
             if keeps_form(tok, w, t, resources, irregular)]
+    if tok.ent_type_ in NAME_LABELS:  # a name for a name of its kind, read in the question
+        same = [w for w in same if keeps_entity(resources, tok, w, tok.ent_type_)]
     if not same:
         return None
     return rng.choice(same[:choices]) if rng is not None else same[0]
@@ -82,6 +85,10 @@ _IRREGULAR: dict | None = None
 # Babylonian Captivity") read on real builds as "Eu", "Guantanamo": without a name of the data
 # they stay as they are.
 GLOVE_NAME_LABELS = frozenset({"PERSON", "GPE", "LOC"})
+# A single-word name of these kinds takes no article: "the United Kingdom" -> "Ireland", not "the
+# Ireland"; a river or sea keeps it ("the Danube Delta" -> "the Nile"), and so does a name that
+# modifies a noun ("the AFC Championship game").
+ARTICLE_FREE = frozenset({"GPE", "PERSON"})
 
 
 def _name_words(resources, span, avoid: set[str], neighbours: int) -> list[str]:
@@ -182,7 +189,10 @@ def _edits(doc, resources, neighbours, rng, choices, skip, common_words, verbs, 
                 avoid.update(w.lower() for w in new.split())
                 start, old = span.start_char, span.text
                 before = doc[span.start - 1] if span.start else None
-                if before is not None and before.text == "the" and " " not in new:
+                after = doc[span.end] if span.end < len(doc) else None
+                if (before is not None and before.text == "the" and " " not in new and label in ARTICLE_FREE
+                        and not (after is not None and after.pos_ in ("NOUN", "PROPN")
+                                 and not any(c.dep_ == "aux" for c in after.children))):  # "did X sign"
                     start, old = before.idx, question_text[before.idx:span.end_char]  # "the Ireland"
                 edits.append(Replacement(start, span.end_char, old, new, "name", pos="PROPN"))
             continue

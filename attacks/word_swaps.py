@@ -107,15 +107,16 @@ def common_word(resources, word: str) -> bool:
                if lem.name().lower() == lower)
 
 
-def person_part(resources, tok, new: str) -> bool:
-    """Whether `new` in place of a part of a person's multi-word name keeps the whole a person's
-    name: no common word ("Bill House"), and spaCy reads the changed question's name as a PERSON
-    entity that takes in `new` ("Bill Gates" -> "Bill Powell"; not "Senate Gates")."""
-    if common_word(resources, new):
+def keeps_entity(resources, tok, new: str, label: str) -> bool:
+    """Whether `new` in place of a name word keeps a name of the same kind: no common word for a
+    name ("Turing machine" -> "Reasoning machine"; "Bill Gates" -> "Bill House"), and spaCy reads
+    the changed question with `new` inside an entity of `label` ("in Polish" -> "in Hungarian",
+    not "in Poland"; "Bill Gates" -> "Bill Powell", not "Senate Gates")."""
+    if common_word(resources, new) and not common_word(resources, tok.text):
         return False
     text = tok.doc.text
     changed = text[:tok.idx] + new + text[tok.idx + len(tok.text):]
-    return any(e.label_ == "PERSON" and e.start_char <= tok.idx and tok.idx + len(new) <= e.end_char
+    return any(e.label_ == label and e.start_char <= tok.idx and tok.idx + len(new) <= e.end_char
                for e in resources.parse(changed).ents)
 
 

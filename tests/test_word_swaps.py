@@ -231,3 +231,26 @@ def test_a_persons_name_parts_go_to_name_parts(res):
         assert addsent._glove_eligible(tok, [])
         cands = addsent._glove_candidates(tok, set(), set(), 6)
         assert cands and not {"senate", "house", "pentagon", "capitol"} & set(cands), cands
+
+
+@pytest.mark.parametrize("question, word, new, keeps", [
+    ("What is the Saxon Garden in Polish?", "Polish", "Hungarian", True),
+    ("What is the Saxon Garden in Polish?", "Polish", "Poland", False),  # a language for a country
+    ("What is the capacity of a Turing machine?", "Turing", "Babbage", True),
+    ("What is the capacity of a Turing machine?", "Turing", "Reasoning", False),  # a common word
+])
+def test_a_single_word_name_keeps_its_kind(res, question, word, new, keeps):
+    from advrace.attacks.word_swaps import keeps_entity
+    tok = _tok(res, question, word)
+    assert keeps_entity(res, tok, new, tok.ent_type_) is keeps
+
+
+@pytest.mark.parametrize("question, name, new, mutated", [
+    ("Where is the United Kingdom?", "United", "Nigeria", "Where is Nigeria?"),
+    ("Where is the Danube Delta?", "Danube", "Nile", "Where is the Nile?"),  # a river keeps "the"
+    ("Who won the AFC Championship game?", "AFC", "Copa", "Who won the Copa game?"),  # "the" is the game's
+])
+def test_the_article_follows_the_new_name(res, question, name, new, mutated):
+    span = whole_name(_tok(res, question, name))
+    pool = {span.root.ent_type_: [new]}
+    assert mutate_question(question, res, rng=random.Random(0), names=pool)[0] == mutated
