@@ -249,6 +249,7 @@ def test_a_single_word_name_keeps_its_kind(res, question, word, new, keeps):
     ("Where is the United Kingdom?", "United", "Nigeria", "Where is Nigeria?"),
     ("Where is the Danube Delta?", "Danube", "Nile", "Where is the Nile?"),  # a river keeps "the"
     ("Who won the AFC Championship game?", "AFC", "Copa", "Who won the Copa game?"),  # "the" is the game's
+    ("Who coached the Los Angeles team?", "Los", "Houston", "Who coached the Houston team?"),
 ])
 def test_the_article_follows_the_new_name(res, question, name, new, mutated):
     span = whole_name(_tok(res, question, name))
