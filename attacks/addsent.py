@@ -43,6 +43,8 @@ from advrace.resources.inflection import (indefinite_article, inflect_verb, irre
 from advrace.resources.wordnet import verb_exceptions
 
 from .base import Attack, CannotPerturb, register
+from .word_swaps import (counted_by_ordinal, hyphen_part, keeps_entity, keeps_form, known, sense_antonyms,
+                         whole_name)
 
 TRAILING_DOTS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 LEADING_JUNK_RE = re.compile(r"^[\s.]+")
@@ -268,7 +270,6 @@ class AddSent(Attack):
         return "_" in tok.text or any(s < end and start < e for s, e in blanks)
 
     def _glove_candidates(self, tok, taken: set[str], gold_words: set[str], want: int) -> list[str]:
-        from .word_swaps import keeps_entity, keeps_form, known, whole_name
         res = self.resources
         word, lower, numeric = tok.text, tok.text.lower(), tok.pos_ == "NUM"
         person = whole_name(tok) is not None
@@ -314,7 +315,6 @@ class AddSent(Attack):
         return self.resources.same_meaning(tok.text, new, pos)
 
     def _glove_eligible(self, tok, blanks) -> bool:
-        from .word_swaps import counted_by_ordinal, hyphen_part, known, whole_name
         pos, lower = tok.pos_, tok.text.lower()
         if self._blocked(tok, blanks) or lower in self.config.keep_words or lower in HONORIFICS:
             return False
@@ -336,7 +336,6 @@ class AddSent(Attack):
     def _antonym_forms(self, tok) -> list[str]:
         """Antonyms in the token's form; none for comparatives, parts of hyphenated words
         ('dark-colored') and phrasal verbs ('turn down'), whose antonym would not read."""
-        from .word_swaps import hyphen_part, sense_antonyms
         res = self.resources
         if tok.tag_ in UNINFLECTABLE_TAGS or any(c.dep_ == "prt" for c in tok.children):
             return []
