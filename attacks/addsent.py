@@ -43,8 +43,7 @@ from advrace.resources.inflection import (indefinite_article, inflect_verb, irre
 from advrace.resources.wordnet import verb_exceptions
 
 from .base import Attack, CannotPerturb, register
-from .word_swaps import (counted_by_ordinal, hyphen_part, keeps_entity, keeps_form, known, sense_antonyms,
-                         whole_name)
+from .word_swaps import counted_by_ordinal, hyphen_part, keeps_entity, keeps_form, known, sense_antonyms, whole_name
 
 TRAILING_DOTS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 LEADING_JUNK_RE = re.compile(r"^[\s.]+")
@@ -272,7 +271,8 @@ class AddSent(Attack):
     def _glove_candidates(self, tok, taken: set[str], gold_words: set[str], want: int) -> list[str]:
         res = self.resources
         word, lower, numeric = tok.text, tok.text.lower(), tok.pos_ == "NUM"
-        person = whole_name(tok) is not None
+        # a name (a person's name part included) for a name of its kind: "Bill" -> "Jim", not "Senate"
+        label = tok.ent_type_ if tok.ent_type_ in NAME_ENTITIES and tok.pos_ == "PROPN" else None
         stem = res.stem(lower)
         plausible: list[str] = []
         for cand, _ in res.glove.nearest(lower, k=self.config.neighbours):
@@ -301,7 +301,7 @@ class AddSent(Attack):
                 continue
             if self._same_meaning_filter and self._same_meaning(tok, cand):
                 continue
-            if person and not keeps_entity(res, tok, cased_cand, "PERSON"):
+            if label and not keeps_entity(res, tok, cased_cand, label):
                 continue
             out.append(cand)
             if len(out) >= want:

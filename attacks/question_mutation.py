@@ -1,7 +1,8 @@
 """Mutating a SQuAD question so that its answer is no longer in the context (Jia and Liang's
-AddSent, step 1): nouns and adjectives go to a WordNet antonym; named entities and numbers go to
-the nearest GloVe word with the same Penn tag (the closest word at all when none of the nearest
-`neighbours` has it). A neighbour that only restates the word (a synonym, spelling variant or
+AddSent, step 1): nouns and adjectives go to a WordNet antonym of their dominant sense; named
+entities and numbers go to a near GloVe word of the same form, and a multi-word name to a whole
+name of its kind (the rules that keep a swap English are in `word_swaps`; a word with no
+neighbour of its form stays). A neighbour that only restates the word (a synonym, spelling variant or
 inflection: U.S. -> America, colour -> color) is never taken: the question would keep its
 answer, and the added sentence would contradict the context about the very question. For a
 common word (not a proper noun) any relation `resources.same_meaning` reports under the word's
@@ -10,7 +11,7 @@ refused only as a synonym, spelling variant or inflection, since Jia and Liang c
 purpose (Chicago -> Boston).
 
 With an `rng`, the GloVe word is drawn among the first `choices` neighbours that pass, so that
-one substitution (Super Bowl 50 -> Cup Acc 60) does not repeat in every question of a
+one substitution (Super Bowl 50 -> Super Bowl 60) does not repeat in every question of a
 paragraph. `skip` names tokens (by their start offset) to leave alone: the caller retries
 without the replacements that vanished from the declarative sentence."""
 
@@ -64,6 +65,8 @@ def _glove_word(tok, resources, neighbours: int, avoid: set[str], rng=None, choi
             if keeps_form(tok, w, t, resources, irregular)]
     if tok.ent_type_ in NAME_LABELS:  # a name for a name of its kind, read in the question
         same = [w for w in same if keeps_entity(resources, tok, w, tok.ent_type_)]
+    elif tok.tag_ in ("NNP", "NNPS") and word[:1].isupper():  # a name the tagger gave no label
+        same = [w for w in same if not common_word(resources, w)]
     if not same:
         return None
     return rng.choice(same[:choices]) if rng is not None else same[0]
@@ -110,7 +113,7 @@ def _name_words(resources, span, avoid: set[str], neighbours: int) -> list[str]:
     cased = [w.capitalize() for w in near]
     out = []
     for cand, (_, tag) in zip(cased, resources.word_tags(cased)):
-        if tag != "NNP" or len(cand) < 3 or common_word(resources, cand):
+        if tag != "NNP" or len(cand) < 3 or common_word(resources, cand, adjectives=True):
             continue
         text = question[:span.start_char] + cand + question[span.end_char:]
         ents = resources.parse(text).ents

@@ -98,21 +98,23 @@ def whole_name(tok):
     return doc[start:end]
 
 
-def common_word(resources, word: str) -> bool:
-    """WordNet files the word under a lowercase lemma of some POS (a common word, not a name),
-    or as an adjective ("Lutheran", "Mediterranean": a kind, not a whole name)."""
+def common_word(resources, word: str, adjectives: bool = False) -> bool:
+    """WordNet files the word under a lowercase lemma of some POS (a common word, not a name:
+    "senate", "bush"), or with `adjectives`, as an adjective at all ("Lutheran",
+    "Mediterranean": a kind, not a whole name)."""
     lower = word.lower()
-    return any(lem.name() == lem.name().lower() or ss.pos() in ("a", "s")
+    return any(lem.name() == lem.name().lower() or (adjectives and ss.pos() in ("a", "s"))
                for ss in resources.wordnet.synsets(lower) for lem in ss.lemmas()
                if lem.name().lower() == lower)
 
 
 def keeps_entity(resources, tok, new: str, label: str) -> bool:
-    """Whether `new` in place of a name word keeps a name of the same kind: no common word for a
-    name ("Turing machine" -> "Reasoning machine"; "Bill Gates" -> "Bill House"), and spaCy reads
+    """Whether `new` in place of a name word keeps a name of the same kind: no common word, even
+    for a name that is one too ("Turing machine" -> "Reasoning machine"; "Bill" -> "Senate",
+    "Bush"), and spaCy reads
     the changed question with `new` inside an entity of `label` ("in Polish" -> "in Hungarian",
     not "in Poland"; "Bill Gates" -> "Bill Powell", not "Senate Gates")."""
-    if common_word(resources, new) and not common_word(resources, tok.text):
+    if common_word(resources, new):
         return False
     text = tok.doc.text
     changed = text[:tok.idx] + new + text[tok.idx + len(tok.text):]

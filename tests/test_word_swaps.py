@@ -255,3 +255,12 @@ def test_the_article_follows_the_new_name(res, question, name, new, mutated):
     span = whole_name(_tok(res, question, name))
     pool = {span.root.ent_type_: [new]}
     assert mutate_question(question, res, rng=random.Random(0), names=pool)[0] == mutated
+
+
+def test_a_single_name_in_race_goes_to_a_name_of_its_kind(res):
+    """"Bill's company worked hard at _" -> "Senate's firm ...": GloVe's neighbours of "bill"
+    (seen on RACE dev-middle). A name goes to a name spaCy reads as one of its kind."""
+    addsent = AddSent({}, seed=1, resources=res)
+    tok = _tok(res, "Bill started to play with computers  _  .", "Bill")
+    cands = addsent._glove_candidates(tok, set(), set(), 6)
+    assert cands and not {"senate", "house", "congress", "legislation"} & set(cands), cands

@@ -219,7 +219,13 @@ def near_senses(wordnet, word: str, new: str, pos: str) -> str | None:
     a suggestion "a proposal offered for acceptance or rejection"). Mere
     co-hyponyms are no sibling here: mother and father (both "parent"), car and truck (both
     "motor vehicle"), breakfast and lunch (both "meal") are different things, and siblings are
-    looked for only among nouns of ideas, texts, aims and money (SIBLING_LEXNAMES).
+    looked for only among nouns of ideas, texts, aims and money (SIBLING_LEXNAMES); among other
+    nouns, only siblings defined as variants of each other by degree: both definitions open with
+    the shared hypernym's genus and one sets itself against the other ("an urban area ...
+    smaller than a city": city -> town keeps the referent, while a village is a settlement and a
+    mountain a land mass "higher than a hill", so those stay changes). A common sense of `new`
+    up to GENERAL_DEPTH links above `word`'s first sense is a "hypernym" too: purpose ->
+    knowledge (goal, content, cognition), a general word that still names the purpose.
     A hypernym or hyponym keeps the meaning for AddSent's purpose: the sentence about the
     narrower thing entails one about the broader ("the meat he likes is fish": a food he likes
     is fish), so it still answers the question with a distractor.
