@@ -43,6 +43,8 @@ DOMINANT_SHARE = 0.5
 # reasons of `same_meaning` that make a proper noun's replacement the same name (America -> USA)
 NAME_RESTATES = frozenset({"synonym", "spelling variant", "inflection"})
 VERB_TAGS = frozenset({"VB", "VBD", "VBG", "VBN", "VBP", "VBZ"})
+# a title before a name is no part of it ("Mr Green" -> "Mr Brown")
+TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "sir", "madam", "prof", "mister"})
 _STRIP_DEPS = frozenset({"det", "case", "punct"})
 
 
@@ -83,10 +85,11 @@ def hyphen_part(tok) -> bool:
 
 def whole_name(tok):
     """The multi-word name the token is part of (a spaCy entity of a name label with two or more
-    capitalised words, its article and possessive left out), or None."""
+    capitalised words, its article and possessive left out; else a run of two or more
+    capitalised proper nouns the tagger gave no such entity: "AFC Championship Game"), or None."""
     ent = next((e for e in tok.doc.ents if e.start <= tok.i < e.end), None)
     if ent is None or ent.label_ not in NAME_LABELS:
-        return None
+        return _proper_run(tok)
     start, end = ent.start, ent.end
     doc = tok.doc
     while start < end and (doc[start].dep_ in _STRIP_DEPS or doc[start].tag_ == "POS" or not doc[start].text[:1].isupper()):
@@ -120,6 +123,22 @@ def keeps_entity(resources, tok, new: str, label: str) -> bool:
     changed = text[:tok.idx] + new + text[tok.idx + len(tok.text):]
     return any(e.label_ == label and e.start_char <= tok.idx and tok.idx + len(new) <= e.end_char
                for e in resources.parse(changed).ents)
+
+
+def _proper_run(tok):
+    doc = tok.doc
+
+    def proper(t) -> bool:
+        return (t.tag_ in ("NNP", "NNPS") and t.text[:1].isupper() and t.ent_type_ not in NAME_LABELS
+                and t.text.lower().rstrip(".") not in TITLES)
+    if not proper(tok):
+        return None
+    start, end = tok.i, tok.i + 1
+    while start > 0 and proper(doc[start - 1]):
+        start -= 1
+    while end < len(doc) and proper(doc[end]):
+        end += 1
+    return doc[start:end] if end - start >= 2 else None
 
 
 def name_candidates(span, label: str, pool, rng=None, choices: int = 3, avoid=frozenset()) -> list[str]:

@@ -67,6 +67,8 @@ def test_a_multi_word_name_is_one_unit(res):
     ("What did the United Kingdom sign with the Russian Federation?", ["United Kingdom", "Russian Federation"]),
     ("Where did the team play in Los Angeles?", ["Los Angeles"]),
     ("What was the Habsburg Empire's capital?", ["Habsburg Empire"]),
+    # no entity of a name label here: a run of proper nouns is one name all the same
+    ("What was the final score of the AFC Championship Game?", ["AFC Championship Game"]),
 ])
 def test_a_name_part_is_never_swapped_alone(res, question, names):
     """"Europe Federation", "San Houston", "The Habsburg Imperial": the wrong swaps change one word
