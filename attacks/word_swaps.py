@@ -44,7 +44,10 @@ DOMINANT_SHARE = 0.5
 NAME_RESTATES = frozenset({"synonym", "spelling variant", "inflection"})
 VERB_TAGS = frozenset({"VB", "VBD", "VBG", "VBN", "VBP", "VBZ"})
 # a title before a name is no part of it ("Mr Green" -> "Mr Brown")
-TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "sir", "madam", "prof", "mister"})
+TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "sir", "madam", "prof", "mister", "uncle", "aunt",
+                    "grandpa", "grandma"})
+# places are one kind whichever label spaCy gives them ("America" GPE -> "Europe" LOC)
+PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
 _STRIP_DEPS = frozenset({"det", "case", "punct"})
 
 
@@ -121,7 +124,8 @@ def keeps_entity(resources, tok, new: str, label: str) -> bool:
         return False
     text = tok.doc.text
     changed = text[:tok.idx] + new + text[tok.idx + len(tok.text):]
-    return any(e.label_ == label and e.start_char <= tok.idx and tok.idx + len(new) <= e.end_char
+    kinds = PLACE_LABELS if label in PLACE_LABELS else {label}
+    return any(e.label_ in kinds and e.start_char <= tok.idx and tok.idx + len(new) <= e.end_char
                for e in resources.parse(changed).ents)
 
 

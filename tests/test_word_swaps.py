@@ -239,6 +239,7 @@ def test_a_persons_name_parts_go_to_name_parts(res):
     ("What is the Saxon Garden in Polish?", "Polish", "Hungarian", True),
     ("What is the Saxon Garden in Polish?", "Polish", "Poland", False),  # a language for a country
     ("What is the capacity of a Turing machine?", "Turing", "Babbage", True),
+    ("Why did the Indians go to America?", "America", "Europe", True),  # a place for a place
     ("What is the capacity of a Turing machine?", "Turing", "Reasoning", False),  # a common word
 ])
 def test_a_single_word_name_keeps_its_kind(res, question, word, new, keeps):
