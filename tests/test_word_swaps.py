@@ -267,3 +267,10 @@ def test_a_single_name_in_race_goes_to_a_name_of_its_kind(res):
     tok = _tok(res, "Bill started to play with computers  _  .", "Bill")
     cands = addsent._glove_candidates(tok, set(), set(), 6)
     assert cands and not {"senate", "house", "congress", "legislation"} & set(cands), cands
+
+
+def test_a_frame_word_takes_no_antonym(res):
+    """"What antitype of city has Poland been?" (type -> antitype, seen on XQuAD): Jia and Liang's
+    DO_NOT_ALTER words frame the question, for antonyms as for neighbours."""
+    mutated, reps = mutate_question("What type of city has Warsaw been?", res, rng=random.Random(0))
+    assert "antitype" not in mutated and all(r.old != "type" for r in reps), (mutated, reps)
