@@ -208,7 +208,8 @@ def _edits(doc, resources, neighbours, rng, choices, skip, common_words, verbs, 
                   and word.lower() not in resources.glove and ENTITY_STAND_INS[tok.tag_][word.isupper()].lower() not in avoid):
                 # a name GloVe does not know ("NASUWT"): Jia and Liang's stand-in of its kind
                 new = (ENTITY_STAND_INS[tok.tag_][word.isupper()], "entity_type")
-        elif tok.tag_ in ANTONYM_TAGS and (ants := [a for a in sense_antonyms(resources, word, ANTONYM_TAGS[tok.tag_])
+        elif tok.tag_ in ANTONYM_TAGS and word.lower() not in DO_NOT_ALTER and (
+                ants := [a for a in sense_antonyms(resources, word, ANTONYM_TAGS[tok.tag_])
                                                      if not negated_antonym(word, a)]):
             new = (match_case(ants[0], word), "antonym")
         elif common_words and tok.tag_ in COMMON_TAGS and word.lower() not in DO_NOT_ALTER and word.isalpha():
