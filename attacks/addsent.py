@@ -50,6 +50,7 @@ from advrace.resources.wordnet import verb_exceptions
 from . import declarative_rules
 from .adversarial_squad import unknown_word_forms
 from .base import Attack, CannotPerturb, register
+from .word_swaps import counted_by_ordinal, hyphen_part, keeps_entity, keeps_form, known, sense_antonyms, whole_name
 
 TRAILING_DOTS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 LEADING_JUNK_RE = re.compile(r"^[\s.]+")
@@ -475,6 +476,8 @@ class AddSent(Attack):
     def _glove_candidates(self, tok, taken: set[str], gold_words: set[str], want: int) -> list[str]:
         res = self.resources
         word, lower, numeric = tok.text, tok.text.lower(), tok.pos_ == "NUM"
+        # a name (a person's name part included) for a name of its kind: "Bill" -> "Jim", not "Senate"
+        label = tok.ent_type_ if tok.ent_type_ in NAME_ENTITIES and tok.pos_ == "PROPN" else None
         stem = res.stem(lower)
         plausible: list[str] = []
         for cand, _ in res.glove.nearest(lower, k=self.config.neighbours):
@@ -494,13 +497,16 @@ class AddSent(Attack):
             plausible.append(cand)
         cased = [match_case(cand, word) for cand in plausible]
         out: list[str] = []
-        for cand, (pos, tag) in zip(plausible, res.word_tags(cased)):
+        for cand, cased_cand, (pos, tag) in zip(plausible, cased, res.word_tags(cased)):
             if pos != tok.pos_:
                 continue
-            # number agreement, so 'children' is not replaced by 'child'
-            if tok.tag_ in ("NN", "NNS") and tag != tok.tag_:
+            # the word's form: 'children' is not replaced by 'child', nor a name by a common word
+            if not numeric and (not keeps_form(tok, cased_cand, tag, res, self._irregular())
+                                or not known(res, cased_cand)):
                 continue
             if self._same_meaning_filter and self._same_meaning(tok, cand):
+                continue
+            if label and not keeps_entity(res, tok, cased_cand, label):
                 continue
             out.append(cand)
             if len(out) >= want:
@@ -519,6 +525,15 @@ class AddSent(Attack):
             return False
         if pos == "NUM":
             return lower != "one" and (lower.isalpha() or bool(NUMERIC_RE.fullmatch(lower)))
+        # a scanning error ("rrmPrs"), a part of a hyphenated word ("half-sister"), a noun an
+        # ordinal counts ("the 17th century") or a word of a multi-word name of a place, a body or a
+        # work ("Los Angeles" -> "San Houston") is never swapped alone (word_swaps); a person's
+        # name is made of given names and surnames, each swapped for a name part that keeps the
+        # whole a person's name ("Bill Gates" -> "Bill Powell", not "Senate House")
+        name = whole_name(tok)
+        if (not known(self.resources, tok.text) or hyphen_part(tok) or counted_by_ordinal(tok)
+                or (name is not None and name.root.ent_type_ != "PERSON")):
+            return False
         in_name = tok.ent_type_ in NAME_ENTITIES and pos == "ADJ"
         return ((pos in GLOVE_POS or in_name) and tok.text.isalpha() and len(tok.text) > 1
                 and lower not in self.resources.stopwords)
@@ -526,14 +541,14 @@ class AddSent(Attack):
     def _antonym_forms(self, tok) -> list[str]:
         """Antonyms in the token's form; none for comparatives, parts of hyphenated words
         ('dark-colored') and phrasal verbs ('turn down'), whose antonym would not read."""
-        res, doc = self.resources, tok.doc
+        res = self.resources
         if tok.tag_ in UNINFLECTABLE_TAGS or any(c.dep_ == "prt" for c in tok.children):
             return []
-        if (tok.i > 0 and doc[tok.i - 1].text == "-" and not doc[tok.i - 1].whitespace_) or \
-                (tok.i + 1 < len(doc) and doc[tok.i + 1].text == "-" and not tok.whitespace_):
+        if hyphen_part(tok):
             return []
         forms = []
-        for ant in res.antonyms(tok.lemma_.lower(), tok.pos_):
+        # antonyms of the word's dominant senses only: "find" (discover) has no antonym "lose"
+        for ant in sense_antonyms(res, tok.lemma_.lower(), tok.pos_):
             if tok.pos_ == "VERB":
                 form = self._inflect(ant.lower(), tok.tag_)
             else:

@@ -90,6 +90,30 @@ def test_near_neighbours_that_change_the_meaning(res, word, new):
     assert same_meaning(res.wordnet, new, word, "NOUN") is None
 
 
+# issue 46: stand-ins that keep the referent, each with the twin that must still change it
+@pytest.mark.parametrize("word, new, reason", [
+    # a town is "an urban area ... smaller than a city": a variant of the same kind, by degree
+    ("city", "town", "sibling"), ("town", "city", "sibling"), ("cities", "towns", "sibling"),
+    # a general word a few links above: purpose, goal, content, cognition (= knowledge); "The
+    # writer's knowledge is to show ..." still reads as the purpose
+    ("purpose", "knowledge", "hypernym"),
+    # the twins: different referents
+    ("village", "town", None),  # a village is a settlement, not an urban area
+    ("mountains", "hills", None),  # "higher than a hill", but a land mass, not an elevation
+    ("years", "decades", None),  # "a period of 10 years": a unit, not a comparison
+    ("knowledge", "purpose", None),  # the narrower word names less than the question asked
+    ("doctor", "lawyer", None), ("purpose", "method", None), ("city", "country", None),
+])
+def test_stand_ins_that_keep_the_referent(res, word, new, reason):
+    assert same_meaning(res.wordnet, word, new, "NOUN") == reason
+
+
+def test_names_still_change(res):
+    for old, new in (("London", "Melbourne"), ("January", "March"), ("Paris", "Rome")):
+        assert same_meaning(res.wordnet, old, new, "PROPN") is None
+        assert res.same_meaning(old, new, None) is None
+
+
 def test_names_and_numbers_are_not_judged_by_senses(res):
     # London and Melbourne are both instances of city: a different place all the same
     assert same_meaning(res.wordnet, "London", "Melbourne", "PROPN") is None

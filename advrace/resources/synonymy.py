@@ -124,6 +124,11 @@ TAXONOMY_DEPTH = 3
 # to a woman)") do not make the words near in meaning.
 _CONTRAST_RE = re.compile(r"\(?\s*(?:as )?opposed to [^;)]*\)?|\bunlike [^;)]*|\bother than [^;)]*")
 _GLOSS_WORD_RE = re.compile(r"[a-z]+")
+# A definition's genus is named within its first words ("a large and densely populated urban
+# area"); a general word is looked for this many links above a word's first sense.
+GENUS_WORDS = 7
+GENERAL_DEPTH = 3
+_THAN_RE = re.compile(r"\bthan\s+(?:an?\s+|the\s+)?([a-z]+)")
 _GLOSS_HEAD_RE = re.compile(r"(?:an?|the)\s+([a-z]+)\b")
 
 
@@ -166,6 +171,40 @@ def _gloss_head(synset) -> str:
     return found.group(1) if found else ""
 
 
+def _genus_shared(a, b, parents) -> bool:
+    """Both definitions open with the same genus, a word of the shared hypernym or of its own
+    hypernyms ("a large and densely populated urban area", "an urban area with a fixed boundary
+    that is smaller than a city": both urban areas, under municipality)."""
+    genus = {n.replace("_", " ") for p in parents for q in [p, *_parents(p)] for n in _lemma_names(q)}
+
+    def opens(synset) -> bool:
+        head = " ".join(_GLOSS_WORD_RE.findall(synset.definition().lower().split(";")[0])[:GENUS_WORDS])
+        return any(re.search(rf"\b{re.escape(g)}\b", head) for g in genus)
+    return opens(a) and opens(b)
+
+
+def _compared(wordnet, synset, forms: set[str], pos: str) -> bool:
+    """The definition sets the sense against one of the forms by degree ("smaller than a city");
+    a unit ("a period of 10 years") is no comparison."""
+    for w in _THAN_RE.findall(synset.definition().lower()):
+        if w in forms or (wordnet.morphy(w, pos) or w) in forms:
+            return True
+    return False
+
+
+def _general_word(old_first: set, new_senses: set) -> bool:
+    """A common sense of the new word is a hypernym up to GENERAL_DEPTH links above the old
+    word's first sense: purpose -> knowledge (purpose, goal, content, cognition). The old word's
+    referent is one of the new's, so the new word still names it ("The writer's knowledge is to
+    show ..." reads as the purpose)."""
+    level = set(old_first)
+    for _ in range(GENERAL_DEPTH):
+        level = {p for s in level for p in _parents(s)}
+        if level & new_senses:
+            return True
+    return False
+
+
 def _lemma_names(synset) -> set[str]:
     return {lemma.name().lower() for lemma in synset.lemmas()}
 
@@ -180,7 +219,13 @@ def near_senses(wordnet, word: str, new: str, pos: str) -> str | None:
     a suggestion "a proposal offered for acceptance or rejection"). Mere
     co-hyponyms are no sibling here: mother and father (both "parent"), car and truck (both
     "motor vehicle"), breakfast and lunch (both "meal") are different things, and siblings are
-    looked for only among nouns of ideas, texts, aims and money (SIBLING_LEXNAMES).
+    looked for only among nouns of ideas, texts, aims and money (SIBLING_LEXNAMES); among other
+    nouns, only siblings defined as variants of each other by degree: both definitions open with
+    the shared hypernym's genus and one sets itself against the other ("an urban area ...
+    smaller than a city": city -> town keeps the referent, while a village is a settlement and a
+    mountain a land mass "higher than a hill", so those stay changes). A common sense of `new`
+    up to GENERAL_DEPTH links above `word`'s first sense is a "hypernym" too: purpose ->
+    knowledge (goal, content, cognition), a general word that still names the purpose.
     A hypernym or hyponym keeps the meaning for AddSent's purpose: the sentence about the
     narrower thing entails one about the broader ("the meat he likes is fish": a food he likes
     is fish), so it still answers the question with a distractor.
@@ -202,11 +247,19 @@ def near_senses(wordnet, word: str, new: str, pos: str) -> str | None:
             return "hypernym"
         if any(s in _ancestors(n) for n in new_senses):
             return "hyponym"
+    if _general_word(_first_senses(wordnet, old_forms, pos), new_senses):
+        return "hypernym"
     for s in old_senses:
         parents = set(_parents(s))
         for n in new_senses:
-            if s.lexname() not in SIBLING_LEXNAMES or n.lexname() != s.lexname() \
-                    or not parents & set(_parents(n)) or _names(s) or _names(n):
+            if n.lexname() != s.lexname() or not parents & set(_parents(n)) or _names(s) or _names(n):
+                continue
+            if s.lexname() not in SIBLING_LEXNAMES:
+                # a concrete kind: a sibling only where it is defined as the other's variant
+                # (a town is "an urban area ... smaller than a city")
+                if _genus_shared(s, n, parents & set(_parents(n))) and (
+                        _compared(wordnet, n, old_forms, p) or _compared(wordnet, s, new_forms, p)):
+                    return "sibling"
                 continue
             shared = {name for parent in parents & set(_parents(n)) for name in _lemma_names(parent)}
             if (_lemma_names(s) & _lemma_names(n) or _gloss_names(wordnet, n, old_forms, p)
