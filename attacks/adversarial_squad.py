@@ -1,10 +1,12 @@
 """Jia and Liang's adversaries for SQuAD (EMNLP 2017): a distracting sentence added to the context.
 
 - `addonesent`: mutate the question (question_mutation), give it a fake answer of the real
-  answer's type (fake_answers), state it as a sentence (declarative_rules), append one random
-  candidate. Model-independent.
-- `addsentmod`: the same with the second set of fake answers, the sentence prepended: tests
-  whether a model trained on AddSent learned more than "skip the last sentence".
+  answer's type (fake_answers), state it as a sentence (declarative_rules), append one
+  candidate: chosen by the answer model (below), or at random with `answer_model: ""`.
+  Model-independent (the answer model is a fixed part of the recipe, not the model attacked).
+- `addsentmod`: the same with the second set of fake answers (another set for every answer rule,
+  answer_rules), the sentence prepended: tests whether a model trained on AddSent learned more
+  than "skip the last sentence".
 - `addsent`: every candidate tried against a span model (a black box), the one with the lowest
   F1 kept. Model-dependent.
 - `addany` / `addcommon`: a local search over `length` words appended to the context, minimising
@@ -27,6 +29,34 @@ prepares together (the runner's fixed chunks, so the release does not depend on 
 workers); a question whose answer has no determinable type, or whose type has no fake left,
 gets one from Jia and Liang's remaining answer rules (answer_rules: date, number, abbreviation,
 wh-word, WordNet file, part of speech, catch-all), so that every question has a fake.
+
+Fluency and PMI. Jia and Liang's crowd workers mended or threw out the sentences that were not
+English or whose fake fitted no reading of the question; with an `answer_model` (SmolLM2 by
+default, the closed-book model) AddOneSent and AddSentMod choose instead of drawing at random, in
+two steps, each where its score tells what it can:
+1. The fake: each rule's first fake is ranked by its pointwise mutual information with the
+   question (closed_book.ClosedBook.pmi: log P(fake | question) - log P(fake | a content-free
+   question)), highest first, Jia and Liang's rule order on a tie, and the fakes are tried in
+   that order (then the rules' other fakes), the first whose sentences pass the checks kept.
+   PMI asks which fake the question calls for: read on XQuAD-en (with the closed-book shots;
+   here the question alone, for cost) it chose a fake of the asked kind in 29 of 40 questions,
+   the first rule in 27 (docs/results.md). Fluency cannot choose the
+   fake: it would favour a common word over a rare name whatever the question asks.
+2. The sentence: the chosen fake's sentences (each declarative rule's, over `mutations` draws
+   of the question's mutation) are ranked by fluency (attacks.fluency: the mean token
+   log-probability), the most fluent kept. The candidates state the same fake in the same
+   question's words, so what differs between them is the English; PMI cannot see that, for it
+   scores the fake alone. SmolLM2's margins are small (-7.34 against -7.18 for "Soulias Morris
+   from is in Paris." and "Soulias Morris is from Paris."), so the score chooses among sentences
+   the checks passed, never replaces them.
+Both scores go in the sentence's provenance (`fake_pmi`, `fluency`). Every question of a prepared
+chunk is scored in one batch per step: the fakes are offered in order first, each counting
+against `fake_cap` when offered (as in AddSent, for the choice waits for the chunk's scores),
+then scored, then each question's sentences written and scored together. The scores are compared
+as recorded (4 significant digits), ties going to the first in order, and the fluency cache is
+emptied per chunk: the chunks are the runner's fixed ones, so the release does not depend on the
+number of workers. With `answer_model: ""` (Jia and Liang's rules alone) nothing is scored: the
+first passing rule's fakes, one sentence drawn at random (seeded), as before.
 """
 
 from __future__ import annotations

@@ -65,8 +65,8 @@ class ClosedAnswer:
 
 # The pointwise mutual information of a fake with its question (`ClosedBook.pmi`): how much more
 # likely the question makes the fake than a content-free question does. The question alone, not
-# after the shots: each question and its fakes then run as one packed row over a cache of ~20
-# tokens instead of ~140 (docs/attacks/adversarial-squad.md, "Fluency and PMI")
+# after the shots: each question and its fakes then run as one packed row of about 40 tokens
+# instead of about 160 (docs/attacks/adversarial-squad.md, "The answer model chooses")
 PMI_PROMPT = "Q: {question}\nA:"
 NULL_QUESTION = "N/A"  # content-free, as in Zhao et al.'s contextual calibration
 _NULL_GROUP = 32  # fakes per content-free row: a packed row stays short
