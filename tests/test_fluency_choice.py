@@ -87,11 +87,11 @@ def test_a_fluency_tie_goes_to_the_first_candidate_and_every_chunk_is_one_call(t
             return super().scores(sentences)
 
     scorer = Counting(LM)
-    same = [_record("The river reaches the sea."), _record("The river reaches the sea.")]
+    same = [AdversarialSentence("The river reaches the sea.", answer=a) for a in ("first", "second")]
     other = [_record("The sea is deep."), _record("Deep is the sea.")]
     chosen = fluent_choice({"a": (same, {}), "b": (other, {}), "c": ([], {"no verb": 1})}, scorer)
     assert Counting.calls == 1
-    assert chosen["a"][0] is not None and chosen["a"][0].sentence == same[0].sentence
+    assert chosen["a"][0] is not None and chosen["a"][0].answer == "first"
     assert chosen["c"] == (None, 0, {"no verb": 1})
 
 
