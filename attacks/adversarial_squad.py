@@ -1,10 +1,12 @@
 """Jia and Liang's adversaries for SQuAD (EMNLP 2017): a distracting sentence added to the context.
 
 - `addonesent`: mutate the question (question_mutation), give it a fake answer of the real
-  answer's type (fake_answers), state it as a sentence (declarative_rules), append one random
-  candidate. Model-independent.
-- `addsentmod`: the same with the second set of fake answers, the sentence prepended: tests
-  whether a model trained on AddSent learned more than "skip the last sentence".
+  answer's type (fake_answers), state it as a sentence (declarative_rules), append one
+  candidate: chosen by the answer model (below), or at random with `answer_model: ""`.
+  Model-independent (the answer model is a fixed part of the recipe, not the model attacked).
+- `addsentmod`: the same with the second set of fake answers (another set for every answer rule,
+  answer_rules), the sentence prepended: tests whether a model trained on AddSent learned more
+  than "skip the last sentence".
 - `addsent`: every candidate tried against a span model (a black box), the one with the lowest
   F1 kept. Model-dependent.
 - `addany` / `addcommon`: a local search over `length` words appended to the context, minimising
@@ -27,10 +29,42 @@ prepares together (the runner's fixed chunks, so the release does not depend on 
 workers); a question whose answer has no determinable type, or whose type has no fake left,
 gets one from Jia and Liang's remaining answer rules (answer_rules: date, number, abbreviation,
 wh-word, WordNet file, part of speech, catch-all), so that every question has a fake.
+
+Fluency and PMI. Jia and Liang's crowd workers mended or threw out the sentences that were not
+English or whose fake fitted no reading of the question; with an `answer_model` (SmolLM2 by
+default, the closed-book model) AddOneSent and AddSentMod choose instead of drawing at random, in
+two steps, each where its score tells what it can:
+1. The fake: each rule's first fake is ranked by its pointwise mutual information with the
+   question (closed_book.ClosedBook.pmi: log P(fake | question) - log P(fake | a content-free
+   question)), highest first, Jia and Liang's rule order on a tie, and the fakes are tried in
+   that order (then the rules' other fakes), the first whose sentences pass the checks kept.
+   The `date` and `number` rules' fakes (the gold's numbers moved, of its kind by construction)
+   go first and the catch-all last, unranked: read on XQuAD-en, PMI preferred a catch-all year
+   to the number rule's age for "How old was ...?".
+   PMI asks which fake the question calls for: read on XQuAD-en (with the closed-book shots;
+   here the question alone, for cost) it chose a fake of the asked kind in 29 of 40 questions,
+   the first rule in 27 (docs/results.md). Fluency cannot choose the
+   fake: it would favour a common word over a rare name whatever the question asks.
+2. The sentence: the chosen fake's sentences (each declarative rule's, over `mutations` draws
+   of the question's mutation) are ranked by fluency (attacks.fluency: the mean token
+   log-probability), the most fluent kept. The candidates state the same fake in the same
+   question's words, so what differs between them is the English; PMI cannot see that, for it
+   scores the fake alone. SmolLM2's margins are small (-7.34 against -7.18 for "Soulias Morris
+   from is in Paris." and "Soulias Morris is from Paris."), so the score chooses among sentences
+   the checks passed, never replaces them.
+Both scores go in the sentence's provenance (`fake_pmi`, `fluency`). Every question of a prepared
+chunk is scored in one batch per step: the fakes are offered in order first, each counting
+against `fake_cap` when offered (as in AddSent, for the choice waits for the chunk's scores),
+then scored, then each question's sentences written and scored together. The scores are compared
+as recorded (4 significant digits), ties going to the first in order, and the fluency cache is
+emptied per chunk: the chunks are the runner's fixed ones, so the release does not depend on the
+number of workers. With `answer_model: ""` (Jia and Liang's rules alone) nothing is scored: the
+first passing rule's fakes, one sentence drawn at random (seeded), as before.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 import re
@@ -50,6 +84,7 @@ from advrace.models.runtime.sharding import map_sharded
 from .base import Attack, CannotPerturb, Outcome, register
 from .answer_rules import FakeChoice, FallbackFakes
 from .closed_book import ClosedAnswer, closed_book, unlike_the_golds, usable
+from .fluency import fluency
 from .declarative_rules import declarative_candidates
 from .fake_answers import FakePool, answer_type, type_key, wh_noun
 from .model_based import CheckpointAttack
@@ -72,6 +107,9 @@ class AddSentConfig:
     answer_model: str = "smollm2"
     answer_batch_size: int = field(default=32, metadata={"min": 1})
     answer_bf16: bool | None = False  # as the distractor attacks' bf16: fp32 unless asked
+    # with answer_model: mutations of the question whose sentences compete on fluency (addonesent,
+    # addsentmod; the model chooses, see "Fluency and PMI" in the module docstring)
+    mutations: int = field(default=2, metadata={"min": 1})
 
 
 WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
@@ -258,6 +296,17 @@ def closed_book_fakes(examples, config: AddSentConfig, resources) -> dict[str, C
     return unlike_the_golds(answers, {ex.id: [a.text for a in ex.answers] for ex in examples}, resources)
 
 
+def fake_choices(example, resources, config: AddSentConfig, second_set: bool, rng, pool: FakePool,
+                 paragraph_answers=None, closed: ClosedAnswer | None = None) -> list[FakeChoice]:
+    """Every answer rule's fakes for the example, in Jia and Liang's order (see _fake_choices)."""
+    first = example.answers[0]
+    kind = answer_type(example.context, first.start, first.end, resources)
+    key = type_key(kind, example.context, first.start, first.end, resources, example.question,
+                   config.common_word_fakes)
+    avoid = list(paragraph_answers or ()) + [a.text for a in example.answers]
+    return list(_fake_choices(example, kind, key, resources, config, second_set, rng, pool, avoid, closed))
+
+
 def _fake_choices(example, kind, key, resources, config: AddSentConfig, second_set, rng, pool: FakePool,
                   avoid_answers, closed: ClosedAnswer | None = None):
     """The fake answers to try, rule by rule: the typed pool's first, then Jia and Liang's
@@ -274,7 +323,8 @@ def _fake_choices(example, kind, key, resources, config: AddSentConfig, second_s
 
 def sentence_candidates(example, resources, config: AddSentConfig, second_set: bool = False,
                         rng: random.Random | None = None, pool: FakePool | None = None,
-                        paragraph_answers=None, closed: ClosedAnswer | None = None
+                        paragraph_answers=None, closed: ClosedAnswer | None = None,
+                        choices: list[FakeChoice] | None = None, mutations: int = 1
                         ) -> tuple[list[AdversarialSentence], Counter]:
     """Candidate adversarial sentences (`AdversarialSentence` records) and why others were dropped.
 
@@ -283,6 +333,9 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
     `closed` is the example's closed-book answer (closed_book_fakes), if any.
     The fakes of the first answer rule whose sentences pass the checks are kept (see
     answer_rules): a typed fake where the data has one, else the fallbacks in Jia and Liang's order.
+    `choices` replaces those rules' fakes (`fake_choices`), in the order to try (the PMI ranking);
+    `mutations` > 1 adds the sentences of further mutations of the question to the first choice
+    that passes, for the fluency to choose among.
     """
     rejected: Counter = Counter()
 
@@ -299,11 +352,12 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
     rng = rng or random.Random(0)
     pool = pool if pool is not None else FakePool(cap=config.fake_cap, resources=resources)
     avoid = list(paragraph_answers or ()) + golds
-    choices = list(_fake_choices(example, kind, key, resources, config, second_set, rng, pool, avoid, closed))
-    mutations: dict[tuple, tuple] = {}
+    if choices is None:
+        choices = list(_fake_choices(example, kind, key, resources, config, second_set, rng, pool, avoid, closed))
+    drawn: dict[tuple, tuple] = {}
 
     def mutation(skip: frozenset, attempt: int) -> tuple:  # drawn once, shared by the rules
-        if (skip, attempt) not in mutations:
+        if (skip, attempt) not in drawn:
             mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours,
                                                     rng=rng, choices=config.choices, skip=skip)
             if not replacements:  # none of the high-confidence rules applies: Jia and Liang's others
@@ -312,8 +366,8 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
             if not replacements:  # nor those: a verb, our own last resort
                 mutated, replacements = mutate_question(example.question, resources, neighbours=config.neighbours,
                                                         rng=rng, choices=config.choices, skip=skip, verbs=True)
-            mutations[skip, attempt] = (mutated, replacements)
-        return mutations[skip, attempt]
+            drawn[skip, attempt] = (mutated, replacements)
+        return drawn[skip, attempt]
 
     out: list[AdversarialSentence] = []
     if not mutation(frozenset(), 0)[1]:
@@ -322,6 +376,35 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
     # the best-typed rule first, each tried with up to `attempts` mutations (a change that vanished
     # in its sentences, standing in the wh-phrase the fake replaces, is left as it was in the next),
     # before a less well typed rule is tried
+    seen: set[str] = set()
+
+    def state(choice, mutated, replacements) -> set[int]:
+        """Add the choice's passing sentences for one mutation to `out`; the starts of the
+        replacements that vanished in its sentences."""
+        vanished: set[int] = set()
+        for fake in choice.fakes:
+            for cand in declarative_candidates(mutated, fake, resources, choice.kind):
+                if cand.rule.endswith("np_of") and fake.split()[-1].lower() in mutated.lower().split():
+                    continue  # "the river of the Kolmogorov River": the fake names its kind already
+                problem = readability_problem(cand.sentence, example.question, golds, resources,
+                                              example.context)
+                record = AdversarialSentence(cand.sentence, question=mutated, replacements=tuple(replacements),
+                                             answer=fake, answer_type=choice.kind, rule=cand.rule,
+                                             fake_rule=choice.rule, fake_cosine=choice.cosine, fake_pmi=choice.pmi)
+                lost = [] if problem else VANISHED.lost(cand.sentence, record, ctx)
+                if lost:
+                    problem = "change vanished"
+                    vanished.update(r.start for r in lost)
+                elif not problem and FAKE_TYPE.refuse(Subject(example, cand.sentence, record=record), ctx, {}):
+                    # read in its sentence, the fake is not of the gold's kind (the tagger's slip)
+                    problem = "fake answer of another type"
+                if problem:
+                    rejected[problem] += 1
+                elif cand.sentence not in seen:
+                    seen.add(cand.sentence)
+                    out.append(record)
+        return vanished
+
     for choice in choices:
         skip: frozenset[int] = frozenset()
         for attempt in range(config.attempts):
@@ -329,33 +412,16 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
             if not replacements:
                 rejected["change vanished"] += 1
                 break
-            seen, vanished = set(), set()
-            for fake in choice.fakes:
-                for cand in declarative_candidates(mutated, fake, resources, choice.kind):
-                    if cand.rule.endswith("np_of") and fake.split()[-1].lower() in mutated.lower().split():
-                        continue  # "the river of the Kolmogorov River": the fake names its kind already
-                    problem = readability_problem(cand.sentence, example.question, golds, resources,
-                                                  example.context)
-                    record = AdversarialSentence(cand.sentence, question=mutated, replacements=tuple(replacements),
-                                                 answer=fake, answer_type=choice.kind, rule=cand.rule,
-                                                 fake_rule=choice.rule, fake_cosine=choice.cosine)
-                    lost = [] if problem else VANISHED.lost(cand.sentence, record, ctx)
-                    if lost:
-                        problem = "change vanished"
-                        vanished.update(r.start for r in lost)
-                    elif not problem and FAKE_TYPE.refuse(Subject(example, cand.sentence, record=record), ctx, {}):
-                        # read in its sentence, the fake is not of the gold's kind (the tagger's slip)
-                        problem = "fake answer of another type"
-                    if problem:
-                        rejected[problem] += 1
-                    elif cand.sentence not in seen:
-                        seen.add(cand.sentence)
-                        out.append(record)
+            vanished = state(choice, mutated, replacements)
             if out:
                 break
             # mutate again: leaving the words that vanished as they are, or drawing other neighbours
             skip = skip | frozenset(vanished)
         if out:
+            for extra in range(1, mutations):  # other mutations of the question, for the fluency to choose
+                mutated, replacements = mutation(skip, config.attempts + extra)
+                if replacements:
+                    state(choice, mutated, replacements)
             break  # the first rule whose sentences pass: a later rule's fakes are less well typed
     if not out and not rejected:
         rejected["no rule matched"] += 1
@@ -367,6 +433,28 @@ def _paragraph_answers(examples) -> dict[str, set[str]]:
     for ex in examples:
         out.setdefault(ex.context, set()).update(a.text for a in ex.answers)
     return out
+
+
+def fluent_choice(found: dict, scorer) -> dict:
+    """key -> (the most fluent candidate with its score, the number of candidates, the rejections)
+    for `found`: key -> (candidates, rejections). Every candidate of every key in one call to the
+    scorer; the scores compared as recorded (4 significant digits, so that the batches' float
+    rounding does not decide), the first of equally fluent ones kept."""
+    scores = iter(scorer.scores([c.sentence for cands, _ in found.values() for c in cands]))
+    chosen = {}
+    for key, (cands, rejected) in found.items():
+        values = [significant(next(scores)) for _ in cands]
+        if not cands:
+            chosen[key] = (None, 0, rejected)
+            continue
+        best = max(range(len(cands)), key=lambda i: (values[i], -i))
+        chosen[key] = (dataclasses.replace(cands[best], fluency=values[best]), len(cands), rejected)
+    return chosen
+
+
+def _key(example) -> tuple:
+    """What a prepared choice was made for: a split built from another split sees other text."""
+    return example.id, example.question, example.context
 
 
 def _place(example, sentence: str, prepend: bool):
@@ -381,6 +469,14 @@ def _reason(rejected: Counter) -> str:
     return max(rejected, key=lambda k: rejected[k]) if rejected else "no candidate"
 
 
+# answer rules the PMI does not rank: the gold with its numbers moved is of the gold's kind by
+# construction, and the catch-all is what is left (read on XQuAD-en, PMI put a catch-all year
+# before the number rule's age for "How old was ...?")
+_UNRANKED_FIRST = frozenset({"date", "number"})
+_UNRANKED_LAST = frozenset({"catch_all"})
+_UNRANKED = _UNRANKED_FIRST | _UNRANKED_LAST
+
+
 class _SentenceAttack(Attack):
     tasks = (EXTRACTIVE_QA,)
     Config = AddSentConfig
@@ -391,15 +487,56 @@ class _SentenceAttack(Attack):
     _pool: FakePool | None = None
     _answers: dict | None = None
     _closed: dict | None = None
+    _chosen: dict | None = None
 
     def prepare(self, examples):
         """Parse the passages and questions in one batch, and collect their typed phrases as the
-        fake answers of these passages (a fresh pool, with fresh use counts, per call)."""
+        fake answers of these passages (a fresh pool, with fresh use counts, per call); with an
+        answer model, choose every example's sentence here, the model's scores in one batch
+        (`_choose`)."""
         self.resources.prepare_parses([ex.context for ex in examples] + [ex.question for ex in examples])
         self._pool = FakePool.from_contexts([ex.context for ex in examples], self.resources,
                                             cap=self.config.fake_cap)
         self._answers = _paragraph_answers(examples)
         self._closed = closed_book_fakes(examples, self.config, self.resources)
+        self._chosen = self._choose(examples) if self.config.answer_model else None
+
+    def _choose(self, examples) -> dict:
+        """Each example's sentence (or its reasons for none) chosen by the answer model, by
+        `_key`. In order: every fake offered to a question counts against the cap (as in AddSent),
+        for the choice waits for the batch's scores. See "Fluency and PMI" in the module docstring."""
+        cfg = self.config
+        offered = []
+        for ex in examples:
+            rng = self.rng_for(ex)
+            choices = fake_choices(ex, self.resources, cfg, self.second_set, rng, self._pool,
+                                   (self._answers or {}).get(ex.context), (self._closed or {}).get(ex.id))
+            firsts, seen = [], set()
+            for choice in choices:  # each rule's first fake, one fake per choice
+                norm = normalize_answer(choice.fakes[0]) if choice.fakes else ""
+                if norm and norm not in seen:
+                    seen.add(norm)
+                    firsts.append(dataclasses.replace(choice, fakes=choice.fakes[:1]))
+                    self._pool.use(choice.fakes[0])
+            rest = [dataclasses.replace(c, fakes=c.fakes[1:]) for c in choices if c.fakes[1:]]
+            offered.append((ex, rng, firsts, rest))
+        book = closed_book(cfg.answer_model, cfg.answer_batch_size, cfg.answer_bf16)
+        pairs = [(ex.question, c.fakes[0]) for ex, _, firsts, _ in offered for c in firsts]
+        pmis = iter(book.pmi(pairs))
+        found = {}
+        for ex, rng, firsts, rest in offered:
+            ranked = [dataclasses.replace(c, pmi=significant(next(pmis))) for c in firsts]
+            # the gold's own numbers moved first (of its kind by construction), the catch-all last;
+            # between them the highest PMI first, Jia and Liang's rule order on a tie; then the
+            # rules' other fakes
+            ranked = ([c for c in ranked if c.rule in _UNRANKED_FIRST]
+                      + sorted((c for c in ranked if c.rule not in _UNRANKED), key=lambda c: -c.pmi)
+                      + [c for c in ranked if c.rule in _UNRANKED_LAST] + rest)
+            found[_key(ex)] = sentence_candidates(ex, self.resources, cfg, self.second_set, rng, self._pool,
+                                                  choices=ranked, mutations=cfg.mutations)
+        scorer = fluency(cfg.answer_model, cfg.answer_bf16)
+        scorer.forget()
+        return fluent_choice(found, scorer)
 
     def candidates(self, example, rng):
         if self._pool is None:  # applied without prepare: the fixed lists only
@@ -438,13 +575,22 @@ class AddOneSent(_SentenceAttack):
     name = "addonesent"
 
     def perturb(self, example, rng):
-        cands, rejected = self.candidates(example, rng)
-        if not cands:
+        if self.config.answer_model:  # the model chose (prepare); an example it has not seen, alone
+            if self._chosen is None or _key(example) not in self._chosen:
+                if self._pool is None:
+                    self.prepare([example])
+                else:
+                    self._chosen = {**(self._chosen or {}), **self._choose([example])}
+            chosen, n, rejected = self._chosen[_key(example)]
+        else:  # Jia and Liang's rules alone: a random candidate
+            cands, rejected = self.candidates(example, rng)
+            chosen, n = (rng.choice(cands), len(cands)) if cands else (None, 0)
+            if chosen is not None:
+                self._pool.use(chosen.answer)
+        if chosen is None:
             raise CannotPerturb(_reason(rejected))
-        chosen = rng.choice(cands)
-        self._pool.use(chosen.answer)
         return _place(example, chosen.sentence, self.prepend).with_provenance(AttackSummary(
-            self.name, sentences=(chosen,), position="start" if self.prepend else "end", candidates=len(cands)))
+            self.name, sentences=(chosen,), position="start" if self.prepend else "end", candidates=n))
 
 
 @register

@@ -45,6 +45,13 @@ Every fake differs from the gold, occurs nowhere in the paragraph or the questio
 no word with an answer of the paragraph (a number rule's own words, "years" of "three years",
 excepted). The fixed lists are disjoint between the two sets (AddSent/AddOneSent, AddSentMod)
 and serve least-used first, past the pool's cap: a rotation, never a refusal.
+
+AddSentMod's fakes are another set for every rule, as in Jia and Liang's AddSentMod: the data's
+phrases and GloVe's neighbours (`ner`, `lexfile`, `asked_kind`, `pos_*`) by the pool's stable hash
+(`FakePool.in_set`), the fixed lists by their second half, the `date` and `number` rules by a
+second move (40 years back, five days, four months; a leading digit plus three, a year-like number
+130 back), and the closed-book answer, which is one per question, not at all: the second set
+takes another rule's fake where AddOneSent took the model's.
 """
 
 from __future__ import annotations
@@ -67,6 +74,7 @@ class FakeChoice:
     kind: str
     fakes: tuple[str, ...]
     cosine: float | None = None  # a closed-book fake's MiniLM cosine with the nearest gold
+    pmi: float | None = None  # the fake's PMI with the question, where the LM ranked the fakes (closed_book.pmi)
 
 
 # WordNet noun files -> ((singular, plural) of the first set, of the second set); each noun's first
@@ -196,16 +204,27 @@ def _ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def _lead_digit(number: str) -> str:
+# Jia and Liang's moves (AddSent, AddOneSent), then the second set's (AddSentMod): another
+# fake for the same gold, never the first one
+_YEAR_MOVE = (75, 130)  # a number read as a year, moved back
+_DIGIT_MOVE = (5, 3)  # a leading digit moved on
+_DATE_MOVES = ({"decade": 30, "year": 25, "day": 11, "month": 6}, {"decade": 60, "year": 40, "day": 5, "month": 4})
+_WORD_MOVE = (5, 3)
+_SCALE_SWAPS = (_SCALE_SWAP, {"thousand": "billion", "million": "billion", "billion": "million",
+                              "trillion": "million"})
+
+
+def _lead_digit(number: str, second: bool = False) -> str:
     """Jia and Liang's change of a number: 1000-2500 minus 75 (a year), else the first digit plus
-    five (modulo ten, never 0)."""
+    five (modulo ten, never 0); the second set's: minus 130, plus three."""
     value = float(number.replace(",", ""))
     if 1000 < value < 2500 and "." not in number:
-        return f"{int(value) - 75:,}" if "," in number else str(int(value) - 75)
+        moved = int(value) - _YEAR_MOVE[second]
+        return f"{moved:,}" if "," in number else str(moved)
     chars = list(number)
     for i, c in enumerate(chars):
         if c.isdigit():
-            chars[i] = str(max((int(c) + 5) % 10, 1))
+            chars[i] = str(max((int(c) + _DIGIT_MOVE[second]) % 10, 1))
             break
     return "".join(chars)
 
@@ -238,39 +257,42 @@ def number_values(text: str) -> tuple[float, ...]:
     return tuple(sorted(found))
 
 
-def shift_date(text: str) -> str | None:
+def shift_date(text: str, second: bool = False) -> str | None:
     """The date with its years 25 earlier, its day moved by 11 and its month by six (a month's
     name only where it names a month: `names_a_month`); None when nothing in it is a year, a day
-    or a month."""
-    out = _DECADE.sub(lambda m: f"{int(m.group(1)) - 30}s", text)  # the 1990s: the 1960s, still a decade
-    out = _YEAR.sub(lambda m: str(int(m.group()) - 25), out)
+    or a month. `second`: AddSentMod's other date (40 years, five days, four months)."""
+    move = _DATE_MOVES[second]
+    out = _DECADE.sub(lambda m: f"{int(m.group(1)) - move['decade']}s", text)  # the 1990s: the 1960s, a decade
+    out = _YEAR.sub(lambda m: str(int(m.group()) - move["year"]), out)
     if names_a_month(text):
         def day(m):
             d = int(m.group("d1") or m.group("d2"))
-            d = str(d - 11 if d > 15 else d + 11)
+            d = str(d - move["day"] if d > 15 else d + move["day"])
             return f"{m.group('m1')} {d}" if m.group("m1") else f"{d} {m.group('m2')}"
         out = _DAY.sub(day, out)
-        out = _MONTH.sub(lambda m: MONTHS[(MONTHS.index(m.group().lower()) + 6) % 12].title(), out)
+        out = _MONTH.sub(lambda m: MONTHS[(MONTHS.index(m.group().lower()) + move["month"]) % 12].title(), out)
     return out if out != text else None
 
 
-def shift_number(text: str) -> str | None:
+def shift_number(text: str, second: bool = False) -> str | None:
     """Every number of the answer changed: its digits where it has some, else its number words
     and scale words ("three years": "eight years"); None when it has none, and for a date, whose
-    day and year are `shift_date`'s ("March 15, 1990" is no "March 65, 1915")."""
+    day and year are `shift_date`'s ("March 15, 1990" is no "March 65, 1915"). `second`:
+    AddSentMod's other number (`_lead_digit`'s second move; "three years": "six years")."""
     if names_a_month(text):
         return None
-    out = _NUMBER.sub(lambda m: _lead_digit(m.group()), text)
-    out = _ORDINAL.sub(lambda m: _ordinal(int(_lead_digit(m.group(1)))), out)  # "12th": "62nd"
+    out = _NUMBER.sub(lambda m: _lead_digit(m.group(), second), text)
+    out = _ORDINAL.sub(lambda m: _ordinal(int(_lead_digit(m.group(1), second))), out)  # "12th": "62nd"
     if out != text:
         return out  # "$5 million": the digits moved, the scale kept
 
     def word(m):
         lower = m.group().lower()
         if lower in _SCALE_SWAP:
-            new = _SCALE_SWAP[lower]
+            new = _SCALE_SWAPS[second][lower]
         else:
-            new = _NUMBER_WORDS[(_NUMBER_WORDS.index(lower) + 5) % len(_NUMBER_WORDS)] if lower != "zero" else "seven"
+            new = _NUMBER_WORDS[(_NUMBER_WORDS.index(lower) + _WORD_MOVE[second]) % len(_NUMBER_WORDS)] \
+                if lower != "zero" else ("seven", "four")[second]
         return new.title() if m.group()[0].isupper() else new
     out = re.sub(r"\b(" + "|".join(_NUMBER_WORDS + list(_SCALE_SWAP)) + r")\b", word, out, flags=re.I)
     return out if out != text else None
@@ -321,11 +343,12 @@ class FallbackFakes:
         if group not in ("time", "number"):
             group = wanted_group(example, lambda *_: kind)
         if group == "time":
-            date = shift_date(gold) or shift_number(gold)  # "the 18th century": its number moved
+            second = self.second_set
+            date = shift_date(gold, second) or shift_number(gold, second)  # "the 18th century": its number moved
             if own(date):
                 yield FakeChoice("date", kind if kind in DATE_KINDS else "date", (date,))
         elif group == "number":
-            number = shift_number(gold)
+            number = shift_number(gold, self.second_set)
             if own(number):
                 yield FakeChoice("number", kind if kind in NUMBER_KINDS else "number", (number,))
         wh, noun = wh_noun(example.question, self.resources)
@@ -338,9 +361,10 @@ class FallbackFakes:
             asked = self._asked(noun, head, gold, seen, banned, gold_norm, rng, k)
         if asked is not None and asked.rule == "asked_name":
             yield asked
-        if closed is not None and self._fits(closed.text, seen, banned, gold_norm):
+        if closed is not None and not self.second_set and self._fits(closed.text, seen, banned, gold_norm):
             # a language model's answer to the question alone: of the asked kind where no rule
-            # knows it (closed_book)
+            # knows it (closed_book); AddSentMod's second set takes another rule's fake, for the
+            # model's answer is AddOneSent's
             yield FakeChoice("closed_book", kind, (closed.text,), closed.gold_cosine)
         if asked is not None and asked.rule == "asked_kind":
             yield asked
@@ -415,8 +439,8 @@ class FallbackFakes:
         if plural:  # a plural GloVe knows: "cancers", not "tuberculosises"
             kinds = [_plural(w) for w in kinds if _plural(w) in self.resources.glove]
         out = [self._with_determiner(w, gold, "NNS" if plural else "NN") for w in kinds]
-        out = [t for t in out if self._fits(t, seen, banned, gold_norm)][:2 * k]
-        out = sorted(out, key=lambda t: self.pool.uses[t])[:k]
+        out = [t for t in out if self._fits(t, seen, banned, gold_norm) and self.pool.in_set(t, self.second_set)]
+        out = sorted(out[:2 * k], key=lambda t: self.pool.uses[t])[:k]
         return FakeChoice("asked_kind", "plural_noun" if plural else "noun", tuple(out)) if out else None
 
     def _kinds_of(self, noun: str, lemma: str | None) -> list[str]:
@@ -543,7 +567,7 @@ class FallbackFakes:
                 continue
             if self.resources.same_meaning(lower, w, pos) in self._RESTATES:
                 continue
-            if self._fits(w, seen, banned, gold_norm):
+            if self._fits(w, seen, banned, gold_norm) and self.pool.in_set(w, self.second_set):
                 out.append(w.title() if word[:1].isupper() else w)  # "Pictish": "Slavic", a name's form
         return tuple(sorted(out[:2 * k], key=lambda t: self.pool.uses[t])[:k])
 
@@ -612,7 +636,7 @@ class FallbackFakes:
             if plural and _plural(word) not in glove:
                 continue  # a plural English uses: "cancers", not "tuberculosises"
             text = self._with_determiner(_plural(word) if plural else word, gold, "NNS" if plural else "NN")
-            if self._fits(text, seen, banned, gold_norm):
+            if self._fits(text, seen, banned, gold_norm) and self.pool.in_set(word, self.second_set):
                 out.append(text)
         out = sorted(out[:2 * k], key=lambda t: self.pool.uses[t])  # the nearest, rotated by use
         return FakeChoice("lexfile", "plural_noun" if plural else "noun", tuple(out[:k])) if out else None

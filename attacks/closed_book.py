@@ -63,6 +63,15 @@ class ClosedAnswer:
     gold_cosine: float
 
 
+# The pointwise mutual information of a fake with its question (`ClosedBook.pmi`): how much more
+# likely the question makes the fake than a content-free question does. The question alone, not
+# after the shots: each question and its fakes then run as one packed row of about 40 tokens
+# instead of about 160 (docs/attacks/adversarial-squad.md, "The answer model chooses")
+PMI_PROMPT = "Q: {question}\nA:"
+NULL_QUESTION = "N/A"  # content-free, as in Zhao et al.'s contextual calibration
+_NULL_GROUP = 32  # fakes per content-free row: a packed row stays short
+
+
 def _bare(text: str) -> str:
     return re.sub(r"^(the|a|an)\s+", "", text.strip(), flags=re.I)
 
@@ -141,12 +150,53 @@ class ClosedBook:
         self.model_name, self.batch_size, self.max_new_tokens = model, batch_size, max_new_tokens
         self.bf16 = bf16  # as DistractorAttackConfig.bf16: fp32 unless asked
         self._loaded = None
+        self._core = None  # the packed scoring's core for `pmi`, probed once
         self._answers: dict[str, str] = {}
 
     def _load(self):
         if self._loaded is None:
             self._loaded = loaded_lm(self.model_name, self.bf16)
         return self._loaded
+
+    def pmi(self, pairs) -> list[float]:
+        """Each (question, fake)'s pointwise mutual information under the model: the summed log-
+        probability of the fake's tokens after the question (`PMI_PROMPT`) less that after a
+        content-free one (`NULL_QUESTION`). The model's own answer is likely whatever the question;
+        PMI asks which fake the question itself calls for. Computed afresh for each call, in
+        sorted batches of fixed size: the same pairs give the same values."""
+        import torch  # deferred: start-up time
+
+        from advrace.models.decoders.continuation_scoring import encode_request, shared_logprobs
+        from advrace.models.decoders.fluency import MAX_SENTENCE_TOKENS, start_token
+
+        pairs = [(q.strip(), f.strip()) for q, f in pairs]
+        if not pairs:
+            return []
+        model, tok, device, bf16 = self._load()
+        if self._core is None:
+            from advrace.models.decoders.packed_decoding import PackedCore
+
+            self._core = PackedCore(model, device)
+        start = (start_token(tok),)
+        pad = tok.pad_token_id if tok.pad_token_id is not None else start[0]
+        by_question: dict[str, set[str]] = {}
+        for q, f in pairs:
+            by_question.setdefault(q, set()).add(f)
+        fakes = sorted({f for _, f in pairs})
+        rows = [(q, sorted(by_question[q])) for q in sorted(by_question)]
+        rows += [(None, fakes[i:i + _NULL_GROUP]) for i in range(0, len(fakes), _NULL_GROUP)]
+        logp: dict[tuple, float] = {}
+        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            for i in range(0, len(rows), self.batch_size):
+                batch = rows[i:i + self.batch_size]
+                requests = [encode_request(tok, PMI_PROMPT.format(question=NULL_QUESTION if q is None else q),
+                                           [f" {f}" for f in fs], max_length=MAX_SENTENCE_TOKENS, prefix=start)
+                            for q, fs in batch]
+                with cpu_threads(device):
+                    sums = shared_logprobs(model, requests, pad_id=pad, device=device, core=self._core)
+                for (q, fs), values in zip(batch, sums):
+                    logp.update(((q, f), float(v)) for f, v in zip(fs, values))
+        return [logp[q, f] - logp[None, f] for q, f in pairs]
 
     def answers(self, questions) -> dict[str, str]:
         """Raw answers to `questions` (each question once, in sorted order: the batches do not

@@ -25,6 +25,7 @@ class Fluency:
         self.model_name, self.bf16, self.batch_size = model, bf16, batch_size
         self._scores: dict[str, float] = {}
         self._loaded = None  # a test may set (model, tokenizer, device, bf16) itself
+        self._core = None  # the packed scoring's core, probed once
 
     def scores(self, sentences: Sequence[str]) -> list[float]:
         """One score per sentence, in the order given."""
@@ -34,13 +35,22 @@ class Fluency:
 
             self._loaded = self._loaded or loaded_lm(self.model_name, self.bf16)
             model, tok, device, bf16 = self._loaded
+            if self._core is None or self._core.model is not model:
+                from advrace.models.decoders.packed_decoding import PackedCore
+
+                self._core = PackedCore(model, device)
             with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 for i in range(0, len(todo), self.batch_size):
                     batch = todo[i:i + self.batch_size]
                     with cpu_threads(device):
-                        values = mean_logprobs(model, tok, [[s] for s in batch], device=device)
+                        values = mean_logprobs(model, tok, [[s] for s in batch], device=device, core=self._core)
                     self._scores.update((s, v[0]) for s, v in zip(batch, values))
         return [self._scores[s] for s in sentences]
+
+    def forget(self) -> None:
+        """Drop the cached scores: an attack scores each prepared chunk afresh, so that a score
+        never depends on which chunks a worker process saw before (the batches' float rounding)."""
+        self._scores.clear()
 
     def most_fluent(self, sentences: Sequence[str]) -> int:
         """The index of the most fluent sentence (the first on a tie)."""

@@ -113,6 +113,11 @@ class AdversarialSentence:
     negation_fallback: bool = False
     fake_rule: str = ""
     fake_cosine: float | None = None  # a closed-book fake's MiniLM cosine with the nearest gold
+    # where a causal LM chose (attacks.fluency, attacks.closed_book): the fake's pointwise mutual
+    # information with the question, and the sentence's mean token log-probability; left out of
+    # the JSON when unset, so older releases read, and hash, as they were written
+    fake_pmi: float | None = None
+    fluency: float | None = None
 
 
 @dataclass(frozen=True)
