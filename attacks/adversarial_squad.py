@@ -235,6 +235,7 @@ def readability_problem(sentence: str, question: str, golds, resources,
 
 VANISHED = CHECKS["change_vanished"]  # the audit's own checks
 FAKE_TYPE = CHECKS["fake_type"]
+GRAMMAR = CHECKS["grammar"]
 
 
 def fake_problems(example, record, resources) -> list[str]:
@@ -343,7 +344,7 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
     def typed(text: str, start: int, end: int) -> str:  # the gold once, not once per candidate
         return answer_type(text, start, end, resources)
 
-    ctx = TextContext(same_meaning_fn=resources.same_meaning, answer_type_fn=typed)
+    ctx = TextContext(same_meaning_fn=resources.same_meaning, answer_type_fn=typed, parse_fn=resources.parse)
     first = example.answers[0]
     kind = typed(example.context, first.start, first.end)
     key = type_key(kind, example.context, first.start, first.end, resources, example.question,
@@ -398,6 +399,8 @@ def sentence_candidates(example, resources, config: AddSentConfig, second_set: b
                 elif not problem and FAKE_TYPE.refuse(Subject(example, cand.sentence, record=record), ctx, {}):
                     # read in its sentence, the fake is not of the gold's kind (the tagger's slip)
                     problem = "fake answer of another type"
+                elif not problem and GRAMMAR.refuse(Subject(example, cand.sentence, record=record), ctx, {}):
+                    problem = GRAMMAR.flag  # the audit's grammar check: a sentence it would flag is not kept
                 if problem:
                     rejected[problem] += 1
                 elif cand.sentence not in seen:
