@@ -94,6 +94,10 @@ class AddSentConfig:
     neighbours: int = 20
     number_mode: str = "value"
     insertions: int = 2
+    # the fewest sentences a question keeps when no more pass the checks: AdvRACE inserted
+    # `insertions` into every question; one that passes attacks a question the checks would
+    # otherwise leave unchanged (`insertions` here: all or none)
+    min_insertions: int = 1
     keep_words: tuple[str, ...] = META_WORDS
     # When no replacement can change the question's meaning, negate it with "not" (True, as
     # AdvRACE did) or leave the question unperturbed ("no change of meaning", False). Off by
@@ -119,6 +123,10 @@ class AddSentConfig:
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ConfigError(f"attack 'addsent': {key} must be an integer from {low} to {high}, "
                                   f"not {value!r}")
+        if isinstance(self.min_insertions, bool) or not isinstance(self.min_insertions, int) \
+                or not 1 <= self.min_insertions <= self.insertions:
+            raise ConfigError(f"attack 'addsent': min_insertions must be an integer from 1 to insertions "
+                              f"({self.insertions}), not {self.min_insertions!r}")
         if self.number_mode not in ("value", "glove"):
             raise ConfigError(f"attack 'addsent': number_mode must be 'value' or 'glove', "
                               f"not {self.number_mode!r}")
@@ -752,6 +760,8 @@ class AddSent(Attack):
     def _refused(self, example, entry: AdversarialSentence) -> str | None:
         """The flag of the first shared check that refuses the sentence, or None."""
         checks, ctx = self._sentence_checks
+        if entry.rule == GLUED:  # AdvRACE's form, asked for by glued_fallback: the audit still flags it
+            checks = [c for c in checks if c.name != "grammar"]
         refused = first_refusal(checks, Subject(example, entry.sentence, record=entry), ctx, {})
         return refused[0].flag if refused else None
 
@@ -867,6 +877,8 @@ class AddSent(Attack):
                 if found:
                     break
             if found is None:
+                if j >= cfg.min_insertions:
+                    break
                 raise CannotPerturb(search_failure(refused, j, cfg.insertions))
             entry, i = found
             self._name_used(entry, names)
@@ -932,7 +944,7 @@ class AddSent(Attack):
             self._name_used(entry, names)
             sentences.add(fold_case_and_spaces(sentence))
             chosen.append(entry)
-        if len(chosen) < self.config.insertions:
+        if len(chosen) < self.config.min_insertions:
             raise CannotPerturb(search_failure(refused, len(chosen), self.config.insertions))
         return chosen
 
@@ -1045,7 +1057,7 @@ class AddSent(Attack):
     def summarize(self, examples: list) -> dict:
         """Counts for stats.json, read back from each example's provenance."""
         perturbed, fallback_questions, fallback_sentences, negated, words = 0, 0, 0, 0, []
-        negated_attacked = 0
+        negated_attacked, fewer = 0, 0
         by_kind: dict[str, int] = {}
         by_rule: dict[str, int] = {}
         for example in examples:
@@ -1055,6 +1067,7 @@ class AddSent(Attack):
                 negated += self._skip_negated and bool(negated_question(clean_question(example.question)))
                 continue
             perturbed += 1
+            fewer += len(record.sentences) < self.config.insertions
             negated_attacked += bool(negated_question(clean_question(example.question)))
             fallbacks = [s for s in record.sentences if s.negation_fallback]
             fallback_sentences += len(fallbacks)
@@ -1067,6 +1080,8 @@ class AddSent(Attack):
         return {
             "questions": len(examples),
             "perturbed": perturbed,
+            # attacked with fewer sentences than `insertions` (down to min_insertions): no more passed
+            "fewer_sentences": fewer,
             "negation_fallback_share": significant(fallback_sentences / len(words)) if words else 0.0,
             "negation_fallback_questions": significant(fallback_questions / perturbed) if perturbed else 0.0,
             "negated_questions_skipped": negated,

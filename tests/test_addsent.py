@@ -378,13 +378,16 @@ def test_not_enough_distractors(addsent):
 
 def test_a_failed_search_says_which_sentence_failed_and_why(addsent):
     """'Knife.' makes the first sentence; every other distractor contains the gold 'fork', so the
-    second sentence is what fails, and the reason says so rather than that none could be made."""
-    out = addsent.apply(mc("What can you use to put food in your mouth?",
-                           ["fork", "Knife.", "Knife or fork.", "Knife and fork"]))
+    second sentence is what fails: with min_insertions 2 the reason says so rather than that none
+    could be made; by default (min_insertions 1) the question keeps its one sentence, counted."""
+    ex = mc("What can you use to put food in your mouth?", ["fork", "Knife.", "Knife or fork.", "Knife and fork"])
+    out = AddSent({"min_insertions": 2}, seed=11, resources=addsent.resources).apply(ex)
     assert not out.perturbed and out.reason == "only 1 of 2 sentences: gold answer in sentence"
-    assert AddSent({"insertions": 1}, resources=addsent.resources).apply(
-        mc("What can you use to put food in your mouth?", ["fork", "Knife.", "Knife or fork.", "Knife and fork"])
-    ).perturbed
+    out = addsent.apply(ex)
+    assert out.perturbed and [s.answer for s in summary(out.example).sentences] == ["Knife."]
+    assert addsent.summarize([out.example])["fewer_sentences"] == 1
+    with pytest.raises(ConfigError, match="min_insertions must be an integer from 1 to insertions"):
+        AddSent({"min_insertions": 3}, resources=addsent.resources)
 
 
 def test_a_tie_of_refusals_is_reported_as_the_first_met_not_by_name():
@@ -431,10 +434,10 @@ def test_summarize(with_fallback, no_fallback):
     kinds = stats["replacements_by_kind"]
     assert kinds["negation"] == 2 and kinds["glove"] >= 4 and kinds["antonym"] == 2
     assert kinds["other_referent"] == 2
-    assert stats["sentences_by_rule"] == {"glued": 2, "do_why": 2, "other_referent": 2}
-    assert stats["glued_share"] == pytest.approx(1 / 3, abs=1e-4)
+    assert stats["sentences_by_rule"] == {"subject_who": 2, "do_why": 2, "other_referent": 2}
+    assert stats["glued_share"] == 0.0  # every sentence a statement (glued_fallback is on, and unused)
     inserted = [s.sentence for o in outs if o.provenance and summary(o).sentences for s in summary(o).sentences]
-    assert stats["avg_inserted_words"] == pytest.approx(sum(len(words(s)) for s in inserted) / 6)
+    assert stats["avg_inserted_words"] == pytest.approx(sum(len(words(s)) for s in inserted) / len(inserted), abs=1e-3)
     assert with_fallback.summarize([])["negation_fallback_share"] == 0.0
     default = [no_fallback.apply(e) for e in examples]
     assert [o.reason for o in default] == ["no change of meaning", None, "no distinct distractor", None]
@@ -604,7 +607,8 @@ def test_wh_question_gets_a_statement_not_the_question_glued(addsent, with_fallb
         assert s.rule not in ("glued", "blank") and "?" not in s.sentence
         assert not s.sentence.lower().startswith("where")
         assert s.sentence.endswith(s.answer + ".")
-    unstated = mc("Who can drive?", ["Jack", "Tom", "Mary", "Mike"])  # negated: "Who cannot drive"
+    # nothing to swap, so negated: "Who cannot drive with?", whose stranded preposition the rules refuse
+    unstated = mc("Who can drive with?", ["Jack", "Tom", "Mary", "Mike"])
     no_glue = AddSent({"negation_fallback": True}, seed=11, resources=with_fallback.resources)
     out = no_glue.apply(unstated)
     assert not out.perturbed and out.reason.startswith("no statement: ")

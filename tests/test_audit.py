@@ -308,13 +308,11 @@ def test_the_rule_based_sample_splits_pass_the_audit(tmp_path):
                                     "splits": ["addsent", "charswap", "diagnosis", "option_only"]})
     build_release(cfg, out)
     stats = json.loads((out / "stats.json").read_text())
-    # AddSent's sentences are the question with a distractor glued on (AdvRACE's), which the grammar
-    # check flags and nothing else; issue 46 has RACE AddSent write statements instead
-    assert {split: a["flagged"] for split, a in stats["audit"].items() if split != "addsent"} == \
-        {"charswap": 0, "diagnosis": 0, "option_only": 0}
-    assert set(stats["audit"]["addsent"]["by_check"]) <= {A.UNGRAMMATICAL}
+    # AddSent states its sentences (issue 46), which the attack holds to the audit's own grammar check
+    assert {split: a["flagged"] for split, a in stats["audit"].items()} == \
+        {"addsent": 0, "charswap": 0, "diagnosis": 0, "option_only": 0}
     grammar = stats["audit"]["addsent"]["grammar"]
-    assert grammar["by_kind"]["question form"] == grammar["flagged"] > 0  # sentences, two a question
+    assert grammar["flagged"] == 0 and grammar["sentences"] > 0 and not any(grammar["by_kind"].values())
     assert grammar["rate"] == pytest.approx(grammar["flagged"] / grammar["sentences"], rel=1e-3)
     assert not grammar["fluency"]["scored"] and "no language model" in grammar["fluency"]["why"]
     assert all(a["checked"] == stats["splits"]["original"]["count"] for a in stats["audit"].values())
