@@ -22,7 +22,9 @@ import re
 from dataclasses import dataclass
 
 from advrace.core.numbers import significant
-from advrace.models.decoders.packed_decoding import cache_limit
+from advrace.models.decoders.continuation_scoring import encode_request, shared_logprobs
+from advrace.models.decoders.fluency import MAX_SENTENCE_TOKENS, start_token
+from advrace.models.decoders.packed_decoding import PackedCore, cache_limit
 from advrace.models.runtime.loading import SMOLLM2, load_model
 from advrace.models.runtime.precision import cpu_threads
 
@@ -166,16 +168,11 @@ class ClosedBook:
         sorted batches of fixed size: the same pairs give the same values."""
         import torch  # deferred: start-up time
 
-        from advrace.models.decoders.continuation_scoring import encode_request, shared_logprobs
-        from advrace.models.decoders.fluency import MAX_SENTENCE_TOKENS, start_token
-
         pairs = [(q.strip(), f.strip()) for q, f in pairs]
         if not pairs:
             return []
         model, tok, device, bf16 = self._load()
         if self._core is None:
-            from advrace.models.decoders.packed_decoding import PackedCore
-
             self._core = PackedCore(model, device)
         start = (start_token(tok),)
         pad = tok.pad_token_id if tok.pad_token_id is not None else start[0]

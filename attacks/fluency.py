@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from advrace.models.decoders.fluency import mean_logprobs
+from advrace.models.decoders.packed_decoding import PackedCore
 from advrace.models.runtime.loading import SMOLLM2
 from advrace.models.runtime.precision import cpu_threads
 
@@ -36,8 +37,6 @@ class Fluency:
             self._loaded = self._loaded or loaded_lm(self.model_name, self.bf16)
             model, tok, device, bf16 = self._loaded
             if self._core is None or self._core.model is not model:
-                from advrace.models.decoders.packed_decoding import PackedCore
-
                 self._core = PackedCore(model, device)
             with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 for i in range(0, len(todo), self.batch_size):

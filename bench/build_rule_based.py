@@ -75,7 +75,8 @@ def main() -> int:
 
     t0 = time.perf_counter()
     resources = get_resources(cfg.resources)
-    for attack in make_attacks(cfg, resources):
+    task = examples[0].task if examples else None  # "addsent" names RACE's and Jia and Liang's attacks
+    for attack in make_attacks(cfg, resources, task):
         resources.preload(attack.uses)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -88,7 +89,7 @@ def main() -> int:
     naive = NaiveResources(resources.config)
     naive.__dict__.update({k: resources.__dict__[k] for k in ("nlp", "glove", "wordnet", "stopwords")
                            if k in resources.__dict__})  # same loaded models: time the work, not loading
-    runner = Runner(cfg.splits, make_attacks(dataclasses.replace(cfg), naive))
+    runner = Runner(cfg.splits, make_attacks(dataclasses.replace(cfg), naive, task))
     for ex in examples[-20:]:  # warm the word-level caches, which both sides have
         runner.run_group([ex])
     t0 = time.perf_counter()

@@ -556,7 +556,7 @@ def test_an_edit_then_verify_study_through_the_csv_gives_the_apps_release(edit_r
     rows = filled(db, tasks)
     # tampered: the sentence shown edited, or a row hash; refused, nothing stored
     before = dump(db)
-    for column, value in (("sentence", rows[1]["sentence"].replace("Elbe", "Rhine").replace("Sava", "Rhine")),
+    for column, value in (("sentence", rows[1]["sentence"].rstrip(".") + " indeed."),
                           ("row_hash", "0" * 32)):
         bad = [dict(r) for r in rows]
         bad[1][column] = value

@@ -30,21 +30,20 @@ pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
                                 reason="needs Debian's chromium and chromium-driver (make test installs them)")
 
 # What each editor writes for each edit item, by (split, question), for the machine sentences of
-# seed 3 (addonesent: q0 "The Elbe reaches the sea of the Pacific Ocean.", q1 "The Sava flows through
-# fifteen." (AddSent's q1 sentence is the same: one item), q2 "Zanzibar City were built on the banks
-# of the Elbe."; addsent: q0 "The Elbe reaches the Pacific Ocean.", q2 "Halloway City were built on the
-# banks of the Elbe."); None: beyond repair. q2's three edits are all approved, and the reader's F1
-# differs on each (0.29, 0.0, 0.4 with the conftest reader): AddSent takes the second.
+# seed 3 (addonesent: q0 "The Elbe reaches the Pacific Ocean.", q1 "The Kamchatka flows through
+# fifteen." (AddSent's q0 and q1 sentences are the same: one item each), q2 "Zanzibar City was built
+# on the banks of the Vltava."; addsent: q2 "Halloway City was built on the banks of the Vltava.");
+# None: beyond repair. q2's three edits are all approved, and the reader's F1 differs on each (0.29,
+# 0.0, 0.4 with the conftest reader): AddSent takes the second.
 EDITS = {
     "annotator1": {("addonesent", "q0"): "The Elbe flows into the Pacific Ocean.",
                    ("addonesent", "q1"): "The Sava flows through fifteen countries.",
                    ("addonesent", "q2"): "Zanzibar City was built on the Elbe.",
-                   ("addsent", "q0"): None, ("addsent", "q2"): None},
-    "annotator2": {("addonesent", "q0"): None, ("addonesent", "q1"): None,
+                   ("addsent", "q2"): None},
+    "annotator2": {("addonesent", "q0"): "Elbe reach Pacific Ocean the sea of.", ("addonesent", "q1"): None,
                    ("addonesent", "q2"): "Zanzibar City stands on the banks of the Elbe.",
-                   ("addsent", "q0"): "Elbe reach Pacific Ocean the sea of.", ("addsent", "q2"): None},
+                   ("addsent", "q2"): None},
     "annotator3": {("addonesent", "q0"): None, ("addonesent", "q1"): None, ("addonesent", "q2"): None,
-                   ("addsent", "q0"): None,
                    ("addsent", "q2"): "Paris and Halloway City were built on the banks of the Elbe."},
 }
 UNGRAMMATICAL_EDITS = {"Elbe reach Pacific Ocean the sea of."}  # every verifier says "no" to it

@@ -486,6 +486,13 @@ def derived_release(tmp_path_factory):
     return root / "rel"
 
 
+def attacked_in_both(release_dir) -> list[str]:
+    """Source ids that charswap and the split built from it both changed."""
+    cs, on_cs = records(release_dir, "charswap"), records(release_dir, DERIVED)
+    return [rid.split("/", 1)[1] for rid in sorted(cs) if cs[rid]["perturbed"]
+            and on_cs.get(f"{DERIVED}/{rid.split('/', 1)[1]}", {}).get("perturbed")]
+
+
 def test_splits_built_from_a_studied_split_are_studied_with_it_and_follow_it(derived_release, tmp_path):
     """An invalid question goes back to its split's source (here the validated charswap, not
     original), and the split built from a split whose question went back goes back with it."""
@@ -496,9 +503,7 @@ def test_splits_built_from_a_studied_split_are_studied_with_it_and_follow_it(der
     # one annotator judges both versions of a question (the flag allows it): who voted what stays simple
     create_study(rel, tmp_path / "s.db", splits=["charswap", derived], all_changed=True, annotators=1,
                  same_annotator_versions=True)
-    cs, on_cs = ids(rel, "charswap"), ids(rel, derived)
-    x, y = cs[0].split("/", 1)[1], cs[1].split("/", 1)[1]
-    assert f"{derived}/{x}" in on_cs and f"{derived}/{y}" in on_cs
+    x, y = attacked_in_both(rel)[:2]
     # charswap's x is invalid; the derived split's y is invalid, its x valid
     judge(tmp_path / "s.db", {f"charswap/{x}": {"annotator1"}, f"{derived}/{y}": {"annotator1"}}, finish=("annotator1",))
     v = validate_release(tmp_path / "s.db", rel, tmp_path / "v")["splits"]
@@ -522,7 +527,7 @@ def test_a_derived_release_takes_the_splits_built_from_a_changed_split_with_it(d
     in the split built from it, though no decision names that split."""
     from advrace.release.build import Decision, derive_release
 
-    x = ids(derived_release, "charswap")[0].split("/", 1)[1]
+    x = attacked_in_both(derived_release)[0]
     decisions = {"charswap": {f"charswap/{x}": Decision(Validated("invalid"), keep=False, reason="refused")}}
     derive_release(derived_release, tmp_path / "back", decisions, {})
     out, original = records(tmp_path / "back", DERIVED), records(derived_release, "original")
