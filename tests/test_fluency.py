@@ -73,3 +73,20 @@ def test_the_scorer_caches_and_keeps_the_most_fluent(tok):
     assert scorer.most_fluent(sentences) == best
     assert scorer.most_fluent([sentences[best], sentences[best]]) == 0
     assert len(scorer._scores) == 4
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_the_scorer_under_bf16_and_fp32(tok, bf16):
+    """bf16 on (autocast, as `answer_bf16: true` asks) and off: scores within bf16's rounding of
+    the fp32 rows, and the same choice between two sentences far apart."""
+    model = _tiny("llama", len(tok))
+    scorer = Fluency("tiny", bf16=bf16)
+    scorer._loaded = (model, tok, torch.device("cpu"), bf16)
+    sentences = GROUPS[0] + GROUPS[2]
+    reference = [_one_row(model, tok, s) for s in sentences]
+    got = scorer.scores(sentences)
+    assert got == pytest.approx(reference, abs=0.1 if bf16 else 1e-4)
+    assert (got != pytest.approx(reference, abs=1e-6)) == bf16  # bf16 ran in bf16, fp32 in fp32
+    far = max(range(4), key=lambda i: reference[i]), min(range(4), key=lambda i: reference[i])
+    if reference[far[0]] - reference[far[1]] > 0.2:
+        assert scorer.most_fluent([sentences[far[1]], sentences[far[0]]]) == 1
