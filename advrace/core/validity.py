@@ -142,8 +142,36 @@ def stated_in_passage(text: str, passage: str, *, min_words: int = MIN_STATED_WO
         return False
     if _longest_common_run(cand, _stated_tokens(passage)) >= max(min_words, share * len(cand)):
         return True
+    if _tells_around_a_question(text, cand, passage, min_words, share):
+        return True
     cand = [_ARTICLES.get(w, w) for w in cand]
     return any(_restates(cand, [_ARTICLES.get(w, w) for w in sent]) for sent in statements(passage))
+
+
+def _tells_around_a_question(text: str, cand: Sequence[str], passage: str, min_words: int, share: float) -> bool:
+    """A span that quotes a question inside what it tells ('She asks again, "Is your mother at
+    home?" "Yes, she is." Xiao Ming answers.'): the passage holds it, the question included, and
+    its words outside the question are at least `min_words`. The question breaks the run
+    `stated_in_passage` looks for, yet the rest is a thing the passage says."""
+    pieces = [(_tokens(piece), "?" in piece) for piece in _QUESTION_PIECE_RE.findall(text) if piece.strip()]
+    told = sum(len(tokens) for tokens, asks in pieces if not asks)
+    if not any(asks for _, asks in pieces) or told < min_words:
+        return False
+    whole = tuple(w for tokens, _ in _sentences(passage) for w in tokens)
+    return _longest_common_run(cand, whole) >= share * len(cand)
+
+
+def asked_in_passage(text: str, passage: str, *, min_words: int = MIN_STATED_WORDS,
+                     share: float = STATED_SHARE) -> bool:
+    """Whether the text is a question the passage asks or quotes ("Did you enjoy the evening?"):
+    a run of its words as long as `stated_in_passage` asks for lies inside one of the passage's
+    question pieces. Not stated, yet no statement either: for "Which is true?" such an option is
+    neither true nor false, and gives itself away."""
+    cand = _tokens(text)
+    if len(cand) < min_words:
+        return False
+    need = max(min_words, share * len(cand))
+    return any(asks and _longest_common_run(cand, tokens) >= need for tokens, asks in _sentences(passage))
 
 
 _ARTICLES = {"a": "the", "an": "the"}

@@ -7,7 +7,7 @@ setting the split's config lacks."""
 from __future__ import annotations
 
 from advrace.core.text import words
-from advrace.core.validity import (answer_equivalence, asks_what_passage_states, form_giveaway,
+from advrace.core.validity import (answer_equivalence, asked_in_passage, asks_what_passage_states, form_giveaway,
                                    grounded_share, nearly_stated, negated_question, option_core,
                                    refers_to_options, repeats_question, same_option, span_cut,
                                    stated_in_passage)
@@ -137,7 +137,8 @@ class RefersToOptions(OptionCheck):
 class StatedForTrueQuestion(OptionCheck):
     """'Which is true?' is answered by every sentence the passage states, and by one that says
     what a sentence says in nearly its words ("They can even be deadly." for "Bad teeth can be
-    painful and even be deadly.")."""
+    painful and even be deadly."); a question the passage quotes ("Did you enjoy the evening?")
+    is no statement and is refused too."""
 
     name, flag = "stated_in_passage", "distractor stated in the passage"
 
@@ -150,6 +151,8 @@ class StatedForTrueQuestion(OptionCheck):
             return None
         if stated_in_passage(subject.text, ex.passage):
             return "stated in the passage"
+        if asked_in_passage(subject.text, ex.passage):
+            return "a question the passage asks"
         return "stated in the passage, nearly word for word" if \
             nearly_stated(subject.text, ex.passage, ctx.stopwords) else None
 
