@@ -29,6 +29,7 @@ would say a distractor does not satisfy the question, a hint.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 import re
@@ -50,9 +51,17 @@ from advrace.resources.wordnet import verb_exceptions
 from . import declarative_rules
 from .adversarial_squad import unknown_word_forms
 from .base import Attack, CannotPerturb, register
-from .word_swaps import counted_by_ordinal, hyphen_part, keeps_entity, keeps_form, known, sense_antonyms, whole_name
+from .fluency import fluency
+from .word_swaps import (counted_by_ordinal, hyphen_part, in_fixed_phrase, keeps_entity, keeps_form, known,
+                         common_word, frame_fits, same_field, sense_antonyms, whole_name)
 
 TRAILING_DOTS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
+# words that start sentences and names alike: never taken for a name by their case in the passage
+FUNCTION_WORDS = frozenset({"it", "he", "she", "they", "we", "you", "i", "the", "a", "an", "this", "that", "these",
+                            "those", "there", "his", "her", "their", "its", "our", "my", "your", "some", "many",
+                            "most", "all", "no", "not", "because", "to", "in", "on", "at", "by", "for", "with"})
+GLUED_ARTICLE_RE = re.compile(r"\b(in|on|at|of|to|for|from|with|by|about)-(?=(?:the|a|an|this|that|another)\b)",
+                              re.IGNORECASE)
 LEADING_JUNK_RE = re.compile(r"^[\s.]+")
 SPACE_BEFORE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 NUMBER_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
@@ -64,6 +73,7 @@ GLOVE_POS = frozenset({"NOUN", "PROPN", "NUM"})
 ANTONYM_POS = frozenset({"ADJ", "ADV", "VERB"})
 UNINFLECTABLE_TAGS = frozenset({"JJR", "JJS", "RBR", "RBS"})
 NOUN_PHRASE_POS = frozenset({"DET", "ADJ", "NUM", "PROPN", "NOUN", "PRON"})
+NOMINAL_DEPS = frozenset({"dobj", "pobj", "nsubj", "nsubjpass", "dative", "appos", "compound"})
 SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass", "expl", "csubj"})
 CONTRACTED_AUX = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
 DO_SUPPORT = {"VBZ": "does", "VBD": "did", "VBP": "do", "VB": "do"}
@@ -74,17 +84,25 @@ DO_SUPPORT = {"VBZ": "does", "VBD": "did", "VBP": "do", "VB": "do"}
 # "statements" -> "claims" or "words" -> "phrases" asks the same question, and "Which of the
 # preceding is NOT right" the same as "Which of the following": no antonym for them either.
 # "Which is TRUE according to the passage?" turned into "Which is FALSE according to the passage
-# X" says that a distractor is false: a hint, not a distractor, so truth words never change.
+# X" says that a distractor is false: a hint, not a distractor, so truth words never change, nor
+# the hedges of "most likely" ("Most unlikely another writer's son is 82 years old.").
 META_WORDS = ("passage", "article", "text", "paragraph", "writer", "author", "story", "poem", "title", "lot",
               "kind", "sort", "word", "words", "phrase", "phrases", "sentence", "sentences",
               "statement", "statements", "following", "true", "false", "correct", "incorrect",
-              "untrue")
+              "untrue", "likely", "unlikely", "probably", "possibly")
 # A question that names the passage or its author is about the passage ("What is the passage
 # mainly about?", "the best title for the passage", "The author wants to _"): negated, it becomes
 # text about the passage that says a distractor is not the answer ("What is not the best title
 # for the passage X"), so such a question never falls back to "not".
 ABOUT_PASSAGE_RE = re.compile(r"\b(?:passage|article|text|paragraph|writer|author|title)s?\b", re.IGNORECASE)
+# verbs that frame a question rather than say what it asks ("What does the word mean?", "We can
+# infer that _"), and light verbs whose meaning their object carries: never swapped by GloVe
+FRAME_VERBS = frozenset({"mean", "know", "learn", "think", "say", "tell", "infer", "suggest", "show", "believe",
+                         "refer", "mention", "happen", "be", "have", "do", "get", "make", "take", "go", "come",
+                         "find", "see", "write", "want", "like", "need", "use", "call", "read", "conclude",
+                         "expect", "describe", "explain", "talk", "discuss", "agree", "seem", "become"})
 NUMBER_NOUNS = frozenset({"hundred", "thousand", "million", "billion", "dozen", "score"})
+PER_VARIANT = 2  # sentences one word choice puts in the fluency pool (with two distractors), so choices compete
 GLUED = "glued"  # rule of a sentence that is the question with a distractor after it: not English
 HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "dr", "sir", "madam", "prof", "mister"})
 
@@ -111,6 +129,13 @@ class AddSentConfig:
     # distractor: skip it, counted "no statement: <why>" (False), or glue the distractor after the
     # question as AdvRACE did ("What does Tom like the piano."), recorded with rule "glued" (True).
     glued_fallback: bool = False
+    # With a causal LM named ("smollm2", offline): up to `fluency_candidates` sentences that pass
+    # every check compete for each insertion (other word choices, other distractors), the most
+    # fluent (mean token log-probability, attacks.fluency) is kept and its score recorded, and
+    # the audit scores the split's fluency outliers. "" (the default) keeps the first that
+    # passes: on dev-middle the LM's choice read no better and built 8x slower (docs/results.md).
+    fluency_model: str = ""
+    fluency_candidates: int = 4
 
     def __post_init__(self):
         words = self.keep_words
@@ -118,7 +143,9 @@ class AddSentConfig:
                 not all(isinstance(w, str) for w in words):
             raise ConfigError(f"attack 'addsent': keep_words must be a list of words, not {words!r}")
         object.__setattr__(self, "keep_words", tuple(w.lower() for w in words))
-        for key, low, high in (("neighbours", 1, 1000), ("insertions", 1, 3)):
+        if not isinstance(self.fluency_model, str):
+            raise ConfigError(f"attack 'addsent': fluency_model must be a model name or \"\", not {self.fluency_model!r}")
+        for key, low, high in (("neighbours", 1, 1000), ("insertions", 1, 3), ("fluency_candidates", 1, 16)):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ConfigError(f"attack 'addsent': {key} must be an integer from {low} to {high}, "
@@ -136,8 +163,9 @@ class AddSentConfig:
 
 
 def clean_question(question: str) -> str:
-    """RACE questions sometimes start with a stray '.' or spaces left over from numbering."""
-    return LEADING_JUNK_RE.sub("", question).strip()
+    """RACE questions sometimes start with a stray '.' or spaces left over from numbering, and
+    glue a preposition to its article ("in-the story", which became "in-another story")."""
+    return GLUED_ARTICLE_RE.sub(r"\1 ", LEADING_JUNK_RE.sub("", question)).strip()
 
 
 def _keeps_capital(text: str, resources) -> bool:
@@ -155,28 +183,65 @@ def _keeps_capital(text: str, resources) -> bool:
     if resources is None:
         return False
     head = re.match(r"[^\W\d_]+", word)
-    return head is not None and resources.word_tags([head.group()])[0][0] == "PROPN"
+    if head is None:
+        return False
+    # "English", "Monday": every WordNet lemma of the word is written with a capital
+    names = [lem.name() for ss in resources.wordnet.synsets(head.group().lower()) for lem in ss.lemmas()
+             if lem.name().lower() == head.group().lower()]
+    if names and all(n == head.group().capitalize() for n in names):
+        return True  # not "It": WordNet's "IT" is another word
+    if any(n.islower() for n in names) and resources.wordnet.synsets(head.group().lower(), pos="a"):
+        return False  # "Fun", "Great": an adjective, which the tagger alone takes for a name
+    return resources.word_tags([head.group()])[0][0] == "PROPN"
 
 
-def _fit(option: str, at_start: bool, at_end: bool, resources) -> str:
+def named_in_passage(option: str, passage: str) -> bool:
+    """Whether the option's first word is one the passage writes with a capital after another
+    word ("aunt Polly"): a name, kept capitalised mid-sentence where the tagger alone would not."""
+    m = WORD_RE.match(option.lstrip())
+    return m is not None and m.group()[:1].isupper() and m.group().lower() not in FUNCTION_WORDS and re.search(
+        rf"[\w,;:]\s+{re.escape(m.group())}(?![\w'’-])", passage) is not None
+
+
+def passage_case(option: str, passage: str) -> str:
+    """A one-word option lowercased where the passage writes that word only in
+    lowercase ("Knife." -> "knife.", "Fun" -> "fun": RACE capitalises options as answers on
+    their own, and the tagger alone takes such a word for a name); a name the passage writes
+    with its capital, or a word it writes both ways, is left as it is."""
+    m = WORD_RE.match(option.lstrip())
+    if m is None or not m.group()[:1].isupper() or not m.group()[1:].islower() \
+            or WORD_RE.search(option.lstrip()[m.end():]):
+        return option  # an option of several words ("The Life of Samuel Pepys") is left to the tagger
+    word = m.group()
+    lower = re.search(rf"(?<![\w'’-]){re.escape(word.lower())}(?![\w'’-])", passage)
+    if lower is None or named_in_passage(option, passage):
+        return option
+    start = len(option) - len(option.lstrip())
+    return option[:start] + word.lower() + option[start + len(word):]
+
+
+def _fit(option: str, at_start: bool, at_end: bool, resources, named: bool = False) -> str:
     option = " ".join(option.split())
     if not at_end:
         option = option.rstrip(". ")
-    if not at_start and option[:1].isupper() and not _keeps_capital(option, resources):
+    if not at_start and option[:1].isupper() and not named and not _keeps_capital(option, resources):
         option = option[0].lower() + option[1:]
     return option
 
 
 def finish_sentence(text: str) -> str:
-    """One space between words, none before punctuation, a capital first and one final '.'."""
+    """One space between words, none before punctuation or inside a lone pair of quotes
+    ('" Emperor Yang "' from a quoted blank), a capital first and one final '.'."""
     text = SPACE_BEFORE_PUNCT_RE.sub(r"\1", " ".join(text.split()))
+    if text.count('"') == 2:
+        text = re.sub(r'"\s*([^"]*?)\s*"', r'"\1"', text)
     text = END_PUNCT_RE.sub("", LEADING_JUNK_RE.sub("", text))
     if not text:
         return ""
     return text[0].upper() + text[1:] + "."
 
 
-def declarative(question: str, option: str, resources=None) -> str:
+def declarative(question: str, option: str, resources=None, named: bool = False) -> str:
     """The question read as a statement whose answer is `option`: the option goes into the blank
     ('_' or a trailing '...'), or after a question without one ('What does Tom like the piano.').
     Several blanks take the option's ';'-separated parts when their number matches."""
@@ -192,13 +257,13 @@ def declarative(question: str, option: str, resources=None) -> str:
             pieces.append(q[last:m.start()])
             at_start = not "".join(pieces).strip()
             at_end = not END_PUNCT_RE.sub("", q[m.end():])
-            pieces.append(" " + _fit(part, at_start, at_end, resources) + " " if part else " ")
+            pieces.append(" " + _fit(part, at_start, at_end, resources, named) + " " if part else " ")
             last = m.end()
         pieces.append(q[last:])
         return finish_sentence("".join(pieces))
     dots = TRAILING_DOTS_RE.search(q)
     stem = q[:dots.start()] if dots else END_PUNCT_RE.sub("", q)
-    return finish_sentence(stem + " " + _fit(option, not stem.strip(), True, resources))
+    return finish_sentence(stem + " " + _fit(option, not stem.strip(), True, resources, named))
 
 
 def _declarative_rules(question: str, answer: str, resources) -> tuple[list, str | None]:
@@ -211,7 +276,32 @@ def _declarative_rules(question: str, answer: str, resources) -> tuple[list, str
     return cands, None if cands else "no declarative rule"
 
 
-def statement(question: str, option: str, resources) -> tuple[str, str]:
+def _frame_subject(question: str, frame: str, resources) -> str:
+    """The frame after a question with its leading pronoun replaced by the question's subject
+    that the pronoun stands for ("What do Jack and Mary have? They have _" -> "Jack and Mary have
+    _"), so that the sentence names whom it is about and carries the question's change; the
+    frame as it is where no subject of the pronoun's number is found."""
+    m = FRAME_PRONOUN_RE.match(frame)
+    if not m:
+        return frame
+    plural = m.group(1).lower() == "they"
+    doc = resources.parse(question)
+    for tok in sorted(doc, key=lambda t: t.dep_ not in ("nsubj", "nsubjpass")):
+        if tok.dep_ not in ("nsubj", "nsubjpass", "attr") or tok.pos_ == "PRON" or tok.tag_ in ("WP", "WDT"):
+            continue
+        many = tok.tag_ in ("NNS", "NNPS") or any(c.dep_ == "conj" for c in tok.children)
+        if many != plural:
+            continue
+        end = next((c.left_edge.i for c in tok.children if c.i > tok.i and c.dep_ in ("acl", "relcl", "prep")),
+                   tok.right_edge.i + 1)  # "the children | doing in the afternoon"
+        span = doc[tok.left_edge.i:end]
+        if any(t.tag_ in ("WP", "WDT", "WRB") for t in span):
+            continue
+        return span.text + frame[m.end(1):]
+    return frame
+
+
+def statement(question: str, option: str, resources, named: bool = False) -> tuple[str, str]:
     """(sentence, rule) stating `option` as the answer of `question`, or ("", why not).
 
     A blank takes the option (rule "blank"). Any other question goes through the declarative
@@ -221,15 +311,28 @@ def statement(question: str, option: str, resources) -> tuple[str, str]:
     advice"). AdvRACE glued the option after the question instead ("What does Tom like the
     piano."), which is not English."""
     q = ASKED_THEN_BLANK_RE.sub("?", clean_question(question))  # "How often ...?  _": no blank to fill
+    asked = ASKED_THEN_FRAME_RE.match(q)
+    if asked:
+        # "Why did X ...? Because _": the question states whole ("X did ... because A."), where the
+        # frame after it is a fragment; "What's Tom? He's a _": the frame is the statement
+        if BECAUSE_FRAME_RE.match(asked.group(2)):
+            return statement(asked.group(1), option, resources, named)
+        q = _frame_subject(asked.group(1), asked.group(2), resources)
+        filled = declarative(q, option, resources, named)
+        if not any(t.tag_ in FINITE_TAGS for t in resources.parse(filled)):
+            return "", "a fragment after the question"  # "How does X smell? Through two holes _"
+        return filled, "blank"
     if BLANK_OR_PARENS_RE.search(q) or TRAILING_DOTS_RE.search(q):
-        return declarative(q, option, resources), "blank"
+        if TITLE_BLANK_RE.search(q) and not re.search(r"[\"“”]", option):
+            option = f'"{END_PUNCT_RE.sub("", option.strip())}"'  # 'the best title is "How to keep calm"'
+        return declarative(q, option, resources, named), "blank"
     text = END_PUNCT_RE.sub("", " ".join(option.split())).rstrip(" ,;:")
     why = bool(re.match(r"\W*why\b", q, re.IGNORECASE))
     if why:
         text = CLAUSE_OPENER_RE.sub("", text)
     if not text:
         return "", "empty option"
-    fitted = _fit(text, False, False, resources)
+    fitted = _fit(text, False, False, resources, named)
     doc = resources.parse(fitted)
     clause = is_clause(doc)
     if TITLE_RE.search(q):  # a title is quoted whatever its form: 'the best title is "Shopping is fun"'
@@ -245,6 +348,18 @@ def statement(question: str, option: str, resources) -> tuple[str, str]:
     about = ABOUT_RE.match(q)
     if about:  # "What is the passage mainly about?": the rules strand the preposition
         return finish_sentence(f"{about.group(2)} {about.group(1)} {about.group(3)} {fitted}"), "copula_about"
+    think = THINK_OF_RE.match(q)
+    if think and not clause:  # "What did the writer think of the trip?" -> "The writer thought the trip was terrible."
+        aux, subj, obj = think.group(1).lower(), think.group(2), think.group(4)
+        obj = OBJECT_TO_SUBJECT.get(obj.lower(), obj)
+        parsed = resources.parse(obj)
+        cut = next((t.idx for t in parsed if t.i and t.tag_ in ("IN", "WRB") and t.lower_ != "of"), None)
+        obj, after = (obj[:cut].strip(), obj[cut:]) if cut else (obj, "")  # "Hill | before the age of nine"
+        plural = obj.lower() in ("they", "we", "you") or (obj.endswith("s") and not obj.endswith(("ss", "'s", "’s"))
+                                                         and resources.parse(obj)[-1].tag_ in ("NNS", "NNPS"))
+        verb = {"did": "thought", "does": "thinks", "do": "think"}[aux]
+        be = ("were" if plural else "was") if aux == "did" else ("are" if plural else "is")
+        return finish_sentence(f"{subj} {verb} {obj} {be} {fitted} {after}"), "think_of"
     there = THERE_RE.match(q)
     if there:  # "How many people are there in the family?" -> "There are three people in the family."
         return finish_sentence(f"there {there.group(2)} {fitted} {there.group(1)} {there.group(3)}"), "there_how_many"
@@ -325,16 +440,24 @@ CLAUSE_OPENER_RE = re.compile(r"^\s*because(?:\s+of)?\s+", re.IGNORECASE)
 
 CLAUSE_OPTION = "clause option for a wh-question"
 ASKED_THEN_BLANK_RE = re.compile(r"\?\s*_+\s*$")
+FRAME_PRONOUN_RE = re.compile(r"^\s*(he|she|it|they)(?=['’\s])", re.IGNORECASE)
+BECAUSE_FRAME_RE = re.compile(r"^\W*because\W*_+\W*$", re.IGNORECASE)
+ASKED_THEN_FRAME_RE = re.compile(r"^([^?]*\?)\s*(.*_.*)$", re.DOTALL)  # a question, then a frame with a blank
 THERE_RE = re.compile(r"^how\s+many\s+(.+?)\s+(is|are|was|were)\s+there\b\s*(.*?)\s*\?*$", re.IGNORECASE)
 FOLLOWING_RE = re.compile(r"\b(which|what)(?:\s+one)?\s+of\s+the\s+following\s+(?=(?:is|are|was|were|can|could|may|"
                           r"might|would|will|should|must|does|do|did|has|have|had|best|most)\b)", re.IGNORECASE)
 VERB_PHRASE_OPTION = "verb-phrase option for a wh-question"
-DOUBLED_PREP_RE = re.compile(r"\b(?:in|at|on|by|because of)\s+(?=(?:in|on|at|by|during|before|after|from|because)\b)",
-                             re.IGNORECASE)
+DOUBLED_PREP_RE = re.compile(r"\b(?:in|at|on|by|because of)\s+(?=(?:in|on|at|by|during|before|after|from|because|"
+                             r"anytime|every|last|next|today|tomorrow|yesterday|tonight|once|twice|always|never|"
+                             r"until|till|since|within|through)\b)", re.IGNORECASE)
 TITLE_RE = re.compile(r"\btitles?\b", re.IGNORECASE)
 # a question whose verb takes a that-clause: the clause option follows it ("... tells us that X")
 SAYING_RE = re.compile(r"\b(?:tell|say|think|believe|show|suggest|mean|know|learn|hope|feel|want to tell)\s*"
                        r"(?:us|you|me|them)?\s*\?*\s*$", re.IGNORECASE)
+YES_NO_RE = re.compile(r"^\W*(?:yes|no)\b\s*[,.!]", re.IGNORECASE)
+TITLE_BLANK_RE = re.compile(r"\btitles?\b[^_\"“]*\b(?:is|be)\s*_", re.IGNORECASE)  # a title asked, unquoted
+THINK_OF_RE = re.compile(r"^what\s+(do|does|did)\s+(.+?)\s+think\s+(of|about)\s+(.+?)\s*\?*$", re.IGNORECASE)
+OBJECT_TO_SUBJECT = {"him": "he", "her": "she", "them": "they", "me": "I", "us": "we", "it": "it"}
 ABOUT_RE = re.compile(r"^what\s+(is|are|was|were)\s+(.+?)\s+((?:\w+ly\s+)?(?:about|like|for|from))\s*\?*$",
                       re.IGNORECASE)
 # what the declarative rules leave broken: a stranded preposition at the end ("give his mother
@@ -514,6 +637,13 @@ class AddSent(Attack):
                 continue
             if self._same_meaning_filter and self._same_meaning(tok, cand):
                 continue
+            if tok.pos_ in ("NOUN", "VERB") and not same_field(res.wordnet, tok.text, cand, tok.pos_[0].lower()):
+                continue  # "telling lies" -> "telling reaches": a neighbour of another sense
+            if tok.pos_ == "VERB" and (not frame_fits(res.wordnet, tok, cand) or tok.tag_ in ("VBD", "VBN") and
+                                       self._inflect(res.wordnet.morphy(cand, "v") or cand, tok.tag_) != cand):
+                continue  # "was started" -> "was came": a past tense for a participle
+            if tok.pos_ == "NOUN" and word[:1].isupper() and not tok.is_sent_start and common_word(res, cand):
+                continue  # "Why does Denial go": a name the tagger took for a noun takes no "Objection"
             if label and not keeps_entity(res, tok, cased_cand, label):
                 continue
             out.append(cand)
@@ -534,12 +664,14 @@ class AddSent(Attack):
         if pos == "NUM":
             return lower != "one" and (lower.isalpha() or bool(NUMERIC_RE.fullmatch(lower)))
         # a scanning error ("rrmPrs"), a part of a hyphenated word ("half-sister"), a noun an
-        # ordinal counts ("the 17th century") or a word of a multi-word name of a place, a body or a
+        # ordinal counts ("the 17th century"), a word of a fixed phrase ("take place", "tell lies")
+        # or a word of a multi-word name of a place, a body or a
         # work ("Los Angeles" -> "San Houston") is never swapped alone (word_swaps); a person's
         # name is made of given names and surnames, each swapped for a name part that keeps the
         # whole a person's name ("Bill Gates" -> "Bill Powell", not "Senate House")
         name = whole_name(tok)
         if (not known(self.resources, tok.text) or hyphen_part(tok) or counted_by_ordinal(tok)
+                or (pos == "NOUN" and in_fixed_phrase(tok, self.resources.wordnet))
                 or (name is not None and name.root.ent_type_ != "PERSON")):
             return False
         in_name = tok.ent_type_ in NAME_ENTITIES and pos == "ADJ"
@@ -552,17 +684,23 @@ class AddSent(Attack):
         res = self.resources
         if tok.tag_ in UNINFLECTABLE_TAGS or any(c.dep_ == "prt" for c in tok.children):
             return []
+        if tok.pos_ == "ADJ" and tok.dep_ in NOMINAL_DEPS:
+            return []  # "If people have a cold" -> "have a hot": an adjective's form used as a noun
+        if tok.dep_ == "amod" and tok.head.pos_ == "NOUN" and res.wordnet.synsets(f"{tok.lower_}_{tok.head.lemma_.lower()}"):
+            return []  # "a common cold" -> "an individual cold": a compound WordNet lists whole
         if hyphen_part(tok):
             return []
         forms = []
         # antonyms of the word's dominant senses only: "find" (discover) has no antonym "lose"
-        for ant in sense_antonyms(res, tok.lemma_.lower(), tok.pos_):
+        transitive = any(c.dep_ == "dobj" for c in tok.children) if tok.pos_ == "VERB" else None
+        for ant in sense_antonyms(res, tok.lemma_.lower(), tok.pos_, transitive):
             if tok.pos_ == "VERB":
                 form = self._inflect(ant.lower(), tok.tag_)
             else:
                 form = ant.lower()
-                if res.word_pos(match_case(form, tok.text)) != tok.pos_:
-                    continue
+                if res.word_pos(match_case(form, tok.text)) != tok.pos_ and not (
+                        tok.pos_ == "ADJ" and res.wordnet.synsets(form, pos="a")):
+                    continue  # the tagger alone calls "untidy" a verb; WordNet has it as an adjective
             if form is None or form not in res.glove:
                 continue
             if form != tok.text.lower():
@@ -666,6 +804,7 @@ class AddSent(Attack):
                 subs.append((tok, seen[key]))
         changed = {tok.i for tok, _ in subs}
         antonyms = []
+        verbs = []
         for tok in doc:
             # "How old is Dave's sister?" -> "Mike's wife is 10 young.": the adjective of "how" stays
             if (tok.i in changed or tok.pos_ not in ANTONYM_POS or not tok.text.isalpha()
@@ -676,6 +815,16 @@ class AddSent(Attack):
             forms = self._antonym_forms(tok)
             if forms:
                 antonyms.append((tok, forms))
+        if not subs and not antonyms:
+            # "Who can drive?": no noun, name or number to swap and no antonym; the verb goes to a
+            # GloVe neighbour of its field and form ("Jack can swim."), so the question is attacked
+            for tok in doc:
+                if (tok.pos_ == "VERB" and tok.text.isalpha() and tok.lemma_.lower() not in FRAME_VERBS
+                        and tok.lower_ not in cfg.keep_words and not self._blocked(tok, blanks)
+                        and not any(c.dep_ == "prt" for c in tok.children) and not hyphen_part(tok)):
+                    cands = self._glove_candidates(tok, taken, gold_words, want)
+                    if cands:
+                        subs.append((tok, [(c, "glove") for c in cands]))
         rng.shuffle(antonyms)
         reframe = [e for e in reframe_edits(doc) if not any(s < e[1] and e[0] < t for s, t in blanks)]
         return _Plan(subs, antonyms, self._negation(doc, blanks), reframe)
@@ -727,13 +876,17 @@ class AddSent(Attack):
                 continue
             article = doc[k]
             if article.lower_ in ("a", "an") and article.idx not in edited:
-                want = match_case(indefinite_article(new), article.text)
+                # "a different man" -> "the same man": "same" takes the definite article
+                want = match_case("the" if new.lower() == "same" else indefinite_article(new), article.text)
                 if want != article.text:
                     fixes.append((article.idx, article.idx + len(article.text), want, None))
             after = doc[tok.i + 1] if tok.i + 1 < len(doc) else None
             if after is not None and after.text in ("'", "’") and after.tag_ == "POS" \
                     and not new.lower().endswith("s"):
                 fixes.append((after.idx, after.idx + 1, after.text + "s", None))
+            if after is not None and after.lower_ in ("'s", "’s") and new.lower().endswith("s") \
+                    and tok.tag_ in ("NN", "NNS") and new.lower() != tok.lower_ + "s":
+                fixes.append((after.idx, after.idx + len(after.text), after.text[0], None))  # "people's" -> "families'"
         return fixes
 
     @staticmethod
@@ -799,7 +952,10 @@ class AddSent(Attack):
             return example.insert_sentences(inserts).with_provenance(AttackSummary(self.name, sentences=tuple(chosen)))
 
         plan = self.plan(example, rng)
-        variants = [self.variant(plan, j) for j in range(cfg.insertions)]
+        # with a fluency model, more word choices compete (each variant takes the j-th GloVe
+        # neighbour of each word and the j-th antonym target)
+        wanted = cfg.fluency_candidates if cfg.fluency_model else 1
+        variants = [self.variant(plan, j) for j in range(max(cfg.insertions, wanted if wanted > 1 else 0))]
         starts = list(res.sentence_starts(example.passage)) + [len(example.passage)]
         blank = bool(BLANK_OR_PARENS_RE.search(question) or TRAILING_DOTS_RE.search(question))
         content = any(record is not None and record.changes_meaning and record.kind != "reframe"
@@ -832,18 +988,25 @@ class AddSent(Attack):
         original = fold_case_and_spaces(question)
         names = self._other_names(example, rng)
 
-        chosen, used_options, sentences = [], set(), set()
+        chosen, used_options, sentences, used_variants = [], set(), set(), set()
         for j in range(cfg.insertions):
-            found, refused = None, Counter()
+            pool, refused = [], Counter()
             k = j % len(variants)
-            for edits, fallback in [variants[k]] + variants[:k] + variants[k + 1:]:
+            order = [k] + [v for v in range(len(variants)) if v != k]
+            if wanted > 1:  # the word choices no earlier sentence took compete first, so the sentences differ
+                order = [v for v in order if v not in used_variants] + [v for v in order if v in used_variants]
+            for v in order:
+                edits, fallback = variants[v]
+                taken = 0
                 mutated = self.apply_edits(example.question, edits)
                 if fold_case_and_spaces(clean_question(mutated)) == original:
                     continue
                 for i in distractors:
                     if i in used_options:
                         continue
-                    sentence, rule = statement(mutated, example.options[i], res)
+                    option = passage_case(example.options[i], example.passage)
+                    named = named_in_passage(option, example.passage)
+                    sentence, rule = statement(mutated, option, res, named)
                     records = tuple(record for *_, record in sorted(edits, key=lambda e: e[0]) if record is not None)
                     if rule in (CLAUSE_OPTION, VERB_PHRASE_OPTION):
                         # "What did Tom do?" - "He was so scared that he fainted.": the option is
@@ -854,9 +1017,12 @@ class AddSent(Attack):
                         else:
                             (sentence, records), rule = made, OTHER_REFERENT
                     if not sentence and cfg.glued_fallback:
-                        sentence, rule = declarative(mutated, example.options[i], res), GLUED
+                        sentence, rule = declarative(mutated, option, res, named), GLUED
                     if not sentence:
                         refused[f"no statement: {rule}"] += 1
+                        continue
+                    if YES_NO_RE.match(sentence):  # "Yes, Alex Morgan and Jordan Lee do.": a reply
+                        refused["no statement: a yes or no reply"] += 1
                         continue
                     if fold_case_and_spaces(sentence) in sentences:
                         refused["no new sentence"] += 1
@@ -872,21 +1038,40 @@ class AddSent(Attack):
                     if why:
                         refused[why] += 1
                         continue
-                    found = entry, i
+                    if any(fold_case_and_spaces(e.sentence) == fold_case_and_spaces(sentence) for e, *_ in pool):
+                        continue
+                    pool.append((entry, i, v))
+                    taken += 1
+                    if len(pool) >= wanted or taken >= PER_VARIANT:
+                        break
+                if len(pool) >= wanted:
                     break
-                if found:
-                    break
-            if found is None:
+            if not pool:
                 if j >= cfg.min_insertions:
                     break
                 raise CannotPerturb(search_failure(refused, j, cfg.insertions))
-            entry, i = found
+            entry, i, v = self._most_fluent(pool)
+            used_variants.add(v)
             self._name_used(entry, names)
             used_options.add(i)
             sentences.add(fold_case_and_spaces(entry.sentence))
             chosen.append(entry)
         inserts = [(c.sentence, rng.choice(starts)) for c in chosen]
         return example.insert_sentences(inserts).with_provenance(AttackSummary(self.name, sentences=tuple(chosen)))
+
+    def _most_fluent(self, pool: list):
+        """The pool's (sentence, option, variant) whose sentence the LM finds most fluent, its
+        score recorded (4 significant digits, which also decide ties, the first in order
+        winning); the only one where nothing competes. Each pool is scored on its own (the cache
+        forgotten first), so a choice never depends on which questions came before."""
+        if len(pool) == 1:
+            return pool[0]
+        scorer = fluency(self.config.fluency_model)
+        scorer.forget()
+        values = [significant(v) for v in scorer.scores([entry.sentence for entry, *_ in pool])]
+        best = max(range(len(pool)), key=lambda k: (values[k], -k))
+        entry, i, v = pool[best]
+        return dataclasses.replace(entry, fluency=values[best]), i, v
 
     @staticmethod
     def _author_moved(doc, plan: _Plan) -> None:

@@ -203,9 +203,20 @@ def _gap(rest: list[_Tok]) -> int:
                              (rest[k].tag == "VBG" and rest[k - 1].tag == "VB" and k == first) or  # "began using"
                              (rest[k].tag in ("VBN", "VBG", "VB") and rest[k - 1].lemma in ("be", "have", "been"))):
         k += 1
+    if k < len(rest) and rest[k - 1].lemma in DITRANSITIVE and rest[k].tag in ("DT", "PRP$", "NN", "NNS", "NNP", "NNPS", "PRP"):
+        end = k + 1 if rest[k].tag == "PRP" else _noun_phrase_end(rest, k)
+        if end > k and (end == len(rest) or rest[end].tag in ("IN", "RB", "RBR", "TO", ",")):
+            return end  # "What should adults teach children" -> "adults should teach children A"
     if k > first and k < len(rest) and rest[k].tag in ("DT", "PRP$", "NN", "NNS", "NNP", "NNPS", "CD", "JJ", "PRP"):
         return first  # "crossed to enter the Empire": the later verb has its object; the gap is the first's
     return k
+
+
+PRONOUNS_LOWERED = frozenset({"he", "she", "it", "we", "they", "you", "there", "this", "these", "those", "the",
+                              "a", "an", "his", "her", "their", "its", "our", "some", "many", "most", "people"})
+# verbs that take an indirect object before the direct one ("teach children A", "tell us A")
+DITRANSITIVE = frozenset({"give", "tell", "teach", "show", "ask", "send", "offer", "bring", "buy", "lend", "pay",
+                          "promise", "owe", "hand", "sell", "cost", "wish", "cook", "read", "write", "leave"})
 
 
 class _NoForm(Exception):
@@ -587,7 +598,7 @@ def _inverted_split(aux: _Tok, after: list[_Tok], resources, nominal: bool, kind
             k -= 1
         ARCS["inverted subject by the final participle"] += 1
         return after[:k], after[k:]
-    if nominal and aux.lemma == "be" and aux.dep == "ROOT" and any(
+    if nominal and aux.lemma == "be" and aux.dep == "ROOT" and not _open_progressive(after) and any(
             t.dep in SUBJ_DEPS and t.head == aux.i and t.left == after[0].i and t.right == after[-1].i for t in after) \
             and not any(t.text.lower() in NAMING for t in after):  # "What is the area called near ...": its verb
         ARCS["copula by arcs"] += 1  # "What was the name of the leader ennobled by Henry III"
@@ -628,6 +639,22 @@ def _inverted_split(aux: _Tok, after: list[_Tok], resources, nominal: bool, kind
         # "Which is the largest city not connected to ...": a copula; the participle modifies its noun
         return after, []  # "What is the term for a task that generally lends ...": a copula; the verb is the clause's
     return subject, tail
+
+
+def _open_progressive(after: list[_Tok]) -> bool:
+    """Whether the words after "be" hold a progressive whose last verb lacks its object ("What
+    are the dads trying to do", "What were the children trying to find"): the wh-phrase is that
+    verb's object, not the copula's complement, though the parse hangs the participle on the noun."""
+    at = {t.i for t in after}
+    for t in after:
+        if t.tag == "VBG" and t.dep == "acl":
+            if t.lemma == "do" and not any(w.head == t.i and w.dep in ("dobj", "xcomp", "ccomp") for w in after):
+                return True  # "What are the children doing in the afternoon"
+            for u in after:
+                if u.dep == "xcomp" and u.head == t.i and u.tag == "VB" and not any(
+                        w.head == u.i and w.dep in ("dobj", "dative", "ccomp") for w in after) and t.head in at:
+                    return True
+    return False
 
 
 def _copula_subject(after: list[_Tok]) -> tuple[list[_Tok], list[_Tok]]:
@@ -841,17 +868,47 @@ def _place(kind, rule, phrase, answer, subject: str, clause: list[_Tok], wh_toke
         c = next((k for k, t in enumerate(clause) if t.text == "," and k), len(clause))
         return [Candidate(rule, _sentence(subject, _join(clause[:c]), answer if kind == "how_adj" else phrase,
                                           _join(clause[c:])))]
-    if kind == "what" and len(clause) > 1 and clause[-1].text.lower() == "do" and clause[-2].tag == "TO" \
-            and resources.parse(answer)[0].tag_ in ("VB", "VBP"):
-        # "What has a Lama determined to do" + "be reborn": the answer is the verb phrase
-        return [Candidate(f"{rule}_do", _sentence(subject, _join(clause[:-1]), answer))]
+    d = _open_do(clause)
+    if kind == "what" and d is not None and _verb_phrase_for(clause[d].text.lower(), answer, resources):
+        # "What has a Lama determined to do" + "be reborn", "What is Tom going to do tomorrow" +
+        # "visit his aunt", "What are the children doing" + "playing football": the answer is the
+        # verb phrase, in place of "do" or "doing"
+        return [Candidate(f"{rule}_do", _sentence(subject, _join(clause[:d]), answer, _join(clause[d + 1:])))]
+    if d is not None:  # "What does X want Y to do" + "homework": the object of "do"
+        return [Candidate(rule, _sentence(subject, _join(clause[:d + 1]), phrase, _join(clause[d + 1:])))]
     k = _gap(clause)
+    if 0 < k < len(clause) and clause[k].text.lower() == "from" and _answer_form(answer, resources) == "clause":
+        # "What can we learn from the passage" + "Tom is kind" -> "We can learn from the passage that Tom is kind"
+        lead = "" if answer.lower().startswith("that ") else "that"
+        first, _, more = answer.partition(" ")
+        first = first.lower() if first.lower() in PRONOUNS_LOWERED else first
+        return [Candidate(rule, _sentence(subject, _join(clause), lead, first, more))]
     out = [Candidate(rule, _sentence(subject, _join(clause[:k]), phrase, _join(clause[k:])))]
     if kind == "wh_np" and _np_of_fits(wh_tokens, answer):
         noun = _wh_noun(wh_tokens)
         out.append(Candidate(f"{rule}_np_of", _sentence(subject, _join(clause[:k]), f"the {noun} of {answer}",
                                                         _join(clause[k:]))))
     return out
+
+
+def _verb_phrase_for(do: str, answer: str, resources) -> bool:
+    """Whether the answer is a verb phrase in the form of "do" (a base verb) or "doing" (a
+    gerund), read after "to" or "is" so that the tagger sees it as a verb ("read more")."""
+    if do == "doing":
+        return resources.parse(f"is {answer}")[1].tag_ == "VBG"
+    return resources.parse(answer)[0].tag_ in ("VB", "VBP") or resources.parse(f"to {answer}")[1].tag_ == "VB"
+
+
+def _open_do(clause: list[_Tok]) -> int | None:
+    """Index of a "to do" or "doing" whose object is the wh-phrase: the last such word, followed
+    by nothing or by adverbials only (a preposition, an adverb, "tomorrow"), not by an object."""
+    for d in range(len(clause) - 1, 0, -1):
+        if clause[d].text.lower() == "do" and clause[d - 1].tag == "TO" or clause[d].text.lower() == "doing":
+            nxt = clause[d + 1] if d + 1 < len(clause) else None
+            if nxt is None or nxt.tag in ("IN", "RB", "RBR", ",") or nxt.dep in ("npadvmod", "advmod", "prep"):
+                return d
+            return None
+    return None
 
 
 def _non_wh(toks: list[_Tok], answer: str, answer_type, resources) -> list[Candidate]:

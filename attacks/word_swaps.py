@@ -40,6 +40,9 @@ DIGIT_ORDINAL_RE = re.compile(r"(\d+)(st|nd|rd|th)", re.IGNORECASE)
 # frequent as the first.
 DOMINANT_SENSES = 2
 DOMINANT_SHARE = 0.5
+# an antonym paired on an uncounted sense of a word whose other senses are counted this often is
+# read in those other senses (see `_read_in_sense`)
+RARE_SENSE_COUNT = 5
 # reasons of `same_meaning` that make a proper noun's replacement the same name (America -> USA)
 NAME_RESTATES = frozenset({"synonym", "spelling variant", "inflection"})
 VERB_TAGS = frozenset({"VB", "VBD", "VBG", "VBN", "VBP", "VBZ"})
@@ -48,6 +51,10 @@ TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "sir", "madam", "prof", "mi
                     "grandpa", "grandma"})
 # places are one kind whichever label spaCy gives them ("America" GPE -> "Europe" LOC)
 PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
+# verbs whose bare object makes a fixed phrase with them ("take place", "pay attention",
+# "have fun", "make friends"): the noun carries the meaning and a neighbour in GloVe does not fit
+LIGHT_VERBS = frozenset({"take", "make", "have", "do", "give", "pay", "catch"})
+FIELD_SENSES = 3  # see same_field
 _STRIP_DEPS = frozenset({"det", "case", "punct"})
 
 
@@ -84,6 +91,51 @@ def hyphen_part(tok) -> bool:
     return "-" in tok.text or \
         (tok.i > 0 and doc[tok.i - 1].text in ("-", "–") and not doc[tok.i - 1].whitespace_) or \
         (tok.i + 1 < len(doc) and doc[tok.i + 1].text in ("-", "–") and not tok.whitespace_)
+
+
+def in_fixed_phrase(tok, wordnet) -> bool:
+    """A word of a fixed phrase, which a swap would break ("take place" -> "take way", "shop on
+    line" -> "on point", "railway station" -> "junction radio"): with the verb or preposition that
+    governs it, or the noun it compounds with, the word makes a WordNet multi-word lemma
+    ("take_place", "on_line" as "online", "railway_station"), or it is
+    the bare object (no determiner or modifier) of a light verb, whose meaning the noun carries."""
+    lemma, head = tok.lemma_.lower(), tok.head
+    pairs = []
+    if head is not tok and head.i < tok.i and (head.pos_ == "ADP" or head.pos_ == "VERB" and head.lemma_ != "be"):
+        pairs = [(head.lemma_.lower(), lemma), (head.lower_, tok.lower_)]
+    # a compound noun WordNet lists whole ("railway station", "pocket money"): neither word alone
+    if tok.dep_ == "compound" and head.pos_ == "NOUN" and head.i == tok.i + 1:
+        pairs.append((tok.lower_, head.lemma_.lower()))
+    pairs += [(c.lower_, lemma) for c in tok.children
+              if c.dep_ == "compound" and c.i == tok.i - 1 and c.pos_ == "NOUN"]
+    for a, b in pairs:
+        if not (a.isalpha() and b.isalpha()):
+            continue
+        if any(wordnet.synsets(form) for form in (f"{a}_{b}", f"{a}{b}", f"{a}-{b}")):
+            return True
+    bare = not any(c.dep_ in ("det", "poss", "amod", "nummod", "compound") for c in tok.children)
+    return bool(tok.dep_ == "dobj" and bare and head.lemma_.lower() in LIGHT_VERBS and tok.pos_ == "NOUN")
+
+
+def same_field(wordnet, word: str, new: str, pos: str = "n") -> bool:
+    """Whether a common noun's replacement names a thing of the word's kind: the lexicographer
+    file of one of the word's first two noun senses (noun.person, noun.communication, ...; a top
+    word such as "person" matches any) is one of the first FIELD_SENSES senses' of the
+    replacement, and the replacement is no name WordNet knows only as one ("harrison"). GloVe
+    ranks neighbours of the surface form, senses mixed: "lies" (falsehoods) has "reaches" and
+    "stretches" (of land) beside it, and "students" has "schools". A replacement WordNet has in
+    no sense of the kind ("drank" for "drink") fails; a word it has none for itself passes. A verb
+    (pos "v") is held to its field likewise (verb.motion, ...)."""
+    old_senses = wordnet.synsets(word.lower(), pos=pos)
+    new_senses = wordnet.synsets(new.lower(), pos=pos)
+    if not old_senses or old_senses[0].instance_hypernyms():
+        return True  # a name first ("Fleming"): a name for a name is the name rules' business
+    if not new_senses:
+        return False  # "drink" -> "drank", "rain" -> "torrential": no word of the kind at all
+    if all(ss.instance_hypernyms() for ss in new_senses):
+        return False  # "porter" -> "harrison": a name, lowercased, for a common noun
+    fields = {ss.lexname() for ss in old_senses[:2]}
+    return "noun.Tops" in fields or bool(fields & {ss.lexname() for ss in new_senses[:FIELD_SENSES]})
 
 
 def whole_name(tok):
@@ -198,15 +250,18 @@ def keeps_form(tok, new: str, new_tag: str, resources, irregular=None) -> bool:
     return new_tag == tag
 
 
-def sense_antonyms(resources, lemma: str, pos: str) -> list[str]:
+def sense_antonyms(resources, lemma: str, pos: str, transitive: bool | None = None) -> list[str]:
     """`resources.antonyms` of the lemma (a universal POS) that WordNet gives on its dominant
     senses only (the first DOMINANT_SENSES, each at least DOMINANT_SHARE as frequent as the
     first): "find" (come upon, discover) has its antonym "lose" only on its third sense, so
-    none; "like" -> "dislike" is on its second, as frequent as the first."""
+    none; "like" -> "dislike" is on its second, as frequent as the first. With `transitive`
+    (whether the verb has a direct object where it stands), only senses used that way count.
+    Antonyms read in another sense than the pairing's are left out (`_read_in_sense`)."""
     found = resources.antonyms(lemma, pos)
     if not found or pos not in UPOS_TO_WORDNET:
         return []
     senses = resources.wordnet.synsets(lemma.lower(), pos=UPOS_TO_WORDNET[pos])
+    transitive = transitive if pos == "VERB" else None
     if not senses:
         return []
 
@@ -218,8 +273,60 @@ def sense_antonyms(resources, lemma: str, pos: str) -> list[str]:
         if i and (top == 0 or count(ss) < DOMINANT_SHARE * top):
             continue
         dominant.update(ant.name().lower() for lem in ss.lemmas() if lem.name().lower() == lemma.lower()
-                        for ant in lem.antonyms())
+                        and (transitive is None or _takes_object(lem, transitive))
+                        for ant in lem.antonyms() if _read_in_sense(resources, ant))
     return [a for a in found if a.lower() in dominant]
+
+
+def _takes_object(lem, transitive: bool) -> bool:
+    """Whether a verb sense is used with (`transitive`) or without a direct object, by its
+    WordNet frames ("Somebody stop something", "Something stop"): "stopped the writer" is not
+    stop's first sense (come to a halt), whose antonym "start" would read "started the writer";
+    "Where did the fire begin?" is begin's first sense, which has both."""
+    name = lem.name().replace("_", " ")
+    frames = lem.frame_strings()
+    if transitive:
+        return any(f"{name} some" in frame for frame in frames)
+    return any(frame.endswith((f" {name}", f" {name} PP")) or f"{name}ing PP" in frame for frame in frames)
+
+
+def frame_fits(wordnet, tok, new: str) -> bool:
+    """Whether a verb's replacement is used as the verb stands, by the WordNet frames of its
+    first two senses: with a direct object, a clause ("noticed something was wrong"), an
+    infinitive, an adjective ("feel better"), or none ("died", "walked"). GloVe's neighbours of
+    a verb mix its uses: "died" -> "killed" ("The Prime Minister killed because ..."), "walked"
+    -> "pulled", "noticed" -> "looked"."""
+    deps = {c.dep_ for c in tok.children}
+    base = wordnet.morphy(new.lower(), "v") or new.lower()
+    if "dobj" in deps:
+        wants = f"{base} some"  # "participate in something" takes no direct object
+    elif "ccomp" in deps:
+        wants = "CLAUSE"
+    elif "xcomp" in deps and any(c.dep_ == "xcomp" and c.tag_ == "VB" for c in tok.children):
+        wants = "INFINITIVE"
+    elif "acomp" in deps:
+        wants = f"{base} Adjective"
+    else:
+        wants = ""
+    frames = [f for ss in wordnet.synsets(base, pos="v")[:2] for lem in ss.lemmas()
+              if lem.name() == base for f in lem.frame_strings()]
+    if not frames:
+        return False
+    if wants:
+        return any(wants in f for f in frames)
+    return any(f.endswith(f" {base}") or f.endswith(f" {base} PP") for f in frames)
+
+
+def _read_in_sense(resources, ant) -> bool:
+    """Whether a reader takes the antonym in the sense WordNet pairs it on: "know" -> "ignore" is
+    paired on ignore's fifth sense (be ignorant of), never counted in SemCor, while its first
+    (disregard) is; "we ignore that ..." reads as the wrong word. A sense counted at least once,
+    or a word none of whose senses is counted often (RARE_SENSE_COUNT), passes."""
+    if ant.count():
+        return True
+    senses = resources.wordnet.synsets(ant.name(), pos=ant.synset().pos())
+    top = max((sum(lem.count() for lem in ss.lemmas() if lem.name() == ant.name()) for ss in senses), default=0)
+    return top < RARE_SENSE_COUNT
 
 
 def negated_antonym(word: str, new: str) -> bool:

@@ -11,7 +11,8 @@ from advrace.core.examples import MCExample
 from advrace.core.provenance import AttackSummary, SentencesInserted
 from advrace.resources import get_resources
 from advrace.core.text import words
-from advrace.attacks.addsent import AddSent, contains_gold, declarative, new_number, search_failure
+from advrace.attacks.addsent import (AddSent, contains_gold, declarative, named_in_passage, new_number, passage_case,
+                                    search_failure, statement)
 from advrace.resources.inflection import inflection_candidates
 from advrace.attacks.base import CannotPerturb
 
@@ -132,6 +133,8 @@ def test_irregular_antonyms_are_inflected_or_refused(addsent):
     assert addsent._inflect("lose", "VBD") == "lost"
     assert addsent._inflect("go", "VBD") is None  # went or gone: cannot tell
     assert addsent._inflect("dislike", "VBZ") == "dislikes"
+    # "was started" -> "was came": verb.exc names only "came", which is no participle
+    assert addsent._inflect("come", "VBN") == "come" and addsent._inflect("come", "VBD") == "came"
 
 
 def test_new_number_values():
@@ -202,21 +205,24 @@ def test_at_most_one_antonym_per_sentence(addsent, res):
 def test_no_change_of_meaning_is_left_unperturbed(no_fallback, res):
     """Without the "not" fallback (the default), a question with nothing to change is left as it was."""
     assert AddSent({}).config.negation_fallback is False
-    out = no_fallback.apply(mc("Who can drive?", ["Jack", "Tom", "Mary", "Mike"]))
+    out = no_fallback.apply(mc("Who can do it?", ["Jack", "Tom", "Mary", "Mike"]))
     assert not out.perturbed and out.reason == "no change of meaning"
+    # a verb with GloVe neighbours of its field and frame is swapped where nothing else changes
+    _, sentences = run(no_fallback, mc("Who can drive?", ["Jack", "Tom", "Mary", "Mike"]))
+    assert all(r.kind == "glove" and r.old == "drive" for s in sentences for r in s.replacements)
     out = AddSent({"negation_fallback": False}, seed=11, resources=NoWordResources(res)).apply(
         mc("What does Tom like?", ["football", "the piano", "swimming", "chess"]))
     assert not out.perturbed and out.reason == "no change of meaning"
 
 
 def test_not_fallback_with_real_resources(with_fallback):
-    ex = mc("Who can drive?", ["Jack", "Tom", "Mary", "Mike"])
+    ex = mc("Who can do it?", ["Jack", "Tom", "Mary", "Mike"])
     _, sentences = run(with_fallback, ex)
     for s in sentences:
         assert s.negation_fallback
-        assert s.sentence == f"{s.answer} cannot drive."  # a statement, not the question glued to the option
+        assert s.sentence == f"{s.answer} cannot do it."  # a statement, not the question glued to the option
         assert [r.kind for r in s.replacements] == ["negation"]
-        assert s.question == "Who cannot drive?"
+        assert s.question == "Who cannot do it?"
 
 
 @pytest.mark.parametrize("question, mutated", [
@@ -416,7 +422,7 @@ def test_other_insertion_counts(res, n):
 
 def test_summarize(with_fallback, no_fallback):
     examples = [
-        mc("Who can drive?", ["Jack", "Tom", "Mary", "Mike"], qid="a"),
+        mc("Who can do it?", ["Jack", "Tom", "Mary", "Mike"], qid="a"),
         mc("Why did the farmer sell his horse?", ["money", "age", "a car", "his son"], qid="b"),
         mc("Where does Tom live?", ["a village", "a village", "a village", "a village"], qid="c"),
         mc("Which is NOT true?", ["Tom is tall", "Mary is kind", "Tom likes chess", "It rained"], qid="d"),
@@ -679,3 +685,87 @@ def test_a_claim_about_a_kind_is_another_person_s_belief(addsent):
 
 
 OTHER_PEOPLE_NAMES = __import__("advrace.attacks.addsent", fromlist=["OTHER_PEOPLE"]).OTHER_PEOPLE
+
+
+def test_same_takes_the_definite_article(res):
+    """"became a different man" -> "became a same man" (read on dev-middle): "same" takes "the"."""
+    attack = AddSent({"insertions": 1}, seed=3, resources=NoWordResources(res))
+    attack.resources.antonyms = res.antonyms  # antonyms only, no GloVe words
+    ex = mc("Why did Tom's father become a different person?",
+            ["Because he lost an arm.", "Because he lost his job.", "Because he moved away.", "Because he got rich."])
+    plan = attack.plan(ex, __import__("random").Random(0))
+    assert any(t.text == "different" for t, _ in plan.antonyms)
+    j = next(j for j in range(4) if any(e[2] == "same" for e in attack.variant(plan, j)[0]))
+    text = attack.apply_edits(ex.question, attack.variant(plan, j)[0])
+    assert "the same person" in text and "a same" not in text
+
+
+@pytest.mark.parametrize("question, option, sentence", [
+    # a frame after the question: its pronoun takes the question's subject, so the change shows
+    ("What are the children doing in the afternoon? They are  _  .", "playing", "The children are playing."),
+    ("What's Mike? He's a   _", "policeman", "Mike's a policeman."),
+    ("What do Jack and Mary have? They have  _  .", "bikes", "Jack and Mary have bikes."),
+    # "Because _" is a fragment: the why-question states whole
+    ("Why did the Indians go to America? Because   _  .", "northern Asia became very cold",
+     "The Indians went to America because northern Asia became very cold."),
+    # read on dev-middle (issue 46): each its own kind of sentence the rules wrote broken before
+    ("What did the writer think of the school trip?", "terrible", "The writer thought the school trip was terrible."),
+    ("What did people think of Hill before the age of nine?", "foolish",
+     "People thought Hill was foolish before the age of nine."),
+    ("What does Tom think of his parents?", "strict", "Tom thinks his parents are strict."),
+    ("The best title  of the passage is   _  .", "How to keep calm in earthquakes",
+     'The best title of the passage is "How to keep calm in earthquakes".'),
+    ('The best title should be "  _  ".', "Emperor Yang", 'The best title should be "Emperor Yang".'),
+    ("How many people are there in-the story?", "Two.", "There are two people in the story."),
+])
+def test_a_question_then_a_frame_is_one_statement(res, question, option, sentence):
+    """"What's Mike? He's a doctor." kept the question (the grammar check refused 30 such items
+    of dev-middle), and "He's a doctor." alone names no one the question's change can reach."""
+    assert statement(question, option, res)[0] == sentence
+
+
+def test_a_fragment_after_a_question_is_no_statement(res):
+    """"How does the elephant smell? Through two holes _": the frame alone has no verb."""
+    sentence, why = statement("How does the elephant smell? Through two holes   _  .", "in the cup", res)
+    assert sentence == "" and why == "a fragment after the question"
+
+
+def test_an_option_takes_the_passage_s_case():
+    """RACE capitalises options ("Knife.", "Fun"); the passage shows whether the word is a name."""
+    passage = "You eat with a knife and fork. It was fun. Tom lives with his aunt Polly. Then Bill paid the bill."
+    assert passage_case("Knife.", passage) == "knife."
+    assert passage_case("Fun", passage) == "fun"
+    assert passage_case("Polly.", passage) == "Polly." and named_in_passage("Polly.", passage)
+    assert passage_case("Bill", passage) == "Bill"  # written both ways: left as it is
+    assert passage_case("Great", passage) == "Great"  # not in the passage: left to the tagger
+    assert not named_in_passage("Knife.", passage)
+
+
+def test_a_yes_or_no_reply_is_no_sentence(addsent):
+    """"Yes, Alex Morgan and Jordan Lee do." for "Do they often have sports ...?": no statement."""
+    ex = mc("Do they often have sports in the morning or in the afternoon?",
+            ["In the afternoon.", "Yes, they do.", "No, they don't.", "In the morning."], label=0)
+    out = addsent.apply(ex)
+    sentences = summary(out.example).sentences if out.perturbed else ()
+    assert not any(s.sentence.lower().startswith(("yes", "no,")) for s in sentences)
+
+
+def test_the_most_fluent_sentence_is_kept(res):
+    """With a fluency model, several passing sentences compete and the LM's most fluent is kept,
+    its score recorded; without one, the first that passes is kept and no score is written."""
+    ex = mc("What did Tom play after school?", ["football", "the piano", "chess", "tennis"])
+    scored = AddSent({"fluency_model": "smollm2"}, seed=11, resources=res)
+    first = AddSent({}, seed=11, resources=res)
+    assert first.config.fluency_model == ""
+    by_scored = summary(scored.apply(ex).example).sentences
+    s_first = summary(first.apply(ex).example).sentences[0]
+    assert s_first.fluency is None and all(s.fluency is not None for s in by_scored)
+    assert by_scored[0].sentence != by_scored[1].sentence
+    assert {r.new for r in by_scored[0].replacements} != {r.new for r in by_scored[1].replacements}
+    from advrace.attacks.fluency import fluency
+    from advrace.core.numbers import significant
+    scorer = fluency("smollm2")
+    best = scorer.scores([by_scored[0].sentence])[0]
+    assert abs(significant(best) - by_scored[0].fluency) < 2e-3  # alone, or beside its pool: rounding only
+    if s_first.sentence != by_scored[0].sentence:  # the first that passed competed and lost
+        assert scorer.scores([s_first.sentence])[0] <= best + 2e-3

@@ -16,6 +16,22 @@ def res():
 
 # (question, answer, rule, statement): the first of each pair gave the broken sentence in the comment
 @pytest.mark.parametrize("question, answer, rule, sentence", [
+    # RACE (issue 46): "Adolescents should teach how to avoid a disaster parents." -- the indirect object first
+    ("What should adults teach children?", "what to do for a disaster", "aux_what",
+     "Adults should teach children what to do for a disaster."),
+    ("What did Tom give his mother?", "a book", "do_what", "Tom gave his mother a book."),
+    ("What did the boy read?", "a book", "do_what", "The boy read a book."),
+    # "The old moms trying to do in the show are that ...": a progressive, not a copula
+    ("What are the young dads trying to do in the show?", "complete a set of tasks", "aux_what_do",
+     "The young dads are trying to complete a set of tasks in the show."),
+    ("What were the children trying to find?", "a cat", "aux_what", "The children were trying to find a cat."),
+    ("What was the name of the leader ennobled by Henry III?", "Tom", "copula_what",
+     "The name of the leader ennobled by Henry III was Tom."),
+    ("What is Tom going to do tomorrow?", "visit his aunt", "aux_what_do", "Tom is going to visit his aunt tomorrow."),
+    ("What does the teacher want the students to do?", "homework", "do_what",
+     "The teacher wants the students to do homework."),
+    ("What is Tom doing?", "reading a book", "aux_what_do", "Tom is reading a book."),
+    ("What can we learn from the passage?", "He is kind", "aux_what", "We can learn from the passage that he is kind."),
     # copula_where: "Soulias Morris from is in Paris." -- a stranded preposition takes the answer
     ("Where is Soulias Morris from?", "Paris", "copula_where", "Soulias Morris is from Paris."),
     ("Where is the museum?", "Paris", "copula_where", "The museum is in Paris."),

@@ -10,7 +10,8 @@ import pytest
 
 from advrace.attacks.addsent import AddSent
 from advrace.attacks.question_mutation import mutate_question
-from advrace.attacks.word_swaps import (changes_referent, counted_by_ordinal, hyphen_part, keeps_form, known,
+from advrace.attacks.word_swaps import (changes_referent, counted_by_ordinal, frame_fits, hyphen_part, in_fixed_phrase,
+                                        keeps_form, known, same_field,
                                         name_pool, negated_antonym, same_ordinal_form, sense_antonyms,
                                         whole_name)
 from advrace.core.provenance import Replacement
@@ -143,6 +144,63 @@ def test_a_scanning_error_is_no_word(res):
 
 
 # 4. antonyms of the word's sense
+
+@pytest.mark.parametrize("question, word, fixed", [
+    ("When does the marathon usually take place in the town?", "place", True),  # WordNet take_place
+    ("Tom likes to have fun with friends.", "fun", True),  # the bare object of a light verb
+    ("Most people shopping on line are young.", "line", True),  # on_line, as "online"
+    ("Why should students pay attention in class?", "attention", True),
+    ("When does the marathon usually take place in the town?", "town", False),
+    ("What did Tom give his mother?", "mother", False),  # a modified object
+    ("Tom lost his money on the bus.", "money", False),
+    ("Who bought the old house?", "house", False),
+])
+def test_a_word_of_a_fixed_phrase_is_not_swapped_alone(res, question, word, fixed):
+    """Read on RACE dev-middle (issue 46): "take place" -> "takes way", "shopping on line" ->
+    "shopping on point" ("telling lies" -> "telling reaches" is `same_field`'s)."""
+    tok = _tok(res, question, word)
+    assert in_fixed_phrase(tok, res.wordnet) is fixed
+    addsent = AddSent({}, seed=1, resources=res)
+    if fixed:
+        assert not addsent._glove_eligible(tok, [])
+
+
+@pytest.mark.parametrize("word, new, fits", [
+    ("lies", "reaches", False),  # GloVe's neighbours of the surface form: "telling reaches"
+    ("students", "schools", False),
+    ("drink", "drank", False),  # no noun at all
+    ("porter", "harrison", False),  # a name WordNet knows only as one, for a common noun
+    ("man", "boy", True),
+    ("school", "college", True),
+    ("person", "man", True),  # a top word matches any of its kind
+    ("Fleming", "Hooper", True),  # a name: the name rules decide
+])
+def test_a_noun_takes_a_neighbour_of_its_kind(res, word, new, fits):
+    assert same_field(res.wordnet, word, new) is fits
+
+
+@pytest.mark.parametrize("question, word, new, fits", [
+    ("The Prime Minister died because he was ill.", "died", "killed", False),  # takes an object
+    ("The Prime Minister died because he was ill.", "died", "disappeared", True),
+    ("Hawking first noticed something was wrong with him.", "noticed", "looked", False),  # no clause
+    ("Who can drive?", "drive", "run", True),
+    ("Who can join the club?", "join", "enter", True),
+])
+def test_a_verb_takes_a_neighbour_used_as_it_stands(res, question, word, new, fits):
+    """The verb fallback of RACE's AddSent ("Who can drive?" -> "Mike can run.") keeps the
+    verb's frame: object, clause, infinitive, adjective or none."""
+    assert frame_fits(res.wordnet, _tok(res, question, word), new) is fits
+
+
+def test_an_antonym_read_in_another_sense_is_not_taken(res):
+    """know -> ignore: WordNet pairs them on ignore's fifth sense (be ignorant of), which SemCor
+    never counts; readers take "ignore" as disregard ("From another passage, we ignore that ...",
+    53 sentences of dev-middle). Antonyms on counted senses stay."""
+    assert sense_antonyms(res, "know", "VERB") == []
+    assert sense_antonyms(res, "stop", "VERB") == ["start"]
+    assert sense_antonyms(res, "come", "VERB") == ["go"]
+    assert sense_antonyms(res, "young", "ADJ") == ["old"]
+
 
 def test_antonyms_only_of_the_dominant_senses(res):
     assert "lose" not in sense_antonyms(res, "find", "VERB")  # lose is on find's third sense

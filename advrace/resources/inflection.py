@@ -124,6 +124,11 @@ def is_base_verb(word: str, wordnet) -> bool:
     return lower in bases
 
 
+# irregular verbs whose participle is the base itself (come, came, come): WordNet's exception list
+# names only their past tense, which would otherwise serve for both
+PARTICIPLE_IS_BASE = frozenset({"come", "become", "overcome", "run", "outrun", "overrun"})
+
+
 def irregular_forms(exceptions: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
     """Irregular forms by base (lose: lost; stop: stopped), from an exception list such as
     WordNet's verb.exc that maps each form to its bases."""
@@ -143,6 +148,8 @@ def inflect_verb(base: str, tag: str, irregular: Mapping[str, Sequence[str]],
         return None
     if tag in ("VB", "VBP"):
         return base if base in vocabulary else None
+    if tag == "VBN" and base in PARTICIPLE_IS_BASE:
+        return base  # "has come": verb.exc lists "came" alone, which is no participle
     known = irregular.get(base, [])
     if tag == "VBG":
         known = [f for f in known if f.endswith("ing")]
