@@ -664,8 +664,8 @@ class AddSent(Attack):
         if pos == "NUM":
             return lower != "one" and (lower.isalpha() or bool(NUMERIC_RE.fullmatch(lower)))
         # a scanning error ("rrmPrs"), a part of a hyphenated word ("half-sister"), a noun an
-        # ordinal counts ("the 17th century"), a word of a fixed phrase ("take place", "tell lies")
-        # or a word of a multi-word name of a place, a body or a
+        # ordinal counts ("the 17th century"), a word of a fixed phrase ("take place", "railway
+        # station") or a word of a multi-word name of a place, a body or a
         # work ("Los Angeles" -> "San Houston") is never swapped alone (word_swaps); a person's
         # name is made of given names and surnames, each swapped for a name part that keeps the
         # whole a person's name ("Bill Gates" -> "Bill Powell", not "Senate House")
@@ -804,7 +804,6 @@ class AddSent(Attack):
                 subs.append((tok, seen[key]))
         changed = {tok.i for tok, _ in subs}
         antonyms = []
-        verbs = []
         for tok in doc:
             # "How old is Dave's sister?" -> "Mike's wife is 10 young.": the adjective of "how" stays
             if (tok.i in changed or tok.pos_ not in ANTONYM_POS or not tok.text.isalpha()
