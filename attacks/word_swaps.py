@@ -12,8 +12,12 @@ referent as it was:
   and to an ordinal of its own form ("14th", not "14th tradition" or "14th 17th");
 - a part of a hyphenated word ("half-sister") is left alone, so no "second-sister" is made;
 - a word the lexicon does not know (a scanning error: "rrmPrs") is never swapped;
-- an antonym is taken only from the word's dominant sense (`sense_antonyms`): "find" in the sense
-  of learn has no antonym "lose";
+- an antonym is taken only from the word's dominant sense (`sense_antonyms`), used as it stands
+  (with or without an object) and read in the sense WordNet pairs it on: "find" in the sense of
+  learn has no antonym "lose", "stopped the writer" no "started", "know" no "ignore";
+- a word of a fixed phrase or of a compound WordNet lists whole stays (`in_fixed_phrase`: "take
+  place", "railway station"), and RACE's neighbours must be of the word's kind (`same_field`:
+  "lies" takes no "reaches") and a verb's used as the verb stands (`frame_fits`);
 - a change whose new word restates the old one (`changes_referent`: a WordNet synonym, hypernym,
   hyponym or near sibling, `resources.same_meaning`; an antonym made by a negating prefix,
   original -> unoriginal) does not count as a change of the question.
@@ -287,7 +291,13 @@ def _takes_object(lem, transitive: bool) -> bool:
     frames = lem.frame_strings()
     if transitive:
         return any(f"{name} some" in frame for frame in frames)
-    return any(frame.endswith((f" {name}", f" {name} PP")) or f"{name}ing PP" in frame for frame in frames)
+    return _without_object(frames, name)
+
+
+def _without_object(frames, name: str) -> bool:
+    """Whether WordNet frames of a verb include a use with no object ("Somebody die", "Somebody
+    walk PP", "Something is beginning PP")."""
+    return any(f.endswith((f" {name}", f" {name} PP")) or f"{name}ing PP" in f for f in frames)
 
 
 def frame_fits(wordnet, tok, new: str) -> bool:
@@ -314,7 +324,7 @@ def frame_fits(wordnet, tok, new: str) -> bool:
         return False
     if wants:
         return any(wants in f for f in frames)
-    return any(f.endswith(f" {base}") or f.endswith(f" {base} PP") for f in frames)
+    return _without_object(frames, base)
 
 
 def _read_in_sense(resources, ant) -> bool:
