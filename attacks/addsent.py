@@ -29,7 +29,6 @@ would say a distractor does not satisfy the question, a hint.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import random
 import re
@@ -49,7 +48,7 @@ from advrace.resources.inflection import (indefinite_article, inflect_verb, irre
 from advrace.resources.wordnet import verb_exceptions
 
 from . import declarative_rules
-from .adversarial_squad import unknown_word_forms
+from .adversarial_squad import fluent_choice, unknown_word_forms
 from .base import Attack, CannotPerturb, register
 from .fluency import fluency
 from .word_swaps import (counted_by_ordinal, hyphen_part, in_fixed_phrase, keeps_entity, keeps_form, known,
@@ -1059,18 +1058,17 @@ class AddSent(Attack):
         return example.insert_sentences(inserts).with_provenance(AttackSummary(self.name, sentences=tuple(chosen)))
 
     def _most_fluent(self, pool: list):
-        """The pool's (sentence, option, variant) whose sentence the LM finds most fluent, its
-        score recorded (4 significant digits, which also decide ties, the first in order
-        winning); the only one where nothing competes. Each pool is scored on its own (the cache
-        forgotten first), so a choice never depends on which questions came before."""
+        """The pool's (sentence, option, variant) whose sentence the LM finds most fluent, chosen
+        and recorded as the SQuAD attacks choose (`fluent_choice`); the only one where nothing
+        competes. Each pool is scored on its own (the cache forgotten first), so a choice never
+        depends on which questions came before."""
         if len(pool) == 1:
             return pool[0]
         scorer = fluency(self.config.fluency_model)
         scorer.forget()
-        values = [significant(v) for v in scorer.scores([entry.sentence for entry, *_ in pool])]
-        best = max(range(len(pool)), key=lambda k: (values[k], -k))
-        entry, i, v = pool[best]
-        return dataclasses.replace(entry, fluency=values[best]), i, v
+        entry = fluent_choice({0: ([e for e, *_ in pool], ())}, scorer)[0][0]
+        _, i, v = next(p for p in pool if p[0].sentence == entry.sentence)
+        return entry, i, v
 
     @staticmethod
     def _author_moved(doc, plan: _Plan) -> None:
