@@ -986,6 +986,9 @@ class AddSent(Attack):
         original = fold_case_and_spaces(question)
         names = self._other_names(example, rng)
 
+        # each option as the sentences write it: in the passage's case, or kept a name
+        cased = {i: passage_case(example.options[i], example.passage) for i in distractors}
+        named = {i: named_in_passage(option, example.passage) for i, option in cased.items()}
         chosen, used_options, sentences, used_variants = [], set(), set(), set()
         for j in range(cfg.insertions):
             pool, refused = [], Counter()
@@ -1002,9 +1005,8 @@ class AddSent(Attack):
                 for i in distractors:
                     if i in used_options:
                         continue
-                    option = passage_case(example.options[i], example.passage)
-                    named = named_in_passage(option, example.passage)
-                    sentence, rule = statement(mutated, option, res, named)
+                    option = cased[i]
+                    sentence, rule = statement(mutated, option, res, named[i])
                     records = tuple(record for *_, record in sorted(edits, key=lambda e: e[0]) if record is not None)
                     if rule in (CLAUSE_OPTION, VERB_PHRASE_OPTION):
                         # "What did Tom do?" - "He was so scared that he fainted.": the option is
@@ -1015,7 +1017,7 @@ class AddSent(Attack):
                         else:
                             (sentence, records), rule = made, OTHER_REFERENT
                     if not sentence and cfg.glued_fallback:
-                        sentence, rule = declarative(mutated, option, res, named), GLUED
+                        sentence, rule = declarative(mutated, option, res, named[i]), GLUED
                     if not sentence:
                         refused[f"no statement: {rule}"] += 1
                         continue
