@@ -51,8 +51,8 @@ from . import declarative_rules
 from .adversarial_squad import fluent_choice, unknown_word_forms
 from .base import Attack, CannotPerturb, register
 from .fluency import fluency
-from .word_swaps import (counted_by_ordinal, hyphen_part, in_fixed_phrase, keeps_entity, keeps_form, known,
-                         common_word, frame_fits, same_field, sense_antonyms, whole_name)
+from .word_swaps import (HONORIFICS, common_word, counted_by_ordinal, frame_fits, hyphen_part, in_fixed_phrase,
+                         keeps_entity, keeps_form, known, same_field, sense_antonyms, whole_name)
 
 TRAILING_DOTS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 # words that start sentences and names alike: never taken for a name by their case in the passage
@@ -103,7 +103,6 @@ FRAME_VERBS = frozenset({"mean", "know", "learn", "think", "say", "tell", "infer
 NUMBER_NOUNS = frozenset({"hundred", "thousand", "million", "billion", "dozen", "score"})
 PER_VARIANT = 2  # sentences one word choice puts in the fluency pool (with two distractors), so choices compete
 GLUED = "glued"  # rule of a sentence that is the question with a distractor after it: not English
-HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "dr", "sir", "madam", "prof", "mister"})
 
 
 @dataclass(frozen=True)

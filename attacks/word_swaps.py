@@ -51,8 +51,8 @@ RARE_SENSE_COUNT = 5
 NAME_RESTATES = frozenset({"synonym", "spelling variant", "inflection"})
 VERB_TAGS = frozenset({"VB", "VBD", "VBG", "VBN", "VBP", "VBZ"})
 # a title before a name is no part of it ("Mr Green" -> "Mr Brown")
-TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "sir", "madam", "prof", "mister", "uncle", "aunt",
-                    "grandpa", "grandma"})
+HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "dr", "sir", "madam", "prof", "mister"})
+TITLES = HONORIFICS | {"uncle", "aunt", "grandpa", "grandma"}
 # places are one kind whichever label spaCy gives them ("America" GPE -> "Europe" LOC)
 PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
 # verbs whose bare object makes a fixed phrase with them ("take place", "pay attention",
