@@ -52,7 +52,7 @@ from .adversarial_squad import fluent_choice, unknown_word_forms
 from .base import Attack, CannotPerturb, register
 from .fluency import fluency
 from .word_swaps import (HONORIFICS, common_word, counted_by_ordinal, frame_fits, hyphen_part, in_fixed_phrase,
-                         keeps_entity, keeps_form, known, same_field, sense_antonyms, whole_name)
+                         keeps_entity, keeps_form, known, listed_whole, same_field, sense_antonyms, whole_name)
 
 TRAILING_DOTS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 # words that start sentences and names alike: never taken for a name by their case in the passage
@@ -684,7 +684,8 @@ class AddSent(Attack):
             return []
         if tok.pos_ == "ADJ" and tok.dep_ in NOMINAL_DEPS:
             return []  # "If people have a cold" -> "have a hot": an adjective's form used as a noun
-        if tok.dep_ == "amod" and tok.head.pos_ == "NOUN" and res.wordnet.synsets(f"{tok.lower_}_{tok.head.lemma_.lower()}"):
+        if tok.dep_ == "amod" and tok.head.pos_ == "NOUN" and \
+                listed_whole(res.wordnet, tok.lower_, tok.head.lemma_.lower()):
             return []  # "a common cold" -> "an individual cold": a compound WordNet lists whole
         if hyphen_part(tok):
             return []

@@ -112,13 +112,18 @@ def in_fixed_phrase(tok, wordnet) -> bool:
         pairs.append((tok.lower_, head.lemma_.lower()))
     pairs += [(c.lower_, lemma) for c in tok.children
               if c.dep_ == "compound" and c.i == tok.i - 1 and c.pos_ == "NOUN"]
-    for a, b in pairs:
-        if not (a.isalpha() and b.isalpha()):
-            continue
-        if any(wordnet.synsets(form) for form in (f"{a}_{b}", f"{a}{b}", f"{a}-{b}")):
-            return True
+    if any(listed_whole(wordnet, a, b) for a, b in pairs):
+        return True
     bare = not any(c.dep_ in ("det", "poss", "amod", "nummod", "compound") for c in tok.children)
     return bool(tok.dep_ == "dobj" and bare and head.lemma_.lower() in LIGHT_VERBS and tok.pos_ == "NOUN")
+
+
+def listed_whole(wordnet, first: str, second: str) -> bool:
+    """Whether WordNet lists the two words as one lemma: "take_place", "railway_station", "common
+    cold", or written as one word ("on line" as "online") or hyphenated."""
+    if not (first.isalpha() and second.isalpha()):
+        return False
+    return any(wordnet.synsets(form) for form in (f"{first}_{second}", f"{first}{second}", f"{first}-{second}"))
 
 
 def same_field(wordnet, word: str, new: str, pos: str = "n") -> bool:
