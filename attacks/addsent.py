@@ -264,16 +264,6 @@ def declarative(question: str, option: str, resources=None, named: bool = False)
     return finish_sentence(stem + " " + _fit(option, not stem.strip(), True, resources, named))
 
 
-def _declarative_rules(question: str, answer: str, resources) -> tuple[list, str | None]:
-    """The declarative rules' candidates (their `declarative_form` where it exists, which names
-    why none fit) for a question that has no blank."""
-    form = getattr(declarative_rules, "declarative_form", None)
-    if form is not None:
-        return form(question, answer, resources)
-    cands = declarative_rules.declarative_candidates(question, answer, resources)
-    return cands, None if cands else "no declarative rule"
-
-
 def _frame_subject(question: str, frame: str, resources) -> str:
     """The frame after a question with its leading pronoun replaced by the question's subject
     that the pronoun stands for ("What do Jack and Mary have? They have _" -> "Jack and Mary have
@@ -363,7 +353,7 @@ def statement(question: str, option: str, resources, named: bool = False) -> tup
         return finish_sentence(f"there {there.group(2)} {fitted} {there.group(1)} {there.group(3)}"), "there_how_many"
     q = FOLLOWING_RE.sub(r"\1 ", q)  # "Which of the following can be the title ...?" -> "Which can be ..."
     adjective = len(doc) == 1 and doc[0].pos_ == "ADJ"
-    cands, reason = _declarative_rules(q, fitted, resources)
+    cands, reason = declarative_rules.declarative_form(q, fitted, resources)
     key = fold_case_and_spaces(fitted)
     known = {w.lower() for w in WORD_RE.findall(f"{q} {option}")}
     for cand in cands:
