@@ -47,11 +47,11 @@ from advrace.resources.inflection import (indefinite_article, inflect_verb, irre
                                           match_case)
 from advrace.resources.wordnet import verb_exceptions
 
-from . import declarative_rules
+from .sentences import declarative_rules
 from .adversarial_squad import fluent_choice, unknown_word_forms
 from .base import Attack, CannotPerturb, register
-from .fluency import fluency
-from .word_swaps import (HONORIFICS, common_word, counted_by_ordinal, frame_fits, hyphen_part, in_fixed_phrase,
+from .sentences.fluency import fluency
+from .sentences.word_swaps import (HONORIFICS, common_word, counted_by_ordinal, frame_fits, hyphen_part, in_fixed_phrase,
                          keeps_entity, keeps_form, known, listed_whole, same_field, sense_antonyms, whole_name)
 
 TRAILING_DOTS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")

@@ -82,13 +82,13 @@ from advrace.models.encoders.span_scoring import answer_distribution, load_span_
 from advrace.models.runtime.sharding import map_sharded
 
 from .base import Attack, CannotPerturb, Outcome, register
-from .answer_rules import FakeChoice, FallbackFakes
-from .closed_book import ClosedAnswer, closed_book, unlike_the_golds, usable
-from .fluency import fluency
-from .declarative_rules import declarative_candidates
-from .fake_answers import FakePool, answer_type, type_key, wh_noun
+from .squad.answer_rules import FakeChoice, FallbackFakes
+from .squad.closed_book import ClosedAnswer, closed_book, unlike_the_golds, usable
+from .sentences.fluency import fluency
+from .sentences.declarative_rules import declarative_candidates
+from .squad.fake_answers import FakePool, answer_type, type_key, wh_noun
 from .model_based import CheckpointAttack
-from .question_mutation import mutate_question
+from .sentences.question_mutation import mutate_question
 
 
 @dataclass(frozen=True)

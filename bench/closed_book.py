@@ -1,4 +1,4 @@
-"""Benchmark: the closed-book fakes of the SQuAD adversaries (attacks/closed_book.py), the shots'
+"""Benchmark: the closed-book fakes of the SQuAD adversaries (attacks/squad/closed_book.py), the shots'
 keys and values computed once and shared, against Transformers' `generate` on each whole prompt
 (left-padded batches of the same size), in one run, with the same model object on the same
 threads. It prints each one's questions per second, their ratio, and how many answers agree:
@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import results  # noqa: E402  (bench/results.py)
-from advrace.attacks.closed_book import PROMPT, ClosedBook  # noqa: E402
+from advrace.attacks.squad.closed_book import PROMPT, ClosedBook  # noqa: E402
 from advrace.formats import load  # noqa: E402
 
 

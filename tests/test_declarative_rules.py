@@ -4,8 +4,8 @@ reason, beside a valid twin of the same rule."""
 
 import pytest
 
-from advrace.attacks.declarative_rules import declarative_candidates, declarative_form, statement_problem
-from advrace.attacks.fake_answers import wh_noun
+from advrace.attacks.sentences.declarative_rules import declarative_candidates, declarative_form, statement_problem
+from advrace.attacks.squad.fake_answers import wh_noun
 from advrace.resources import get_resources
 
 

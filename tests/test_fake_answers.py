@@ -7,8 +7,8 @@ import pytest
 
 from advrace.resources import get_resources
 from advrace.attacks.adversarial_squad import AddSentConfig, doubled_words, readability_problem, sentence_candidates
-from advrace.attacks.fake_answers import FAKES, FakePool, type_key
-from advrace.attacks.question_mutation import mutate_question
+from advrace.attacks.squad.fake_answers import FAKES, FakePool, type_key
+from advrace.attacks.sentences.question_mutation import mutate_question
 from advrace.core.provenance import AdversarialSentence, Replacement
 from advrace.core.checks import REGISTRY, TextContext
 from advrace.core.examples import Answer, SpanExample
@@ -198,7 +198,7 @@ def test_the_question_and_the_type_must_agree(res, gold, question, kind, ok):
 ])
 def test_a_phrase_is_keyed_by_more_than_the_taggers_label(res, kind, text, key):
     """Gold and fake share a place's class, a name's head noun, a number's and a date's form."""
-    from advrace.attacks.fake_answers import refined_key
+    from advrace.attacks.squad.fake_answers import refined_key
 
     assert refined_key(kind, text, res) == key
 
@@ -246,7 +246,7 @@ def test_a_four_digit_number_is_a_year(res):
 
 
 def test_a_quantity_fake_measures_what_the_answer_measures(res):
-    from advrace.attacks.fake_answers import quantity_kind
+    from advrace.attacks.squad.fake_answers import quantity_kind
 
     assert [quantity_kind(t) for t in ("2,850 km", "300 tons", "110 mph", "5 horsepower", "12 apples")] == \
         ["length", "mass", "speed", "power", None]

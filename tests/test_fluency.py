@@ -5,7 +5,7 @@ shared start-token cache exactly as one row per sentence computes it, for every 
 import pytest
 import torch
 
-from advrace.attacks.fluency import Fluency
+from advrace.attacks.sentences.fluency import Fluency
 from advrace.models.decoders.fluency import mean_logprobs, start_token
 from conftest import make_tokenizer
 from test_closed_book import _tiny

@@ -8,12 +8,12 @@ import random
 import pytest
 import torch
 
-from advrace.attacks import closed_book as closed_book_module
-from advrace.attacks import fluency as fluency_module
+from advrace.attacks.squad import closed_book as closed_book_module
+from advrace.attacks.sentences import fluency as fluency_module
 from advrace.attacks.adversarial_squad import AddOneSent, AddSentConfig, AddSentMod, fluent_choice
-from advrace.attacks.answer_rules import FallbackFakes, shift_date, shift_number
-from advrace.attacks.closed_book import ClosedAnswer
-from advrace.attacks.fake_answers import FakePool
+from advrace.attacks.squad.answer_rules import FallbackFakes, shift_date, shift_number
+from advrace.attacks.squad.closed_book import ClosedAnswer
+from advrace.attacks.squad.fake_answers import FakePool
 from advrace.core.config import release_config_from_dict
 from advrace.core.numbers import significant
 from advrace.core.provenance import AdversarialSentence, AttackSummary, from_json, to_json

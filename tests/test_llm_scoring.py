@@ -17,7 +17,7 @@ from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.formats import load
-from advrace.models.decoders import llm_prompts
+from advrace.models.protocol import llm_prompts
 from advrace.models.decoders.continuation_scoring import encode_request, greedy_generate, shared_logprobs
 from advrace.models.decoders.packed_scoring import Request, unshared_logprobs
 from advrace.models.decoders.llm_scoring import CausalLMScorer, draw_shots, load_causal_scorer

@@ -18,7 +18,7 @@ from advrace.cli import main
 from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError, VerifyError
 from advrace.metrics import squad_em_f1
-from advrace.models.decoders.llm_prompts import option_continuation, race_prompt, squad_prompt
+from advrace.models.protocol.llm_prompts import option_continuation, race_prompt, squad_prompt
 from advrace.release import build_release, export_lm_eval, read_split, verify_release
 from advrace.release.lm_eval_export import MARKER, group_name, task_names
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc

@@ -1,4 +1,4 @@
-"""advrace.models.decoders.lm_eval_race against lm-evaluation-harness's own `race` task, run from the
+"""advrace.models.protocol.lm_eval_race against lm-evaluation-harness's own `race` task, run from the
 installed lm_eval package on rows in EleutherAI/race's format that this test writes: the context
 (`doc_to_text`), the choices and target, and the (context, continuation) pairs that lm-eval's
 task object builds; and the scorer's `contexts` hook."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from advrace.formats import load_race_dir
-from advrace.models.decoders import lm_eval_race
+from advrace.models.protocol import lm_eval_race
 from advrace.release.records import in_split
 
 lm_eval = pytest.importorskip("lm_eval", reason="lm-evaluation-harness is not installed")
@@ -188,7 +188,7 @@ def test_scorer_takes_the_contexts(examples, tmp_path):
 
     from advrace.core.errors import ConfigError
     from advrace.models.decoders.continuation_scoring import encode_request
-    from advrace.models.decoders.llm_prompts import race_prompt
+    from advrace.models.protocol.llm_prompts import race_prompt
     from advrace.models.decoders.llm_scoring import CausalLMScorer
     from conftest import make_tokenizer
 

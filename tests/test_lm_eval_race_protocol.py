@@ -19,8 +19,8 @@ from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.evaluation.command import not_lm_evals_data
-from advrace.models.decoders import lm_eval_race
-from advrace.models.decoders.scoring_protocol import LM_EVAL_RACE_TASK
+from advrace.models.protocol import lm_eval_race
+from advrace.models.protocol.scoring_protocol import LM_EVAL_RACE_TASK
 from advrace.release import build_release, read_split
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama
 

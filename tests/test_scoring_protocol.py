@@ -19,7 +19,7 @@ from advrace.evaluation import evaluate_command
 from advrace.formats import load
 from advrace.models.decoders.packed_scoring import unshared_logprobs
 from advrace.models.decoders.llm_scoring import CausalLMScorer, load_causal_scorer, model_max_length
-from advrace.models.decoders.scoring_protocol import PER_QUESTION, differences
+from advrace.models.protocol.scoring_protocol import PER_QUESTION, differences
 from advrace.release import build_release
 from conftest import PASSAGE, make_race_dir, race_passage
 

@@ -71,9 +71,9 @@ def test_every_fake_answer_of_the_corpus_questions_has_the_properties_of_a_fake(
     from collections import Counter
 
     from advrace.attacks.adversarial_squad import AddSentConfig, fake_problems, sentence_candidates
-    from advrace.attacks.answer_rules import FallbackFakes
-    from advrace.attacks.closed_book import usable, unlike_the_golds
-    from advrace.attacks.fake_answers import FakePool, answer_type
+    from advrace.attacks.squad.answer_rules import FallbackFakes
+    from advrace.attacks.squad.closed_book import usable, unlike_the_golds
+    from advrace.attacks.squad.fake_answers import FakePool, answer_type
     from advrace.core.provenance import AdversarialSentence
     from advrace.resources import get_resources
 

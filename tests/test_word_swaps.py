@@ -9,8 +9,8 @@ import random
 import pytest
 
 from advrace.attacks.addsent import AddSent
-from advrace.attacks.question_mutation import mutate_question
-from advrace.attacks.word_swaps import (changes_referent, counted_by_ordinal, frame_fits, hyphen_part, in_fixed_phrase,
+from advrace.attacks.sentences.question_mutation import mutate_question
+from advrace.attacks.sentences.word_swaps import (changes_referent, counted_by_ordinal, frame_fits, hyphen_part, in_fixed_phrase,
                                         keeps_form, known, same_field,
                                         name_pool, negated_antonym, same_ordinal_form, sense_antonyms,
                                         whole_name)
@@ -301,7 +301,7 @@ def test_a_persons_name_parts_go_to_name_parts(res):
     ("What is the capacity of a Turing machine?", "Turing", "Reasoning", False),  # a common word
 ])
 def test_a_single_word_name_keeps_its_kind(res, question, word, new, keeps):
-    from advrace.attacks.word_swaps import keeps_entity
+    from advrace.attacks.sentences.word_swaps import keeps_entity
     tok = _tok(res, question, word)
     assert keeps_entity(res, tok, new, tok.ent_type_) is keeps
 

@@ -23,10 +23,10 @@ from advrace.evaluation.scoring import (check_fits, check_model_args, make_accel
                                         score_splits, scored_identity, select_splits)
 from advrace.formats import load as load_data
 from advrace.formats.base import race_level
-from advrace.models.decoders import lm_eval_race
-from advrace.models.decoders.llm_prompts import LETTER
+from advrace.models.protocol import lm_eval_race
+from advrace.models.protocol.llm_prompts import LETTER
 from advrace.models.decoders.llm_scoring import GENERATION, LOGLIKELIHOOD, MC_METHODS, merge_decoding
-from advrace.models.decoders.scoring_protocol import (BOS_POLICIES, LM_EVAL_RACE, LM_EVAL_RACE_TASK, PER_QUESTION,
+from advrace.models.protocol.scoring_protocol import (BOS_POLICIES, LM_EVAL_RACE, LM_EVAL_RACE_TASK, PER_QUESTION,
                                                        PROTOCOL_TEXT, PROTOCOLS)
 from advrace.models.encoders.readers import is_builtin_reader
 from advrace.models.runtime.loading import model_name
@@ -98,7 +98,7 @@ def few_shot_pool(path, k: int, split_examples: dict, task: str) -> tuple[list, 
 def lm_eval_race_split(release, task: str, split_examples: dict, models, kinds, predictions, method: str,
                        few_shot: int) -> dict:
     """The questions lm-evaluation-harness's own race task scores: the last question of each
-    article of the release's `original` split (advrace.models.decoders.lm_eval_race), for decoder LMs
+    article of the release's `original` split (advrace.models.protocol.lm_eval_race), for decoder LMs
     scored zero-shot by log-likelihood; anything else is refused (ConfigError, exit 2)."""
     if task != MULTIPLE_CHOICE:
         raise ConfigError(f"--protocol {LM_EVAL_RACE} is lm-evaluation-harness's RACE task: it scores a "
@@ -182,7 +182,7 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     `few_shot_seed`; `chat_template` for letter choice: None applies the tokenizer's when it has one;
     `bos`: "tokenizer" (None: the default; BOS first when the tokenizer adds one by default, as
     lm-evaluation-harness 0.4.10+ does), "always" or "never". Each causal LM's source in the report
-    holds its scoring protocol (advrace.models.decoders.scoring_protocol) and what its decoding
+    holds its scoring protocol (advrace.models.protocol.scoring_protocol) and what its decoding
     shared, ran alone and cut.
     `model_args`: how every model is loaded (a ModelArgs, a `key=value,...` string or a dict; see
     advrace.models.runtime.model_args): they apply to causal LMs only, and any other model is refused

@@ -2,7 +2,7 @@
 and first of all whether their numbers can be compared at all: the same release (the sha256 of its
 manifest); per model, the same weights (results.json's source `identity`: the sha256 of a folder's
 files or of smollm2's GGUF, a Hub model's commit), precision, device, model args and method, the
-same scoring protocol (advrace.models.decoders.scoring_protocol) and decoding (what shared the
+same scoring protocol (advrace.models.protocol.scoring_protocol) and decoding (what shared the
 prompt cache, ran alone or was cut); per split, as many questions. Each difference is said, line by
 line, before any number; `--strict` makes any of them exit 1.
 
@@ -20,7 +20,7 @@ from pathlib import Path
 from advrace.core.errors import ConfigError
 from advrace.evaluation.report import BINARY_METRICS, METRIC_TITLES, RECORD_FIELDS
 from advrace.evaluation.statistics import LEVEL, paired_difference
-from advrace.models.decoders.scoring_protocol import differences
+from advrace.models.protocol.scoring_protocol import differences
 
 # what must agree per model, beside its identity, protocol and decoding: (where, key, in words)
 _RUN_KEYS = (("inference", "precision", "precision"), ("inference", "weights", "weights dtype"),

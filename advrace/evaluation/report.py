@@ -39,7 +39,7 @@ from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.evaluation.naming import numbered
 from advrace.release.card import DEMONSTRATION, split_models, validated_split_text
 from advrace.release.records import NO_ATTACK
-from advrace.models.decoders.scoring_protocol import differences, protocol_line
+from advrace.models.protocol.scoring_protocol import differences, protocol_line
 from advrace.evaluation.statistics import LEVEL, RESAMPLES, SEED, bootstrap_interval, paired_p, wilson_interval
 
 ORIGINAL = "original"

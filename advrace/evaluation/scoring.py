@@ -15,7 +15,7 @@ from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.numbers import argmax
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.metrics import load_metric, squad_em_f1
-from advrace.models.decoders.llm_prompts import LOGLIKELIHOOD
+from advrace.models.protocol.llm_prompts import LOGLIKELIHOOD
 from advrace.models.encoders.readers import is_builtin_reader
 from advrace.models.kinds import MODEL_KINDS, kinds_for
 from advrace.models.runtime.checkpoint_info import checkpoint_sha256, trained_from

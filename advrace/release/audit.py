@@ -222,7 +222,7 @@ def _fluency_scores(sentences: list[str], ctx) -> tuple[list[float] | None, str]
         return None, "no language model named (the split's config has no fluency_model or answer_model)"
     if len(sentences) < FLUENCY_MIN:
         return None, f"{len(sentences)} sentences, fewer than {FLUENCY_MIN}"
-    from advrace.attacks.fluency import fluency  # deferred for start-up time (torch)
+    from advrace.attacks.sentences.fluency import fluency  # deferred for start-up time (torch)
 
     try:
         return fluency(model, ctx.settings.get("answer_bf16", False)).scores(sentences), model
@@ -417,7 +417,7 @@ class AuditContext:
         return self.resources.parse(text)
 
     def answer_type(self, text: str, start: int, end: int) -> str:
-        from advrace.attacks.fake_answers import answer_type  # deferred for start-up time: it loads every attack
+        from advrace.attacks.squad.fake_answers import answer_type  # deferred for start-up time: it loads every attack
 
         return answer_type(text, start, end, self.resources)
 

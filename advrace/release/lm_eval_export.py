@@ -2,7 +2,7 @@
 
 `lm_eval --include_path DIR --tasks GROUP` then runs every split of the release with anything
 lm-evaluation-harness drives (vLLM, API models, many GPUs), on exactly the text that advrace's own
-decoder-LM scorer gives a model (advrace.models.decoders.llm_prompts):
+decoder-LM scorer gives a model (advrace.models.protocol.llm_prompts):
 
     DIR/<group>.yaml              the group: one task per split, no aggregate score
     DIR/<group>_<split>.yaml      one task per split
@@ -36,8 +36,8 @@ from advrace import __version__, metrics
 from advrace.core.atomic import atomic_dir
 from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
-from advrace.models.decoders.llm_prompts import GENERATION, LOGLIKELIHOOD, SQUAD_STOP, TARGET_DELIMITER, race_prompt, squad_prompt
-from advrace.models.decoders.scoring_protocol import PROTOCOL_TEXT, task_protocol
+from advrace.models.protocol.llm_prompts import GENERATION, LOGLIKELIHOOD, SQUAD_STOP, TARGET_DELIMITER, race_prompt, squad_prompt
+from advrace.models.protocol.scoring_protocol import PROTOCOL_TEXT, task_protocol
 from advrace.models.runtime.loading import smollm2_gguf
 from advrace.release.export import selected_splits
 from advrace.release.records import read_split, sha256_file
@@ -239,7 +239,7 @@ from the split itself, where `advrace evaluate --few-shot K` draws them from `--
 
 ## Prompts and metrics
 
-The exact text that `advrace evaluate` gives a decoder LM (advrace.models.decoders.llm_prompts), so the
+The exact text that `advrace evaluate` gives a decoder LM (advrace.models.protocol.llm_prompts), so the
 numbers compare with advrace's own zero-shot scores.
 
 {how}

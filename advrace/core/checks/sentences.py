@@ -150,7 +150,7 @@ class ChangeVanished(SentenceCheck):
         return "; ".join(f"{r.old!r} -> {r.new!r} is lost" for r in lost) or None
 
 
-# Answer types (advrace.attacks.fake_answers) by what a reader tells apart at once: a name, a
+# Answer types (advrace.attacks.squad.fake_answers) by what a reader tells apart at once: a name, a
 # time, a number, or a common word. Names are not told apart further: on a short sentence the
 # tagger takes a town for an organisation as often as not. "other" says nothing.
 TYPE_GROUPS = {"person": "name", "country": "name", "location": "name", "facility": "name",

@@ -1,1 +1,1 @@
-"""Decoder LMs: the packed-decoding core, prompts, continuation scoring and generation, the scoring protocol, lm-eval's race task, beam search and DG's tree decoder."""
+"""Decoder LMs: the packed-decoding core, continuation scoring and generation, beam search and DG's tree decoder (what their numbers mean is advrace.models.protocol)."""

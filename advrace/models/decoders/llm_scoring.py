@@ -2,8 +2,8 @@
 
 Multiple choice, two methods:
 - `loglikelihood`: each option's log-likelihood after the prompt lm-evaluation-harness's race task
-  builds for a one-question article (advrace.models.decoders.llm_prompts), or after lm-eval's own
-  per-article context (`contexts`, advrace.models.decoders.lm_eval_race); evaluation reports
+  builds for a one-question article (advrace.models.protocol.llm_prompts), or after lm-eval's own
+  per-article context (`contexts`, advrace.models.protocol.lm_eval_race); evaluation reports
   `acc` (the highest log-likelihood) and `acc_norm` (the highest per character of the option).
 - `letter`: the options shown as A-D and the answer letter's log-probability, inside the chat
   template when the tokenizer has one (an instruct model).
@@ -11,7 +11,7 @@ SQuAD: the answer generated greedily up to the first line break.
 
 Everything that decides the number (prompt, delimiters, shots, BOS, chat template, truncation,
 maximum length, metrics, weights) is the scorer's `protocol()` record
-(advrace.models.decoders.scoring_protocol); what its decoding shared, ran alone and cut is
+(advrace.models.protocol.scoring_protocol); what its decoding shared, ran alone and cut is
 `decoding()`.
 
 Speed: each question's context is encoded once and shared by its options
@@ -30,14 +30,14 @@ from pathlib import Path
 
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
-from advrace.models.decoders import llm_prompts
+from advrace.models.protocol import llm_prompts
 from advrace.models.decoders.continuation_scoring import encode_request, greedy_generate, shared_logprobs
-from advrace.models.decoders.llm_prompts import GENERATION, LETTER, LOGLIKELIHOOD
+from advrace.models.protocol.llm_prompts import GENERATION, LETTER, LOGLIKELIHOOD
 from advrace.models.runtime.loading import (ModelLoadError, Wording, checkpoint_name, input_device, load_model, model_source,
                                     placed_by_device_map)
 from advrace.models.decoders.packed_decoding import PackedCore
 from advrace.models.decoders.packed_scoring import unshared_logprobs
-from advrace.models.decoders.scoring_protocol import BOS_POLICIES, ScoringProtocol, task_protocol, text_sha256
+from advrace.models.protocol.scoring_protocol import BOS_POLICIES, ScoringProtocol, task_protocol, text_sha256
 from advrace.models.runtime.batching import length_sorted_batches
 from advrace.models.runtime.model_args import ModelArgs
 from advrace.models.runtime.precision import attention_backends, cpu_threads, precision_info, use_bf16
@@ -123,7 +123,7 @@ class CausalLMScorer:
         self.shots, self.shot_pool, self.shot_seed = shots, list(shot_pool), shot_seed
         self.share_prefix = share_prefix
         # {question id: prompt}: lm-eval's own race task, one document per article
-        # (advrace.models.decoders.lm_eval_race); zero-shot log-likelihood only
+        # (advrace.models.protocol.lm_eval_race); zero-shot log-likelihood only
         if contexts is not None and (method != LOGLIKELIHOOD or shots):
             raise ConfigError("lm-eval's race contexts are scored zero-shot by log-likelihood only")
         has_template = bool(getattr(tokenizer, "chat_template", None))
@@ -166,7 +166,7 @@ class CausalLMScorer:
                 "chat_template": self.chat if self.method == LETTER else False}
 
     def protocol(self, task: str = MULTIPLE_CHOICE, release: dict | None = None) -> ScoringProtocol:
-        """The record of how this scorer scores a `task` release (see advrace.models.decoders.scoring_protocol)."""
+        """The record of how this scorer scores a `task` release (see advrace.models.protocol.scoring_protocol)."""
         mc = task == MULTIPLE_CHOICE
         method = self.method if mc else GENERATION
         chat = self.chat and method == LETTER

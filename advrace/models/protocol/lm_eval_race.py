@@ -2,7 +2,7 @@
 reproduce lm-eval's RACE number.
 
 lm-eval's `race` (lm_eval/tasks/race: race.yaml + preprocess_race.py, task version 3.0 in 0.4.13)
-is not advrace's one-question prompt (advrace.models.decoders.llm_prompts.race_prompt). It reads
+is not advrace's one-question prompt (advrace.models.protocol.llm_prompts.race_prompt). It reads
 EleutherAI/race, config `high`, split `test`: one row per *article*, `article` (the text) and
 `problems`, a *string* holding a Python literal (read with `ast.literal_eval`) of the article's
 questions in RACE's order, each `{"question", "answer" (a letter A-D), "options" (4 strings)}`.

@@ -27,7 +27,7 @@ from collections import Counter
 from advrace.core.checks.sentences import asking_wh
 from advrace.metrics import normalize_answer
 
-from .declarative_rules import in_name  # one test of a name's wh-word for both modules
+from ..sentences.declarative_rules import in_name  # one test of a name's wh-word for both modules
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
           "october", "november", "december")

@@ -14,7 +14,7 @@ Two protocols exist:
   adversarial split attacks each question on its own, so each must be scored on its own.
 - `lm-eval-race`: lm-evaluation-harness's own `race` task, on the release's `original` split:
   one document per article, the article's earlier questions and their answers in the context,
-  only its last question scored, metric acc (advrace.models.decoders.lm_eval_race).
+  only its last question scored, metric acc (advrace.models.protocol.lm_eval_race).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass, field, fields
 
-from advrace.models.decoders import llm_prompts
+from advrace.models.protocol import llm_prompts
 
 PER_QUESTION = "advrace-per-question"
 LM_EVAL_RACE = "lm-eval-race"

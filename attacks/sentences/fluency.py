@@ -16,7 +16,7 @@ from advrace.models.decoders.packed_decoding import PackedCore
 from advrace.models.runtime.loading import SMOLLM2
 from advrace.models.runtime.precision import cpu_threads
 
-from .closed_book import loaded_lm
+from ..squad.closed_book import loaded_lm
 
 
 class Fluency:

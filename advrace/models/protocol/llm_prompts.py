@@ -21,7 +21,7 @@ GENERATION = "generation"  # how a SQuAD question is answered
 TARGET_DELIMITER = " "
 FEWSHOT_DELIMITER = "\n\n"
 SQUAD_STOP = "\n"
-# the templates, as the scoring protocol records them (advrace.models.decoders.scoring_protocol)
+# the templates, as the scoring protocol records them (advrace.models.protocol.scoring_protocol)
 RACE_PROMPT = "Article: {passage}\n\n{question}"
 LETTER_PROMPT = "Article: {passage}\n\nQuestion: {question}\n{lettered_options}\nAnswer:"
 SQUAD_PROMPT = "{title_line}Background: {context}\n\nQuestion: {question}\n\nAnswer:"
