@@ -48,7 +48,8 @@ from advrace.resources.inflection import (indefinite_article, inflect_verb, irre
 from advrace.resources.wordnet import verb_exceptions
 
 from .sentences import declarative_rules
-from .adversarial_squad import fluent_choice, unknown_word_forms
+from .sentences.fluency import fluent_choice
+from .sentences.readability import unknown_word_forms
 from .base import Attack, CannotPerturb, register
 from .sentences.fluency import fluency
 from .sentences.word_swaps import (HONORIFICS, common_word, counted_by_ordinal, frame_fits, hyphen_part, in_fixed_phrase,

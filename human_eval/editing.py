@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from advrace.attacks.adversarial_squad import contains_answer, same_as_question
+from advrace.attacks.sentences.readability import contains_answer, same_as_question
 from advrace.core.checks.sentences import SENTENCE_ATTACKS, TYPE_GROUPS, asked_group
 from advrace.core.errors import ConfigError
 from advrace.core.provenance import AttackSummary, SentencesInserted

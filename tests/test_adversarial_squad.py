@@ -10,8 +10,7 @@ from advrace.core.errors import ConfigError
 from advrace.release import build_release, read_split
 from advrace.resources import get_resources
 from advrace.attacks import get_attack
-from advrace.attacks.adversarial_squad import (WH_WORDS, leftover_wh_words, readability_problem,
-                                               unknown_word_forms)
+from advrace.attacks.sentences.readability import WH_WORDS, leftover_wh_words, readability_problem, unknown_word_forms
 from advrace.attacks.sentences.declarative_rules import declarative_candidates, past_tense, third_person
 from advrace.attacks.squad.fake_answers import TYPES, answer_type, fake_answers
 from advrace.attacks.sentences.question_mutation import mutate_question

@@ -182,7 +182,7 @@ def test_a_verb_is_the_last_resort_of_the_mutation(res):
 
 
 def test_readability_keeps_the_questions_own_slips_and_relative_clauses(res):
-    from advrace.attacks.adversarial_squad import leftover_wh_words, readability_problem
+    from advrace.attacks.sentences.readability import leftover_wh_words, readability_problem
     question = "How many areas were impacted by the the death of vegetation?"
     assert readability_problem("Seven areas were impacted by the the death of vegetation.", question, ["three"],
                                res) is None

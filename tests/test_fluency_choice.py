@@ -10,7 +10,8 @@ import torch
 
 from advrace.attacks.squad import closed_book as closed_book_module
 from advrace.attacks.sentences import fluency as fluency_module
-from advrace.attacks.adversarial_squad import AddOneSent, AddSentConfig, AddSentMod, fluent_choice
+from advrace.attacks.adversarial_squad import AddOneSent, AddSentConfig, AddSentMod
+from advrace.attacks.sentences.fluency import fluent_choice
 from advrace.attacks.squad.answer_rules import FallbackFakes, shift_date, shift_number
 from advrace.attacks.squad.closed_book import ClosedAnswer
 from advrace.attacks.squad.fake_answers import FakePool

@@ -144,7 +144,7 @@ def _gold_texts(example) -> list[str]:
 
 def check_gold_in_insert(sources: list, examples: list, ctx) -> Iterable[Flag]:
     from advrace.attacks.addsent import contains_gold  # deferred for start-up time: importing the attacks loads every attack module
-    from advrace.attacks.adversarial_squad import contains_answer
+    from advrace.attacks.sentences.readability import contains_answer
 
     for i, (src, ex) in enumerate(zip(sources, examples)):
         for sentence in _inserted(src, ex):
@@ -176,17 +176,17 @@ def check_sentences(sources: list, examples: list, ctx) -> Iterable[Flag]:
 
 def check_lexicon(sources: list, examples: list, ctx) -> Iterable[Flag]:
     """Generated SQuAD sentences: every word form known, no wh-word left asking."""
-    from advrace.attacks import adversarial_squad  # deferred for start-up time: importing the attacks loads every attack module
+    from advrace.attacks.sentences import readability  # deferred for start-up time: importing the attacks loads every attack module
 
     for i, (src, ex) in enumerate(zip(sources, examples)):
         if isinstance(ex, MCExample):
             continue
         known = {w.lower() for text in (src.context, src.question) for w in WORD_RE.findall(text)}
         for sentence in _inserted(src, ex):
-            unknown = adversarial_squad.unknown_word_forms(sentence, known, ctx.resources)
+            unknown = readability.unknown_word_forms(sentence, known, ctx.resources)
             if unknown:
                 yield i, UNKNOWN_WORD, f"{', '.join(unknown)} in {sentence!r}"
-            wh = adversarial_squad.leftover_wh_words(sentence, ctx.resources)
+            wh = readability.leftover_wh_words(sentence, ctx.resources)
             if wh:
                 yield i, WH_LEFT, f"{wh[0]!r} in {sentence!r}"
 

@@ -9,7 +9,10 @@ score does not depend on which others were asked with it beyond float rounding.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
+
+from advrace.core.numbers import significant
 
 from advrace.models.decoders.fluency import mean_logprobs
 from advrace.models.decoders.packed_decoding import PackedCore
@@ -65,3 +68,20 @@ def fluency(model: str = SMOLLM2, bf16: bool | None = False) -> Fluency:
     if (model, bf16) not in _SHARED:
         _SHARED[model, bf16] = Fluency(model, bf16)
     return _SHARED[model, bf16]
+
+
+def fluent_choice(found: dict, scorer) -> dict:
+    """key -> (the most fluent candidate with its score, the number of candidates, the rejections)
+    for `found`: key -> (candidates, rejections). Every candidate of every key in one call to the
+    scorer; the scores compared as recorded (4 significant digits, so that the batches' float
+    rounding does not decide), the first of equally fluent ones kept."""
+    scores = iter(scorer.scores([c.sentence for cands, _ in found.values() for c in cands]))
+    chosen = {}
+    for key, (cands, rejected) in found.items():
+        values = [significant(next(scores)) for _ in cands]
+        if not cands:
+            chosen[key] = (None, 0, rejected)
+            continue
+        best = max(range(len(cands)), key=lambda i: (values[i], -i))
+        chosen[key] = (dataclasses.replace(cands[best], fluency=values[best]), len(cands), rejected)
+    return chosen
