@@ -42,7 +42,8 @@ from advrace.core.numbers import significant
 from advrace.core.provenance import AdversarialSentence, AttackSummary, Replacement, summary_of
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import BLANK_OR_PARENS_RE, WORD_RE, count_words, fold_case_and_spaces
-from advrace.core.validity import END_PUNCT_RE, asks_what_passage_states, negated_question, option_key
+from advrace.core.checks.option_identity import END_PUNCT_RE, option_key
+from advrace.core.checks.question_kinds import asks_what_passage_states, negated_question
 from advrace.resources.inflection import (indefinite_article, inflect_verb, irregular_forms,
                                           match_case)
 from advrace.resources.wordnet import verb_exceptions

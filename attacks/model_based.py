@@ -33,7 +33,7 @@ from advrace.core.paths import SAMPLE_PREFIX, models_named
 from advrace.core.provenance import AttackSummary, NewDistractors, summary_of
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import count_words
-from advrace.core.validity import same_option
+from advrace.core.checks.option_identity import same_option
 from advrace.models.encoders.mc_scoring import make_mc_scorer
 from advrace.models.encoders.paraphrase import paraphrase_cosines
 from advrace.models.judge import REFUSAL_RATE, check_judge_config, load_judge

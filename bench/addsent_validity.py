@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import results  # noqa: E402  (bench/results.py)
 from advrace.attacks.addsent import ABOUT_PASSAGE_RE, AddSent, contains_gold  # noqa: E402
-from advrace.core.validity import asks_what_passage_states, negated_question  # noqa: E402
+from advrace.core.checks.question_kinds import asks_what_passage_states, negated_question  # noqa: E402
 from advrace.formats import load  # noqa: E402
 from advrace.core.checks.sentences import paraphrase_pairs  # noqa: E402
 from advrace.resources import get_resources  # noqa: E402

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 import results  # noqa: E402  (bench/results.py)
 from advrace.core.checks import OPTION, REGISTRY, Subject, TextContext  # noqa: E402
 from advrace.resources import get_resources  # noqa: E402
-from advrace.core.validity import asks_what_passage_states  # noqa: E402
+from advrace.core.checks.question_kinds import asks_what_passage_states  # noqa: E402
 from advrace.formats import load  # noqa: E402
 from advrace.resources import load_stopwords  # noqa: E402
 

@@ -25,7 +25,7 @@ from advrace.core.examples import MCExample
 from advrace.core.provenance import AttackSummary
 from advrace.core.seeding import seeded_rng
 from advrace.core.text import LETTERS
-from advrace.core.validity import option_key
+from advrace.core.checks.option_identity import option_key
 
 from . import store
 

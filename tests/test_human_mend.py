@@ -204,7 +204,7 @@ def test_the_attacks_form_and_stated_checks_refuse_with_the_splits_settings(tmp_
 def test_no_check_tells_the_gold_apart(tmp_path):
     """A new option close to the gold is refused no more than one close to a distractor: the
     judge, who may still change their answer, learns nothing of which option is right."""
-    from advrace.core.validity import answer_equivalence
+    from advrace.core.checks.option_identity import answer_equivalence
 
     conn, _ = hand_study(tmp_path / "s.db", [{**WHERE, "mend": "text"}])
     assert answer_equivalence("In a small house", "In a small village")  # what the attack refuses beside its gold

@@ -34,7 +34,7 @@ from advrace.core.numbers import share_of
 from advrace.core.provenance import (AdversarialSentence, AttackSummary, FieldsRemoved, OptionsReplaced,
                                      SentencesInserted, TextReplaced)
 from advrace.core.text import WORD_RE
-from advrace.core.validity import option_key
+from advrace.core.checks.option_identity import option_key
 from advrace.release.records import NO_ATTACK, read_split
 from advrace.release.runner import ORIGINAL
 from advrace.release.verify import load_manifest

@@ -7,10 +7,11 @@ setting the split's config lacks."""
 from __future__ import annotations
 
 from advrace.core.text import words
-from advrace.core.validity import (answer_equivalence, asked_in_passage, asks_what_passage_states, form_giveaway,
-                                   grounded_share, nearly_stated, negated_question, option_core,
-                                   refers_to_options, repeats_question, same_option, span_cut,
-                                   stated_in_passage)
+from advrace.core.checks.form import form_giveaway, span_cut
+from advrace.core.checks.grounding import grounded_share, repeats_question
+from advrace.core.checks.option_identity import answer_equivalence, option_core, refers_to_options, same_option
+from advrace.core.checks.question_kinds import asks_what_passage_states, negated_question
+from advrace.core.checks.stated import asked_in_passage, nearly_stated, stated_in_passage
 
 from . import OPTION, QUESTION, Check, register
 

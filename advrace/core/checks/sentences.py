@@ -9,7 +9,8 @@ import re
 
 from advrace.core.provenance import Replacement
 from advrace.core.text import words
-from advrace.core.validity import negated_question, suffix_stem
+from advrace.core.checks.question_kinds import negated_question
+from advrace.core.checks.word_forms import suffix_stem
 
 from . import SENTENCE, Check, register
 
