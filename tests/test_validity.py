@@ -84,6 +84,64 @@ def test_stated_and_nearly_stated_read_one_view_of_the_passage():
     assert nearly_stated("Many people think numbers are the same all over the world.", glued, stop)
 
 
+QUOTING = ('Liu asked his teacher, "Can Chinese be mixed with English?" in the English class yesterday. '
+           'Chinese can be mixed with Latin words.')
+
+
+@pytest.mark.parametrize("text, stated, asked", [
+    # what the sentence tells around the question: stated, the question taken out
+    ("Liu asked his teacher.", True, False),
+    ("Liu asked his teacher in the English class.", True, False),
+    # the question: asked, never stated
+    ("Can Chinese be mixed with English?", False, True),
+    ("Chinese be mixed with English", False, True),
+    ("Chinese can be mixed with Latin words.", True, False),
+])
+def test_a_question_quoted_inside_a_sentence_is_its_own_piece_for_every_check(text, stated, asked):
+    """Issue 47: the checks read one sentence view. A question quoted inside a sentence asks from
+    its opening quotation mark, not from the sentence's start: the narration around it is a
+    statement for `stated_in_passage` and `nearly_stated` alike, and no question for
+    `asked_in_passage` (which took "Liu asked his teacher" for the question it opens)."""
+    from advrace.core.checks.stated import asked_in_passage
+
+    found = (stated_in_passage(text, QUOTING), nearly_stated(text, QUOTING, load_stopwords()),
+             asked_in_passage(text, QUOTING))
+    assert found == (stated, stated, asked)
+
+
+@pytest.mark.parametrize("sentence, expected", [
+    ('Liu asked his teacher, "Can Chinese be mixed with English?" in class.',
+     [("liu asked his teacher", False), ("can chinese be mixed with english", True), ("in class", False)]),
+    # no opening quotation mark: the question asks from the sentence's start, glued or not
+    ("How quickly can you count?Many people think so.",
+     [("how quickly can you count", True), ("many people think so", False)]),
+    # a quote inside the question closes before its question mark; an apostrophe closes nothing
+    ("\"Have you read 'Hamlet'?\" he asked.", [("have you read hamlet", True), ("he asked", False)]),
+    ("She asked, \u2018Why don\u2019t you go?\u2019 and left.",
+     [("she asked", False), ("why don\u2019t you go", True), ("and left", False)]),
+    ('He said "Hi" and asked "Are you OK?"', [("he said hi and asked", False), ("are you ok", True)]),
+])
+def test_the_pieces_of_a_sentence_that_ask_and_tell(sentence, expected):
+    from advrace.core.checks.sentence_view import passage_sentences, pieces
+
+    assert [(" ".join(p.tokens), p.asks) for p in pieces(sentence)] == expected
+    told = tuple(w for text, asks in expected if not asks for w in text.split())
+    assert [s.told for s in passage_sentences(sentence).statements] == [told]
+
+
+@pytest.mark.parametrize("text, stated, asked", [
+    ('Mr Jones asked, "What price is the room?"', False, True),  # the question, three words told
+    ('"What price is the bed?" Mr Jones asked.', False, True),  # told after it as before it
+    ('"What price is the bed?" Mr Jones asked the old woman.', True, False),  # told in six words
+])
+def test_a_text_quoting_a_question_is_stated_or_asked_by_the_words_it_tells_around_it(text, stated, asked):
+    from advrace.core.checks.stated import asked_in_passage
+
+    passage = ('Mr Jones asked, "What price is the room?" The old woman did not answer. '
+               '"What price is the bed?" Mr Jones asked the old woman.')
+    assert (stated_in_passage(text, passage), asked_in_passage(text, passage)) == (stated, asked)
+
+
 def test_a_sentence_restated_with_harmless_words_left_out_is_stated():
     """Read on RACE's DG split: "You can walk around in a train." for a passage that says "You can
     walk around in the train and open the windows." is a second right answer to "Which is TRUE?"."""

@@ -4,13 +4,10 @@ passage states is a second right answer, and one it asks is neither true nor fal
 
 from __future__ import annotations
 
-import functools
-import re
 from collections import Counter
 from typing import Iterable, Sequence
 
-from advrace.core.text import split_sentences
-
+from .sentence_view import PassageSentences, fold_articles, passage_sentences, pieces
 from .word_forms import NUMBER_WORDS, bare_word, content_words, lower_words, suffix_stem
 
 MIN_STATED_WORDS = 4
@@ -33,50 +30,57 @@ def _longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
 def stated_in_passage(text: str, passage: str, *, min_words: int = MIN_STATED_WORDS,
                       share: float = STATED_SHARE) -> bool:
     """Whether the passage states the text: at least `min_words` words, of which a run of at least
-    `share` of them (and `min_words`) occurs verbatim in its statements (`statements`; the run may
-    go on from one into the next), by lowercase words; or the whole text is a statement's words in
-    order but for articles ("a train" for "the train") and words left out that do not change what
-    it says ("You can carry many things in a car." for "Also you can carry many things with you in
-    a car."). A piece of a question the passage quotes ("Can Chinese be mixed with English?") is
-    not stated, as for `nearly_stated`."""
+    `share` of them (and `min_words`) occurs verbatim in what it states (`stated_run`: the run may
+    go on from one sentence into the next), by lowercase words; or the whole text is a statement's
+    words in order but for articles ("a train" for "the train") and words left out that do not
+    change what it says ("You can carry many things in a car." for "Also you can carry many things
+    with you in a car."). A piece of a question the passage quotes ("Can Chinese be mixed with
+    English?") is not stated, as for `nearly_stated`: both read `passage_sentences`."""
     cand = lower_words(text)
     if len(cand) < min_words:
         return False
-    if _longest_common_run(cand, _stated_tokens(passage)) >= max(min_words, share * len(cand)):
+    view = passage_sentences(passage)
+    if _longest_common_run(cand, view.stated_run) >= max(min_words, share * len(cand)):
         return True
-    if _tells_around_a_question(text, cand, passage, min_words, share):
+    told = _told_around_a_question(text, cand, view, share)
+    if told is not None and told >= min_words:
         return True
-    cand = [_ARTICLES.get(w, w) for w in cand]
-    return any(_restates(cand, [_ARTICLES.get(w, w) for w in sent]) for sent in statements(passage))
+    folded = fold_articles(cand)
+    return any(_restates(folded, sent.folded) for sent in view.statements)
 
 
-def _tells_around_a_question(text: str, cand: Sequence[str], passage: str, min_words: int, share: float) -> bool:
-    """A span that quotes a question inside what it tells ('She asks again, "Is your mother at
-    home?" "Yes, she is." Xiao Ming answers.'): the passage holds it, the question included, and
-    its words outside the question are at least `min_words`. The question breaks the run
-    `stated_in_passage` looks for, yet the rest is a thing the passage says."""
-    pieces = [(lower_words(piece), "?" in piece) for piece in _QUESTION_PIECE_RE.findall(text) if piece.strip()]
-    told = sum(len(tokens) for tokens, asks in pieces if not asks)
-    if not any(asks for _, asks in pieces) or told < min_words:
-        return False
-    whole = tuple(w for tokens, _ in _sentences(passage) for w in tokens)
-    return _longest_common_run(cand, whole) >= share * len(cand)
+def _told_around_a_question(text: str, cand: Sequence[str], view: PassageSentences, share: float) -> int | None:
+    """How many words a text that quotes a question of the passage tells around it, or None for a
+    text that quotes none or that the passage does not hold (a run of `share` of its words, the
+    question included). Told in at least `min_words` words ('She asks again, "Is your mother at
+    home?" "Yes, she is." Xiao Ming answers.') it is a thing the passage says, though the question
+    breaks the run `stated_in_passage` looks for; in fewer ('Mr Jones asked, "What price is the
+    room?"') it is the question, which `asked_in_passage` refuses. The text is cut into pieces as
+    the passage's sentences are."""
+    own = pieces(text)
+    if not any(p.asks for p in own) or _longest_common_run(cand, view.words) < share * len(cand):
+        return None
+    return sum(len(p.tokens) for p in own if not p.asks)
 
 
 def asked_in_passage(text: str, passage: str, *, min_words: int = MIN_STATED_WORDS,
                      share: float = STATED_SHARE) -> bool:
     """Whether the text is a question the passage asks or quotes ("Did you enjoy the evening?"):
     a run of its words as long as `stated_in_passage` asks for lies inside one of the passage's
-    question pieces. Not stated, yet no statement either: for "Which is true?" such an option is
-    neither true nor false, and gives itself away."""
+    question pieces, or it quotes one with fewer than `min_words` words around it ('Mr Jones
+    asked, "What price is the room?"'). Not stated, yet no statement either: for "Which is true?"
+    such an option is neither true nor false, and gives itself away."""
     cand = lower_words(text)
     if len(cand) < min_words:
         return False
+    view = passage_sentences(passage)
     need = max(min_words, share * len(cand))
-    return any(asks and _longest_common_run(cand, tokens) >= need for tokens, asks in _sentences(passage))
+    if any(_longest_common_run(cand, tokens) >= need for tokens in view.questions):
+        return True
+    told = _told_around_a_question(text, cand, view, share)
+    return told is not None and told < min_words
 
 
-_ARTICLES = {"a": "the", "an": "the"}
 # what a restatement may leave out of the sentence it restates: no negation, number, name,
 # "only" or "once", which change what it says
 _OMISSIBLE = frozenset("the with you your he his she her they their it its them him us me my our we i of to for in "
@@ -138,53 +142,24 @@ def nearly_stated(text: str, passage: str, stopwords: Iterable[str], *, min_word
         return False
     needed = {suffix_stem(bare_word(w)) for w in cand if w not in _REFERRING}
     marks, negations = _meaning_marks(cand), _negations(cand)
-    for sent in statements(passage):
-        bare = [bare_word(w) for w in sent]
-        stemmed = [suffix_stem(b) for b in bare]
-        if not needed <= set(stemmed):
+    for sent in passage_sentences(passage).statements:
+        if not needed <= set(sent.stems):
             continue
         # the sentence's content words, by stem, with their positions in it
-        keyed = [(i, stemmed[i]) for i, b in enumerate(bare) if b.isalnum() and b not in stop]
+        keyed = [(i, sent.stems[i]) for i, b in enumerate(sent.bare) if b.isalnum() and b not in stop]
         stems = [k for _, k in keyed]
+        told = sent.told
         for j in range(len(stems) - len(content) + 1):
             if stems[j:j + len(content)] != content:
                 continue
             lo, hi = keyed[j][0], keyed[j + len(content) - 1][0]
-            if _negations(sent[:hi + 1]) == negations and \
-                    _meaning_marks(sent[max(0, lo - AROUND):hi + 1 + AROUND]) == marks:
+            if _negations(told[:hi + 1]) == negations and \
+                    _meaning_marks(told[max(0, lo - AROUND):hi + 1 + AROUND]) == marks:
                 return True
     return False
 
 
-@functools.lru_cache(maxsize=64)
-def _sentences(passage: str) -> tuple[tuple[tuple[str, ...], bool], ...]:
-    """The passage's sentences (line breaks end one), each cut after a question mark, as lowercase
-    tokens with whether the piece asks (a question states nothing: '"Why can't Chinese be mixed
-    with English?"' of '"Why can't ...?" Liu said.');
-    kept for the next candidate, as the distractor attacks test up to 20 against one passage."""
-    return tuple((tuple(lower_words(piece)), "?" in piece) for s in split_sentences(passage, line_breaks=True)
-                 for piece in _QUESTION_PIECE_RE.findall(s) if piece.strip())
-
-
-# a question up to its "?" and closing quotes, or the text between questions: RACE's passages often
-# glue sentences ("How quickly can you count?Many people think that ..."), which no break splits
-_QUESTION_PIECE_RE = re.compile(r"[^?]*\?+[\"'\u201d\u2019)]*|[^?]+")
-
-
 def statements(passage: str) -> tuple[tuple[str, ...], ...]:
-    """What the passage states, the one sentence view of `stated_in_passage` and `nearly_stated`:
-    its sentences but those that ask, as lowercase tokens."""
-    return tuple(tokens for tokens, asks in _sentences(passage) if not asks)
-
-
-@functools.lru_cache(maxsize=64)
-def _stated_tokens(passage: str) -> tuple[str | None, ...]:
-    """The passage's tokens in order with each question left out (a None where it stood, which
-    no run crosses): a verbatim run may cross a sentence break split wrongly ("Mrs. | Green")."""
-    out: list[str | None] = []
-    for tokens, asks in _sentences(passage):
-        if asks:
-            out.append(None)
-        else:
-            out.extend(tokens)
-    return tuple(out)
+    """What the passage states, as lowercase tokens: each sentence's telling words, its questions
+    left out (`passage_sentences`)."""
+    return tuple(sent.told for sent in passage_sentences(passage).statements)
