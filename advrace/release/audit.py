@@ -143,7 +143,7 @@ def _gold_texts(example) -> list[str]:
 
 
 def check_gold_in_insert(sources: list, examples: list, ctx) -> Iterable[Flag]:
-    from advrace.attacks.addsent import contains_gold  # deferred for start-up time: importing the attacks loads every attack module
+    from advrace.attacks.sentences.refusals import contains_gold  # deferred for start-up time: importing the attacks loads every attack module
     from advrace.attacks.sentences.readability import contains_answer
 
     for i, (src, ex) in enumerate(zip(sources, examples)):

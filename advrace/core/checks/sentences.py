@@ -42,7 +42,7 @@ def paraphrase_pairs(replacements, ctx) -> list[tuple[str, str, str]] | None:
     return pairs
 
 
-# RACE AddSent's rule for an option said of someone the passage never names (attacks.addsent)
+# RACE AddSent's rule for an option said of someone the passage never names (attacks.sentences.other_referent)
 OTHER_REFERENT = "other_referent"
 
 
