@@ -31,7 +31,7 @@ from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import fold_case_and_spaces
 from advrace.core.validity import asks_what_passage_states, negated_question, option_key
 
-from .base import Attack, CannotPerturb, register
+from .base import Attack, CannotPerturb, canonical_name, register
 from .sentences.fluency import fluency, fluent_choice
 from .sentences.insertion_stats import sentence_stats
 from .sentences.other_referent import MENTIONED_RE, moved_subject, name_used, other_names, said_of_others
@@ -93,7 +93,7 @@ class AddSentConfig:
 
 @register
 class AddSent(Attack):
-    name = "addsent"
+    name = "mc_addsent"
     tasks = (MULTIPLE_CHOICE,)
     Config = AddSentConfig
     uses = ("spacy_model", "glove", "wordnet", "stopwords", "stemmer")
@@ -264,7 +264,7 @@ class AddSent(Attack):
         """The audit's sentence checks (advrace.core.checks.sentences), refusing a sentence before
         it is inserted; with `negation_fallback` the "not" sentences it asks for are let in."""
         skip = {"negation_hint"} if self.config.negation_fallback else set()
-        checks = [c for c in checks_for(self.name, SENTENCE) if c.name not in skip]
+        checks = [c for c in checks_for(canonical_name(self.name, MULTIPLE_CHOICE), SENTENCE) if c.name not in skip]
         return checks, TextContext(same_meaning_fn=self.resources.same_meaning, parse_fn=self.resources.parse)
 
     def _most_fluent(self, pool: list):

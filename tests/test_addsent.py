@@ -434,7 +434,7 @@ def test_summarize(with_fallback, no_fallback):
     for e in examples:
         out = with_fallback.apply(e)
         outs.append(out.example if out.perturbed else
-                    e.with_provenance(AttackSummary("addsent", unchanged=out.reason)))
+                    e.with_provenance(AttackSummary(with_fallback.name, unchanged=out.reason)))
     stats = with_fallback.summarize(outs)
     assert stats["questions"] == 4 and stats["perturbed"] == 3
     assert stats["negated_questions_skipped"] == 0 and stats["negated_questions_attacked"] == 1
@@ -451,7 +451,7 @@ def test_summarize(with_fallback, no_fallback):
     default = [no_fallback.apply(e) for e in examples]
     assert [o.reason for o in default] == ["no change of meaning", None, "no distinct distractor", None]
     stats = no_fallback.summarize([o.example if o.perturbed else
-                               o.example.with_provenance(AttackSummary("addsent", unchanged=o.reason)) for o in default])
+                               o.example.with_provenance(AttackSummary(no_fallback.name, unchanged=o.reason)) for o in default])
     assert stats["perturbed"] == 2 and stats["negation_fallback_share"] == 0.0
     assert stats["negated_questions_skipped"] == 0 and "negation" not in stats["replacements_by_kind"]
     assert stats["glued_share"] == 0.0
