@@ -23,7 +23,7 @@ import functools
 from collections import Counter
 from dataclasses import dataclass
 
-from advrace.core.checks import SENTENCE, Subject, TextContext, checks_for, first_refusal
+from advrace.core.checks import SENTENCE, TextContext, checks_for
 from advrace.core.checks.sentences import OTHER_REFERENT
 from advrace.core.errors import ConfigError
 from advrace.core.provenance import AdversarialSentence, AttackSummary
@@ -36,12 +36,12 @@ from .sentences.fluency import fluency, fluent_choice
 from .sentences.insertion_stats import sentence_stats
 from .sentences.other_referent import MENTIONED_RE, moved_subject, name_used, other_names, said_of_others
 from .sentences.question_swaps import GLOVE_POS, META_WORDS, QuestionSwaps, apply_edits
-from .sentences.refusals import author_not_moved, contains_gold, search_failure, usable_variants
+from .sentences.refusals import author_not_moved, search_failure, sentence_refusal, usable_variants
 from .sentences.statement_frames import CLAUSE_OPTION, VERB_PHRASE_OPTION, YES_NO_RE, has_blank
-from .sentences.statements import clean_question, declarative, named_in_passage, passage_case, statement
+from .sentences.statements import (GLUED, clean_question, declarative, named_in_passage, passage_case,
+                                   statement)
 
 PER_VARIANT = 2  # sentences one word choice puts in the fluency pool (with two distractors), so choices compete
-GLUED = "glued"  # rule of a sentence that is the question with a distractor after it: not English
 
 
 @dataclass(frozen=True)
@@ -53,19 +53,15 @@ class AddSentConfig:
     # `insertions` into every question (`insertions` here: all or none)
     min_insertions: int = 1
     keep_words: tuple[str, ...] = META_WORDS
-    # When no replacement can change the question's meaning, negate it with "not" (True, as
-    # AdvRACE did) or leave it unperturbed ("no change of meaning", False). Off by default: a
-    # "not" sentence says that a distractor is NOT the answer, a hint to any reader that
-    # understands negation (the audit flags each one, `negation_hint`). Never for a question
-    # about the passage (what it states, its title, its author), even when True.
+    # Where nothing changes the question's meaning: negate it with "not" as AdvRACE did (True; never
+    # a question about the passage), or leave it ("no change of meaning"). Off by default: a "not"
+    # sentence says a distractor is NOT the answer, a hint (the audit flags it, `negation_hint`).
     negation_fallback: bool = False
-    # A question that is no fill-in-the-blank and that the declarative rules cannot state with a
-    # distractor: skip it, counted "no statement: <why>" (False), or glue the distractor after the
-    # question as AdvRACE did ("What does Tom like the piano."), recorded with rule "glued" (True).
+    # A wh-question the declarative rules cannot state: skip it ("no statement: <why>"), or glue the
+    # distractor after it as AdvRACE did ("What does Tom like the piano.", rule "glued", True).
     glued_fallback: bool = False
-    # With a causal LM named ("smollm2", offline): up to `fluency_candidates` sentences that pass
-    # every check compete for each insertion, the most fluent is kept and its score recorded. ""
-    # keeps the first that passes: on dev-middle the LM's choice read no better and built 8x slower.
+    # A causal LM ("smollm2", offline): up to `fluency_candidates` passing sentences compete for each
+    # insertion, the most fluent kept. "": the first that passes (the LM read no better, 8x slower).
     fluency_model: str = ""
     fluency_candidates: int = 4
 
@@ -248,16 +244,7 @@ class AddSent(Attack):
         return chosen
 
     def _refusal(self, example, entry: AdversarialSentence, sentences: set[str]) -> str | None:
-        """Why a sentence is not inserted: said already, states the gold, or a shared check's flag."""
-        if fold_case_and_spaces(entry.sentence) in sentences:
-            return "no new sentence"
-        if contains_gold(entry.sentence, example.answer):
-            return "gold answer in sentence"
-        checks, ctx = self._sentence_checks
-        if entry.rule == GLUED:  # AdvRACE's form, asked for by glued_fallback: the audit still flags it
-            checks = [c for c in checks if c.name != "grammar"]
-        refused = first_refusal(checks, Subject(example, entry.sentence, record=entry), ctx, {})
-        return refused[0].flag if refused else None
+        return sentence_refusal(example, entry, sentences, *self._sentence_checks)
 
     @functools.cached_property
     def _sentence_checks(self) -> tuple[list, TextContext]:
@@ -279,4 +266,4 @@ class AddSent(Attack):
         return entry, i, v
 
     def summarize(self, examples: list) -> dict:
-        return sentence_stats(examples, self.name, self.config.insertions, self._skip_negated, GLUED)
+        return sentence_stats(examples, self.name, self.config.insertions, self._skip_negated)

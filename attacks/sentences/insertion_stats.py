@@ -9,12 +9,11 @@ from advrace.core.provenance import summary_of
 from advrace.core.text import count_words
 from advrace.core.validity import negated_question
 
-from .statements import clean_question
+from .statements import GLUED, clean_question
 
 
-def sentence_stats(examples: list, attack: str, insertions: int, skip_negated: bool, glued: str) -> dict:
-    """Counts over a finished split of `attack` (its records' name); `glued` is the rule of a
-    sentence glued after the question, counted in `glued_share`."""
+def sentence_stats(examples: list, attack: str, insertions: int, skip_negated: bool) -> dict:
+    """Counts over a finished split of `attack` (the name its records give it)."""
     perturbed, fallback_questions, fallback_sentences, negated, words = 0, 0, 0, 0, []
     negated_attacked, fewer = 0, 0
     by_kind: dict[str, int] = {}
@@ -49,7 +48,7 @@ def sentence_stats(examples: list, attack: str, insertions: int, skip_negated: b
         # how each sentence was stated: "blank", a declarative rule, "other_referent", or
         # "glued" (the question with the distractor after it: not English, glued_fallback)
         "sentences_by_rule": dict(sorted(by_rule.items())),
-        "glued_share": significant(by_rule.get(glued, 0) / len(words)) if words else 0.0,
+        "glued_share": significant(by_rule.get(GLUED, 0) / len(words)) if words else 0.0,
         "replacements_by_kind": dict(sorted(by_kind.items())),
         "avg_inserted_words": significant(sum(words) / len(words)) if words else 0.0,
     }

@@ -8,11 +8,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from advrace.core.checks import Subject, first_refusal
 from advrace.core.text import fold_case_and_spaces
 from advrace.core.validity import asks_what_passage_states, option_key
 
 from ..base import CannotPerturb
 from .reframing import reframed_det, title_spans
+from .statements import GLUED
 
 AUTHOR_RE = re.compile(r"\b(?:writer|author)s?\b", re.IGNORECASE)
 # A question that names the passage or its author is about the passage ("What is the passage
@@ -27,6 +29,20 @@ def contains_gold(sentence: str, gold: str) -> bool:
     match nearly any sentence, so it is not checked."""
     key = option_key(gold)
     return len(key) >= 2 and key in fold_case_and_spaces(sentence)
+
+
+def sentence_refusal(example, entry, sentences: set[str], checks: list, ctx) -> str | None:
+    """Why a sentence is not inserted, or None: said already, states the gold, or the flag of the
+    first of the audit's sentence `checks` that refuses it (a glued sentence, AdvRACE's form that
+    `glued_fallback` asks for, is spared the grammar check; the audit still flags it)."""
+    if fold_case_and_spaces(entry.sentence) in sentences:
+        return "no new sentence"
+    if contains_gold(entry.sentence, example.answer):
+        return "gold answer in sentence"
+    if entry.rule == GLUED:
+        checks = [c for c in checks if c.name != "grammar"]
+    refused = first_refusal(checks, Subject(example, entry.sentence, record=entry), ctx, {})
+    return refused[0].flag if refused else None
 
 
 def search_failure(refused: Counter, found: int, wanted: int) -> str:

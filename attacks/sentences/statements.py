@@ -20,6 +20,8 @@ from .statement_frames import (ABOUT_RE, ASKED_THEN_BLANK_RE, ASKED_THEN_FRAME_R
                                OBJECT_TO_SUBJECT, SAYING_RE, SPACE_BEFORE_PUNCT_RE, THERE_RE, THINK_OF_RE,
                                TITLE_BLANK_RE, TITLE_QUOTE_RE, TITLE_RE, TRAILING_DOTS_RE, VERB_PHRASE_OPTION)
 
+GLUED = "glued"  # rule of a sentence that is the question with a distractor after it (`declarative`): not English
+
 
 def clean_question(question: str) -> str:
     """RACE questions sometimes start with a stray '.' or spaces left over from numbering, and
