@@ -306,13 +306,16 @@ def _export(args) -> int:
 
 
 def _attacks(args) -> int:
-    from advrace.attacks import attack_classes  # deferred for start-up time: importing the attacks loads every attack module
+    from advrace.attacks import ALIASES, attack_classes  # deferred for start-up time: importing the attacks loads every attack module
 
     for cls in attack_classes():
         doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip().splitlines()[0]
         print(f"{cls.name}: {doc}")
         print(f"  tasks: {', '.join(cls.tasks)}")
         print(f"  config: {json.dumps(dataclasses.asdict(cls.Config()))}")
+    for alias, by_task in ALIASES.items():
+        named = ", ".join(f"{name} on {task}" for task, name in by_task.items())
+        print(f"{alias}: an older name, read by the data's task: {named}")
     return 0
 
 

@@ -6,10 +6,10 @@ new file; attacks from other packages come in through the `advrace.attacks` entr
 
 from advrace.core.registry import import_submodules
 
-from .base import (PLUGIN_GROUP, REGISTRY, Attack, CannotPerturb, Outcome, attack_classes, attacks_named,
-                   available_attacks, get_attack, register)
+from .base import (ALIASES, PLUGIN_GROUP, REGISTRY, Attack, CannotPerturb, Outcome, attack_classes, attacks_named,
+                   available_attacks, canonical_name, get_attack, register)
 
 import_submodules(__name__, __path__)
 
-__all__ = ["PLUGIN_GROUP", "REGISTRY", "Attack", "CannotPerturb", "Outcome", "attack_classes", "attacks_named",
-           "available_attacks", "get_attack", "register"]
+__all__ = ["ALIASES", "PLUGIN_GROUP", "REGISTRY", "Attack", "CannotPerturb", "Outcome", "attack_classes",
+           "attacks_named", "available_attacks", "canonical_name", "get_attack", "register"]

@@ -521,7 +521,7 @@ def worst(f1s) -> int:
 class AddSentAdversary(_ModelDependent):
     """Jia and Liang's AddSent: the candidate sentence on which a span model does worst (model-dependent)."""
 
-    name = "addsent"
+    name = "squad_addsent"
     Config = ModelAddSentConfig
     uses = ("spacy_model", "glove", "wordnet", "stopwords", "stemmer")
 

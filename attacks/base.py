@@ -3,11 +3,19 @@
 Every random choice comes from `Attack.rng_for(example)`, a generator seeded from the release
 seed, the attack's name and the example's source id, so an attack's output for an example does
 not depend on the order of examples, the number of workers, or which other attacks ran.
+
+Each attack has one name. An old name that meant one attack per task (`addsent`: AdvRACE's AddSent
+`mc_addsent` on RACE, Jia and Liang's `squad_addsent` on SQuAD) stays an alias (`ALIASES`),
+resolved by the task: `get_attack("addsent", task)`. An attack asked for by its alias records the
+alias in the release (split, records, provenance) and a renamed attack seeds its randomness with
+its old name, so a release built with the alias is byte for byte what it was, and one built with
+the new name differs from it only in the name.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -17,7 +25,7 @@ from advrace.core.checking import build_dataclass
 from advrace.core.seeding import hashed_rng
 from advrace.core.errors import ConfigError
 from advrace.core.registry import Registry
-from advrace.core.tasks import TASKS
+from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE, TASKS
 from advrace.resources import get_resources
 
 
@@ -42,7 +50,7 @@ class NoConfig:
 
 
 class Attack(ABC):
-    name: ClassVar[str]
+    name: ClassVar[str]  # its own name; under an alias (`get_attack`), the alias its records keep
     tasks: ClassVar[tuple[str, ...]] = TASKS
     Config: ClassVar[type] = NoConfig
     uses: ClassVar[tuple[str, ...]] = ()  # keys of Resources.versions() recorded in the manifest
@@ -67,7 +75,7 @@ class Attack(ABC):
         return self._resources
 
     def rng_for(self, example) -> random.Random:
-        return hashed_rng(self.seed, self.name, example.source_id)
+        return hashed_rng(self.seed, SEED_NAMES.get(self.name, self.name), example.source_id)
 
     @abstractmethod
     def perturb(self, example, rng: random.Random):
@@ -98,43 +106,67 @@ class Attack(ABC):
 
 
 PLUGIN_GROUP = "advrace.attacks"
-# name -> the attack classes of that name, with disjoint tasks: "addsent" is AdvRACE's for
-# multiple choice and Jia and Liang's for SQuAD.
-REGISTRY: Registry[list[type[Attack]]] = Registry("attack", PLUGIN_GROUP)
+REGISTRY: Registry[type[Attack]] = Registry("attack", PLUGIN_GROUP)  # one class per name
+
+# Old names that now mean one attack per task, kept so that old configs and releases still read.
+# "addsent" named both AdvRACE's AddSent (multiple choice) and Jia and Liang's (extractive QA).
+ALIASES: dict[str, dict[str, str]] = {"addsent": {MULTIPLE_CHOICE: "mc_addsent", EXTRACTIVE_QA: "squad_addsent"}}
+# an attack renamed takes its randomness from its old name, so a release is the same under either
+SEED_NAMES = {name: alias for alias, by_task in ALIASES.items() for name in by_task.values()}
 
 
 def register(cls: type[Attack]) -> type[Attack]:
     """Class decorator: an attack module registers its attack when imported (third-party ones
     are imported through the `advrace.attacks` entry-point group)."""
-    classes = REGISTRY.add(cls.name, [cls])  # a taken name gives back its list
-    if cls not in classes:
-        clash = [c for c in classes if set(c.tasks) & set(cls.tasks)]
-        if clash:
-            raise ValueError(f"two attacks named {cls.name!r} apply to {sorted(set(clash[0].tasks) & set(cls.tasks))}")
-        classes.append(cls)
-    return cls
+    if cls.name in ALIASES:
+        raise ValueError(f"attack name {cls.name!r} is an alias of {', '.join(ALIASES[cls.name].values())}")
+    return REGISTRY.register(cls)
 
 
-def attacks_named(name: str) -> list[type[Attack]]:
-    """Every attack class of that name (one per task), or an error listing the known names."""
-    return list(REGISTRY.lookup(name))
+def canonical_name(name: str, task: str | None) -> str:
+    """The attack's own name: an alias resolved for `task` (a release's split keeps the name its
+    config used, so whoever reads a release's attack names resolves them here), any other name as
+    it is. An alias without a task, or for a task it has no attack of, is a ConfigError."""
+    by_task = ALIASES.get(name)
+    if by_task is None:
+        return name
+    if task in by_task:
+        return by_task[task]
+    named = " and ".join(f"{attack!r} ({t})" for t, attack in by_task.items())
+    raise ConfigError(f"attack {name!r} is an alias that names one attack per task: {named}; "
+                      + (f"it has none for {task} examples" if task else "name the attack itself or give the task"))
 
 
 def get_attack(name: str, task: str | None = None) -> type[Attack]:
-    """The attack class of that name for `task` (the first registered when no task is given)."""
-    classes = attacks_named(name)
-    if task is None:
-        return classes[0]
-    for cls in classes:
-        if task in cls.tasks:
-            return cls
-    raise ConfigError(f"attack {name!r} does not apply to {task} examples; it applies to "
-                      f"{', '.join(t for c in classes for t in c.tasks)}")
+    """The attack class of that name, for `task` when given (an alias needs it). An alias gives its
+    task's attack recording the alias as its name, so a release built with an old name reads as
+    it did: its splits, records and provenance keep that name."""
+    cls = REGISTRY.lookup(canonical_name(name, task))
+    if task is not None and task not in cls.tasks:
+        raise ConfigError(f"attack {name!r} does not apply to {task} examples; it applies to "
+                          f"{', '.join(cls.tasks)}")
+    return _recording(cls, name) if name != cls.name else cls
+
+
+def attacks_named(name: str) -> list[type[Attack]]:
+    """The attack class of that name; for an alias, its attack for each task (each recording the
+    alias). An unknown name is an error listing the known names."""
+    if name in ALIASES:
+        return [get_attack(name, task) for task in ALIASES[name]]
+    return [REGISTRY.lookup(name)]
+
+
+@functools.cache
+def _recording(cls: type[Attack], alias: str) -> type[Attack]:
+    """`cls` under the alias a config used: the same attack, whose records name it `alias`."""
+    return type(cls)(cls.__name__, (cls,), {"name": alias, "__module__": cls.__module__,
+                                            "__qualname__": cls.__qualname__, "__doc__": cls.__doc__})
 
 
 def attack_classes() -> list[type[Attack]]:
-    return [cls for name in available_attacks() for cls in REGISTRY[name]]
+    return [REGISTRY[name] for name in available_attacks()]
 
 
 def available_attacks() -> list[str]:
+    """The attacks' own names; the aliases (`ALIASES`) are left out."""
     return sorted(REGISTRY.names())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from advrace.core.provenance import AdversarialSentence, AttackSummary
 from advrace.core.tasks import MULTIPLE_CHOICE
 
-from .addsent import declarative
+from .sentences.statements import declarative
 from .base import Attack, CannotPerturb, register
 
 

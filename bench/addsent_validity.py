@@ -31,6 +31,7 @@ Reads real data: a benchmark, never a test.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections import Counter
@@ -39,7 +40,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import results  # noqa: E402  (bench/results.py)
-from advrace.attacks.addsent import ABOUT_PASSAGE_RE, AddSent, contains_gold  # noqa: E402
+from advrace.attacks.addsent import AddSent  # noqa: E402
+from advrace.attacks.sentences.question_swaps import QuestionSwaps  # noqa: E402
+from advrace.attacks.sentences.refusals import ABOUT_PASSAGE_RE, contains_gold  # noqa: E402
 from advrace.core.checks.question_kinds import asks_what_passage_states, negated_question  # noqa: E402
 from advrace.formats import load  # noqa: E402
 from advrace.core.checks.sentences import paraphrase_pairs  # noqa: E402
@@ -49,16 +52,24 @@ from advrace.resources import get_resources  # noqa: E402
 OLD_REASONS = frozenset({"spelling variant", "inflection", "synonym"})
 
 
-class OldAddSent(AddSent):
+class OldSwaps(QuestionSwaps):
     """AddSent's candidate filter as it was: synonyms, spelling variants and inflections only."""
+
+    def same_meaning(self, tok, new):
+        why = super().same_meaning(tok, new)
+        return why if why in OLD_REASONS else None
+
+
+class OldAddSent(AddSent):
+    """AddSent as it was: the old filter, negated questions attacked, "not" about the passage."""
 
     _skip_negated = False
     _no_not_about_passage = False
     _sentence_checks = ((), None)  # the shared sentence checks did not refuse sentences then
 
-    def _same_meaning(self, tok, new):
-        why = super()._same_meaning(tok, new)
-        return why if why in OLD_REASONS else None
+    @functools.cached_property
+    def swaps(self):
+        return OldSwaps(self.config, self.resources, self._same_meaning_filter)
 
 
 # the framing words kept before truth words were ("Which is TRUE" -> "Which is FALSE")

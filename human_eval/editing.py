@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from advrace.attacks import canonical_name
 from advrace.attacks.sentences.readability import contains_answer, same_as_question
-from advrace.core.checks.sentences import SENTENCE_ATTACKS, TYPE_GROUPS, asked_group
+from advrace.core.checks.sentences import SQUAD_SENTENCE_ATTACKS, TYPE_GROUPS, asked_group
 from advrace.core.errors import ConfigError
 from advrace.core.provenance import AttackSummary, SentencesInserted
 from advrace.core.tasks import EXTRACTIVE_QA
@@ -79,7 +80,7 @@ def edit_items(release_dir, splits: list[str]) -> list[tuple[str, object, dict]]
             empty.append(split)
     if empty:
         raise ConfigError(f"{release_dir}: the split(s) {', '.join(empty)} hold no inserted sentences to edit "
-                          f"(--edit rewrites the sentences of {', '.join(SENTENCE_ATTACKS)} splits); name those "
+                          f"(--edit rewrites the sentences of {', '.join(SQUAD_SENTENCE_ATTACKS)} splits); name those "
                           "with --splits")
     return [(split, ex, edit_payload(ex, s, e, rec, recs)) for split, ex, s, e, rec, recs in found.values()]
 
@@ -106,10 +107,11 @@ def create_edit_study(release_dir, db_path, *, splits=None, editors: int = 5, an
         raise ConfigError(f"{release_dir}: a {manifest['task']} release; --edit rewrites the sentences SQuAD "
                           "adversaries insert. For RACE, study the DE or DG split: judges there can mend a "
                           "distractor")
-    splits = list(splits or [s for s, info in manifest["splits"].items() if info.get("attack") in SENTENCE_ATTACKS])
+    splits = list(splits or [s for s, info in manifest["splits"].items()
+                             if canonical_name(info.get("attack"), EXTRACTIVE_QA) in SQUAD_SENTENCE_ATTACKS])
     check_known_splits(manifest, splits, release_dir)
     if not splits:
-        raise ConfigError(f"{release_dir}: no split inserts sentences ({', '.join(SENTENCE_ATTACKS)}); --edit has "
+        raise ConfigError(f"{release_dir}: no split inserts sentences ({', '.join(SQUAD_SENTENCE_ATTACKS)}); --edit has "
                           "nothing to rewrite")
     names = list(names or [f"annotator{i + 1}" for i in range(annotators)])
     editors = min(editors, len(names))

@@ -7,7 +7,7 @@ verifiers approved, and which approved one a changed question takes.
 - Jia and Liang drew AddOneSent's and AddSent's sentences from one pool per question, every
   approved edit of its raw sentences. Here a question's pool is every candidate made on an edit
   item of that question (same source id) in the studied splits whose attacks share the sentence
-  generator (`POOLED`: addonesent and addsent write their candidates with one generator and one set
+  generator (`POOLED`: addonesent and squad_addsent write their candidates with one generator and one set
   of fake answers), so both splits choose among the same approved sentences, as in the paper, and
   a question keeps a sentence when any of its machine sentences could be mended. A split of another
   generator (addsentmod: the second set, prepended) pools only its own items' candidates.
@@ -33,9 +33,18 @@ from advrace.core.seeding import seeded_rng
 from . import store, verifying
 from .votes import added_spans, vote
 
-POOLED = ("addonesent", "addsent")  # attacks whose candidate sentences come from one generator
-ADVERSARIAL = "addsent"  # the attack whose split takes the approved sentence its adversary does worst on
+# by the attacks' own names (`attacks_of` resolves an older release's "addsent")
+POOLED = ("addonesent", "squad_addsent")  # attacks whose candidate sentences come from one generator
+ADVERSARIAL = "squad_addsent"  # the attack whose split takes the approved sentence its adversary does worst on
 RANDOM, WORST, ONLY = "random", "worst", "only"  # how a question's edit was chosen
+
+
+def attacks_of(manifest: dict, splits) -> dict[str, str]:
+    """Each split's attack by its own name: a release's split keeps the name its config used, and
+    an alias ("addsent" in an older release) is resolved by the release's task."""
+    from advrace.attacks import canonical_name  # deferred for start-up time: importing the attacks loads every attack module
+
+    return {split: canonical_name(manifest["splits"][split]["attack"], manifest["task"]) for split in splits}
 
 
 def verification(a: dict) -> Verification:

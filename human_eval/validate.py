@@ -348,7 +348,7 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     study = read_study(db_path)
     excluded = frozenset(excluded) | study.excluded
     studied = [split for split in manifest["splits"] if split in study.meta["splits"]]  # sources first
-    attacks = {split: manifest["splits"][split]["attack"] for split in studied}
+    attacks = selection.attacks_of(manifest, studied)
     edited = set(study.meta["splits"]) if store.EDIT in study.kinds() else set()  # every studied split of an edit study
     needs = [split for split in studied if split in edited and attacks[split] == selection.ADVERSARIAL]
     if needs and not adversary:

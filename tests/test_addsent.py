@@ -11,8 +11,11 @@ from advrace.core.examples import MCExample
 from advrace.core.provenance import AttackSummary, SentencesInserted
 from advrace.resources import get_resources
 from advrace.core.text import words
-from advrace.attacks.addsent import (AddSent, contains_gold, declarative, named_in_passage, new_number, passage_case,
-                                    search_failure, statement)
+from advrace.attacks.addsent import AddSent
+from advrace.attacks.sentences.number_swaps import new_number
+from advrace.attacks.sentences.question_swaps import apply_edits
+from advrace.attacks.sentences.refusals import contains_gold, search_failure
+from advrace.attacks.sentences.statements import declarative, named_in_passage, passage_case, statement
 from advrace.resources.inflection import inflection_candidates
 from advrace.attacks.base import CannotPerturb
 
@@ -130,11 +133,11 @@ def test_inflection_rules():
 
 
 def test_irregular_antonyms_are_inflected_or_refused(addsent):
-    assert addsent._inflect("lose", "VBD") == "lost"
-    assert addsent._inflect("go", "VBD") is None  # went or gone: cannot tell
-    assert addsent._inflect("dislike", "VBZ") == "dislikes"
+    assert addsent.swaps.inflect("lose", "VBD") == "lost"
+    assert addsent.swaps.inflect("go", "VBD") is None  # went or gone: cannot tell
+    assert addsent.swaps.inflect("dislike", "VBZ") == "dislikes"
     # "was started" -> "was came": verb.exc names only "came", which is no participle
-    assert addsent._inflect("come", "VBN") == "come" and addsent._inflect("come", "VBD") == "came"
+    assert addsent.swaps.inflect("come", "VBN") == "come" and addsent.swaps.inflect("come", "VBD") == "came"
 
 
 def test_new_number_values():
@@ -431,7 +434,7 @@ def test_summarize(with_fallback, no_fallback):
     for e in examples:
         out = with_fallback.apply(e)
         outs.append(out.example if out.perturbed else
-                    e.with_provenance(AttackSummary("addsent", unchanged=out.reason)))
+                    e.with_provenance(AttackSummary(with_fallback.name, unchanged=out.reason)))
     stats = with_fallback.summarize(outs)
     assert stats["questions"] == 4 and stats["perturbed"] == 3
     assert stats["negated_questions_skipped"] == 0 and stats["negated_questions_attacked"] == 1
@@ -448,7 +451,7 @@ def test_summarize(with_fallback, no_fallback):
     default = [no_fallback.apply(e) for e in examples]
     assert [o.reason for o in default] == ["no change of meaning", None, "no distinct distractor", None]
     stats = no_fallback.summarize([o.example if o.perturbed else
-                               o.example.with_provenance(AttackSummary("addsent", unchanged=o.reason)) for o in default])
+                               o.example.with_provenance(AttackSummary(no_fallback.name, unchanged=o.reason)) for o in default])
     assert stats["perturbed"] == 2 and stats["negation_fallback_share"] == 0.0
     assert stats["negated_questions_skipped"] == 0 and "negation" not in stats["replacements_by_kind"]
     assert stats["glued_share"] == 0.0
@@ -496,8 +499,8 @@ def test_synonym_neighbours_are_never_taken(addsent, res):
     tok = next(t for t in res.parse("What is the story mainly about?") if t.text == "story")
     plain = AddSent({}, seed=11, resources=res)
     plain._same_meaning_filter = False
-    assert "tale" in plain._glove_candidates(tok, set(), set(), 6)  # the real nearest synonym
-    cands = addsent._glove_candidates(tok, set(), set(), 6)
+    assert "tale" in plain.swaps.glove_candidates(tok, set(), set(), 6)  # the real nearest synonym
+    cands = addsent.swaps.glove_candidates(tok, set(), set(), 6)
     assert cands and "tale" not in cands
     assert all(res.same_meaning("story", c, "NOUN") is None for c in cands)
 
@@ -529,14 +532,14 @@ def test_a_sentence_that_keeps_the_meaning_is_negated(res):
     ex = mc("Why does Tom like the film?", ["It is funny", "It is short", "It is sad", "It is new"])
     unfiltered = AddSent({}, seed=11, resources=resources)
     unfiltered._same_meaning_filter = False
-    plan = unfiltered.plan(ex, unfiltered.rng_for(ex))
-    edits, fallback = unfiltered.variant(plan, 0)
+    plan = unfiltered.swaps.plan(ex, unfiltered.rng_for(ex))
+    edits, fallback = unfiltered.swaps.variant(plan, 0)
     assert not fallback and [e[2] for e in edits] == ["movie"]
     assert edits[0][3].same_meaning == "synonym" and edits[0][3].changes_meaning is False
     filtered = AddSent({"negation_fallback": True}, seed=11, resources=resources)
-    edits, fallback = filtered.variant(plan, 0)
+    edits, fallback = filtered.swaps.variant(plan, 0)
     assert fallback and [e[3].kind for e in edits] == ["negation"]
-    assert AddSent({"negation_fallback": False}, seed=11, resources=resources).variant(plan, 0) == ([], True)
+    assert AddSent({"negation_fallback": False}, seed=11, resources=resources).swaps.variant(plan, 0) == ([], True)
 
 
 def test_replacement_records_say_the_meaning_changed(addsent):
@@ -555,7 +558,7 @@ def test_truth_words_are_kept(addsent):
     """'Which is FALSE according to the passage X' would say that a distractor is false."""
     ex = mc("Which of the following is TRUE about Tom's old village?",
             ["Tom is happy", "Tom is sad", "Tom is tired", "Tom is ill"])
-    plan = addsent.plan(ex, addsent.rng_for(ex))
+    plan = addsent.swaps.plan(ex, addsent.rng_for(ex))
     changed = [tok.text for tok, _ in plan.substitutions + plan.antonyms]
     assert changed and "TRUE" not in changed
     _, sentences = run(addsent, ex)
@@ -660,7 +663,7 @@ def test_clause_option_is_said_of_another_referent(addsent):
 
 def test_other_people_are_not_the_passage_s(res):
     """A name drawn for another referent is none the passage, question or options use."""
-    from advrace.attacks.addsent import OTHER_PEOPLE
+    from advrace.attacks.sentences.other_referent import OTHER_PEOPLE
     passage = PASSAGE + " " + " ".join(n.split()[0] for n in OTHER_PEOPLE[:-1]) + " came too."
     ex = MCExample(id="q", passage=passage, question="Which of the following is true?",
                    options=("He is tall", "She is kind", "He likes chess", "She is ill"), label=0)
@@ -684,7 +687,7 @@ def test_a_claim_about_a_kind_is_another_person_s_belief(addsent):
     assert not out.perturbed and "opinion" in out.reason
 
 
-OTHER_PEOPLE_NAMES = __import__("advrace.attacks.addsent", fromlist=["OTHER_PEOPLE"]).OTHER_PEOPLE
+OTHER_PEOPLE_NAMES = __import__("advrace.attacks.sentences.other_referent", fromlist=["OTHER_PEOPLE"]).OTHER_PEOPLE
 
 
 def test_same_takes_the_definite_article(res):
@@ -693,10 +696,10 @@ def test_same_takes_the_definite_article(res):
     attack.resources.antonyms = res.antonyms  # antonyms only, no GloVe words
     ex = mc("Why did Tom's father become a different person?",
             ["Because he lost an arm.", "Because he lost his job.", "Because he moved away.", "Because he got rich."])
-    plan = attack.plan(ex, __import__("random").Random(0))
+    plan = attack.swaps.plan(ex, __import__("random").Random(0))
     assert any(t.text == "different" for t, _ in plan.antonyms)
-    j = next(j for j in range(4) if any(e[2] == "same" for e in attack.variant(plan, j)[0]))
-    text = attack.apply_edits(ex.question, attack.variant(plan, j)[0])
+    j = next(j for j in range(4) if any(e[2] == "same" for e in attack.swaps.variant(plan, j)[0]))
+    text = apply_edits(ex.question, attack.swaps.variant(plan, j)[0])
     assert "the same person" in text and "a same" not in text
 
 

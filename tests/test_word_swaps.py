@@ -47,7 +47,7 @@ def _tok(res, text, word):
 def test_a_swap_keeps_the_words_form(res, question, word, new, keeps):
     tok = _tok(res, question, word)
     tag = res.word_tags([new])[0][1]
-    assert keeps_form(tok, new, tag, res, AddSent({}, resources=res)._irregular()) is keeps
+    assert keeps_form(tok, new, tag, res, AddSent({}, resources=res).swaps.irregular()) is keeps
 
 
 def test_ordinal_forms():
@@ -101,7 +101,7 @@ def test_a_whole_name_goes_to_a_whole_name_of_its_kind_from_the_pool(res):
 def test_race_never_swaps_a_name_part_alone(res):
     addsent = AddSent({}, seed=1, resources=res)
     doc = res.parse("Why did Tom move to Los Angeles?")
-    eligible = {t.text for t in doc if addsent._glove_eligible(t, [])}
+    eligible = {t.text for t in doc if addsent.swaps.glove_eligible(t, [])}
     assert "Tom" in eligible and not {"Los", "Angeles"} & eligible
 
 
@@ -139,7 +139,7 @@ def test_a_scanning_error_is_no_word(res):
     assert not known(res, "rrmPrs") and not known(res, "e") and known(res, "ordinal") and known(res, "London")
     addsent = AddSent({}, seed=1, resources=res)
     doc = res.parse("The ordinal. e rrmPrs shows the dog.")
-    eligible = {t.text for t in doc if addsent._glove_eligible(t, [])}
+    eligible = {t.text for t in doc if addsent.swaps.glove_eligible(t, [])}
     assert "rrmPrs" not in eligible and "dog" in eligible
 
 
@@ -162,7 +162,7 @@ def test_a_word_of_a_fixed_phrase_is_not_swapped_alone(res, question, word, fixe
     assert in_fixed_phrase(tok, res.wordnet) is fixed
     addsent = AddSent({}, seed=1, resources=res)
     if fixed:
-        assert not addsent._glove_eligible(tok, [])
+        assert not addsent.swaps.glove_eligible(tok, [])
 
 
 @pytest.mark.parametrize("word, new, fits", [
@@ -208,8 +208,8 @@ def test_antonyms_only_of_the_dominant_senses(res):
     assert "lose" in sense_antonyms(res, "win", "VERB")
     assert "unoriginal" not in sense_antonyms(res, "original", "ADJ")
     addsent = AddSent({}, seed=1, resources=res)
-    assert "lost" not in addsent._antonym_forms(_tok(res, "What has Tom found in the passage?", "found"))
-    assert "dislikes" in addsent._antonym_forms(_tok(res, "Tom likes the book because it is short.", "likes"))
+    assert "lost" not in addsent.swaps.antonym_forms(_tok(res, "What has Tom found in the passage?", "found"))
+    assert "dislikes" in addsent.swaps.antonym_forms(_tok(res, "Tom likes the book because it is short.", "likes"))
 
 
 # 5. a change must move the referent
@@ -288,8 +288,8 @@ def test_a_persons_name_parts_go_to_name_parts(res):
     addsent = AddSent({}, seed=1, resources=res)
     doc = res.parse("Bill Gates grew up in  _  .")
     for tok in doc[:2]:
-        assert addsent._glove_eligible(tok, [])
-        cands = addsent._glove_candidates(tok, set(), set(), 6)
+        assert addsent.swaps.glove_eligible(tok, [])
+        cands = addsent.swaps.glove_candidates(tok, set(), set(), 6)
         assert cands and not {"senate", "house", "pentagon", "capitol"} & set(cands), cands
 
 
@@ -323,7 +323,7 @@ def test_a_single_name_in_race_goes_to_a_name_of_its_kind(res):
     (seen on RACE dev-middle). A name goes to a name spaCy reads as one of its kind."""
     addsent = AddSent({}, seed=1, resources=res)
     tok = _tok(res, "Bill started to play with computers  _  .", "Bill")
-    cands = addsent._glove_candidates(tok, set(), set(), 6)
+    cands = addsent.swaps.glove_candidates(tok, set(), set(), 6)
     assert cands and not {"senate", "house", "congress", "legislation"} & set(cands), cands
 
 

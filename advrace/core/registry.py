@@ -43,12 +43,7 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def add(self, name: str, entry: T) -> T:
         """Register `entry` as `name` and return the entry kept: a second registration of the same
-        class (a module imported twice) keeps the first; another class of a taken name is refused.
-
-        A list-valued entry (the attacks' registry: one name, one class per task) is the
-        exception: any list added under a taken name gives back the list already kept, unchanged
-        and with no clash check, for the caller to merge into it and to check for clashes
-        itself (`advrace.attacks.base.register`)."""
+        class (a module imported twice) keeps the first; another class of a taken name is refused."""
         known = self._entries.get(name)
         if known is None:
             self._entries[name] = entry

@@ -143,7 +143,7 @@ def _gold_texts(example) -> list[str]:
 
 
 def check_gold_in_insert(sources: list, examples: list, ctx) -> Iterable[Flag]:
-    from advrace.attacks.addsent import contains_gold  # deferred for start-up time: importing the attacks loads every attack module
+    from advrace.attacks.sentences.refusals import contains_gold  # deferred for start-up time: importing the attacks loads every attack module
     from advrace.attacks.sentences.readability import contains_answer
 
     for i, (src, ex) in enumerate(zip(sources, examples)):
@@ -357,11 +357,11 @@ def register_unchecked(attack: str, *kinds: str) -> None:
 register_checks("charswap", check_swaps)
 register_checks("distractor_extraction", check_options)
 register_checks("distractor_generation", check_options)
-for _name in ("addonesent", "addsentmod", "addsent"):
+for _name in ("mc_addsent", "addonesent", "addsentmod", "squad_addsent"):
     register_checks(_name, check_gold_in_insert, check_sentences, check_lexicon, check_grammar)
 for _name in ("addany", "addcommon"):
     register_checks(_name, check_gold_in_insert)
-for _name in ("addonesent", "addsentmod"):  # not "addsent": the name is AdvRACE's AddSent's on RACE too
+for _name in ("addonesent", "addsentmod", "squad_addsent"):
     register_unchecked(_name, "a fake answer of the gold's group but of no kind the question takes (a park's name, or "
                        "the answer model's landmark, for a newspaper), and a question whose only change is a verb (or a verb "
                        "the tagger read as a noun) to a near-synonym WordNet does not relate (the asked fact restated with "
@@ -371,7 +371,7 @@ for _name in ("addonesent", "addsentmod"):  # not "addsent": the name is AdvRACE
                        "rules do not see (a verb the tagger read as a noun, a subject and verb that do not agree, an "
                        "inversion parsed as a copula), and its language-model fluency outliers where the split's config "
                        "names no model or the split has fewer than 40 sentences")
-register_unchecked("addsent", "(on RACE) a sentence that answers the question with a distractor: about the passage's own "
+register_unchecked("mc_addsent", "(on RACE) a sentence that answers the question with a distractor: about the passage's own "
                    "author or writer (never replaced, or the same book by its title), with a stand-in that keeps the "
                    "meaning (purpose -> knowledge), an antonym of the word's other sense (find -> lose), a multi-word "
                    "name swapped word by word (\"Canada India\"), or a scanning-error fragment replaced by a word; and "
@@ -485,21 +485,32 @@ def audit_split(attack: str, sources: list, examples: list, ctx: AuditContext,
     for src, ex in zip(sources, examples):
         if src.source_id != ex.source_id:
             raise ConfigError(f"audit of {attack!r}: {ex.id} was not made from {src.id}")
-    unchecked = UNCHECKED.get(attack, ())
-    if ctx.judge is not None and check_options in CHECKS.get(attack, ()):
+    kind = _own_name(attack, examples)
+    unchecked = UNCHECKED.get(kind, ())
+    if ctx.judge is not None and check_options in CHECKS.get(kind, ()):
         # its margin from the split's own source questions, before it judges any new distractor
         ctx.judge.calibrate_on(sources, where=f"--judge, on the {attack} split")
         unchecked = tuple(f"{kind}, beyond what {ctx.judge.note()}" for kind in unchecked)
     elif (config or {}).get("judge"):  # the attack's own judge refused some while building: whose opinion
         unchecked = tuple(f"{kind}{_built_judge(config)}" for kind in unchecked)
     result = SplitAudit(attack, checked=len(examples), unchecked=unchecked)
-    ctx = ctx.for_split(attack, config)
-    for check in [check_edits, *CHECKS.get(attack, ())]:
+    ctx = ctx.for_split(kind, config)
+    for check in [check_edits, *CHECKS.get(kind, ())]:
         for index, name, detail in check(sources, examples, ctx):
             result.flags.append((index, examples[index].id, name, detail))
     result.grammar = ctx.notes.get("grammar")
     result.flags.sort(key=lambda f: (f[0], f[2]))
     return result
+
+
+def _own_name(attack: str, examples: list) -> str:
+    """The attack's own name, which checks are registered under: a split's name may be an alias
+    ("addsent" in an older release or config), resolved by the task of the split's examples."""
+    if not examples:
+        return attack
+    from advrace.attacks import canonical_name  # deferred for start-up time: importing the attacks loads every attack module
+
+    return canonical_name(attack, examples[0].task)
 
 
 def _built_judge(config: dict) -> str:

@@ -70,10 +70,10 @@ def _recipe_note(cfg: ReleaseConfig, part: str | None) -> list[str]:
 # The papers each attack follows, by task: a card cites only those of its own splits.
 ADVRACE = "AdvRACE (Si et al., Findings of ACL 2021)"
 ADV_SQUAD = "Adversarial SQuAD (Jia and Liang, EMNLP 2017)"
-PAPERS = {
-    MULTIPLE_CHOICE: {"addsent": ADVRACE, "charswap": ADVRACE, "distractor_extraction": ADVRACE,
+PAPERS = {  # by the attacks' own names; a split's alias ("addsent") is resolved by the release's task
+    MULTIPLE_CHOICE: {"mc_addsent": ADVRACE, "charswap": ADVRACE, "distractor_extraction": ADVRACE,
                       "distractor_generation": ADVRACE, "diagnosis": ADVRACE, "option_only": ADVRACE},
-    EXTRACTIVE_QA: {"charswap": "AdvRACE's CharSwap (Si et al., Findings of ACL 2021)", "addsent": ADV_SQUAD,
+    EXTRACTIVE_QA: {"charswap": "AdvRACE's CharSwap (Si et al., Findings of ACL 2021)", "squad_addsent": ADV_SQUAD,
                     "addonesent": ADV_SQUAD, "addsentmod": ADV_SQUAD, "addany": ADV_SQUAD, "addcommon": ADV_SQUAD},
 }
 PROBES = {"diagnosis": "inserts the question and its correct answer into the passage, so a model that reads "
@@ -131,9 +131,11 @@ def attacked_share(manifest: dict) -> list[str]:
 
 def _method_lines(manifest: dict, task: str) -> list[str]:
     """The papers the release's attacks follow, and what its probe splits are: its own splits only."""
+    from advrace.attacks import canonical_name  # deferred for start-up time: importing the attacks loads every attack module
+
     papers: dict[str, list[str]] = {}
     for split, info in manifest["splits"].items():
-        paper = PAPERS.get(task, {}).get(info["attack"])
+        paper = PAPERS.get(task, {}).get(canonical_name(info["attack"], task))
         if paper and info["attack"] not in PROBES:
             papers.setdefault(paper, []).append(f"`{split}`")
     lines = [f"{', '.join(splits)} follow{'s' if len(splits) == 1 else ''} {paper}."

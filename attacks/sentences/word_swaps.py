@@ -1,5 +1,5 @@
 """Word swaps that keep a question English and change what it asks about, shared by SQuAD's
-question mutation (question_mutation) and RACE's AddSent (addsent).
+question mutation (question_mutation) and RACE's AddSent (question_swaps).
 
 A swap is refused, rather than written, where it would break the sentence or leave its
 referent as it was:

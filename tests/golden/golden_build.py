@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from advrace.attacks import attack_classes, get_attack
+from advrace.attacks import attack_classes, canonical_name, get_attack
 from advrace.core.config import release_config_from_dict
 from advrace.release import build_release, split_file
 
@@ -31,7 +31,7 @@ def release_configs(models: dict[str, str], workers: int = 1) -> dict[str, dict]
     edit here; a model-based one needs its model and settings named."""
     configs = _named_configs(models, workers)
     for task, cfg in configs.items():
-        named = {s if isinstance(s, str) else s["attack"] for s in cfg["splits"]}
+        named = {canonical_name(s if isinstance(s, str) else s["attack"], task) for s in cfg["splits"]}
         cfg["splits"] += sorted(cls.name for cls in attack_classes()
                                 if task in cls.tasks and not cls.batched and cls.name not in named)
     return configs

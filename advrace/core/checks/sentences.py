@@ -14,8 +14,10 @@ from advrace.core.checks.word_forms import suffix_stem
 
 from . import SENTENCE, Check, register
 
-RACE_ADDSENT = ("addsent",)
-SENTENCE_ATTACKS = ("addsent", "addonesent", "addsentmod")
+# by the attacks' own names: a release's alias ("addsent") is resolved by its reader (the audit)
+RACE_ADDSENT = ("mc_addsent",)
+SQUAD_SENTENCE_ATTACKS = ("addonesent", "addsentmod", "squad_addsent")  # Jia and Liang's
+SENTENCE_ATTACKS = RACE_ADDSENT + SQUAD_SENTENCE_ATTACKS
 MEANING_KINDS = frozenset({"antonym", "number", "negation"})
 SENSE_POS = frozenset({"NOUN", "VERB", "ADJ", "ADV"})  # WordNet's; a record's pos narrows the senses
 # A statement about what the passage lets one learn: in the passage it is about itself.
@@ -43,7 +45,7 @@ def paraphrase_pairs(replacements, ctx) -> list[tuple[str, str, str]] | None:
     return pairs
 
 
-# RACE AddSent's rule for an option said of someone the passage never names (attacks.addsent)
+# RACE AddSent's rule for an option said of someone the passage never names (attacks.sentences.other_referent)
 OTHER_REFERENT = "other_referent"
 
 
