@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from advrace.attacks.adversarial_squad import AddSentConfig, sentence_candidates
+from advrace.attacks.squad.candidates import sentence_candidates
+from advrace.attacks.squad.config import AddSentConfig
 from advrace.attacks.squad.answer_rules import (CATCH_ALL, LEXFILE_FAKES, POS_FAKES, FallbackFakes, shift_date,
                                           shift_number)
 from advrace.attacks.sentences.declarative_rules import declarative_candidates
