@@ -24,6 +24,7 @@ from .base import CannotPerturb, Outcome, register
 from .squad.placement import place
 from .squad.span_model import SpanModelAttack
 
+
 # wordfreq's most common English words include some that no annotator should be shown
 OFFENSIVE = frozenset({"fuck", "fucking", "shit", "damn", "ass", "bitch", "sex", "porn", "gay", "hell",
                        "dick", "crap", "sexy", "nigga", "fucked", "bullshit"})
