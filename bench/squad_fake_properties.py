@@ -1,7 +1,7 @@
 """Check: the fake answers of a built SQuAD release hold the properties every fake must have.
 
 Reads a release that `advrace build` wrote with `addonesent`, `addsentmod` (or `addsent`) splits
-and holds each attacked question's fake answer to `advrace.attacks.adversarial_squad.fake_problems`
+and holds each attacked question's fake answer to `advrace.attacks.squad.fake_problems.fake_problems`
 (differs from every gold and contains none, new to the context, of the gold's group or, under the
 date, number and asked_kind rules, of a gold of that rule's type), the property test of
 tests/test_validity_corpus.py run on real data. Prints each split's count, its problems, and each
@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import results  # noqa: E402  (bench/results.py)
-from advrace.attacks.adversarial_squad import fake_problems  # noqa: E402
+from advrace.attacks.squad.fake_problems import fake_problems  # noqa: E402
 from advrace.core.provenance import summary_of  # noqa: E402
 from advrace.release import read_split  # noqa: E402
 from advrace.resources import get_resources  # noqa: E402

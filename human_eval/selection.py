@@ -13,7 +13,7 @@ verifiers approved, and which approved one a changed question takes.
   generator (addsentmod: the second set, prepended) pools only its own items' candidates.
 - AddOneSent (and any split but AddSent) takes a seeded random approved sentence, AddSent the one
   the adversary (a span model) scores worst on, by AddSent's own criterion
-  (`adversarial_squad.model_f1s`, `worst`: the lowest F1, the first of equally bad ones).
+  (`advrace.attacks.squad.span_model.model_f1s`, `worst`: the lowest F1, the first of equally bad ones).
 - A RACE mend (a judge's own distractor in place of an option) counts only when people judged the
   machine's question invalid; of several approved, the one most verifiers approved is taken, a tie
   broken by a seeded draw.

@@ -484,7 +484,7 @@ class Chooser:
         return attack
 
     def _scores(self, example, texts: list[str]) -> list[float]:
-        from advrace.attacks.adversarial_squad import model_f1s  # deferred for start-up time: only --adversary scores
+        from advrace.attacks.squad.span_model import model_f1s  # deferred for start-up time: only --adversary scores
 
         contexts = [selection.with_sentence(example, t).context for t in texts]
         f1s = model_f1s(self._attack.scorer, [example] * len(texts), contexts)
@@ -512,7 +512,7 @@ class Chooser:
         if len(approved) == 1:
             chosen, why, how = approved[0], "the only approved edit", selection.ONLY
         elif approved and self.attacks[split] == selection.ADVERSARIAL:
-            from advrace.attacks.adversarial_squad import worst  # deferred for start-up time: only --adversary scores
+            from advrace.attacks.squad.span_model import worst  # deferred for start-up time: only --adversary scores
 
             scores = self._scores(ex, [c["text"] for c in approved])
             f1s = {c["id"]: f for c, f in zip(approved, scores)}

@@ -147,7 +147,7 @@ def test_sentences_are_appended_or_prepended_with_offsets_kept(tmp_path):
 
 def test_addsent_name_dispatches_on_the_task():
     assert get_attack("addsent", "multiple_choice").__module__ == "advrace.attacks.addsent"
-    assert get_attack("addsent", "extractive_qa").__module__ == "advrace.attacks.adversarial_squad"
+    assert get_attack("addsent", "extractive_qa").__module__ == "advrace.attacks.squad_addsent"
     with pytest.raises(Exception, match="does not apply to extractive_qa"):
         get_attack("diagnosis", "extractive_qa")
 
@@ -222,7 +222,7 @@ def test_model_dependent_adversaries(span_model, tmp_path):
             assert len(record.sentences[0].sentence.split()) == 3
             for a in ex.answers:
                 assert ex.context[a.start:a.end] == a.text
-    from advrace.attacks.adversarial_squad import OFFENSIVE
+    from advrace.attacks.squad_addany import OFFENSIVE
 
     common = set(get_resources().common_words(1000)) - OFFENSIVE
     for ex in read_split(out, "addcommon"):
@@ -293,7 +293,7 @@ def test_mutation_never_takes_a_synonym(res):
 
 
 def test_each_fake_rule_has_its_share_of_the_attacked_questions_not_of_the_split():
-    from advrace.attacks.adversarial_squad import AddOneSent
+    from advrace.attacks.squad_addsent import AddOneSent
     from advrace.core.examples import Answer, SpanExample
     from advrace.core.provenance import AdversarialSentence, AttackSummary
 

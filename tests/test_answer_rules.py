@@ -1,4 +1,4 @@
-"""Jia and Liang's answer rules past the typed pool (attacks.answer_rules): every SQuAD answer gets a
+"""Jia and Liang's answer rules past the typed pool (attacks/squad/answer_rules.py): every SQuAD answer gets a
 fake, typed as finely as a rule allows, and the question mutation and declarative rules that let
 those fakes into a sentence."""
 
@@ -6,9 +6,10 @@ import random
 
 import pytest
 
-from advrace.attacks.adversarial_squad import AddSentConfig, sentence_candidates
-from advrace.attacks.squad.answer_rules import (CATCH_ALL, LEXFILE_FAKES, POS_FAKES, FallbackFakes, shift_date,
-                                          shift_number)
+from advrace.attacks.squad.candidates import sentence_candidates
+from advrace.attacks.squad.config import AddSentConfig
+from advrace.attacks.squad.answer_rules import (ANSWER_RULES, CATCH_ALL, LEXFILE_FAKES, POS_FAKES, FallbackFakes,
+                                                shift_date, shift_number)
 from advrace.attacks.sentences.declarative_rules import declarative_candidates
 from advrace.attacks.squad.fake_answers import FakePool, answer_type
 from advrace.attacks.sentences.question_mutation import mutate_question
@@ -20,6 +21,16 @@ from advrace.resources import get_resources
 @pytest.fixture(scope="module")
 def res():
     return get_resources()
+
+
+def test_the_rules_are_one_ordered_tuple_in_jia_and_liangs_order():
+    """The order a question's fakes are tried in, each rule by its name (docs/attacks/adversarial-squad.md):
+    the gold's numbers moved, the kind the question names and the closed-book answer before the
+    gold's own form, the catch-all last."""
+    assert [rule.name for rule in ANSWER_RULES] == [
+        "date", "number", "asked_name", "closed_book", "asked_kind", "abbreviation", "ner", "wh",
+        "lexfile_neighbours", "pos_neighbours", "lexfile_nouns", "pos_words", "catch_all"]
+    assert len({rule.make for rule in ANSWER_RULES}) == len(ANSWER_RULES)
 
 
 @pytest.mark.parametrize("text, date, number", [

@@ -11,7 +11,7 @@ import pytest
 
 from advrace.attacks import ALIASES, attacks_named, available_attacks, canonical_name, get_attack, register
 from advrace.attacks.addsent import AddSent
-from advrace.attacks.adversarial_squad import AddSentAdversary
+from advrace.attacks.squad_addsent import AddSentAdversary
 from advrace.attacks.base import Attack
 from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError

@@ -6,7 +6,8 @@ import random
 import pytest
 import torch
 
-from advrace.attacks.adversarial_squad import AddSentConfig, sentence_candidates
+from advrace.attacks.squad.candidates import sentence_candidates
+from advrace.attacks.squad.config import AddSentConfig
 from advrace.attacks.squad.answer_rules import FallbackFakes
 from advrace.attacks.squad.closed_book import MAX_GOLD_COSINE, PROMPT, ClosedAnswer, ClosedBook, unlike_the_golds, usable
 from advrace.attacks.squad.fake_answers import FakePool, answer_type
@@ -231,7 +232,7 @@ def test_smollm2_answers_with_phrases_of_the_asked_kind(res):
 
 
 def test_no_answer_model_gives_the_rules_alone_and_a_missing_one_says_what_to_do(res):
-    from advrace.attacks.adversarial_squad import closed_book_fakes
+    from advrace.attacks.squad.preparation import closed_book_fakes
     from advrace.core.errors import AdvraceError
 
     ex = _example("The old mill closed after the flood.", "the flood", "What closed the old mill?")

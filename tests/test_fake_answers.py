@@ -6,7 +6,8 @@ import random
 import pytest
 
 from advrace.resources import get_resources
-from advrace.attacks.adversarial_squad import AddSentConfig, sentence_candidates
+from advrace.attacks.squad.candidates import sentence_candidates
+from advrace.attacks.squad.config import AddSentConfig
 from advrace.attacks.sentences.readability import doubled_words, readability_problem
 from advrace.attacks.squad.fake_answers import FAKES, FakePool, type_key
 from advrace.attacks.sentences.question_mutation import mutate_question

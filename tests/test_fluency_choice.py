@@ -1,5 +1,5 @@
-"""AddOneSent and AddSentMod choose with the answer model (attacks.adversarial_squad, "Fluency and
-PMI"): the most fluent candidate sentence of the fake with the highest PMI, scored a chunk at a
+"""AddOneSent and AddSentMod choose with the answer model (attacks/squad/answer_model_choice.py):
+the most fluent candidate sentence of the fake with the highest PMI, scored a chunk at a
 time; the scores in provenance; AddSentMod's fakes another set for every rule."""
 
 import json
@@ -10,7 +10,8 @@ import torch
 
 from advrace.attacks.squad import closed_book as closed_book_module
 from advrace.attacks.sentences import fluency as fluency_module
-from advrace.attacks.adversarial_squad import AddOneSent, AddSentConfig, AddSentMod
+from advrace.attacks.squad.config import AddSentConfig
+from advrace.attacks.squad_addsent import AddOneSent, AddSentMod
 from advrace.attacks.sentences.fluency import fluent_choice
 from advrace.attacks.squad.answer_rules import FallbackFakes, shift_date, shift_number
 from advrace.attacks.squad.closed_book import ClosedAnswer

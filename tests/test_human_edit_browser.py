@@ -307,7 +307,7 @@ def test_three_edit_the_same_sentences_three_others_verify_and_a_careless_verifi
     assert approved_there & swung
 
     # AddSent's q2: the approved edit the reader does worst on; its F1s tell it from the others
-    from advrace.attacks.adversarial_squad import model_f1s
+    from advrace.attacks.squad.span_model import model_f1s
     from advrace.human_eval.selection import with_sentence
     from advrace.models.encoders.span_scoring import load_span_model
 

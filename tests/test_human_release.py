@@ -179,7 +179,7 @@ def test_addsent_holds_the_approved_edit_the_reader_does_worst_on(squad_release,
     """Four approved edits of q2's AddSent sentence: the release holds the one the reader's F1 is
     lowest with (the first of equally bad ones), not the first, the best or the last worst one.
     AddOneSent's q2 draws from the same pool (one per question, as Jia and Liang)."""
-    from advrace.attacks.adversarial_squad import model_f1s
+    from advrace.attacks.squad.span_model import model_f1s
     from advrace.models.encoders.span_scoring import load_span_model
 
     rid = "addsent/q2"
@@ -617,7 +617,7 @@ def test_the_adversary_scores_at_the_precision_the_addsent_split_was_built_with(
     (emulated on a CPU without it) and off, the choice is the worst at that precision, and the
     manifest says which precision it was."""
     from advrace.attacks import get_attack
-    from advrace.attacks.adversarial_squad import model_f1s
+    from advrace.attacks.squad.span_model import model_f1s
 
     path = tmp_path / "squad.json"
     path.write_text(json.dumps(squad_doc()), encoding="utf-8")

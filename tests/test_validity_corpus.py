@@ -70,7 +70,9 @@ def test_every_fake_answer_of_the_corpus_questions_has_the_properties_of_a_fake(
     import random
     from collections import Counter
 
-    from advrace.attacks.adversarial_squad import AddSentConfig, fake_problems, sentence_candidates
+    from advrace.attacks.squad.candidates import sentence_candidates
+    from advrace.attacks.squad.config import AddSentConfig
+    from advrace.attacks.squad.fake_problems import fake_problems
     from advrace.attacks.squad.answer_rules import FallbackFakes
     from advrace.attacks.squad.closed_book import usable, unlike_the_golds
     from advrace.attacks.squad.fake_answers import FakePool, answer_type
@@ -120,7 +122,7 @@ def test_every_fake_answer_of_the_corpus_questions_has_the_properties_of_a_fake(
 ])
 def test_fake_problems_names_each_broken_property(fake, rule, sentence, problem):
     """The properties the corpus test holds every fake to, each broken once."""
-    from advrace.attacks.adversarial_squad import fake_problems
+    from advrace.attacks.squad.fake_problems import fake_problems
     from advrace.core.examples import Answer, SpanExample
     from advrace.core.provenance import AdversarialSentence
     from advrace.resources import get_resources

@@ -415,20 +415,15 @@ def statement_problem(sentence: str, answer: str, resources) -> str | None:
 
 
 def _form(question: str, answer: str, resources, answer_type: str | None) -> list[Candidate]:
+    """The question's statements with `answer` in place of its wh-phrase: a fronted phrase kept in
+    front, a "there" question, a wh-phrase that is the subject, do-support undone, "how long/old"
+    with a copula, else the inverted auxiliary moved back beside its verb."""
     toks = _tokens(question, resources)
     found = _wh_phrase(toks, resources)
-    lead = _leading_clause(toks)
-    if lead and (found is None or (found[3] == "when" and found[0] == 0 and toks[lead].text.lower() != "which")):
-        # "According to the AAA, what is ...", "When X, what is it called": Jia and Liang's "$PP ," and "$SBAR ,"
-        rest = _join(toks[lead:])
-        return [Candidate(c.rule, f"{_join(toks[:lead])} {_as_written(c.sentence, f'{rest} {answer}')}")
-                for c in _form(rest, answer, resources, answer_type)]
+    fronted = _fronted(toks, found, answer, resources, answer_type)
+    if fronted is not None:
+        return fronted
     if found is None:
-        k = _unmarked_lead(toks)
-        if k:  # "After the Peterloo massacre what poet wrote ...": the same without its comma
-            rest = _join(toks[k:])
-            return [Candidate(c.rule, f"{_join(toks[:k])}, {_as_written(c.sentence, f'{rest} {answer}')}")
-                    for c in _form(rest, answer, resources, answer_type)]
         return _non_wh(toks, answer, answer_type, resources)
     start, _, end, kind = found
     if kind == "how_adj" and end < len(toks) and toks[end].text.lower() == "ago":
@@ -441,12 +436,7 @@ def _form(question: str, answer: str, resources, answer_type: str | None) -> lis
     nominal = kind in ("wh_np", "how_many", "whose_np", "who", "what", "which") and not fronted_prep
     p = next((k for k, t in enumerate(rest) if t.tag.startswith("VB") or t.tag == "MD"), len(rest))
     if nominal and p + 1 < len(rest) and rest[p].lemma == "be" and rest[p + 1].text.lower() == "there":
-        # "How many bids for the prize were there in 1915" -> "There were A bids for the prize in 1915"
-        more = rest[p + 2:]
-        k = _stranded(more)  # "What river was there a bridge across in Roman times" -> "... across A in ..."
-        if k is not None and p == 0:
-            return [Candidate(f"there_{rule}", _sentence("there", rest[p].text, _join(more[:k]), answer, _join(more[k:])))]
-        return [Candidate(f"there_{rule}", _sentence("there", rest[p].text, phrase, _join(rest[:p]), _join(more)))]
+        return _there(rule, phrase, answer, rest, p)
     if nominal and _wh_is_subject(rest):
         return _subject(kind, rule, phrase, answer, wh_tokens, rest, resources)
     noun = wh_tokens[-1].text.lower()
@@ -460,58 +450,98 @@ def _form(question: str, answer: str, resources, answer_type: str | None) -> lis
     if len(after) > 1 and after[0].text.lower() in ("n't", "not") and not after[1].tag.startswith("VB"):
         raise _NoForm("negation before the subject")  # "What can't Parliament do"
     if aux.lemma == "do" and aux.text.lower() in DO_FORMS:
-        subject, tail, past_slip = _do_split(aux, after, resources)
-        if subject is None:  # no verb follows: "did" is the main verb ("Who did the National Anthem?")
-            if nominal and not (after[-1].tag in ("VB", "VBP") and is_base_verb(after[-1].text, resources.wordnet)):
-                return _subject(kind, rule, phrase, answer, wh_tokens, rest, resources)
-            raise _NoForm("no verb to carry the tense")
-        tense = DO_FORMS[aux.text.lower()]
-
-        def inflect(word: str) -> str:
-            return past_tense(word) if tense == "VBD" else third_person(word) if tense == "VBZ" else word
-
-        head_tag = resources.parse(answer)[0].tag_
-        if kind == "what" and tail[0].text.lower() == "do" and _answer_form(answer, resources) == "verb" \
-                and (head_tag in ("VB", "VBP") or head_tag == tense or head_tag == "VBN" and tense == "VBD"):
-            # "What does Doctor Who do when ..." + "regenerate": the answer is the verb phrase, in
-            # the tense of "does" (an answer in that tense already stays: "did" + "installed ...")
-            head, _, more = answer.partition(" ")
-            head = inflect(head) if head_tag in ("VB", "VBP") else head
-            return [Candidate("do_what_do", _sentence(_join(subject), head, more, _join(tail[1:])))]
-        if subject[-1].text.lower() in ("not", "n't"):  # "What do coastal beroids not have": do-support stays
-            clause = [aux, subject[-1]] + tail
-            return _place(kind, f"do_{rule}", phrase, answer, _join(subject[:-1]), clause, wh_tokens, resources)
-        verb = tail[0].text
-        if not past_slip:  # "did the V&A received": the question's slip already gave the tense
-            verb = inflect(verb)
-        clause = [_Tok(verb, "VB", tail[0].lemma, " ")] + [
-            _Tok(inflect(t.text), "VB", t.lemma, t.ws)
-            if not past_slip and j and tail[j - 1].text.lower() in ("and", "or") and t.tag in ("VB", "VBP")
-            and is_base_verb(t.text, resources.wordnet) else t for j, t in enumerate(tail) if j]
-        return _place(kind, f"do_{rule}", phrase, answer, _join(subject), clause, wh_tokens, resources)
+        return _do_support(kind, rule, phrase, answer, wh_tokens, rest, nominal, resources)
     if not after:
         raise _NoForm("no subject after the auxiliary")
     subject, tail = _inverted_split(aux, after, resources, nominal, kind)
     if kind == "how_adj" and aux.lemma == "be" and not any(t.tag.startswith("VB") for t in tail[:_main_part(tail)]):
-        # "How long is the river" -> "The river is A long"
-        adj = wh_tokens[-1].text.lower()
-        subject, tail = _copula_subject(after) if _main_part(after) == len(after) else (subject, tail)
-        end = _noun_phrase_end(after, 0)
-        if not tail and 0 < end < len(after) and after[end].tag == "IN":
-            subject, tail = after[:end], after[end:]  # "How long was the theatre in operation": its predicate
-        measured = any(t.tag_ in ("NN", "NNS") for t in resources.parse(answer))
-        if adj == "old" and re.fullmatch(r"[\d.,]+", answer.strip()):
-            answer, measured = f"{answer} years", True  # "How old was X" + "15"
-        if not measured:
-            raise _NoForm("answer is no measure")  # "How long was X in operation" + "1870 to 1939"
-        if tail and adj == "long":  # "How long was X in operation" -> "X was in operation for A"
-            return [Candidate("how_adj_copula", _sentence(_join(subject), aux.text, _join(tail), "for", answer))]
-        said = answer if answer.lower().split()[-1:] == [adj] else f"{answer} {adj}"
-        return [Candidate("how_adj_copula", _sentence(_join(subject), aux.text, said, _join(tail)))]
+        return _how_adj_copula(wh_tokens, aux, after, subject, tail, answer, resources)
     if aux.lemma == "be" and not any(t.tag.startswith("VB") for t in tail[:_main_part(tail)]):
         return _copula(kind, rule, phrase, answer, aux, after, wh_tokens, fronted_prep)
     # be + participle, have, modals: the auxiliary moves behind the subject
     return _place(kind, f"aux_{rule}", phrase, answer, _join(subject), [aux] + tail, wh_tokens, resources)
+
+
+def _fronted(toks: list[_Tok], found, answer: str, resources, answer_type: str | None) -> list[Candidate] | None:
+    """A phrase fronted before the question proper stays in front, its statement after it; None
+    where the question has none."""
+    lead = _leading_clause(toks)
+    if lead and (found is None or (found[3] == "when" and found[0] == 0 and toks[lead].text.lower() != "which")):
+        # "According to the AAA, what is ...", "When X, what is it called": Jia and Liang's "$PP ," and "$SBAR ,"
+        rest = _join(toks[lead:])
+        return [Candidate(c.rule, f"{_join(toks[:lead])} {_as_written(c.sentence, f'{rest} {answer}')}")
+                for c in _form(rest, answer, resources, answer_type)]
+    if found is None:
+        k = _unmarked_lead(toks)
+        if k:  # "After the Peterloo massacre what poet wrote ...": the same without its comma
+            rest = _join(toks[k:])
+            return [Candidate(c.rule, f"{_join(toks[:k])}, {_as_written(c.sentence, f'{rest} {answer}')}")
+                    for c in _form(rest, answer, resources, answer_type)]
+    return None
+
+
+def _there(rule: str, phrase: str, answer: str, rest: list[_Tok], p: int) -> list[Candidate]:
+    """"How many bids for the prize were there in 1915" -> "There were A bids for the prize in
+    1915"; `p` is where the verb "be" is in `rest`, the question after its wh-phrase."""
+    more = rest[p + 2:]
+    k = _stranded(more)  # "What river was there a bridge across in Roman times" -> "... across A in ..."
+    if k is not None and p == 0:
+        return [Candidate(f"there_{rule}", _sentence("there", rest[p].text, _join(more[:k]), answer, _join(more[k:])))]
+    return [Candidate(f"there_{rule}", _sentence("there", rest[p].text, phrase, _join(rest[:p]), _join(more)))]
+
+
+def _do_support(kind, rule, phrase, answer, wh_tokens, rest: list[_Tok], nominal: bool, resources) -> list[Candidate]:
+    """Do-support undone: its tense goes back to the verb (and to a verb joined to it by "and"),
+    a negation keeps it ("do not have"); where no verb follows, "did" is the main verb."""
+    aux, after = rest[0], rest[1:]
+    subject, tail, past_slip = _do_split(aux, after, resources)
+    if subject is None:  # no verb follows: "did" is the main verb ("Who did the National Anthem?")
+        if nominal and not (after[-1].tag in ("VB", "VBP") and is_base_verb(after[-1].text, resources.wordnet)):
+            return _subject(kind, rule, phrase, answer, wh_tokens, rest, resources)
+        raise _NoForm("no verb to carry the tense")
+    tense = DO_FORMS[aux.text.lower()]
+
+    def inflect(word: str) -> str:
+        return past_tense(word) if tense == "VBD" else third_person(word) if tense == "VBZ" else word
+
+    head_tag = resources.parse(answer)[0].tag_
+    if kind == "what" and tail[0].text.lower() == "do" and _answer_form(answer, resources) == "verb" \
+            and (head_tag in ("VB", "VBP") or head_tag == tense or head_tag == "VBN" and tense == "VBD"):
+        # "What does Doctor Who do when ..." + "regenerate": the answer is the verb phrase, in
+        # the tense of "does" (an answer in that tense already stays: "did" + "installed ...")
+        head, _, more = answer.partition(" ")
+        head = inflect(head) if head_tag in ("VB", "VBP") else head
+        return [Candidate("do_what_do", _sentence(_join(subject), head, more, _join(tail[1:])))]
+    if subject[-1].text.lower() in ("not", "n't"):  # "What do coastal beroids not have": do-support stays
+        clause = [aux, subject[-1]] + tail
+        return _place(kind, f"do_{rule}", phrase, answer, _join(subject[:-1]), clause, wh_tokens, resources)
+    verb = tail[0].text
+    if not past_slip:  # "did the V&A received": the question's slip already gave the tense
+        verb = inflect(verb)
+    clause = [_Tok(verb, "VB", tail[0].lemma, " ")] + [
+        _Tok(inflect(t.text), "VB", t.lemma, t.ws)
+        if not past_slip and j and tail[j - 1].text.lower() in ("and", "or") and t.tag in ("VB", "VBP")
+        and is_base_verb(t.text, resources.wordnet) else t for j, t in enumerate(tail) if j]
+    return _place(kind, f"do_{rule}", phrase, answer, _join(subject), clause, wh_tokens, resources)
+
+
+def _how_adj_copula(wh_tokens, aux: _Tok, after: list[_Tok], subject, tail, answer: str, resources) -> list[Candidate]:
+    """"How long is the river" -> "The river is A long"; "How long was X in operation" -> "X was
+    in operation for A"; an answer that is no measure gets no sentence."""
+    adj = wh_tokens[-1].text.lower()
+    subject, tail = _copula_subject(after) if _main_part(after) == len(after) else (subject, tail)
+    end = _noun_phrase_end(after, 0)
+    if not tail and 0 < end < len(after) and after[end].tag == "IN":
+        subject, tail = after[:end], after[end:]  # "How long was the theatre in operation": its predicate
+    measured = any(t.tag_ in ("NN", "NNS") for t in resources.parse(answer))
+    if adj == "old" and re.fullmatch(r"[\d.,]+", answer.strip()):
+        answer, measured = f"{answer} years", True  # "How old was X" + "15"
+    if not measured:
+        raise _NoForm("answer is no measure")  # "How long was X in operation" + "1870 to 1939"
+    if tail and adj == "long":  # "How long was X in operation" -> "X was in operation for A"
+        return [Candidate("how_adj_copula", _sentence(_join(subject), aux.text, _join(tail), "for", answer))]
+    said = answer if answer.lower().split()[-1:] == [adj] else f"{answer} {adj}"
+    return [Candidate("how_adj_copula", _sentence(_join(subject), aux.text, said, _join(tail)))]
 
 
 def _unmarked_lead(toks: list[_Tok]) -> int:

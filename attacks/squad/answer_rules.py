@@ -7,7 +7,8 @@ token, its determiner kept), and last a catch-all ("aliens"), so that some fake 
 
 Here the typed pool of `fake_answers` (the data's own phrases of the answer's refined type)
 stands for their named-entity rules and goes first; where it has nothing, `FallbackFakes`
-goes on through the rest, typed as finely as each rule allows:
+goes on through the rest, typed as finely as each rule allows, in the order of `ANSWER_RULES`
+(one named rule object each; the two `lexfile` and two `pos` rules take turns, below):
 
 - `date`, `number`: the gold itself with its years moved back 25, its days by 11, its months by
   six, its other numbers' leading digit by five (Jia and Liang's own arithmetic), so that "between
@@ -56,8 +57,10 @@ takes another rule's fake where AddOneSent took the model's.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 from advrace.core.checks.sentences import TYPE_GROUPS, asked_group, wanted_group
 from advrace.metrics import normalize_answer
@@ -298,13 +301,115 @@ def shift_number(text: str, second: bool = False) -> str | None:
     return out if out != text else None
 
 
+class _Question:
+    """What the answer rules read of one question: its gold, what a fake must avoid (`seen`: the
+    normalised passage and question; `banned`: the words of the passage's answers), and what the
+    question asks; each read once, when a rule first needs it."""
+
+    def __init__(self, fallback: FallbackFakes, example, kind: str, avoid_answers, rng, k: int, closed):
+        self.fallback, self.example, self.kind, self.avoid_answers = fallback, example, kind, avoid_answers
+        self.rng, self.k, self.closed = rng, k, closed
+        self.gold = example.answers[0].text.strip()
+        self.gold_norm = normalize_answer(self.gold)
+        self.seen = f" {normalize_answer(example.context)} {normalize_answer(example.question)} "
+        self.banned = (set().union(*(set(normalize_answer(a).split()) for a in avoid_answers)) if avoid_answers
+                       else set())
+        self.golds = [normalize_answer(a.text) for a in example.answers]
+
+    def fits_keeping_gold_words(self, text: str | None) -> bool:
+        """`FallbackFakes._fits` for a number rule's fake, which keeps the gold's other words
+        ("years" of "three years"): only new to the passage and question, and no gold."""
+        if text is None:
+            return False
+        norm = normalize_answer(text)
+        return f" {norm} " not in self.seen and not any(g == norm or f" {g} " in f" {norm} " for g in self.golds)
+
+    @functools.cached_property
+    def numeric_group(self) -> str | None:
+        """The gold's group for the date and number rules: what the question asks ("How old": a
+        number though the tagger reads "39" as a date), else the gold's type in its context."""
+        group = asked_group(self.example.question)
+        if group not in ("time", "number"):
+            group = wanted_group(self.example, lambda *_: self.kind)
+        return group
+
+    @functools.cached_property
+    def wh_and_noun(self) -> tuple:
+        return wh_noun(self.example.question, self.fallback.resources)
+
+    @property
+    def wh(self) -> str | None:
+        return self.wh_and_noun[0]
+
+    @property
+    def noun(self) -> str | None:
+        """The noun the question asks for ("Which river": river), if it names one."""
+        return self.wh_and_noun[1]
+
+    @functools.cached_property
+    def span(self):
+        return self.fallback._answer_span(self.example)
+
+    @property
+    def head(self):
+        return self.span.root if self.span is not None else None
+
+    @property
+    def nominal(self) -> bool:
+        """Whether the gold's head is a common noun."""
+        return self.head is not None and self.head.tag_ in ("NN", "NNS")
+
+    @functools.cached_property
+    def noun_file(self) -> str | None:
+        return lexfile_of(self.noun, self.fallback.resources) if self.noun else None
+
+    @functools.cached_property
+    def asked(self) -> FakeChoice | None:
+        """The fake of the kind the question names (`FallbackFakes._asked`), once: the kind comes
+        before the gold's own form ("Which sport": not an acronym)."""
+        if self.wh in ("what", "which") and self.noun is not None and not _asks_person(self.noun, self.noun_file):
+            return self.fallback._asked(self.noun, self.head, self.gold, self.seen, self.banned, self.gold_norm,
+                                        self.rng, self.k)
+        return None
+
+    @functools.cached_property
+    def pos_word(self) -> tuple[str | None, str]:
+        """(tag, word) of the gold's part of speech: a noun phrase's head (not its last word or a
+        participle, "increased settlement"), else by Jia and Liang's order (`_pos_tag`)."""
+        if self.nominal:
+            return self.head.tag_, self.head.text
+        return FallbackFakes._pos_tag(self.span) if self.head is not None else (None, "")
+
+
+@dataclass(frozen=True)
+class AnswerRule:
+    """One answer rule past the typed pool: its `name`; what it records as the fake's rule
+    (`records`: its name, or a name per wh-word or tag); `make(fallback, question)`, its fakes
+    for a question (a FakeChoice, possibly of no fakes), or None where it does not apply."""
+
+    name: str
+    records: str
+    make: Callable[[FallbackFakes, _Question], FakeChoice | None]
+
+
 class FallbackFakes:
-    """The rules past the typed pool, for one question: see the module docstring. `uses` is
-    shared with the pool, so that a fixed word rotates through the questions prepared together."""
+    """The rules past the typed pool, for one question: see the module docstring and
+    `ANSWER_RULES`. `uses` is shared with the pool, so that a fixed word rotates through the
+    questions prepared together."""
 
     def __init__(self, pool: FakePool, resources, second_set: bool = False):
         self.pool, self.resources, self.second_set = pool, resources, second_set
-        self.which = int(second_set)
+        self.fake_set = int(second_set)  # the fixed lists' set: 0 for AddSent and AddOneSent, 1 for AddSentMod
+
+    def choices(self, example, kind: str, avoid_answers, rng, k: int = 2, closed=None):
+        """Each applying rule's FakeChoice, in Jia and Liang's order (`ANSWER_RULES`): a caller
+        takes the first whose sentences pass its checks. `closed` is the example's closed-book
+        answer (a closed_book.ClosedAnswer), if any."""
+        question = _Question(self, example, kind, avoid_answers, rng, k, closed)
+        for rule in ANSWER_RULES:
+            choice = rule.make(self, question)
+            if choice is not None:
+                yield choice
 
     # ------------------------------------------------------------------ filters
     def _fits(self, text: str, seen: str, banned: set[str], gold_norm: str) -> bool:
@@ -317,105 +422,106 @@ class FallbackFakes:
         fit.sort(key=lambda t: self.pool.uses[t])
         return tuple(fit[:k])
 
-    # ------------------------------------------------------------------ the rules
-    def choices(self, example, kind: str, avoid_answers, rng, k: int = 2, closed=None):
-        """(rule, kind, fakes) for each rule that applies, in Jia and Liang's order: a caller
-        takes the first whose sentences pass its checks. `closed` is the example's closed-book
-        answer (a closed_book.ClosedAnswer), if any."""
-        first = example.answers[0]
-        gold = first.text.strip()
-        gold_norm = normalize_answer(gold)
-        seen = f" {normalize_answer(example.context)} {normalize_answer(example.question)} "
-        banned = set().union(*(set(normalize_answer(a).split()) for a in avoid_answers)) if avoid_answers else set()
+    def _rotated(self, q: _Question, items) -> tuple[str, ...]:
+        return self._rotate(items, q.seen, q.banned, q.gold_norm, q.k, q.rng)
 
-        golds = [normalize_answer(a.text) for a in example.answers]
+    # ------------------------------------------------------------------ the rules, in ANSWER_RULES' order
+    # the gold's numbers moved, only where the gold is a time or a number: the fake_type check
+    # trusts these two rules
+    def _date_rule(self, q: _Question) -> FakeChoice | None:
+        if q.numeric_group != "time":
+            return None
+        date = shift_date(q.gold, self.second_set) or shift_number(q.gold, self.second_set)  # "the 18th century"
+        if not q.fits_keeping_gold_words(date):
+            return None
+        return FakeChoice("date", q.kind if q.kind in DATE_KINDS else "date", (date,))
 
-        def own(text):  # a number rule keeps the gold's words: only its changed numbers must be new
-            if text is None:
-                return False
-            norm = normalize_answer(text)
-            return f" {norm} " not in seen and not any(g == norm or f" {g} " in f" {norm} " for g in golds)
+    def _number_rule(self, q: _Question) -> FakeChoice | None:
+        if q.numeric_group != "number":
+            return None
+        number = shift_number(q.gold, self.second_set)
+        if not q.fits_keeping_gold_words(number):
+            return None
+        return FakeChoice("number", q.kind if q.kind in NUMBER_KINDS else "number", (number,))
 
-        # the gold's numbers moved, only where the gold is a time or a number (what the question
-        # asks, "How old": a number though the tagger reads "39" as a date; else the gold's type in
-        # its context): the fake_type check trusts these two rules
-        group = asked_group(example.question)
-        if group not in ("time", "number"):
-            group = wanted_group(example, lambda *_: kind)
-        if group == "time":
-            second = self.second_set
-            date = shift_date(gold, second) or shift_number(gold, second)  # "the 18th century": its number moved
-            if own(date):
-                yield FakeChoice("date", kind if kind in DATE_KINDS else "date", (date,))
-        elif group == "number":
-            number = shift_number(gold, self.second_set)
-            if own(number):
-                yield FakeChoice("number", kind if kind in NUMBER_KINDS else "number", (number,))
-        wh, noun = wh_noun(example.question, self.resources)
-        span = self._answer_span(example)
-        head = span.root if span is not None else None
-        noun_file = lexfile_of(noun, self.resources) if noun else None
-        asked = None
-        if wh in ("what", "which") and noun is not None and not _asks_person(noun, noun_file):
-            # the kind the question names comes before the gold's own form ("Which sport": not an acronym)
-            asked = self._asked(noun, head, gold, seen, banned, gold_norm, rng, k)
-        if asked is not None and asked.rule == "asked_name":
-            yield asked
-        if closed is not None and not self.second_set and self._fits(closed.text, seen, banned, gold_norm):
-            # a language model's answer to the question alone: of the asked kind where no rule
-            # knows it (closed_book); AddSentMod's second set takes another rule's fake, for the
-            # model's answer is AddOneSent's
-            yield FakeChoice("closed_book", kind, (closed.text,), closed.gold_cosine)
-        if asked is not None and asked.rule == "asked_kind":
-            yield asked
-        words = gold.split()
-        if len(words) == 1 and gold.isupper() and any(c.isalpha() for c in gold):
-            yield FakeChoice("abbreviation", "abbreviation",
-                             self._rotate(ABBREVIATIONS[self.which], seen, banned, gold_norm, k, rng))
-        if kind in self.pool.by_kind and noun is None and (wh not in ("who", "whom") or kind in (
-                "person", "organisation", "country", "nationality")):
-            # a name of the tagger's kind, its refinement untrusted, where the question names no
-            # kind of its own ("What channel": a channel, not any organisation)
-            names = [p for p in self.pool.by_kind[kind] if self.pool.in_set(p, self.second_set)
-                     and self._fits(p, seen, banned, gold_norm)]
-            # the tagger's kinds are coarse and slip ("the Huguenot Memorial Bridge" a person):
-            # only names GloVe puts near the gold, nearest first (a team for a team)
-            names = self._nearest(names, gold, floor=self._NEAR)[:4 * k]
-            if names:
-                yield FakeChoice("ner", kind, self._rotate(names, seen, banned, gold_norm, k, rng))
-        if not (wh in ("who", "whom", "where") and head is not None and head.pos_ in ("ADJ", "ADV", "VERB", "AUX")):
-            # "Where does it rank?" "low": no city
-            yield from self._wh(example, wh, noun, noun_file, gold, seen, banned, gold_norm, avoid_answers, rng, k)
-        if head is not None:
-            nominal = head.tag_ in ("NN", "NNS")
-            if nominal:  # GloVe's neighbours of the answer's head in its WordNet file ("lamprey": eels)
-                found = self._neighbours((head.lemma_ or head.text).lower(), head.tag_ == "NNS", gold, seen, banned,
-                                         gold_norm, k)
-                if found:
-                    yield found
-            tag, word = self._pos_tag(span)
-            if nominal:  # a noun phrase's head, not its last word or a participle ("increased settlement")
-                tag, word = head.tag_, head.text
-            if tag in _NEIGHBOUR_POS:  # GloVe's words of the tag ("suburban": "rural"; "firms": "banks")
-                near = self._word_neighbours(word, tag, seen, banned, gold_norm, k)
-                if near:
-                    yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag],
-                                     tuple(self._with_determiner(w, gold, tag) for w in near))
-            if nominal:
-                # nouns of the file of the noun the question asks for ("what kinds of trees"), or,
-                # where it names none, of the answer head's
-                found = self._file_fakes(noun or (head.lemma_ or head.text).lower(), head.tag_ == "NNS", gold, seen,
-                                         banned, gold_norm, rng, k)
-                if found:
-                    yield found
-            if tag:  # Jia and Liang's words last
-                words = tuple(self._with_determiner(w, gold, tag) for w in POS_FAKES[tag][self.which])
-                yield FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag],
-                                 self._rotate(words, seen, banned, gold_norm, k, rng))
-        group = self._asked_group(example, kind)
+    def _asked_name_rule(self, q: _Question) -> FakeChoice | None:
+        return q.asked if q.asked is not None and q.asked.rule == "asked_name" else None
+
+    def _closed_book_rule(self, q: _Question) -> FakeChoice | None:
+        """A language model's answer to the question alone: of the asked kind where no rule knows
+        it (closed_book); AddSentMod's second set takes another rule's fake, for the model's
+        answer is AddOneSent's."""
+        closed = q.closed
+        if closed is None or self.second_set or not self._fits(closed.text, q.seen, q.banned, q.gold_norm):
+            return None
+        return FakeChoice("closed_book", q.kind, (closed.text,), closed.gold_cosine)
+
+    def _asked_kind_rule(self, q: _Question) -> FakeChoice | None:
+        return q.asked if q.asked is not None and q.asked.rule == "asked_kind" else None
+
+    def _abbreviation_rule(self, q: _Question) -> FakeChoice | None:
+        if not (len(q.gold.split()) == 1 and q.gold.isupper() and any(c.isalpha() for c in q.gold)):
+            return None
+        return FakeChoice("abbreviation", "abbreviation", self._rotated(q, ABBREVIATIONS[self.fake_set]))
+
+    def _ner_rule(self, q: _Question) -> FakeChoice | None:
+        """A name of the tagger's kind, its refinement untrusted, where the question names no kind
+        of its own ("What channel": a channel, not any organisation). The tagger's kinds are
+        coarse and slip ("the Huguenot Memorial Bridge" a person): only names GloVe puts near the
+        gold, nearest first (a team for a team)."""
+        kind = q.kind
+        if kind not in self.pool.by_kind or q.noun is not None or (
+                q.wh in ("who", "whom") and kind not in ("person", "organisation", "country", "nationality")):
+            return None
+        names = [p for p in self.pool.by_kind[kind] if self.pool.in_set(p, self.second_set)
+                 and self._fits(p, q.seen, q.banned, q.gold_norm)]
+        names = self._nearest(names, q.gold, floor=self._NEAR)[:4 * q.k]
+        return FakeChoice("ner", kind, self._rotated(q, names)) if names else None
+
+    def _wh_rule(self, q: _Question) -> FakeChoice | None:
+        if q.wh in ("who", "whom", "where") and q.head is not None and q.head.pos_ in ("ADJ", "ADV", "VERB", "AUX"):
+            return None  # "Where does it rank?" "low": no city
+        return self._wh(q)
+
+    def _lexfile_neighbours_rule(self, q: _Question) -> FakeChoice | None:
+        """GloVe's neighbours of the answer's head in its WordNet file ("lamprey": eels)."""
+        if not q.nominal:
+            return None
+        return self._neighbours((q.head.lemma_ or q.head.text).lower(), q.head.tag_ == "NNS", q.gold, q.seen,
+                                q.banned, q.gold_norm, q.k)
+
+    def _pos_neighbours_rule(self, q: _Question) -> FakeChoice | None:
+        """GloVe's words of the gold's tag ("suburban": "rural"; "firms": "banks")."""
+        tag, word = q.pos_word
+        if tag not in _NEIGHBOUR_POS:
+            return None
+        near = self._word_neighbours(word, tag, q.seen, q.banned, q.gold_norm, q.k)
+        if not near:
+            return None
+        return FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag],
+                          tuple(self._with_determiner(w, q.gold, tag) for w in near))
+
+    def _lexfile_nouns_rule(self, q: _Question) -> FakeChoice | None:
+        """Nouns of the file of the noun the question asks for ("what kinds of trees"), or, where
+        it names none, of the answer head's."""
+        if not q.nominal:
+            return None
+        return self._file_fakes(q.noun or (q.head.lemma_ or q.head.text).lower(), q.head.tag_ == "NNS", q.gold,
+                                q.seen, q.banned, q.gold_norm, q.rng, q.k)
+
+    def _pos_words_rule(self, q: _Question) -> FakeChoice | None:
+        """Jia and Liang's own words of the gold's tag, last of the part-of-speech rules."""
+        tag = q.pos_word[0]
+        if not tag:
+            return None
+        words = tuple(self._with_determiner(w, q.gold, tag) for w in POS_FAKES[tag][self.fake_set])
+        return FakeChoice(f"pos_{tag.lower()}", POS_KINDS[tag], self._rotated(q, words))
+
+    def _catch_all_rule(self, q: _Question) -> FakeChoice:
+        group = self._asked_group(q.example, q.kind)
         fixed, kind = {"name": (POS_FAKES["NNP"], "proper_noun"), "number": (WH_NUMBERS, "number"),
                        "time": (FAKES["year"], "year")}.get(group, (CATCH_ALL, "other"))
-        yield FakeChoice("catch_all", kind, self._rotate(fixed[self.which], seen, banned, gold_norm, k, rng))
+        return FakeChoice("catch_all", kind, self._rotated(q, fixed[self.fake_set]))
 
     def _asked(self, noun, head, gold, seen, banned, gold_norm, rng, k) -> FakeChoice | None:
         """A fake of the kind the question names ("Which river", "What type of engine"): for a
@@ -425,9 +531,9 @@ class FallbackFakes:
         of the question ("hamsters" for a disease)."""
         if _reads_as_name(gold):
             det = "the " if self._determiner(gold) == "the" else ""
-            names = tuple(f"{det}{name} {noun.title()}" for name in NAME_STEMS[self.which])
-            own = banned - {noun, _plural(noun)}  # the kind's own word may recur ("Canal")
-            fakes = self._rotate(names, seen, own, gold_norm, k, rng)
+            names = tuple(f"{det}{name} {noun.title()}" for name in NAME_STEMS[self.fake_set])
+            banned_but_the_kind = banned - {noun, _plural(noun)}  # the kind's own word may recur ("Canal")
+            fakes = self._rotate(names, seen, banned_but_the_kind, gold_norm, k, rng)
             return FakeChoice("asked_name", "proper_noun", fakes) if fakes else None
         lemma = (head.lemma_ or head.text).lower() if head is not None and head.tag_ in ("NN", "NNS") else None
         if lemma is None and len(gold.split()) == 1:  # a lone noun the tagger missed ("feared typhus above all")
@@ -503,35 +609,37 @@ class FallbackFakes:
         group = TYPE_GROUPS.get(kind)
         return group if group in ("name", "time", "number") else asked_group(example.question)
 
-    def _wh(self, example, wh, noun, noun_file, gold, seen, banned, gold_norm, avoid_answers, rng, k):
-        lower = example.question.lower()
+    def _wh(self, q: _Question) -> FakeChoice | None:
+        """A fake for the question's wh-word: a person, a year or date, a city, a number, an
+        amount of money, a frequency, an event; the data's of the type where the pool has one."""
+        wh, noun, gold, lower = q.wh, q.noun, q.gold, q.example.question.lower()
 
         def typed(rule, kind, key, fixed):
-            data = self.pool.choose(key, avoid_answers, example.context, example.question, rng, k,
+            data = self.pool.choose(key, q.avoid_answers, q.example.context, q.example.question, q.rng, q.k,
                                     self.second_set, real=gold) if key else []
-            fakes = tuple(data) or self._rotate(fixed, seen, banned, gold_norm, k, rng)
-            return FakeChoice(rule, kind, fakes)
+            return FakeChoice(rule, kind, tuple(data) or self._rotated(q, fixed))
 
-        if wh in ("who", "whom", "whose") or (wh in ("what", "which") and _asks_person(noun, noun_file)):
-            yield typed("wh_who", "person", ("person",), FAKES["person"][self.which])
-        elif wh == "when" or (wh in ("what", "which") and noun in ("year", "date", "day", "month")):
+        if wh in ("who", "whom", "whose") or (wh in ("what", "which") and _asks_person(noun, q.noun_file)):
+            return typed("wh_who", "person", ("person",), FAKES["person"][self.fake_set])
+        if wh == "when" or (wh in ("what", "which") and noun in ("year", "date", "day", "month")):
             if _YEAR.search(gold) or noun == "year" or not names_a_month(gold):
-                yield typed("wh_when", "year", ("year",), FAKES["year"][self.which])
-            else:
-                yield typed("wh_when", "date", None, FAKES["date"][self.which])
-        elif wh == "where":
-            yield typed("wh_where", "country", ("place", "city"), WH_CITIES[self.which])
-        elif re.search(r"\bhow many\b", lower):
-            yield typed("wh_how_many", "number", ("number", "integer"), WH_NUMBERS[self.which])
-        elif re.search(r"\bhow much\b", lower):
+                return typed("wh_when", "year", ("year",), FAKES["year"][self.fake_set])
+            return typed("wh_when", "date", None, FAKES["date"][self.fake_set])
+        if wh == "where":
+            return typed("wh_where", "country", ("place", "city"), WH_CITIES[self.fake_set])
+        if re.search(r"\bhow many\b", lower):
+            return typed("wh_how_many", "number", ("number", "integer"), WH_NUMBERS[self.fake_set])
+        if re.search(r"\bhow much\b", lower):
             if re.search(r"[$£€¥]|\b(dollars?|pounds?|euros?)\b", gold, re.I):
-                yield typed("wh_how_much", "money", ("money",), WH_MONEY[self.which])
-            elif re.search(r"\d", gold):
-                yield typed("wh_how_much", "number", ("number", "integer"), WH_NUMBERS[self.which])
-        elif re.search(r"\bhow often\b", lower):
-            yield typed("wh_how_often", "other", None, WH_OFTEN[self.which])
-        elif re.match(r"\W*what (has |had )?(happened|happens)\b", lower):
-            yield typed("wh_what_happened", "event", None, WH_HAPPENED[self.which])
+                return typed("wh_how_much", "money", ("money",), WH_MONEY[self.fake_set])
+            if re.search(r"\d", gold):
+                return typed("wh_how_much", "number", ("number", "integer"), WH_NUMBERS[self.fake_set])
+            return None
+        if re.search(r"\bhow often\b", lower):
+            return typed("wh_how_often", "other", None, WH_OFTEN[self.fake_set])
+        if re.match(r"\W*what (has |had )?(happened|happens)\b", lower):
+            return typed("wh_what_happened", "event", None, WH_HAPPENED[self.fake_set])
+        return None
 
     def _answer_span(self, example):
         """The parsed tokens of the first answer in its context, or None."""
@@ -606,7 +714,7 @@ class FallbackFakes:
         if not fixed:
             return None
         nouns = [self._with_determiner(pair[int(plural)], gold, "NNS" if plural else "NN")
-                 for pair in fixed[self.which]]
+                 for pair in fixed[self.fake_set]]
         fit = [n for n in nouns if self._fits(n, seen, banned, gold_norm)]
         rng.shuffle(fit)
         fit.sort(key=lambda n: (-self._similarity(n.split()[-1], sense), self.pool.uses[n]))
@@ -654,3 +762,23 @@ class FallbackFakes:
             return False
         common = sense.lowest_common_hypernyms(senses[0])
         return bool(common) and max(c.min_depth() for c in common) >= 5
+
+# Jia and Liang's order past the typed pool (the module docstring): a caller takes the first rule
+# whose sentences pass its checks. The kind the question names (asked_name, asked_kind) and the
+# closed-book answer are ours, before the gold's own form; two rules record `lexfile`, and the
+# part-of-speech rules, GloVe's words of the tag before Jia and Liang's fixed ones, `pos_<tag>`.
+ANSWER_RULES: tuple[AnswerRule, ...] = (
+    AnswerRule("date", "date", FallbackFakes._date_rule),
+    AnswerRule("number", "number", FallbackFakes._number_rule),
+    AnswerRule("asked_name", "asked_name", FallbackFakes._asked_name_rule),
+    AnswerRule("closed_book", "closed_book", FallbackFakes._closed_book_rule),
+    AnswerRule("asked_kind", "asked_kind", FallbackFakes._asked_kind_rule),
+    AnswerRule("abbreviation", "abbreviation", FallbackFakes._abbreviation_rule),
+    AnswerRule("ner", "ner", FallbackFakes._ner_rule),
+    AnswerRule("wh", "wh_<word>", FallbackFakes._wh_rule),
+    AnswerRule("lexfile_neighbours", "lexfile", FallbackFakes._lexfile_neighbours_rule),
+    AnswerRule("pos_neighbours", "pos_<tag>", FallbackFakes._pos_neighbours_rule),
+    AnswerRule("lexfile_nouns", "lexfile", FallbackFakes._lexfile_nouns_rule),
+    AnswerRule("pos_words", "pos_<tag>", FallbackFakes._pos_words_rule),
+    AnswerRule("catch_all", "catch_all", FallbackFakes._catch_all_rule),
+)
