@@ -23,7 +23,8 @@ from pathlib import Path
 from advrace.core.distractors import select_distractors
 from advrace.core.errors import ConfigError
 from advrace.core.paths import looks_like_model_name
-from advrace.models.decoders.causal_encoding import PROMPT, CausalDecoder, end_id, prompt_ids
+from advrace.models.decoders.distractor_inputs import PROMPT, end_id, prompt_ids
+from advrace.models.decoders.tree_beam_decoder import CausalDecoder
 from advrace.models.generators.seq2seq_encoding import encode_sources
 from advrace.models.runtime.loading import SMOLLM2, load_model
 from advrace.models.runtime.precision import cpu_threads

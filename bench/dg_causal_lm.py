@@ -4,7 +4,7 @@ count, on an idle machine and beside one busy process.
 
 Prints seconds per question of the attack's candidates (`distractor_generation`, backend
 `causal_lm`, the attack's defaults: beam 20, up to 24 tokens, `batch_size` questions decoded
-together) with advrace.models.decoders.causal_encoding.CausalDecoder (each prompt's keys and values cached
+together) with advrace.models.decoders.tree_beam_decoder.CausalDecoder (each prompt's keys and values cached
 once and shared by all beams under a tree mask), twice: as the attack runs it, with torch's
 threads fitted to the load before each batch (advrace.models.runtime.precision.cpu_threads: one per core
 no other process keeps busy), and at torch's fixed count (one per core, or --threads), as before
@@ -53,7 +53,7 @@ DEFAULT_MODEL = ROOT / "runs" / "dg-sample" / "final"
 
 def use_decoder(which: str) -> None:
     """The attack's decoder: `old` (one question at a time, as before) or `new`."""
-    from advrace.models.decoders.causal_encoding import CausalDecoder, ReorderingDecoder
+    from advrace.models.decoders.tree_beam_decoder import CausalDecoder, ReorderingDecoder
 
     dg.CausalDecoder = ReorderingDecoder if which == "old" else CausalDecoder
 

@@ -11,7 +11,8 @@ import torch
 from advrace.attacks import get_attack
 from advrace.core.errors import ConfigError
 from advrace.formats import load
-from advrace.models.decoders.causal_encoding import IGNORE, ReorderingDecoder, collate_causal, prompt_ids, training_features
+from advrace.models.decoders.distractor_inputs import IGNORE, collate_causal, prompt_ids, training_features
+from advrace.models.decoders.tree_beam_decoder import ReorderingDecoder
 from advrace.models.runtime.kv_cache import returned_cache
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, tiny
 
@@ -240,7 +241,7 @@ def lm(setup):
 @pytest.mark.parametrize("beam,length", [(1, 5), (3, 1), (3, 7), (6, 4)])
 def test_tree_decoder_equals_the_reference(lm, beam, length):
     """Alone or several questions together, each question's hypotheses are the reference's."""
-    from advrace.models.decoders.causal_encoding import CausalDecoder
+    from advrace.models.decoders.tree_beam_decoder import CausalDecoder
 
     prompts = _prompts(lm.config.vocab_size)
     kw = {"beam_size": beam, "max_length": length, "eos_id": 3, "banned": (0,)}
@@ -257,7 +258,7 @@ def test_tree_decoder_with_eager_attention(setup):
     """An attention implementation that adds its mask (eager) gets an additive float mask."""
     from transformers import AutoModelForCausalLM
 
-    from advrace.models.decoders.causal_encoding import CausalDecoder
+    from advrace.models.decoders.tree_beam_decoder import CausalDecoder
 
     model = AutoModelForCausalLM.from_pretrained(setup["lm"], attn_implementation="eager").eval()
     prompts = _prompts(model.config.vocab_size, (7, 12))
@@ -271,7 +272,7 @@ def test_sliding_window_models_fall_back_to_reordering(tmp_path):
     """A cache that drops old keys cannot hold a shared prompt: one question at a time, reordered."""
     from transformers import MistralConfig, MistralForCausalLM
 
-    from advrace.models.decoders.causal_encoding import CausalDecoder
+    from advrace.models.decoders.tree_beam_decoder import CausalDecoder
 
     torch.manual_seed(0)
     cfg = MistralConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -287,7 +288,7 @@ def test_sliding_window_models_fall_back_to_reordering(tmp_path):
 def test_the_prompt_is_cached_once_for_all_beams(lm):
     """The cache is one row: the prompts once, then `beams` tokens a question a step; a finished
     question is left out of a step (`active`) and the other's scores do not move."""
-    from advrace.models.decoders.causal_encoding import CausalDecoder
+    from advrace.models.decoders.tree_beam_decoder import CausalDecoder
 
     prompts, beams, vocab = _prompts(lm.config.vocab_size, (9, 14)), 4, lm.config.vocab_size
     g = torch.Generator().manual_seed(0)
@@ -318,7 +319,7 @@ def test_the_prompt_is_cached_once_for_all_beams(lm):
 def test_prompts_sharing_a_prefix_share_its_cache(lm):
     """Questions on one passage: a prompt that begins like an earlier one runs only the rest
     (at least its last token), and each still gets the reference's hypotheses."""
-    from advrace.models.decoders.causal_encoding import CausalDecoder
+    from advrace.models.decoders.tree_beam_decoder import CausalDecoder
 
     base, other = _prompts(lm.config.vocab_size, (20, 9))
     prompts = [base, base[:12] + [7, 8, 9, 10, 11, 12], base, base[:5], other]
@@ -339,7 +340,7 @@ def test_prompts_sharing_a_prefix_share_its_cache(lm):
 def test_tree_decoder_under_autocast_without_deprecation_warnings(lm, bf16):
     import warnings
 
-    from advrace.models.decoders.causal_encoding import CausalDecoder
+    from advrace.models.decoders.tree_beam_decoder import CausalDecoder
 
     prompts = _prompts(lm.config.vocab_size)
     with warnings.catch_warnings():

@@ -21,7 +21,8 @@ import json
 import pytest
 import torch
 
-from advrace.models.decoders.continuation_scoring import greedy_generate, shared_logprobs
+from advrace.models.decoders.continuation_scoring import shared_logprobs
+from advrace.models.decoders.greedy_decoding import greedy_generate
 from advrace.models.decoders.packed_decoding import PackedCore, unmasked_reason
 from advrace.models.decoders.packed_scoring import Request, unshared_logprobs
 
@@ -147,7 +148,7 @@ def test_greedy_generation_equals_rerunning_the_model(family, impl):
 def test_tree_beam_decoding_equals_the_reordering_decoder(family, impl):
     """Sliding-window families decode one question at a time with the reordering decoder itself."""
     from advrace.models.decoders.beam_search import beam_search
-    from advrace.models.decoders.causal_encoding import CausalDecoder, ReorderingDecoder
+    from advrace.models.decoders.tree_beam_decoder import CausalDecoder, ReorderingDecoder
 
     assert not any(CausalDecoder(tiny(f, "eager")).batched for f in SLIDING | ALIBI)
     model = tiny(family, impl)
@@ -263,7 +264,7 @@ def test_the_probe_compares_in_fp32_under_autocast_and_at_the_weights_dtype_in_h
 
 
 def test_flex_attention_is_scored_exactly_unshared_and_counted():
-    from advrace.models.decoders.causal_encoding import CausalDecoder
+    from advrace.models.decoders.tree_beam_decoder import CausalDecoder
 
     flex, eager = tiny("llama", "flex_attention"), tiny("llama", "eager")  # the same weights (seed 0)
     core = PackedCore(flex)
@@ -279,7 +280,7 @@ def test_flex_attention_is_scored_exactly_unshared_and_counted():
 def test_flash_attention_runs_unshared_instead_of_being_refused():
     """flash-attn cannot be installed here: a model built eager whose config then says
     flash_attention_2 meets the core's decision, which must not run the model packed (nor probe it)."""
-    from advrace.models.decoders.causal_encoding import CausalDecoder
+    from advrace.models.decoders.tree_beam_decoder import CausalDecoder
 
     assert unmasked_reason("sdpa") is None and unmasked_reason("eager") is None
     model = tiny("llama", "eager")

@@ -13,8 +13,8 @@ import torch
 
 from advrace.core.errors import ConfigError
 from advrace.formats import load
-from advrace.models.decoders.causal_encoding import CausalFeature
-from advrace.models.decoders.causal_encoding import training_features as causal_features
+from advrace.models.decoders.distractor_inputs import CausalFeature
+from advrace.models.decoders.distractor_inputs import training_features as causal_features
 from advrace.models.encoders.mc_encoding import MCFeature, encode_mc
 from advrace.models.encoders.mc_scoring import CheckpointScorer
 from advrace.models.encoders.span_encoding import SpanWindow, encode_windows, span_training_examples

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from advrace.attacks.squad import closed_book as closed_book_module
+from advrace.models.decoders import loaded_lm as loaded_lm_module
 from advrace.attacks.sentences import fluency as fluency_module
 from advrace.attacks.squad.config import AddSentConfig
 from advrace.attacks.squad_addsent import AddOneSent, AddSentMod
@@ -46,7 +47,7 @@ def tiny_lm(tmp_path, monkeypatch):
                             pad_token_id=0, bos_token_id=1, eos_token_id=2, initializer_range=0.5)
     torch.manual_seed(0)
     model = tf.AutoModelForCausalLM.from_config(config).eval()
-    monkeypatch.setattr(closed_book_module, "_LOADED", {(LM, False): (model, tok, torch.device("cpu"), False)})
+    monkeypatch.setattr(loaded_lm_module, "_LOADED", {(LM, False): (model, tok, torch.device("cpu"), False)})
     monkeypatch.setattr(closed_book_module, "_SHARED", {})
     monkeypatch.setattr(fluency_module, "_SHARED", {})
     return model, tok

@@ -18,7 +18,8 @@ from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
 from advrace.formats import load
 from advrace.models.protocol import llm_prompts
-from advrace.models.decoders.continuation_scoring import encode_request, greedy_generate, shared_logprobs
+from advrace.models.decoders.continuation_scoring import encode_request, shared_logprobs
+from advrace.models.decoders.greedy_decoding import greedy_generate
 from advrace.models.decoders.packed_scoring import Request, unshared_logprobs
 from advrace.models.decoders.llm_scoring import CausalLMScorer, draw_shots, load_causal_scorer
 from advrace.models.runtime.batching import length_sorted_batches

@@ -15,11 +15,10 @@ from typing import Sequence
 from advrace.core.numbers import significant
 
 from advrace.models.decoders.fluency import mean_logprobs
+from advrace.models.decoders.loaded_lm import loaded_lm
 from advrace.models.decoders.packed_decoding import PackedCore
 from advrace.models.runtime.loading import SMOLLM2
 from advrace.models.runtime.precision import cpu_threads
-
-from ..squad.closed_book import loaded_lm
 
 
 class Fluency:

@@ -25,7 +25,8 @@ from advrace.core.numbers import significant
 from advrace.models.decoders.continuation_scoring import encode_request, shared_logprobs
 from advrace.models.decoders.fluency import MAX_SENTENCE_TOKENS, start_token
 from advrace.models.decoders.packed_decoding import PackedCore, cache_limit
-from advrace.models.runtime.loading import SMOLLM2, load_model
+from advrace.models.decoders.loaded_lm import loaded_lm
+from advrace.models.runtime.loading import SMOLLM2
 from advrace.models.runtime.precision import cpu_threads
 
 from .answer_rules import number_values
@@ -265,24 +266,6 @@ class ClosedBook:
         new = out[0, ids.shape[1]:].tolist()
         text = tok.decode(new, skip_special_tokens=True)
         return text[:text.index("\n") + 1] if "\n" in text else text
-
-
-
-_LOADED: dict[tuple, tuple] = {}
-
-
-def loaded_lm(model: str, bf16: bool | None = False) -> tuple:
-    """(model, tokenizer, device, bf16) of the SQuAD attacks' causal LM, loaded once per process
-    and name: the closed-book answers and the fluency of the sentences share it."""
-    key = (model, bf16)
-    if key not in _LOADED:
-        from transformers import AutoModelForCausalLM  # deferred: start-up time (torch, transformers)
-
-        _LOADED[key] = load_model(AutoModelForCausalLM, model, bf16,
-                                  "answer_model (the closed-book fakes and the fluency of addonesent, addsentmod, "
-                                  "addsent)", '`advrace train` (objective causal_lm); or set answer_model to smollm2, '
-                                  'or to "" for Jia and Liang\'s rules alone', quiet=True)
-    return _LOADED[key]
 
 
 _SHARED: dict[tuple, ClosedBook] = {}

@@ -1,7 +1,7 @@
 """A distractor generator that already writes English: a decoder-only LM (by default the offline
 SmolLM2-135M-Instruct, `model: smollm2`) fine-tuned on RACE's distractors.
 
-Each example is the prompt of the DG attack (advrace.models.decoders.causal_encoding: passage cut to
+Each example is the prompt of the DG attack (advrace.models.decoders.distractor_inputs: passage cut to
 `max_passage_tokens`, question, correct answer) followed by one original distractor and the end
 token; the loss is on the distractor tokens only, and logits are computed only for the last
 positions of the left-padded batch, where the distractors are. A full step of SmolLM2 on a CPU
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from advrace.models.decoders.causal_encoding import IGNORE, CausalFeature, collate_causal, training_features
+from advrace.models.decoders.distractor_inputs import IGNORE, CausalFeature, collate_causal, training_features
 
 from .base import Objective, dev_token_scores, register_objective
 

@@ -31,7 +31,8 @@ from pathlib import Path
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.models.protocol import llm_prompts
-from advrace.models.decoders.continuation_scoring import encode_request, greedy_generate, shared_logprobs
+from advrace.models.decoders.continuation_scoring import encode_request, shared_logprobs
+from advrace.models.decoders.greedy_decoding import greedy_generate
 from advrace.models.protocol.llm_prompts import GENERATION, LETTER, LOGLIKELIHOOD
 from advrace.models.runtime.loading import (ModelLoadError, Wording, checkpoint_name, input_device, load_model, model_source,
                                     placed_by_device_map)
