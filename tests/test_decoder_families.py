@@ -105,7 +105,7 @@ def _gap(a, b) -> float:
 def test_shared_log_likelihoods_equal_unshared_ones(family, impl):
     model = tiny(family, impl)
     core = PackedCore(model)
-    assert core.describe["mask"] == ("additive" if impl == "eager" else "boolean")
+    assert core.describe()["mask"] == ("additive" if impl == "eager" else "boolean")
     reqs = requests()
     with torch.inference_mode():
         shared = shared_logprobs(model, reqs, core=core)
@@ -114,10 +114,10 @@ def test_shared_log_likelihoods_equal_unshared_ones(family, impl):
     assert _gap(shared, reference) < 1e-4
     assert _gap(alone, reference) < 1e-4  # a question's scores do not depend on its batch
     assert len({round(v, 3) for row in shared for v in row}) > 10
-    record = core.fallback.record()
+    record = core.unshared.record()
     if family in ALIBI:
         assert core.limit == 0
-        assert core.describe["probe"] == {"dtype": "float32", "tolerance": "0.0001", "passed": False}
+        assert core.describe()["probe"] == {"dtype": "float32", "tolerance": "0.0001", "passed": False}
         assert record["shared"] == 0 and record["run_alone"] == 5
         ((reason, n),) = record["reasons"].items()
         assert n == 5 and reason.startswith("packed probe ") and impl in reason
@@ -127,7 +127,7 @@ def test_shared_log_likelihoods_equal_unshared_ones(family, impl):
     else:
         assert core.limit is None and record["run_alone"] == 0 and record["shared"] == 5
     if family not in ALIBI:
-        assert core.describe["probe"] == {"dtype": "float32", "tolerance": "0.0001", "passed": True}
+        assert core.describe()["probe"] == {"dtype": "float32", "tolerance": "0.0001", "passed": True}
 
 
 @pytest.mark.parametrize("family,impl", CASES)
@@ -217,7 +217,7 @@ def test_a_sequence_exactly_as_long_as_the_window_shares_and_one_more_runs_alone
             core.limit = WINDOW + 1  # a boundary one token too far
             wrong = shared_logprobs(model, [past], core=core)
         assert _gap(got, reference) < 1e-4, family
-        assert core.fallback.shared == 1 + 1 and core.fallback.reasons == {f"sliding window of {WINDOW} tokens": 1}
+        assert core.unshared.shared == 1 + 1 and core.unshared.reasons == {f"sliding window of {WINDOW} tokens": 1}
         assert _gap(wrong, reference[1:]) > 1e-4, family  # past the tolerance the test holds sharing to
 
 
@@ -240,7 +240,7 @@ def test_a_model_that_ignores_position_ids_is_caught_by_the_probe():
     reqs = requests()
     with torch.inference_mode():
         assert _gap(shared_logprobs(model, reqs, core=core), unshared_logprobs(model, reqs)) < 1e-4
-    assert core.fallback.record()["run_alone"] == 5
+    assert core.unshared.record()["run_alone"] == 5
     assert PackedCore(tiny("llama", "eager")).limit is None
 
 
@@ -268,12 +268,12 @@ def test_flex_attention_is_scored_exactly_unshared_and_counted():
 
     flex, eager = tiny("llama", "flex_attention"), tiny("llama", "eager")  # the same weights (seed 0)
     core = PackedCore(flex)
-    assert core.limit == 0 and core.probe is None and core.describe["mask"] == "none"
+    assert core.limit == 0 and core.probe is None and core.describe()["mask"] == "none"
     reqs = requests()
     with torch.inference_mode():
         got = shared_logprobs(flex, reqs, core=core)
         assert _gap(got, unshared_logprobs(eager, reqs)) < 1e-4
-    assert core.fallback.record()["reasons"] == {"attention 'flex_attention' takes no custom 4D mask": 5}
+    assert core.unshared.record()["reasons"] == {"attention 'flex_attention' takes no custom 4D mask": 5}
     assert not CausalDecoder(flex).batched  # DG decodes with the plain reordering decoder
 
 
@@ -289,7 +289,7 @@ def test_flash_attention_runs_unshared_instead_of_being_refused():
     assert core.limit == 0 and core.probe is None
     assert core.why_limited == unmasked_reason("flash_attention_2") == \
         "attention 'flash_attention_2' takes no custom 4D mask"
-    assert core.describe["attention"] == "flash_attention_2" and core.describe["mask"] == "none"
+    assert core.describe()["attention"] == "flash_attention_2" and core.describe()["mask"] == "none"
     assert not CausalDecoder(model).batched
 
 

@@ -56,7 +56,7 @@ def shared_logprobs(model, requests: list[Request], *, pad_id: int = 0, device=N
                     core: PackedCore | None = None) -> list[list[float]]:
     """Summed log-probability of each continuation of each request: the context encoded once,
     the options packed over it; a question that cannot share (`why_alone`) runs pair by pair,
-    counted in `core.fallback`."""
+    counted in `core.unshared`."""
     core = core or PackedCore(model)
     device = device or next(model.parameters()).device
     results: list = [None] * len(requests)
@@ -65,11 +65,11 @@ def shared_logprobs(model, requests: list[Request], *, pad_id: int = 0, device=N
         reason = why_alone(core, r)
         if reason is None:
             together.append(i)
-            core.fallback.shared += 1
+            core.unshared.shared += 1
         else:
             alone.append(i)
             run = sum(len(ctx) + len(c) - 1 for ctx, c in map(r.pair, range(len(r.continuations))))
-            core.fallback.add(reason, run, r.tokens - 1)
+            core.unshared.add(reason, run, r.tokens - 1)
     for indices, compute in ((together, lambda rs: packed_logprobs(core, rs, pad_id, device)),
                              (alone, lambda rs: unshared_logprobs(model, rs, pad_id=pad_id, device=device))):
         if indices:

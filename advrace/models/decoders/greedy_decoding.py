@@ -31,7 +31,7 @@ def greedy_generate(model, contexts: list[tuple[int, ...]], *, max_new_tokens: i
     """The most probable next token, step by step, for each context, until `stop(tokens)` says a
     row is done or `max_new_tokens`; a row's tokens never depend on the other rows of its batch
     beyond float rounding. A context whose generation would outgrow the shared cache's limit is
-    decoded alone (counted in `core.fallback`)."""
+    decoded alone (counted in `core.unshared`)."""
     import torch
 
     core = core or PackedCore(model)
@@ -41,9 +41,9 @@ def greedy_generate(model, contexts: list[tuple[int, ...]], *, max_new_tokens: i
     for i, c in enumerate(contexts):
         if core.fits(len(c) + max_new_tokens - 1):
             together.append(i)
-            core.fallback.shared += 1
+            core.unshared.shared += 1
         else:
-            core.fallback.add(core.why_limited, len(c) + max_new_tokens - 1, len(c) + max_new_tokens - 1)
+            core.unshared.add(core.why_limited, len(c) + max_new_tokens - 1, len(c) + max_new_tokens - 1)
             results[i] = tuple(_greedy_alone(model, c, max_new_tokens, stop, device))
     if not together:
         return results

@@ -149,7 +149,7 @@ class CausalLMScorer:
         self.few_shot_source, self.model_info = few_shot_source or {}, model_info or {}
         self.cut: dict[str, int] = {}  # example id -> the most context tokens one of its pairs lost
         self._cuts: list[tuple[int, int, str]] = []  # (tokens cut, of, example id) since the last warning
-        self._told_fallback = False
+        self._told_unshared = False
         model.eval()
         if placed_by_device_map(model):  # dispatched by Accelerate (device_map): never moved
             self.device, self.model = input_device(model), model
@@ -183,7 +183,7 @@ class CausalLMScorer:
 
     def decoding(self) -> dict:
         """What this process's scoring shared, ran alone, and cut (see `merge_decoding`)."""
-        return {**self.core.describe, **self.core.fallback.record(), "questions_cut": len(self.cut),
+        return {**self.core.describe(), **self.core.unshared.record(), "questions_cut": len(self.cut),
                 "cut_ids": sorted(self.cut)}
 
     # ------------------------------------------------------------------ prompts
@@ -256,12 +256,12 @@ class CausalLMScorer:
                               f"--max-length {MAX_NEW_TOKENS + 1} or more")
         return room
 
-    def _say_fallback(self) -> None:
+    def _say_unshared(self) -> None:
         """Once per scorer: that some work could not share its prompt's cache, why, and the cost."""
-        fb = self.core.fallback
-        if self._told_fallback or not fb.alone:
+        fb = self.core.unshared
+        if self._told_unshared or not fb.alone:
             return
-        self._told_fallback = True
+        self._told_unshared = True
         why = ", ".join(f"{n} for {reason}" for reason, n in sorted(fb.reasons.items()))
         print(f"note: {self.name}: {fb.alone} question(s) could not share their prompt's cache ({why}) and "
               "were run one (prompt, option) pair at a time, exact but slower; results.json records the "
@@ -304,7 +304,7 @@ class CausalLMScorer:
 
         scores = self._run(examples, self.mc_request, lambda r: r.tokens, compute, desc, progress, "question")
         self._warn_cuts(desc)
-        self._say_fallback()
+        self._say_unshared()
         return scores
 
     def predict_qa(self, examples, *, desc: str | None = None, progress: bool = False) -> list[str]:
@@ -326,7 +326,7 @@ class CausalLMScorer:
         answers = self._run(examples, self.qa_context, lambda ids: len(ids) + MAX_NEW_TOKENS, generate, desc,
                             progress, "question")
         self._warn_cuts(desc)
-        self._say_fallback()
+        self._say_unshared()
         return answers
 
 

@@ -18,7 +18,7 @@ things done right for every model family, and they live here only:
   `window - 1` keys, and a recurrent layer keeps a state, not keys. The core keeps every key in
   its own cache (`new_cache`), which is exact only while no sequence is longer than the smallest
   window: `limit` is that length (None: no limit; 0: nothing can be shared). Longer work falls
-  back to running each sequence alone, as the model would run it (`Fallback` counts it and its
+  back to running each sequence alone, as the model would run it (`UnsharedWork` counts it and its
   cost, the scorer says so once and writes it into results.json).
 - **Position ids** that continue each sequence from its own prompt, whatever its place in the
   packed row.
@@ -37,8 +37,8 @@ MASK_FORMS = {"sdpa": "boolean", "eager": "additive"}
 
 
 @dataclass
-class Fallback:
-    """Work the core could not share, and what it cost: `tokens_run` were computed where sharing
+class UnsharedWork:
+    """Work the core could not share (run alone instead), and what it cost: `tokens_run` were computed where sharing
     would have computed `tokens_shared`."""
 
     shared: int = 0
@@ -54,7 +54,7 @@ class Fallback:
         self.tokens_shared += shared
 
     def record(self) -> dict:
-        """The fallback as results.json records it."""
+        """The unshared work as results.json records it."""
         cost = round(self.tokens_run / self.tokens_shared, 3) if self.tokens_shared else None
         return {"shared": self.shared, "run_alone": self.alone, "reasons": dict(sorted(self.reasons.items())),
                 "tokens_run_alone": self.tokens_run, "tokens_if_shared": self.tokens_shared,
@@ -95,7 +95,7 @@ def unmasked_reason(implementation: str) -> str | None:
 
 class PackedCore:
     """A model's packed decoding: its mask form, the cache it may share (checked by a probe when
-    the core is built), and the fallback count. `device`: where the probe's inputs go (default:
+    the core is built), and the count of the work it could not share. `device`: where the probe's inputs go (default:
     the model's input device)."""
 
     def __init__(self, model, device=None):
@@ -104,7 +104,7 @@ class PackedCore:
         self.implementation = getattr(config, "_attn_implementation", None) or "eager"
         self.additive = MASK_FORMS.get(self.implementation) == "additive"
         self.limit, self.why_limited = cache_limit(config)
-        self.fallback = Fallback()
+        self.unshared = UnsharedWork()
         self.probe: dict | None = None  # what the probe found; None: not run
         unmasked = unmasked_reason(self.implementation)
         if unmasked is not None:
@@ -123,7 +123,6 @@ class PackedCore:
         if not found["passed"]:
             self.limit, self.why_limited = 0, found["reason"]
 
-    @property
     def describe(self) -> dict:
         """What the core does for this model, for the report."""
         return {"attention": self.implementation, "mask": MASK_FORMS.get(self.implementation, "none"),
