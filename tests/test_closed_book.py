@@ -93,7 +93,7 @@ def _window_for(tok) -> int:
 @pytest.mark.parametrize("family, impl", [("llama", "sdpa"), ("llama", "eager"), ("qwen2", "sdpa"),
                                           ("mistral", "sdpa"), ("gemma2", "eager"), ("phi3", "sdpa"),
                                           ("olmo2", "sdpa"), ("gpt2", "eager")])
-def test_the_cached_shots_give_the_answers_of_the_whole_prompt(tmp_path, monkeypatch, family, impl):
+def test_the_cached_shots_give_the_answers_of_the_whole_prompt(tmp_path, family, impl):
     """The shots' keys and values, computed once and shared by a batch of left-padded questions,
     give each question the greedy answer that the whole prompt run alone by `generate` gives, for
     every family: a sliding window (mistral, gemma2, phi3) just long enough for the shots, the
@@ -104,32 +104,42 @@ def test_the_cached_shots_give_the_answers_of_the_whole_prompt(tmp_path, monkeyp
     model = _tiny(family, len(tok), impl, window=_window_for(tok))
     book = ClosedBook("tiny", batch_size=3, max_new_tokens=NEW_TOKENS)
     book._loaded = (model, tok, torch.device("cpu"), False)
-
-    def alone(*args):
-        raise AssertionError("the question ran alone: the shared cache was not used")
-    monkeypatch.setattr(ClosedBook, "_alone", alone)
     got = book.answers(QUESTIONS)
-    monkeypatch.undo()
+    unshared = book._core.unshared.record()
+    assert (unshared["shared"], unshared["run_alone"]) == (len(QUESTIONS), 0), unshared  # the cache was used
     assert len(set(got.values())) > 1, got  # a model whose answer depends on the question
     for q in QUESTIONS:
         assert got[q] == _reference(model, tok, q), (family, q)
 
 
+def _rows(tok) -> dict[str, int]:
+    return {q: len(tok(f" {q}" + PROMPT.split("{question}")[1], add_special_tokens=False).input_ids)
+            for q in QUESTIONS}
+
+
 @pytest.mark.parametrize("family", ["mistral", "gemma2", "phi3"])
-def test_a_window_shorter_than_the_prompt_runs_each_question_alone(tmp_path, monkeypatch, family):
-    """One token short of that window, a batch's questions do not share the cache (padding would
-    move the window's edge): each runs alone, with the whole prompt's answer."""
+@pytest.mark.parametrize("short", [2, None])
+def test_a_question_too_long_for_the_window_runs_alone_and_is_counted(tmp_path, family, short):
+    """A window one token short of what the longest question needs (shots, question and answer
+    less the answer's last token): that question runs alone, its whole prompt under the model's
+    own cache, and is counted; the others still share the shots. A window no longer than the
+    shots: every question alone. Each answer is the whole prompt's either way."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(make_tokenizer(tmp_path))
-    model = _tiny(family, len(tok), "eager" if family == "gemma2" else "sdpa", window=_window_for(tok) - 1)
+    head = len(tok(PROMPT.split(" {question}")[0]).input_ids)
+    window = _window_for(tok) - short if short else head
+    model = _tiny(family, len(tok), "eager" if family == "gemma2" else "sdpa", window=window)
     book = ClosedBook("tiny", batch_size=len(QUESTIONS), max_new_tokens=NEW_TOKENS)
     book._loaded = (model, tok, torch.device("cpu"), False)
-    ran = []
-    real = ClosedBook._alone
-    monkeypatch.setattr(ClosedBook, "_alone", lambda self, *a: ran.append(a) or real(self, *a))
     got = book.answers(QUESTIONS)
-    assert len(ran) == len(QUESTIONS)
+    alone = [q for q, n in _rows(tok).items() if head + n + NEW_TOKENS - 1 > window]
+    assert (len(alone) == 1) if short else (len(alone) == len(QUESTIONS))
+    unshared = book._core.unshared.record()
+    assert unshared["run_alone"] == len(alone) and unshared["shared"] == len(QUESTIONS) - len(alone)
+    assert unshared["reasons"] == {f"sliding window of {window} tokens": len(alone)}
+    # what each ran alone, against its own tokens only had it shared the shots
+    assert unshared["tokens_run_alone"] - unshared["tokens_if_shared"] == head * len(alone)
     for q in QUESTIONS:
         assert got[q] == _reference(model, tok, q), (family, q)
 
@@ -249,10 +259,11 @@ def test_the_answers_are_computed_in_the_precision_asked(tmp_path, bf16):
 
     tok = AutoTokenizer.from_pretrained(make_tokenizer(tmp_path))
     model = _tiny("llama", len(tok))
-    seen = []
-    model.lm_head.register_forward_hook(lambda m, i, out: seen.append(out.dtype))
     book = ClosedBook("tiny", batch_size=2, max_new_tokens=3, bf16=bf16)
     book._loaded = (model, tok, torch.device("cpu"), bf16)
+    book._packed_core()  # its probe runs in fp32 by design (packed_scoring.probe_sharing), before the hook
+    seen = []
+    model.lm_head.register_forward_hook(lambda m, i, out: seen.append(out.dtype))
     questions = ["Where does Tom live?", "Who is Mrs Green?", "What does Mary practise?"]
     got = book.answers(questions)
     assert set(got) == set(questions) and all(isinstance(a, str) for a in got.values())

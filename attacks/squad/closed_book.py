@@ -10,22 +10,24 @@ a strong economic base?": "by taxing diamonds"), which is what a fake answer nee
 
 The model reads a fixed few-shot prompt (written here, none of it from SQuAD) and the question
 alone, and decodes greedily in fp32 (bf16 where asked), in batches of fixed size and order: the same questions give
-the same answers on a machine. An answer is dropped, so that the rules after it are used, when
+the same answers on a machine. The decoder is the project's one (models.decoders.greedy_decoding),
+the shots its shared prefix: their keys and values are computed once, and each question costs its
+own tokens. An answer is dropped, so that the rules after it are used, when
 it is not a short phrase, repeats a content word of the question, is a refusal ("I don't know"),
 or restates a gold (`unlike_the_golds`: the model is sometimes right in other words).
 """
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass
 
 from advrace.core.numbers import significant
 from advrace.models.decoders.continuation_scoring import encode_request, shared_logprobs
 from advrace.models.decoders.fluency import MAX_SENTENCE_TOKENS, start_token
-from advrace.models.decoders.packed_decoding import PackedCore, cache_limit
+from advrace.models.decoders.greedy_decoding import SharedPrefix, greedy_generate
 from advrace.models.decoders.loaded_lm import loaded_lm
+from advrace.models.decoders.packed_decoding import PackedCore
 from advrace.models.runtime.loading import SMOLLM2
 from advrace.models.runtime.precision import cpu_threads
 
@@ -153,13 +155,21 @@ class ClosedBook:
         self.model_name, self.batch_size, self.max_new_tokens = model, batch_size, max_new_tokens
         self.bf16 = bf16  # as DistractorAttackConfig.bf16: fp32 unless asked
         self._loaded = None
-        self._core = None  # the packed scoring's core for `pmi`, probed once
+        self._core = None  # the packed-decoding core (`_packed_core`)
         self._answers: dict[str, str] = {}
 
     def _load(self):
         if self._loaded is None:
             self._loaded = loaded_lm(self.model_name, self.bf16)
         return self._loaded
+
+    def _packed_core(self) -> PackedCore:
+        """The model's packed-decoding core, probed once: the PMI and the answers share it, and
+        its `unshared` counts the questions that could not share the shots' cache."""
+        model, _, device, _ = self._load()
+        if self._core is None or self._core.model is not model:
+            self._core = PackedCore(model, device)
+        return self._core
 
     def pmi(self, pairs) -> list[float]:
         """Each (question, fake)'s pointwise mutual information under the model: the summed log-
@@ -173,8 +183,7 @@ class ClosedBook:
         if not pairs:
             return []
         model, tok, device, bf16 = self._load()
-        if self._core is None:
-            self._core = PackedCore(model, device)
+        core = self._packed_core()
         start = (start_token(tok),)
         pad = tok.pad_token_id if tok.pad_token_id is not None else start[0]
         by_question: dict[str, set[str]] = {}
@@ -191,7 +200,7 @@ class ClosedBook:
                                            [f" {f}" for f in fs], max_length=MAX_SENTENCE_TOKENS, prefix=start)
                             for q, fs in batch]
                 with cpu_threads(device):
-                    sums = shared_logprobs(model, requests, pad_id=pad, device=device, core=self._core)
+                    sums = shared_logprobs(model, requests, pad_id=pad, device=device, core=core)
                 for (q, fs), values in zip(batch, sums):
                     logp.update(((q, f), float(v)) for f, v in zip(fs, values))
         return [logp[q, f] - logp[None, f] for q, f in pairs]
@@ -205,67 +214,28 @@ class ClosedBook:
 
             model, tok, device, bf16 = self._load()
             with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                prefix = self._prefix(model, tok, device)
+                core = self._packed_core()
+                shots = SharedPrefix(tok(PROMPT.split(" {question}")[0]).input_ids)  # run once, then shared
                 for i in range(0, len(todo), self.batch_size):
                     batch = todo[i:i + self.batch_size]
                     with cpu_threads(device):  # fitted to the load, batch by batch
-                        self._answers.update(zip(batch, self._greedy(model, tok, device, prefix, batch)))
+                        self._answers.update(zip(batch, self._greedy(core, shots, batch)))
         return {q.strip(): self._answers[q.strip()] for q in questions}
 
-    @staticmethod
-    def _prefix(model, tok, device):
-        """The shots' keys and values, computed once: each question then costs its own tokens only."""
-        import torch  # deferred: start-up time
-
-        head = PROMPT.split(" {question}")[0]
-        ids = torch.tensor([tok(head).input_ids], device=device)
-        return ids.shape[1], model(input_ids=ids, use_cache=True).past_key_values, ids[0].tolist()
-
-    def _greedy(self, model, tok, device, prefix, batch: list[str]) -> list[str]:
-        """Greedy answers to one batch after the cached shots, each cut at its first line break."""
-        import torch  # deferred: start-up time
-
-        length, cached, cached_ids = prefix
-        rows = [tok(f" {q}" + PROMPT.split("{question}")[1], add_special_tokens=False).input_ids for q in batch]
-        width = max(len(r) for r in rows)
+    def _greedy(self, core: PackedCore, shots: SharedPrefix, batch: list[str]) -> list[str]:
+        """Greedy answers to one batch after the shots, each ending with the token that brings its
+        first line break, or the end token (`usable` cuts the line break off)."""
+        model, tok, device, _ = self._load()
+        rows = [tuple(tok(f" {q}" + PROMPT.split("{question}")[1], add_special_tokens=False).input_ids)
+                for q in batch]
         pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
-        limit, _ = cache_limit(model.config)
-        if limit is not None and length + width + self.max_new_tokens > limit:
-            # padding between the cached shots and a question moves a sliding window's edge (and a
-            # cache of another layout cannot be shared): each question alone, its whole prompt run
-            return [self._alone(model, tok, device, cached_ids, row) for row in rows]
-        ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=device)
-        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
-        cache = copy.deepcopy(cached)
-        cache.batch_repeat_interleave(len(batch))
-        attention = torch.cat([torch.ones(len(batch), length, dtype=mask.dtype, device=device), mask], dim=1)
-        positions = length + (mask.cumsum(-1) - 1).clamp(min=0)
-        out: list[list[int]] = [[] for _ in batch]
-        done = [False] * len(batch)
-        for _ in range(self.max_new_tokens):
-            logits = model(input_ids=ids, attention_mask=attention, position_ids=positions, past_key_values=cache,
-                           use_cache=True).logits
-            nxt = logits[:, -1].argmax(-1)
-            for j, t in enumerate(nxt.tolist()):
-                if not done[j]:
-                    out[j].append(t)
-                    done[j] = t == tok.eos_token_id or "\n" in tok.decode(out[j])
-            if all(done):
-                break
-            ids = nxt[:, None]
-            attention = torch.cat([attention, torch.ones_like(ids)], dim=1)
-            positions = positions[:, -1:] + 1
-        return [tok.decode(r, skip_special_tokens=True) for r in out]
 
-    def _alone(self, model, tok, device, head: list[int], row: list[int]) -> str:
-        import torch  # deferred: start-up time
+        def stop(tokens) -> bool:
+            return tokens[-1] == tok.eos_token_id or "\n" in tok.decode(tokens)
 
-        ids = torch.tensor([head + row], device=device)
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=self.max_new_tokens,
-                             do_sample=False, num_beams=1, pad_token_id=tok.pad_token_id or tok.eos_token_id)
-        new = out[0, ids.shape[1]:].tolist()
-        text = tok.decode(new, skip_special_tokens=True)
-        return text[:text.index("\n") + 1] if "\n" in text else text
+        out = greedy_generate(model, rows, max_new_tokens=self.max_new_tokens, stop=stop, pad_id=pad,
+                              device=device, core=core, prefix=shots)
+        return [tok.decode(list(r), skip_special_tokens=True) for r in out]
 
 
 _SHARED: dict[tuple, ClosedBook] = {}

@@ -1,11 +1,45 @@
-"""Greedy generation over packed_decoding's cache: each row's generated tokens follow its own
-context, so rows of different lengths need no left padding.
+"""Greedy decoding of a causal LM, the one decoder of the project: the SQuAD answers a decoder LM
+is scored on (llm_scoring.predict_qa) and the closed-book fakes of the SQuAD attacks
+(attacks.squad.closed_book) both come from `greedy_generate`.
+
+The rows of a batch decode together over packed_decoding's cache: each row's context is run
+once into the cache, right-padded, and its generated tokens then follow it step by step under
+the core's 4D mask, at positions that continue the row's own context. A row so sees only itself:
+its tokens never depend on the other rows of its batch beyond float rounding, and rows of
+different lengths need no left padding. A `SharedPrefix` (a few-shot prompt every row starts
+with) runs once; its keys and values are copied to each batch, so that a row costs its own
+tokens only.
+
+A row whose prefix, context and answer would outgrow what the core may share (a sliding window
+shorter than them, an attention that takes no 4D mask, a failed probe) is decoded alone under
+the model's own mask and cache, and counted in `core.unshared`. Either way a row stops after
+the first token at which `stop(its tokens so far)` is true, that token kept, or after
+`max_new_tokens`.
 """
 
 from __future__ import annotations
 
+import copy
+
 from advrace.models.decoders.packed_decoding import PackedCore
 from advrace.models.runtime.kv_cache import returned_cache, with_cache
+
+
+class SharedPrefix:
+    """Tokens every row of one model starts with (a few-shot prompt), run once, on first use:
+    each batch gets a copy of their keys and values (`cache_for`)."""
+
+    def __init__(self, tokens):
+        self.tokens = tuple(tokens)
+        self._cache = None
+
+    def cache_for(self, core: PackedCore, rows: int, pad_id: int, device):
+        """A new cache that holds the prefix's keys and values once for each of `rows` rows."""
+        if self._cache is None:
+            self._cache, _ = core.prefill([self.tokens], pad_id, device)
+        cache = copy.deepcopy(self._cache)
+        cache.batch_repeat_interleave(rows)
+        return cache
 
 
 def _greedy_alone(model, context: tuple[int, ...], max_new_tokens: int, stop, device) -> list[int]:
@@ -26,42 +60,28 @@ def _greedy_alone(model, context: tuple[int, ...], max_new_tokens: int, stop, de
     return generated
 
 
-def greedy_generate(model, contexts: list[tuple[int, ...]], *, max_new_tokens: int, stop, pad_id: int = 0,
-                    device=None, core: PackedCore | None = None) -> list[tuple[int, ...]]:
-    """The most probable next token, step by step, for each context, until `stop(tokens)` says a
-    row is done or `max_new_tokens`; a row's tokens never depend on the other rows of its batch
-    beyond float rounding. A context whose generation would outgrow the shared cache's limit is
-    decoded alone (counted in `core.unshared`)."""
+def _greedy_packed(model, core: PackedCore, contexts: list[tuple[int, ...]], prefix: SharedPrefix | None,
+                   max_new_tokens: int, stop, pad_id: int, device) -> list[tuple[int, ...]]:
+    """The rows decoded together over the core's cache, after the prefix's copied keys and values:
+    each row's context but its last token is prefilled, and the last is fed with the first step."""
     import torch
 
-    core = core or PackedCore(model)
-    device = device or next(model.parameters()).device
-    results: list = [None] * len(contexts)
-    together = []
-    for i, c in enumerate(contexts):
-        if core.fits(len(c) + max_new_tokens - 1):
-            together.append(i)
-            core.unshared.shared += 1
-        else:
-            core.unshared.add(core.why_limited, len(c) + max_new_tokens - 1, len(c) + max_new_tokens - 1)
-            results[i] = tuple(_greedy_alone(model, c, max_new_tokens, stop, device))
-    if not together:
-        return results
-    batch = [contexts[i] for i in together]
-    prefixes = [c[:-1] for c in batch]
-    lengths = [len(p) for p in prefixes]
-    cache, width = core.prefill(prefixes, pad_id, device)
+    rows, past = len(contexts), len(prefix.tokens) if prefix is not None else 0
+    heads = [c[:-1] for c in contexts]
+    cache = prefix.cache_for(core, rows, pad_id, device) if past else None
+    cache, width = core.prefill(heads, pad_id, device, cache=cache, past=past)
     if cache is None:
         cache = core.new_cache()
-    rows = len(batch)
-    slots = torch.arange(width).view(1, -1) < torch.tensor(lengths).view(-1, 1)
-    generated: list[list[int]] = [[] for _ in batch]
+    slots = torch.arange(width).view(1, -1) < torch.tensor([len(h) for h in heads]).view(-1, 1)
+    if past:
+        slots = torch.cat([torch.ones((rows, past), dtype=torch.bool), slots], dim=-1)
+    generated: list[list[int]] = [[] for _ in contexts]
     done = [False] * rows
-    tokens = torch.tensor([[c[-1]] for c in batch], dtype=torch.long, device=device)
+    tokens = torch.tensor([[c[-1]] for c in contexts], dtype=torch.long, device=device)
     for step in range(max_new_tokens):
         seen = torch.ones((rows, step + 1), dtype=torch.bool)
         mask = core.mask(torch.cat([slots, seen], dim=-1).view(rows, 1, -1).to(device))
-        positions = torch.tensor([[n + step] for n in lengths], dtype=torch.long, device=device)
+        positions = torch.tensor([[past + len(h) + step] for h in heads], dtype=torch.long, device=device)
         out = model(input_ids=tokens, position_ids=positions, attention_mask=mask,
                     **core.cache_kwargs(cache), use_cache=True)
         cache = returned_cache(out)
@@ -73,6 +93,33 @@ def greedy_generate(model, contexts: list[tuple[int, ...]], *, max_new_tokens: i
         if all(done):
             break
         tokens = torch.tensor([[t] for t in best], dtype=torch.long, device=device)
-    for i, g in zip(together, generated):
-        results[i] = tuple(g)
+    return [tuple(g) for g in generated]
+
+
+def greedy_generate(model, contexts: list[tuple[int, ...]], *, max_new_tokens: int, stop, pad_id: int = 0,
+                    device=None, core: PackedCore | None = None,
+                    prefix: SharedPrefix | None = None) -> list[tuple[int, ...]]:
+    """The most probable next token, step by step, after each context (after `prefix`'s tokens,
+    where given), until `stop(tokens)` says a row is done or `max_new_tokens`; a row's tokens never
+    depend on the other rows of its batch beyond float rounding. A row whose prefix, context and
+    answer would outgrow the shared cache's limit is decoded alone (counted in `core.unshared`:
+    it ran its prefix too, where sharing would have run its own tokens only)."""
+    core = core or PackedCore(model)
+    device = device or next(model.parameters()).device
+    head = prefix.tokens if prefix is not None else ()
+    results: list = [None] * len(contexts)
+    together = []
+    for i, c in enumerate(contexts):
+        own = len(c) + max_new_tokens - 1  # what the row feeds: its last answer token is never fed
+        if core.fits(len(head) + own):
+            together.append(i)
+            core.unshared.shared += 1
+        else:
+            core.unshared.add(core.why_limited, len(head) + own, own)
+            results[i] = tuple(_greedy_alone(model, head + tuple(c), max_new_tokens, stop, device))
+    if together:
+        batch = [contexts[i] for i in together]
+        for i, tokens in zip(together, _greedy_packed(model, core, batch, prefix if head else None,
+                                                      max_new_tokens, stop, pad_id, device)):
+            results[i] = tokens
     return results

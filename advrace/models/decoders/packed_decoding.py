@@ -149,22 +149,26 @@ class PackedCore:
         dtype = self.model.dtype if self.model.dtype.is_floating_point else torch.float32
         return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
 
-    def prefill(self, prefixes: list[tuple[int, ...]], pad_id: int, device):
-        """Run the prefixes, right-padded, into a new full cache: (cache, width). A row's pad slots
-        are masked out later; right padding keeps every real token's attention free of them."""
+    def prefill(self, prefixes: list[tuple[int, ...]], pad_id: int, device, *, cache=None, past: int = 0):
+        """Run the prefixes, right-padded, into a new full cache, or after the `past` tokens that
+        `cache` holds for every row (a shared prompt's): (cache, width). A row's pad slots are
+        masked out later; right padding keeps every real token's attention free of them."""
         import torch  # deferred for start-up time
 
         width = max((len(p) for p in prefixes), default=0)
         if width == 0:
-            return None, 0
+            return cache, 0
         ids = torch.full((len(prefixes), width), pad_id, dtype=torch.long)
         mask = torch.zeros((len(prefixes), width), dtype=torch.long)
         for r, p in enumerate(prefixes):
             ids[r, :len(p)] = torch.tensor(p, dtype=torch.long)
             mask[r, :len(p)] = 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        positions = past + (mask.cumsum(-1) - 1).clamp(min=0)
+        if past:
+            mask = torch.cat([torch.ones((len(prefixes), past), dtype=torch.long), mask], dim=-1)
         out = self.model(input_ids=ids.to(device), attention_mask=mask.to(device),
-                         position_ids=positions.to(device), **self.cache_kwargs(self.new_cache()),
+                         position_ids=positions.to(device),
+                         **self.cache_kwargs(self.new_cache() if cache is None else cache),
                          use_cache=True, logits_to_keep=1)
         return returned_cache(out), width
 
