@@ -94,7 +94,18 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Run 'advrace COMMAND --help' for the options of each command.")
     p.add_argument("--version", action="version", version=f"advrace {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # in the order `advrace --help` lists them; each adder returns its handler (`args -> exit status`)
+    for name, handler in [("build", _add_build(sub)), ("verify", _add_verify(sub)), ("export", _add_export(sub)),
+                          ("audit", _add_audit(sub)), ("attacks", _add_attacks(sub)), ("env", _add_env(sub)),
+                          ("push", add_push_parser(sub)),
+                          ("evaluate", add_evaluate_parser(sub)), ("compare", add_compare_parser(sub)),
+                          ("train", add_train_parser(sub)),
+                          ("ablate", add_ablate_parser(sub)), ("human-eval", add_human_eval_parser(sub))]:
+        sub.choices[name].set_defaults(handler=handler)
+    return p
 
+
+def _add_build(sub):
     b = sub.add_parser("build", help="build a release from a config and/or command-line options",
                        description="Attack a clean test set and write a frozen, checksummed release.",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=BUILD_EPILOG)
@@ -123,14 +134,20 @@ def _parser() -> argparse.ArgumentParser:
                    help="leave each question the audit flags as in its source split (unperturbed, "
                         "with the reason), so every split keeps the same questions")
     b.add_argument("--quiet", action="store_true", help="no progress bars")
+    return _build
 
+
+def _add_verify(sub):
     v = sub.add_parser("verify", help="re-hash a release against its manifest",
                        description="Re-hash every file of a release; exit 1 on any difference.")
     v.add_argument("release", help="release folder")
     v.add_argument("--study", metavar="DB",
                    help="a validated release (`advrace human-eval validate`): also check that this study "
                         "database is the one it was validated from (same source release, same annotations)")
+    return _verify
 
+
+def _add_export(sub):
     e = sub.add_parser("export", help="export a release to another format",
                        description="Export splits to AdvRACE's release format (advrace: a JSON dict "
                                    "race_id -> {context, question, options, label}), or as an "
@@ -143,7 +160,10 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--out", required=True,
                    help="advrace: output file for one split, or a folder of <split>.json for several; "
                         "lm-eval: the task folder (new, empty, or an earlier lm-eval export)")
+    return _export
 
+
+def _add_audit(sub):
     a = sub.add_parser("audit", help="check that every split keeps its gold answers right",
                        description="Run the label-preservation checks on every attacked split of a "
                                    "release: inserted text that states a gold answer or only "
@@ -165,9 +185,15 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--judge-refusal-rate", type=float, metavar="R", default=None,
                    help="the largest share of the source questions' own distractors the calibrated margin "
                         "refuses (default 0.02)")
+    return _audit
 
+
+def _add_attacks(sub):
     sub.add_parser("attacks", help="list the available attacks and their default configs")
+    return _attacks
 
+
+def _add_env(sub):
     n = sub.add_parser("env", help="print the versions that decide a release's bytes; compare with the lock",
                        description="Print advrace's and Python's versions, whether this CPU computes "
                                    "bf16 natively, and the versions of the packages that can change a "
@@ -177,14 +203,7 @@ def _parser() -> argparse.ArgumentParser:
                                   f"{LOCK_NAME}, when advrace runs from one)")
     n.add_argument("--check", action="store_true",
                    help="exit 1 when the environment differs from the lock (what `make test` runs)")
-
-    for name, handler in [("build", _build), ("verify", _verify), ("export", _export), ("audit", _audit),
-                          ("attacks", _attacks), ("env", _env), ("push", add_push_parser(sub)),
-                          ("evaluate", add_evaluate_parser(sub)), ("compare", add_compare_parser(sub)),
-                          ("train", add_train_parser(sub)),
-                          ("ablate", add_ablate_parser(sub)), ("human-eval", add_human_eval_parser(sub))]:
-        sub.choices[name].set_defaults(handler=handler)
-    return p
+    return _env
 
 
 def _build(args) -> int:

@@ -196,6 +196,41 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     Returns the report summary (what results.json holds). With several processes every process
     scores its shard and only the main process writes.
     """
+    models, predictions, model_args, bos, max_length = _request(models, predictions, model_args, bos, max_length, out)
+    manifest = check_release(release)
+    names, kinds = _check_against_release(release, manifest, models, predictions, model_args, splits, method, protocol)
+    task, labels = manifest["task"], report_labels(models, predictions)
+    accelerator = _accelerator_for(models, accelerator)
+    main = accelerator is None or accelerator.is_main_process
+    # Scoring a predictions file needs every split (an id may name any); models only those scored.
+    read = {split: read_split(release, split) for split in (manifest["splits"] if predictions else names)}
+    split_examples = {split: read[split] for split in names}
+    flags = {split: perturbed_flags(release, split) for split in names}  # what the attack changed, per record
+    if protocol == LM_EVAL_RACE:
+        split_examples = _lm_eval_race_examples(release, manifest, split_examples, models, kinds, predictions,
+                                                method, few_shot, warn=main)
+    llm = _llm_settings(read, task, method, few_shot, few_shot_file, few_shot_seed, chat_template, bos,
+                        protocol) if "causal_lm" in kinds else {}
+    release_record = {"name": manifest.get("name"), "manifest_sha256": sha256_file(Path(release) / "manifest.json")}
+    options = dict(batch_size=batch_size, max_length=max_length, bf16=bf16, accelerator=accelerator, task=task,
+                   model_args=model_args)  # make_scorer's
+    scores, sources = _score_models(release, split_examples, flags, zip(labels, models, kinds), options, llm,
+                                    release_record, progress=progress and main, main=main)
+    for label, pred in zip(labels[len(models):], predictions):
+        scores[label] = score_predictions(release, pred, splits=names, allow_missing=allow_missing,
+                                          manifest=manifest, split_examples=read, perturbed=flags)
+        sources[label] = _predictions_source(pred)
+    if not main:
+        return {}
+    return write_report(out, {**manifest, "manifest_sha256": release_record["manifest_sha256"]}, scores,
+                        sources=sources)
+
+
+def _request(models, predictions, model_args, bos: str | None, max_length: int | None, out):
+    """(models, predictions, model_args, bos, max_length) as lists and a ModelArgs, lm-evaluation-
+    harness's settings among the model args taken as advrace's (`take_lm_eval_settings`); refused
+    before the release is read: nothing to score, model args without a model to load, no report
+    folder or one that is not a report's."""
     settings: dict = {}
     model_args = ModelArgs.coerce(model_args, settings)
     models, bos, max_length = take_lm_eval_settings(settings, list(models or ()), bos, max_length)
@@ -208,7 +243,13 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     if out is None:
         raise ConfigError("give --out REPORT_DIR")
     check_replaceable(Path(out), "results.json", "report")
-    manifest = check_release(release)
+    return models, predictions, model_args, bos, max_length
+
+
+def _check_against_release(release, manifest: dict, models: list, predictions: list, model_args: ModelArgs,
+                           splits, method: str, protocol: str) -> tuple[list[str], list]:
+    """The splits to score and each model's kind, every model checked against the release's task
+    (and its model args against its kind) before any loads, so a misfit costs no scoring time."""
     if protocol not in PROTOCOLS:
         raise ConfigError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
     names = select_splits(manifest, splits or ([ORIGINAL] if protocol == LM_EVAL_RACE else None))
@@ -222,66 +263,92 @@ def evaluate_command(release, models=(), predictions=(), out=None, *, splits=Non
     for p in predictions:
         if not Path(p).is_file():
             raise PredictionsError(f"{p}: no such predictions file")
-    labels = report_labels(models, predictions)
+    return names, kinds
+
+
+def _accelerator_for(models: list, accelerator):
+    """The caller's accelerator, else one made where a model runs a network or the command runs under
+    `accelerate launch` (several processes); None where every model is a scorer object or a
+    built-in reader in one process."""
     launched = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if accelerator is None and (launched or not all(hasattr(m, "predict_mc") or hasattr(m, "predict_qa")
                                                     or is_builtin_reader(m) for m in models)):
         accelerator = make_accelerator()
-    main = accelerator is None or accelerator.is_main_process
-    # Scoring a predictions file needs every split (an id may name any); models only those scored.
-    read = {split: read_split(release, split) for split in (manifest["splits"] if predictions else names)}
-    split_examples = {split: read[split] for split in names}
-    flags = {split: perturbed_flags(release, split) for split in names}  # what the attack changed, per record
+    return accelerator
+
+
+def _lm_eval_race_examples(release, manifest: dict, split_examples: dict, models, kinds, predictions, method: str,
+                           few_shot: int, *, warn: bool) -> dict:
+    """`lm_eval_race_split`'s questions, with a warning on stderr (`warn`: the main process) where
+    the release is not lm-eval's own race data."""
+    split_examples = lm_eval_race_split(release, manifest["task"], split_examples, models, kinds, predictions,
+                                        method, few_shot)
+    warning = not_lm_evals_data(manifest, split_examples[ORIGINAL])
+    if warning and warn:
+        print(f"warning: --protocol {LM_EVAL_RACE}: {warning}", file=sys.stderr, flush=True)
+    return split_examples
+
+
+def _llm_settings(read: dict, task: str, method: str, few_shot: int, few_shot_file, few_shot_seed: int,
+                  chat_template: bool | None, bos: str, protocol: str) -> dict:
+    """How every causal LM scores (make_scorer's `llm`): method, shots and where they come from,
+    chat template, BOS, and under lm-eval's race protocol each article's earlier questions."""
+    pool, shot_source = few_shot_pool(few_shot_file, few_shot, read, task)
+    llm = {"method": method, "shots": few_shot, "shot_pool": pool, "shot_seed": few_shot_seed,
+           "chat_template": chat_template, "bos": bos, "few_shot_source": shot_source}
     if protocol == LM_EVAL_RACE:
-        split_examples = lm_eval_race_split(release, task, split_examples, models, kinds, predictions, method,
-                                            few_shot)
-        warning = not_lm_evals_data(manifest, split_examples[ORIGINAL])
-        if warning and main:
-            print(f"warning: --protocol {LM_EVAL_RACE}: {warning}", file=sys.stderr, flush=True)
-    llm = {}
-    if "causal_lm" in kinds:
-        pool, shot_source = few_shot_pool(few_shot_file, few_shot, read, task)
-        llm = {"method": method, "shots": few_shot, "shot_pool": pool, "shot_seed": few_shot_seed,
-               "chat_template": chat_template, "bos": bos, "few_shot_source": shot_source}
-        if protocol == LM_EVAL_RACE:
-            llm["contexts"] = lm_eval_race.contexts(read[ORIGINAL])
-    release_record = {"name": manifest.get("name"), "manifest_sha256": sha256_file(Path(release) / "manifest.json")}
+        llm["contexts"] = lm_eval_race.contexts(read[ORIGINAL])
+    return llm
+
+
+def _score_models(release, split_examples: dict, flags: dict, labelled, options: dict, llm: dict,
+                  release_record: dict, *, progress: bool, main: bool) -> tuple[dict, dict]:
+    """Each (label, model, kind) of `labelled` scored on every split, one model loaded at a time:
+    scores and sources (how each was scored) by label."""
     scores, sources = {}, {}
-    for label, model, kind in zip(labels, models, kinds):
-        scorer = make_scorer(model, batch_size=batch_size, max_length=max_length, bf16=bf16,
-                             accelerator=accelerator, task=task, llm=llm if kind == "causal_lm" else None,
-                             kind=kind, model_args=model_args)
-        if progress and main:
-            print(f"scoring {label} on {plural(len(names), 'split')}", flush=True)
-        scores[label] = mark_perturbed(score_splits(split_examples, scorer, accelerator, progress and main, task=task),
+    accelerator, task = options["accelerator"], options["task"]
+    for label, model, kind in labelled:
+        scorer = make_scorer(model, **options, llm=llm if kind == "causal_lm" else None, kind=kind)
+        if progress:
+            print(f"scoring {label} on {plural(len(split_examples), 'split')}", flush=True)
+        scores[label] = mark_perturbed(score_splits(split_examples, scorer, accelerator, progress, task=task),
                                        release, flags)
-        is_object = hasattr(model, "predict_mc") or hasattr(model, "predict_qa")
-        sources[label] = {"kind": "scorer" if is_object else "built-in" if is_builtin_reader(model) else "model",
-                          "path": str(model) if isinstance(model, (str, os.PathLike)) else model_name(model),
-                          "identity": scored_identity(model, model_args) if main else {}}
-        inference = getattr(scorer, "inference", None)
-        if isinstance(inference, dict):  # the readers that run a network say how it computed
-            sources[label].update(bf16=inference.get("precision") == "bf16", inference=inference)
-        if kind == "causal_lm":
-            sources[label]["method"] = scorer.method if task == MULTIPLE_CHOICE else GENERATION
-            sources[label]["protocol"] = scorer.protocol(task, release_record).to_dict()
-            sources[label]["decoding"] = merge_decoding(scorer.decoding(), accelerator)
-            if model_args:
-                sources[label]["model_args"] = model_args.given()
+        sources[label] = _model_source(model, kind, scorer, options, release_record, main=main)
         if sources[label]["kind"] == "model":  # loaded by make_scorer: freed before the next one loads
-            sources[label]["max_length"] = scorer.max_length
             del scorer
             if accelerator is not None:
                 accelerator.free_memory()
-    for label, pred in zip(labels[len(models):], predictions):
-        scores[label] = score_predictions(release, pred, splits=names, allow_missing=allow_missing,
-                                          manifest=manifest, split_examples=read, perturbed=flags)
-        sources[label] = {"kind": "predictions", "path": str(pred),
-                          "identity": {"name": Path(pred).name, "sha256": sha256_file(Path(pred))}}
-    if not main:
-        return {}
-    return write_report(out, {**manifest, "manifest_sha256": release_record["manifest_sha256"]}, scores,
-                        sources=sources)
+    return scores, sources
+
+
+def _model_source(model, kind, scorer, options: dict, release_record: dict, *, main: bool) -> dict:
+    """How a model was scored, as the report records it: what it is and its identity; for a network,
+    its precision; for a causal LM, its method, scoring protocol, decoding and model args; for a
+    loaded checkpoint, the length it was scored at."""
+    is_object = hasattr(model, "predict_mc") or hasattr(model, "predict_qa")
+    model_args, task = options["model_args"], options["task"]
+    source = {"kind": "scorer" if is_object else "built-in" if is_builtin_reader(model) else "model",
+              "path": str(model) if isinstance(model, (str, os.PathLike)) else model_name(model),
+              "identity": scored_identity(model, model_args) if main else {}}
+    inference = getattr(scorer, "inference", None)
+    if isinstance(inference, dict):  # the readers that run a network say how it computed
+        source.update(bf16=inference.get("precision") == "bf16", inference=inference)
+    if kind == "causal_lm":
+        source["method"] = scorer.method if task == MULTIPLE_CHOICE else GENERATION
+        source["protocol"] = scorer.protocol(task, release_record).to_dict()
+        source["decoding"] = merge_decoding(scorer.decoding(), options["accelerator"])
+        if model_args:
+            source["model_args"] = model_args.given()
+    if source["kind"] == "model":
+        source["max_length"] = scorer.max_length
+    return source
+
+
+def _predictions_source(path) -> dict:
+    """A predictions file as the report records it: its path, and its name and sha256 (what
+    `advrace compare` checks)."""
+    return {"kind": "predictions", "path": str(path),
+            "identity": {"name": Path(path).name, "sha256": sha256_file(Path(path))}}
 
 
 EVALUATE_EPILOG = textwrap.dedent("""\
@@ -411,6 +478,16 @@ def add_evaluate_parser(subparsers):
     p.add_argument("--no-bf16", dest="bf16", action="store_const", const=False, default=None,
                    help="score in fp32 (default: bf16 autocast where the GPU or CPU has native bf16); "
                         "autocast only: weights stay fp32 unless --model-args dtype= loads them otherwise")
+    _add_causal_lm_arguments(p)
+    p.add_argument("--allow-missing", action="store_true",
+                   help="count questions missing from a predictions file as wrong instead of failing")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(handler=_evaluate)
+    return _evaluate
+
+
+def _add_causal_lm_arguments(p) -> None:
+    """The options that only causal language models read."""
     llm = p.add_argument_group("causal language models (a causal-LM folder, smollm2, or a Hub name)")
     llm.add_argument("--method", choices=MC_METHODS, default=LOGLIKELIHOOD,
                      help="multiple choice: loglikelihood scores each option as a continuation of the "
@@ -449,23 +526,20 @@ def add_evaluate_parser(subparsers):
                           "SmolLM2 no), always, or never (lm-eval's add_bos_token=False). Never two: a chat "
                           "template that writes BOS gets none more (default: tokenizer; --model-args "
                           "add_bos_token=true|false is always|never)")
-    p.add_argument("--allow-missing", action="store_true",
-                   help="count questions missing from a predictions file as wrong instead of failing")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
 
-    def handler(args) -> int:
-        summary = evaluate_command(args.release, args.model, args.predictions, args.out,
-                                   splits=args.splits, batch_size=args.batch_size,
-                                   max_length=args.max_length, bf16=args.bf16,
-                                   allow_missing=args.allow_missing, progress=not args.quiet,
-                                   method=args.method, few_shot=args.few_shot, few_shot_file=args.few_shot_file,
-                                   few_shot_seed=args.few_shot_seed, chat_template=args.chat_template,
-                                   bos=args.bos, model_args=args.model_args, protocol=args.protocol)
-        if summary:
-            print((Path(args.out) / "results.md").read_text(encoding="utf-8").rstrip())
-            print(f"\nwrote {args.out}: results.json, results.md, results.png, "
-                  f"predictions/ ({len(summary['models'])} model(s))")
-        return 0
 
-    p.set_defaults(handler=handler)
-    return handler
+def _evaluate(args) -> int:
+    """`advrace evaluate`: the report written, then results.md printed (by the main process: the
+    others get no summary)."""
+    summary = evaluate_command(args.release, args.model, args.predictions, args.out,
+                               splits=args.splits, batch_size=args.batch_size,
+                               max_length=args.max_length, bf16=args.bf16,
+                               allow_missing=args.allow_missing, progress=not args.quiet,
+                               method=args.method, few_shot=args.few_shot, few_shot_file=args.few_shot_file,
+                               few_shot_seed=args.few_shot_seed, chat_template=args.chat_template,
+                               bos=args.bos, model_args=args.model_args, protocol=args.protocol)
+    if summary:
+        print((Path(args.out) / "results.md").read_text(encoding="utf-8").rstrip())
+        print(f"\nwrote {args.out}: results.json, results.md, results.png, "
+              f"predictions/ ({len(summary['models'])} model(s))")
+    return 0

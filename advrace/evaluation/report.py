@@ -32,6 +32,7 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 from advrace.core.atomic import atomic_dir
 from advrace.core.numbers import significant
@@ -325,39 +326,10 @@ def summarize(manifest: dict, scores: dict, sources: dict | None = None) -> dict
     adversarial, probes = split_kinds(manifest, splits)
     results, stems = {}, dict(zip(models, file_stems(models)))
     for m in models:
-        cells = {}
         original = scores[m].get(ORIGINAL)
-        for s in splits:
-            if s not in scores[m]:
-                continue
-            res = scores[m][s]
-            present = [k for k in metrics if res.get(k) is not None]
-            cell = {"n": res["n"]}
-            for k in present:
-                cell[k] = float(res[k])
-                cell[f"{k}_ci"] = score_interval(res, k)
-                if s != ORIGINAL:
-                    cell[f"{k}_drop"] = relative_drop((original or {}).get(k), float(res[k]))
-            if s != ORIGINAL:
-                made = manifest["splits"][s].get("attack") != NO_ATTACK  # not human-authored, say
-                if made:
-                    cell.update(attacked_scores(original or {}, res, present))
-                cell.update(paired_tests(original or {}, res, present, attacked_only=made))
-            cells[s] = cell
-        average = {}
-        for k in metrics:
-            for key in (k, f"{k}_drop", f"{k}_attacked", f"{k}_attacked_drop"):
-                average[key] = _mean(cells[s].get(key) for s in adversarial if s in cells)
-        results[m] = {"splits": cells, "average": average, "source": (sources or {}).get(m, {}),
-                      "predictions": f"predictions/{stems[m]}.jsonl"}
-    over_models = {"splits": {}, "average": {}}
-    averaged = [key for k in metrics for key in (k, f"{k}_drop", f"{k}_attacked", f"{k}_attacked_drop")]
-    for s in splits:
-        keys = [k for k in metrics] if s == ORIGINAL else averaged
-        over_models["splits"][s] = {key: _mean(results[m]["splits"].get(s, {}).get(key) for m in models)
-                                    for key in keys}
-    for key in averaged if models else ():
-        over_models["average"][key] = _mean(results[m]["average"][key] for m in models)
+        cells = {s: _cell(manifest, s, scores[m][s], original, metrics) for s in splits if s in scores[m]}
+        results[m] = {"splits": cells, "average": _split_average(cells, adversarial, metrics),
+                      "source": (sources or {}).get(m, {}), "predictions": f"predictions/{stems[m]}.jsonl"}
     src = manifest.get("source", {})
     chance = chance_level(task, scores)
     summary = {
@@ -381,9 +353,53 @@ def summarize(manifest: dict, scores: dict, sources: dict | None = None) -> dict
                        for s in splits},
         "models": models,
         "results": results,
-        "model_average": over_models,
+        "model_average": _model_average(results, models, splits, metrics),
     }
     return _rounded(summary)
+
+
+def _cell(manifest: dict, split: str, res: dict, original: dict | None, metrics) -> dict:
+    """One model's cell for one split: n, each metric it has with its interval and, but on
+    `original`, its drop, its score on the attacked questions alone (for a split an attack made)
+    and the paired test against `original`."""
+    present = [k for k in metrics if res.get(k) is not None]
+    cell = {"n": res["n"]}
+    for k in present:
+        cell[k] = float(res[k])
+        cell[f"{k}_ci"] = score_interval(res, k)
+        if split != ORIGINAL:
+            cell[f"{k}_drop"] = relative_drop((original or {}).get(k), float(res[k]))
+    if split != ORIGINAL:
+        made = manifest["splits"][split].get("attack") != NO_ATTACK  # not human-authored, say
+        if made:
+            cell.update(attacked_scores(original or {}, res, present))
+        cell.update(paired_tests(original or {}, res, present, attacked_only=made))
+    return cell
+
+
+def _averaged(metrics) -> list[str]:
+    """The keys the average column and row report for `metrics`: scores and drops, over all and
+    over the attacked questions."""
+    return [key for k in metrics for key in (k, f"{k}_drop", f"{k}_attacked", f"{k}_attacked_drop")]
+
+
+def _split_average(cells: dict, adversarial: list[str], metrics) -> dict:
+    """One model's average column: the mean over the adversarial splits (probes left out)."""
+    return {key: _mean(cells[s].get(key) for s in adversarial if s in cells) for key in _averaged(metrics)}
+
+
+def _model_average(results: dict, models: list[str], splits: list[str], metrics) -> dict:
+    """The average row: each split's (on `original`, the scores only) and the average column's
+    mean over models."""
+    over_models = {"splits": {}, "average": {}}
+    averaged = _averaged(metrics)
+    for s in splits:
+        keys = [k for k in metrics] if s == ORIGINAL else averaged
+        over_models["splits"][s] = {key: _mean(results[m]["splits"].get(s, {}).get(key) for m in models)
+                                    for key in keys}
+    for key in averaged if models else ():
+        over_models["average"][key] = _mean(results[m]["average"][key] for m in models)
+    return over_models
 
 
 def _split_attacked(manifest: dict, split: str, results: dict) -> dict:
@@ -519,12 +535,54 @@ def protocol_differences(summary: dict) -> list[str]:
     return lines
 
 
-def render_markdown(summary: dict) -> str:
-    rel = summary["release"]
+class _Columns(NamedTuple):
+    """results.md's columns: every split (`splits`, headed `heads`), those compared with
+    `original` (`tested`, headed `attacked_heads` in the attacked-only tables), and those of them
+    whose attacked questions the summary counts (`attacked`: no attacked-only table without)."""
+
+    splits: list[str]
+    heads: list[str]
+    probes: set[str]
+    tested: list[str]
+    attacked: list[str]
+    attacked_heads: list[str]
+
+
+def _columns(summary: dict) -> _Columns:
     columns = summary["columns"]
     probes = set(summary["probe_splits"])
-    heads = [f"{s} (probe)" if s in probes else s for s in columns]
-    chance = summary.get("chance")
+    tested = [s for s in columns if s != ORIGINAL] if ORIGINAL in columns else []
+    info = summary["split_info"]
+    return _Columns(
+        splits=columns, heads=[f"{s} (probe)" if s in probes else s for s in columns], probes=probes, tested=tested,
+        attacked=[s for s in tested if info[s].get("attacked") is not None],
+        attacked_heads=[f"{s} ({'probe, ' if s in probes else ''}{info[s]['attacked']} of {info[s]['n']} attacked)"
+                        if info[s].get("attacked") is not None else f"{s} (probe)" if s in probes else s
+                        for s in tested])
+
+
+def render_markdown(summary: dict) -> str:
+    """results.md, from the summary alone (so it always agrees with results.json): the release,
+    the caveats, a table per metric (and its attacked-only twin), how each model was scored, then
+    the intervals and the paired tests."""
+    cols = _columns(summary)
+    lines = _introduction(summary, cols)
+    rows = [(m, summary["results"][m]) for m in summary["models"]] + [("average", summary["model_average"])]
+    for metric in summary["metrics"]:
+        lines += _score_tables(metric, rows, cols)
+    lines += _reading_notes(summary, cols)
+    stats = summary.get("statistics")
+    if stats:
+        lines += _interval_tables(summary, cols, stats)
+        if cols.tested:
+            lines += _paired_tables(summary, cols, stats)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _introduction(summary: dict, cols: _Columns) -> list[str]:
+    """The title, the release scored, what a cell holds, the caveats and, where the summary counts
+    them, how many questions each attack changed."""
+    rel, columns, chance = summary["release"], cols.splits, summary.get("chance")
     lines = [f"# Evaluation: {rel['name']}", "",
              f"Release `{rel['name']}` ({rel['task']}), built with advrace {rel['advrace_version']} from "
              f"`{rel['source']}` (source fingerprint `{(rel['fingerprint'] or '')[:16]}`; release manifest "
@@ -537,83 +595,95 @@ def render_markdown(summary: dict) -> str:
         lines += ["## Caveats", "", "What the release records that changes how these numbers read:", ""]
         lines += [f"- `{c['split']}`: {c['text']}." if c.get("split") and c["kind"] != "below_chance"
                   else f"- {c['text']}." for c in summary["caveats"]] + [""]
-    tested = [s for s in columns if s != ORIGINAL] if ORIGINAL in columns else []
-    info = summary["split_info"]
-    attacked = [s for s in tested if info[s].get("attacked") is not None]
-    if attacked:
+    if cols.attacked:
+        info = summary["split_info"]
         lines += [f"The drop is over all questions of the split, as AdvRACE reports it: a split keeps the "
                   f"questions its attack could not change, as copies of `{ORIGINAL}`'s. The attacked-only "
                   f"tables are over the questions the attack changed, against the same questions' score on "
                   f"`{ORIGINAL}`. Questions attacked: "
-                  + ", ".join(f"{s}{' (probe)' if s in probes else ''} {share_text(info[s])}" for s in tested)
+                  + ", ".join(f"{s}{' (probe)' if s in cols.probes else ''} {share_text(info[s])}" for s in cols.tested)
                   + ".", ""]
-    attacked_heads = [f"{s} ({'probe, ' if s in probes else ''}{info[s]['attacked']} of {info[s]['n']} attacked)"
-                      if info[s].get("attacked") is not None else f"{s} (probe)" if s in probes else s
-                      for s in tested]
-    models = summary["models"]
-    rows = [(m, summary["results"][m]) for m in models] + [("average", summary["model_average"])]
-    for metric in summary["metrics"]:
-        lines += [f"## {METRIC_TITLES[metric]}", "",
-                  "| model | " + " | ".join(heads) + " | average |",
-                  "|---|" + "---:|" * (len(columns) + 1)]
-        for name, row in rows:
-            cells = [format_cell(row["splits"].get(s), metric) for s in columns]
-            lines.append(f"| {name} | " + " | ".join(cells) + f" | {format_cell(row['average'], metric)} |")
-        lines.append("")
-        if attacked:
-            lines += [f"### {METRIC_TITLES[metric]}, attacked questions only", ""]
-            lines += _table(attacked_heads + ["average"],
-                            [(name, [format_attacked_cell(row["splits"].get(s), metric) for s in tested]
-                              + [format_attacked_cell(row["average"], metric)]) for name, row in rows])
+    return lines
+
+
+def _score_tables(metric: str, rows: list, cols: _Columns) -> list[str]:
+    """A metric's table of scores and drops, models and their average as rows, and its table over
+    the attacked questions alone."""
+    lines = [f"## {METRIC_TITLES[metric]}", "",
+             "| model | " + " | ".join(cols.heads) + " | average |",
+             "|---|" + "---:|" * (len(cols.splits) + 1)]
+    for name, row in rows:
+        cells = [format_cell(row["splits"].get(s), metric) for s in cols.splits]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {format_cell(row['average'], metric)} |")
+    lines.append("")
+    if cols.attacked:
+        lines += [f"### {METRIC_TITLES[metric]}, attacked questions only", ""]
+        lines += _table(cols.attacked_heads + ["average"],
+                        [(name, [format_attacked_cell(row["splits"].get(s), metric) for s in cols.tested]
+                          + [format_attacked_cell(row["average"], metric)]) for name, row in rows])
+    return lines
+
+
+def _reading_notes(summary: dict, cols: _Columns) -> list[str]:
+    """What the averages are over, what acc_norm is, how each model was scored and where models
+    were scored under different protocols."""
     adv = ", ".join(summary["adversarial_splits"]) or "none"
     note = f"**average** column: mean over the adversarial splits ({adv}), of scores and of drops"
-    if probes:
-        note += f"; probe splits ({', '.join(s for s in columns if s in probes)}) are not averaged"
-    lines += [note + ". **average** row: mean over models.", ""]
+    if cols.probes:
+        note += f"; probe splits ({', '.join(s for s in cols.splits if s in cols.probes)}) are not averaged"
+    lines = [note + ". **average** row: mean over models.", ""]
     if "accuracy_norm" in summary["metrics"]:
         lines += [f"{METRIC_TITLES['accuracy_norm']}: lm-evaluation-harness's acc_norm, the option whose "
                   "log-likelihood per unit of its length is highest; only models scored by log-likelihood "
                   "give it (– for the others).", ""]
-    ran = [line for line in (_scored_how(m, summary["results"][m].get("source") or {}) for m in models) if line]
+    ran = [line for line in (_scored_how(m, summary["results"][m].get("source") or {}) for m in summary["models"])
+           if line]
     if ran:
         lines += ["How each model was scored (bf16 and fp32 can give different predictions):", ""] + ran + [""]
     apart = protocol_differences(summary)
     if apart:
         lines += ["**Scored under different protocols**: their numbers do not compare directly.", ""] + apart + [""]
-    stats = summary.get("statistics")
-    if stats:
-        lines += [f"## {stats['level']}% confidence intervals", "",
-                  f"In percent: {stats['interval']}.", ""]
-        for metric in summary["metrics"]:
-            shown = _with_metric(summary, metric)
-            lines += [f"### {METRIC_TITLES[metric]}", ""]
-            lines += _table(heads, [(m, [format_interval(summary["results"][m]["splits"].get(s), metric)
-                                         for s in columns]) for m in shown])
-            if attacked:
-                lines += [f"### {METRIC_TITLES[metric]}, attacked questions only", ""]
-                lines += _table(attacked_heads, [(m, [format_interval(summary["results"][m]["splits"].get(s), metric,
-                                                                      "attacked_ci") for s in tested])
-                                                 for m in shown])
-        if tested:
-            among = ("the questions the split's attack changed, paired with the same source questions on "
-                     f"`{ORIGINAL}` (n: how many; a copy the attack left unchanged can only agree with its "
-                     "original)" if attacked else "the questions both hold, paired by source question (n: how many)")
-            lines += [f"## Paired tests against `{ORIGINAL}`", "",
-                      f"Each cell: the two-sided p-value of the split's score against `{ORIGINAL}`'s on "
-                      f"{among}: {stats['paired_test']}. A small p says the difference is unlikely to be chance "
-                      "alone; it is not corrected for testing several splits.", ""]
-            for metric in summary["metrics"]:
-                shown = _with_metric(summary, metric)
-                # n in the header when every model was paired on as many questions (the usual case)
-                counts = {s: {summary["results"][m]["splits"][s].get("paired_n") for m in shown
-                              if s in summary["results"][m]["splits"]} for s in tested}
-                one = {s: len(c) == 1 for s, c in counts.items()}
-                head = [f"{s} ({'probe, ' if s in probes else ''}n {next(iter(counts[s]))})" if one[s]
-                        else f"{s} (probe)" if s in probes else s for s in tested]
-                lines += [f"### {METRIC_TITLES[metric]}", ""]
-                lines += _table(head, [(m, [format_p(summary["results"][m]["splits"].get(s), metric, not one[s])
-                                            for s in tested]) for m in shown])
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return lines
+
+
+def _interval_tables(summary: dict, cols: _Columns, stats: dict) -> list[str]:
+    """Each metric's confidence intervals, over all questions and over the attacked ones alone."""
+    lines = [f"## {stats['level']}% confidence intervals", "", f"In percent: {stats['interval']}.", ""]
+    for metric in summary["metrics"]:
+        shown = _with_metric(summary, metric)
+        lines += [f"### {METRIC_TITLES[metric]}", ""]
+        lines += _table(cols.heads, [(m, [format_interval(summary["results"][m]["splits"].get(s), metric)
+                                          for s in cols.splits]) for m in shown])
+        if cols.attacked:
+            lines += [f"### {METRIC_TITLES[metric]}, attacked questions only", ""]
+            lines += _table(cols.attacked_heads, [(m, [format_interval(summary["results"][m]["splits"].get(s), metric,
+                                                                       "attacked_ci") for s in cols.tested])
+                                                  for m in shown])
+    return lines
+
+
+def _paired_tables(summary: dict, cols: _Columns, stats: dict) -> list[str]:
+    """Each metric's p-values against `original`, per split compared with it."""
+    tested, probes = cols.tested, cols.probes
+    among = ("the questions the split's attack changed, paired with the same source questions on "
+             f"`{ORIGINAL}` (n: how many; a copy the attack left unchanged can only agree with its "
+             "original)" if cols.attacked else "the questions both hold, paired by source question (n: how many)")
+    lines = [f"## Paired tests against `{ORIGINAL}`", "",
+             f"Each cell: the two-sided p-value of the split's score against `{ORIGINAL}`'s on "
+             f"{among}: {stats['paired_test']}. A small p says the difference is unlikely to be chance "
+             "alone; it is not corrected for testing several splits.", ""]
+    for metric in summary["metrics"]:
+        shown = _with_metric(summary, metric)
+        # n in the header when every model was paired on as many questions (the usual case)
+        counts = {s: {summary["results"][m]["splits"][s].get("paired_n") for m in shown
+                      if s in summary["results"][m]["splits"]} for s in tested}
+        one = {s: len(c) == 1 for s, c in counts.items()}
+        head = [f"{s} ({'probe, ' if s in probes else ''}n {next(iter(counts[s]))})" if one[s]
+                else f"{s} (probe)" if s in probes else s for s in tested]
+        lines += [f"### {METRIC_TITLES[metric]}", ""]
+        lines += _table(head, [(m, [format_p(summary["results"][m]["splits"].get(s), metric, not one[s])
+                                    for s in tested]) for m in shown])
+    return lines
 
 
 def _bars(ax, xs, cells, metric: str, key: str, width: float, show_values: bool, **style):
@@ -642,14 +712,10 @@ def plot(summary: dict, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.colors
-    import matplotlib.lines
-    import matplotlib.patches
     import matplotlib.pyplot as plt
 
     metric = "f1" if "f1" in summary["metrics"] else summary["metrics"][0]
     columns, models = summary["columns"], summary["models"]
-    width = 0.8 / max(len(models), 1)
     # the splits whose attacked questions some model has a score on get a second, hatched bar
     attacked = [s for s in columns if s != ORIGINAL
                 and any((summary["results"][m]["splits"].get(s) or {}).get(f"{metric}_attacked") is not None
@@ -659,30 +725,50 @@ def plot(summary: dict, path: Path) -> None:
     show_values = len(models) * (len(columns) + len(attacked)) <= 24
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for k, m in enumerate(models):
-        cells = [summary["results"][m]["splits"].get(s) or {} for s in columns]
-        xs = [i - 0.4 + width * (k + 0.5) for i in range(len(columns))]
-        # a split with attacked-only scores: all questions on the left half, attacked on the right
-        half = [columns[i] in attacked for i in range(len(columns))]
-        color = matplotlib.colors.to_rgba(palette[k % len(palette)])
-        drop = summary["results"][m]["average"].get(f"{metric}_drop")
-        _bars(ax, [x - width / 4 if h else x for x, h in zip(xs, half)], cells, metric, "",
-              [width / 2 if h else width for h in half], show_values, color=color,
-              label=m if drop is None else f"{m} (average {drop_text(drop, 1)})")
-        if attacked:
-            right = [(x + width / 4, c) for x, c, h in zip(xs, cells, half) if h]
-            _bars(ax, [x for x, _ in right], [c for _, c in right], metric, "attacked", width / 2, show_values,
-                  facecolor=(*color[:3], 0.3), edgecolor=color, hatch="///", linewidth=0.8)
-            # the same questions on `original`: a hatched bar is read against this, not the left bar
-            marks = [(x, c[f"{metric}_attacked_original"]) for x, c in right
-                     if c.get(f"{metric}_attacked_original") is not None]
-            if marks:
-                ax.hlines([y for _, y in marks], [x - width / 4 for x, _ in marks], [x + width / 4 for x, _ in marks],
-                          colors="black", linewidth=2.2, zorder=4)
+        _model_bars(ax, summary, m, k, metric, attacked, palette[k % len(palette)], show_values)
     chance = summary.get("chance")
     if chance is not None:  # over the bars, so a bar below chance shows it
         ax.axhline(chance, color="0.15", linestyle="--", linewidth=1.2, alpha=0.8, zorder=3,
                    label=f"chance ({chance:.3g}%)")
-    probes = set(summary["probe_splits"])
+    _label_axes(ax, summary, metric)
+    _legend(ax, summary, metric, attacked)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, metadata={"Software": None})
+    plt.close(fig)
+
+
+def _model_bars(ax, summary: dict, m: str, k: int, metric: str, attacked: list[str], color, show_values: bool):
+    """Model `m`'s bars (the `k`th of each group): all questions of each split and, for the
+    splits in `attacked`, beside it the attacked questions alone, hatched, with a black line at
+    the same questions' score on `original`."""
+    import matplotlib.colors
+
+    columns, models = summary["columns"], summary["models"]
+    width = 0.8 / max(len(models), 1)
+    cells = [summary["results"][m]["splits"].get(s) or {} for s in columns]
+    xs = [i - 0.4 + width * (k + 0.5) for i in range(len(columns))]
+    # a split with attacked-only scores: all questions on the left half, attacked on the right
+    half = [columns[i] in attacked for i in range(len(columns))]
+    color = matplotlib.colors.to_rgba(color)
+    drop = summary["results"][m]["average"].get(f"{metric}_drop")
+    _bars(ax, [x - width / 4 if h else x for x, h in zip(xs, half)], cells, metric, "",
+          [width / 2 if h else width for h in half], show_values, color=color,
+          label=m if drop is None else f"{m} (average {drop_text(drop, 1)})")
+    if attacked:
+        right = [(x + width / 4, c) for x, c, h in zip(xs, cells, half) if h]
+        _bars(ax, [x for x, _ in right], [c for _, c in right], metric, "attacked", width / 2, show_values,
+              facecolor=(*color[:3], 0.3), edgecolor=color, hatch="///", linewidth=0.8)
+        # the same questions on `original`: a hatched bar is read against this, not the left bar
+        marks = [(x, c[f"{metric}_attacked_original"]) for x, c in right
+                 if c.get(f"{metric}_attacked_original") is not None]
+        if marks:
+            ax.hlines([y for _, y in marks], [x - width / 4 for x, _ in marks], [x + width / 4 for x, _ in marks],
+                      colors="black", linewidth=2.2, zorder=4)
+
+
+def _label_axes(ax, summary: dict, metric: str) -> None:
+    """The split names (probes marked), the metric with its interval level, the title and grid."""
+    columns, probes = summary["columns"], set(summary["probe_splits"])
     ax.set_xticks(range(len(columns)))
     ax.set_xticklabels([f"{s}\n(probe)" if s in probes else s for s in columns],
                        rotation=20 if len(columns) > 4 else 0, ha="right" if len(columns) > 4 else "center")
@@ -693,6 +779,15 @@ def plot(summary: dict, path: Path) -> None:
     what = METRIC_TITLES[metric] if metric == "f1" else METRIC_TITLES[metric].lower()
     ax.set_title(f"{summary['release']['name']}: {what} per split")
     ax.grid(axis="y", alpha=0.3)
+
+
+def _legend(ax, summary: dict, metric: str, attacked: list[str]) -> None:
+    """The legend under the chart: the models (with their average drop) and chance, then what the
+    hatched bars and the black lines are, where drawn."""
+    import matplotlib.lines
+    import matplotlib.patches
+
+    columns, models = summary["columns"], summary["models"]
     handles, names = ax.get_legend_handles_labels()
     if attacked:
         handles.append(matplotlib.patches.Patch(facecolor="white", edgecolor="0.3", hatch="///"))
@@ -705,9 +800,6 @@ def plot(summary: dict, path: Path) -> None:
     ax.legend([handles[i] for i in order], [names[i] for i in order], fontsize="small", loc="upper center",
               bbox_to_anchor=(0.5, -0.14 if len(columns) <= 4 else -0.22), ncol=min(len(names), 3),
               frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, metadata={"Software": None})
-    plt.close(fig)
 
 
 def _prediction_lines(scores_by_split: dict, columns: list[str]) -> str:

@@ -207,25 +207,8 @@ def derive_release(release_dir: str | Path, out_dir: str | Path, decisions: dict
             if source_manifest["format_version"] != FORMAT_VERSION:  # written again in this format
                 records[split] = [to_record(ex, split, r["attack"], r["perturbed"]) for r, ex in rows]
         else:
-            exs, flags, audit_sources, reasons = [], [], [], Counter()
-            for record, ex in rows:
-                d, sid = mine.get(ex.id), ex.source_id
-                if sid not in inherited and (d is None or d.keep):
-                    exs.append(ex if d is None else _recorded(_replacing(ex, d.example), d.record))
-                    flags.append(bool(record.get("perturbed")))
-                    audit_sources.append(before[source][sid] if split != ORIGINAL else ex)
-                    if d is not None and d.example is not None:
-                        undone[split].add(sid)
-                    continue
-                undone[split].add(sid)
-                if drop:
-                    continue
-                back = after[source][sid]
-                exs.append(in_split(back if d is None else _recorded(back, d.record), split))
-                flags.append(False)
-                audit_sources.append(back)
-                reasons[d.reason if d is not None and not d.keep else WITH_SOURCE] += 1
-            placed[split] = [in_split(ex, split) for ex in exs]
+            placed[split], flags, audit_sources, reasons = _decided(split, source, rows, mine, inherited, before, after,
+                                                                    undone[split], drop=drop)
             records[split] = [to_record(ex, split, entry["attack"], flag) for ex, flag in zip(placed[split], flags)]
             old = stats["splits"][split]
             originals = after.get(ORIGINAL) or {ex.source_id: ex for _, ex in split_records(src, ORIGINAL)}
@@ -243,6 +226,35 @@ def derive_release(release_dir: str | Path, out_dir: str | Path, decisions: dict
                         description=_card_description(src, source_manifest))
     _write_files(out, cfg, manifest, records, placed, info, stats)
     return manifest
+
+
+def _decided(split: str, source: str, rows: list, mine: dict, inherited: set[str], before: dict, after: dict,
+             undone: set[str], *, drop: bool) -> tuple[list, list[bool], list, Counter]:
+    """One split's questions with its decisions (`mine`, by record id) applied, and with those
+    whose source question was put back, left out or replaced (`inherited`, by source id) put back
+    as the new source question (`after[source]`) or left out with `drop`: the split's examples,
+    their perturbed flags, the source each is audited against (`before[source]`: the source split's
+    questions as they were) and the count of each reason a question went back. The source ids
+    this split put back, left out or replaced are added to `undone`."""
+    exs, flags, audit_sources, reasons = [], [], [], Counter()
+    for record, ex in rows:
+        d, sid = mine.get(ex.id), ex.source_id
+        if sid not in inherited and (d is None or d.keep):
+            exs.append(ex if d is None else _recorded(_replacing(ex, d.example), d.record))
+            flags.append(bool(record.get("perturbed")))
+            audit_sources.append(before[source][sid] if split != ORIGINAL else ex)
+            if d is not None and d.example is not None:
+                undone.add(sid)
+            continue
+        undone.add(sid)
+        if drop:
+            continue
+        back = after[source][sid]
+        exs.append(in_split(back if d is None else _recorded(back, d.record), split))
+        flags.append(False)
+        audit_sources.append(back)
+        reasons[d.reason if d is not None and not d.keep else WITH_SOURCE] += 1
+    return [in_split(ex, split) for ex in exs], flags, audit_sources, reasons
 
 
 def _replacing(example, new):
@@ -366,17 +378,8 @@ def build_release(cfg: ReleaseConfig, out_dir: str | Path, *, progress: bool = F
 def _build_release(cfg: ReleaseConfig, out_dir: str | Path, threads: HeldThreads, *, progress: bool,
                    loaded: LoadResult | None) -> dict:
     out = Path(out_dir)
-    check_replaceable(out, "manifest.json", "release")
-    check_splits(cfg)
-    if cfg.drop_flagged and not cfg.audit:
-        raise ConfigError("drop_flagged needs the audit: remove `audit: false` from the config, "
-                          "or drop_flagged")
-    if loaded is None:
-        if not cfg.data.path:
-            raise ConfigError("no input data: give --data PATH or a config with data.path")
-        loaded = load(cfg.data.resolved_path(), cfg.data.format, lenient=cfg.data.lenient,
-                      limit=cfg.data.limit, part=cfg.data.part)
-    loaded, selection = _selected(cfg, loaded)
+    _check_buildable(cfg, out)
+    loaded, selection = _selected(cfg, loaded if loaded is not None else _read_data(cfg))
     examples = loaded.examples
     if not examples:
         raise ConfigError(f"{loaded.source}: no usable examples to build a release from")
@@ -410,15 +413,51 @@ def _build_release(cfg: ReleaseConfig, out_dir: str | Path, threads: HeldThreads
         split_examples[split] = [in_split(ex, split) for ex in res.examples]
         splits[split] = [to_record(ex, split, attack.name, flag)
                          for ex, flag in zip(split_examples[split], res.perturbed)]
-        reasons = Counter(r for r, flag in zip(res.reasons, res.perturbed) if not flag)
-        stats["splits"][split] = split_stats(res.examples, originals, res.perturbed, reasons)
-        summary = attack.summarize(res.examples)
-        if summary:
-            stats["splits"][split]["attack_stats"] = summary
+        stats["splits"][split] = _attacked_split_stats(attack, res, originals)
 
     versions = resources.versions({key for attack in attacks for key in attack.uses})
+    manifest = _manifest(cfg, loaded, selection, task, versions, environment_record(threads.record(state)))
+    if not main:
+        return manifest  # under `accelerate launch`, the main process writes the release
+    _write_files(out, cfg, manifest, splits, split_examples, split_info, stats)
+    return manifest
+
+
+def _check_buildable(cfg: ReleaseConfig, out: Path) -> None:
+    """A config refused before any data is read: an --out that is not a release's, splits that
+    do not resolve, drop_flagged without the audit."""
+    check_replaceable(out, "manifest.json", "release")
+    check_splits(cfg)
+    if cfg.drop_flagged and not cfg.audit:
+        raise ConfigError("drop_flagged needs the audit: remove `audit: false` from the config, "
+                          "or drop_flagged")
+
+
+def _read_data(cfg: ReleaseConfig) -> LoadResult:
+    """The questions of the config's data (cut at `limit` while reading)."""
+    if not cfg.data.path:
+        raise ConfigError("no input data: give --data PATH or a config with data.path")
+    return load(cfg.data.resolved_path(), cfg.data.format, lenient=cfg.data.lenient,
+                limit=cfg.data.limit, part=cfg.data.part)
+
+
+def _attacked_split_stats(attack, res: SplitResult, originals: dict) -> dict:
+    """An attacked split's stats.json entry: its statistics against the source questions, the
+    reasons its unperturbed questions were left alone, and the attack's own summary, if any."""
+    reasons = Counter(r for r, flag in zip(res.reasons, res.perturbed) if not flag)
+    stats = split_stats(res.examples, originals, res.perturbed, reasons)
+    summary = attack.summarize(res.examples)
+    if summary:
+        stats["attack_stats"] = summary
+    return stats
+
+
+def _manifest(cfg: ReleaseConfig, loaded: LoadResult, selection: dict | None, task: str, versions: dict,
+              environment: dict) -> dict:
+    """manifest.json but its splits and files (filled as they are written): what was built, from
+    which data (named without where it sat), with which resources and in which environment."""
     levels = loaded.levels
-    manifest = {
+    return {
         "name": cfg.name,
         "advrace_version": __version__,
         "format_version": FORMAT_VERSION,
@@ -441,12 +480,7 @@ def _build_release(cfg: ReleaseConfig, out_dir: str | Path, threads: HeldThreads
             **({"selection": selection} if selection else {}),
         },
         "resources": dict(sorted(versions.items())),
-        "environment": environment_record(threads.record(state)),
+        "environment": environment,
         "splits": {},
         "files": {},
     }
-
-    if not main:
-        return manifest  # under `accelerate launch`, the main process writes the release
-    _write_files(out, cfg, manifest, splits, split_examples, split_info, stats)
-    return manifest

