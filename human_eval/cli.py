@@ -13,8 +13,8 @@ from pathlib import Path
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import plural
-from advrace.release.card import (RATES, after_people_text, people_edit_text, quality_control_lines, validation_fate,
-                                 validation_summary)
+from advrace.metrics.human_rates import RATES, validation_summary
+from advrace.release.card import after_people_text, people_edit_text, quality_control_lines, validation_fate
 
 TASKS = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
 

@@ -24,7 +24,7 @@ from advrace.core.provenance import INVALID, VALID
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import plural
 from advrace.metrics import squad_em_f1
-from advrace.release.card import RATES, kappa_text, percent_ci
+from advrace.metrics.human_rates import RATES, ci_text, kappa_text, percent_ci
 
 from . import controls, store, verifying
 from .votes import category, verdict, vote
@@ -324,7 +324,7 @@ def time_lines(times: dict) -> list[str]:
 
 
 def _f1_text(f1: float | None, ci) -> str:
-    return "n/a" if f1 is None else f"{100 * f1:.1f} (95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f})"
+    return "n/a" if f1 is None else f"{100 * f1:.1f} ({ci_text(ci)})"
 
 
 def _chart(result: dict, path: Path) -> None:
