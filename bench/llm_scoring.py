@@ -37,6 +37,7 @@ import lm_eval_race as race_bench  # noqa: E402  (bench/lm_eval_race.py)
 import results  # noqa: E402  (bench/results.py)
 from advrace.core.numbers import argmax  # noqa: E402
 from advrace.models.decoders.llm_scoring import load_causal_scorer  # noqa: E402
+from advrace.models.protocol.acc_norm import per_character  # noqa: E402
 from advrace.release import check_release, read_split  # noqa: E402
 
 
@@ -107,9 +108,7 @@ def main(argv=None) -> int:
     for ex, scores in zip(examples, ours):
         ref = theirs[ex.id]
         same += argmax(scores) == argmax(ref)
-        norm = [v / len(o) for v, o in zip(scores, ex.options)]
-        ref_norm = [v / len(o) for v, o in zip(ref, ex.options)]
-        same_norm += argmax(norm) == argmax(ref_norm)
+        same_norm += argmax(per_character(scores, ex.options)) == argmax(per_character(ref, ex.options))
         gap = max(gap, max(abs(a - b) for a, b in zip(scores, ref)))
     n = len(examples)
     ours_qps, theirs_qps = n / advrace_s, n / lm_eval_s

@@ -13,8 +13,8 @@ from pathlib import Path
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import plural
-from advrace.release.card import (RATES, after_people_text, people_edit_text, quality_control_lines, validation_fate,
-                                 validation_summary)
+from advrace.metrics.human_rates import RATES, validation_summary
+from advrace.release.card import after_people_text, people_edit_text, quality_control_lines, validation_fate
 
 TASKS = (MULTIPLE_CHOICE, EXTRACTIVE_QA)
 
@@ -99,7 +99,18 @@ def add_human_eval_parser(subparsers):
                     "agreement), and human-in-the-loop adversarial authoring against a model.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     sub = p.add_subparsers(dest="human_command", required=True)
+    for add in (_add_create, _add_serve, _add_report, _add_validate, _add_export, _add_export_tasks,
+                _add_import_answers, _add_author, _add_export_authored):
+        add(sub)
 
+    def handler(args) -> int:
+        return _run(args)
+
+    p.set_defaults(handler=handler)
+    return handler
+
+
+def _add_create(sub) -> None:
     c = sub.add_parser("create", help="sample a study from a release and create annotator accounts")
     c.add_argument("release", nargs="?", help="release folder (not with --verify, which adds to a study)")
     c.add_argument("--db", required=True, help="the study database to create (SQLite)")
@@ -128,6 +139,18 @@ def add_human_eval_parser(subparsers):
                    help="let one annotator judge two versions of one question (by default never: what the "
                         "versions share gives the gold away); the study, its report and a validated release "
                         "record it")
+    _add_study_quality_arguments(c)
+    c.add_argument("--splits", help="comma-separated splits (default: all but the probe splits, such as "
+                                    "option_only, which has no passage or question; name them here to "
+                                    "include them, e.g. --splits original,addsent,option_only)")
+    c.add_argument("--host", default=DEFAULT_HOST,
+                   help="the address `serve` will bind to, used in the printed links and serve command")
+    c.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help="the port `serve` will listen on, used in the printed links and serve command")
+
+
+def _add_study_quality_arguments(c) -> None:
+    """create's checks on the annotators: control questions, and a baseline of unattacked originals."""
     c.add_argument("--controls", type=float, default=0.0, metavar="RATE",
                    help="mix control questions (original questions with a known answer) into every queue, "
                         "about RATE of it (0.1 is what crowd studies use; default 0: none), to measure each "
@@ -139,14 +162,9 @@ def add_human_eval_parser(subparsers):
                    help="also judge the original of RATE of the studied questions, each by annotators who "
                         "have no version of it, so that the report gives the valid rate of the unattacked "
                         "questions beside the attacked ones (default 0: none)")
-    c.add_argument("--splits", help="comma-separated splits (default: all but the probe splits, such as "
-                                    "option_only, which has no passage or question; name them here to "
-                                    "include them, e.g. --splits original,addsent,option_only)")
-    c.add_argument("--host", default=DEFAULT_HOST,
-                   help="the address `serve` will bind to, used in the printed links and serve command")
-    c.add_argument("--port", type=int, default=DEFAULT_PORT,
-                   help="the port `serve` will listen on, used in the printed links and serve command")
 
+
+def _add_serve(sub) -> None:
     s = sub.add_parser("serve", help="run the annotation web app")
     s.add_argument("db")
     s.add_argument("--host", default=DEFAULT_HOST)
@@ -154,11 +172,15 @@ def add_human_eval_parser(subparsers):
     s.add_argument("--model", help="also serve the authoring page with this model (checkpoint or built-in)")
     _authoring_arguments(s)
 
+
+def _add_report(sub) -> None:
     r = sub.add_parser("report", help="valid rate (items) and correct rate (judgements) with 95%% intervals, "
                                       "kappa, disagreements")
     r.add_argument("db")
     r.add_argument("--out", required=True, help="folder for report.json, report.md, report.png")
 
+
+def _add_validate(sub) -> None:
     v = sub.add_parser("validate", help="write a validated release from a finished --all-changed study",
                        description="Write a new release in which every changed question of the studied splits "
                                    "carries its votes (valid only when the annotator chose the gold), and one "
@@ -178,10 +200,14 @@ def add_human_eval_parser(subparsers):
                         "the one MODEL does worst on (AddSent's criterion, as Jia and Liang chose); required when "
                         "the study edited an addsent split")
 
+
+def _add_export(sub) -> None:
     x = sub.add_parser("export", help="every annotation as JSONL")
     x.add_argument("db")
     x.add_argument("--out", required=True)
 
+
+def _add_export_tasks(sub) -> None:
     et = sub.add_parser("export-tasks",
                         help="every queued task as a CSV for a crowd platform (Prolific, Mechanical Turk)",
                         description="One row per task of every annotator's queue (an annotator is one worker): what "
@@ -194,6 +220,8 @@ def add_human_eval_parser(subparsers):
     et.add_argument("--annotators", metavar="NAME[,NAME...]",
                     help="only these annotators' queues (e.g. one batch per queue, each published to one worker)")
 
+
+def _add_import_answers(sub) -> None:
     ia = sub.add_parser("import-answers", help="store a crowd platform's results CSV as the app would, or nothing",
                         description="Every answer goes through the app's checks; the whole file is refused, nothing "
                                     "stored, when a row is of another study, names an unknown queue, position or "
@@ -206,6 +234,8 @@ def add_human_eval_parser(subparsers):
                     help="mark finished every queue in the file, answered or not (default: those all answered); a "
                          "queue finished with open tasks keeps them open for good, and `validate` then needs --partial")
 
+
+def _add_author(sub) -> None:
     a = sub.add_parser("author", help="create an author account and serve the authoring page")
     a.add_argument("--model", required=True,
                    help="a multiple-choice checkpoint, sliding-window / similarity, or a span checkpoint "
@@ -216,150 +246,216 @@ def add_human_eval_parser(subparsers):
     a.add_argument("--host", default=DEFAULT_HOST)
     a.add_argument("--port", type=int, default=DEFAULT_PORT)
 
+
+def _add_export_authored(sub) -> None:
     ea = sub.add_parser("export-authored", help="submitted questions as a human_authored release split")
     ea.add_argument("db")
     ea.add_argument("--out", required=True, help="release folder to write")
     ea.add_argument("--task", choices=TASKS,
                     help="which submissions, when the database holds both multiple-choice and span ones")
 
-    def handler(args) -> int:
-        return _run(args)
-
-    p.set_defaults(handler=handler)
-    return handler
-
 
 def _run(args) -> int:
-    # `advrace` builds this parser for every command; the web app (Jinja2, its templates) and the
-    # model code are ~40 ms of imports that only human-eval needs, deferred here for start-up.
-    from . import authoring, crowd, editing, report, server, study, validate, verifying
-
+    """Run one subcommand (`COMMANDS`). `advrace` builds this parser for every command; the web app
+    (Jinja2, its templates) and the model code are ~40 ms of imports that only human-eval needs, so
+    each subcommand's run imports its own modules, deferred for start-up."""
     cmd = args.human_command
-    if cmd in ("serve", "report", "export", "export-authored", "validate", "export-tasks",
-               "import-answers") and not Path(args.db).is_file():
+    if cmd in NEEDS_STUDY and not Path(args.db).is_file():
         raise ConfigError(f"{args.db}: no such study database; create one with `advrace human-eval create`")
-    if cmd == "create":
-        splits = [s for s in args.splits.split(",") if s] if args.splits else None
-        if args.all_changed and args.per_split is not None:
-            raise ConfigError("--per-split samples, --all-changed takes every changed question: give one of them")
-        annotators = 3 if args.annotators is None else args.annotators
-        if args.edit and args.verify:
-            raise ConfigError("--edit creates an edit study, --verify adds verify items to one: give one of them")
-        if (args.edit or args.verify) and (args.per_split is not None or args.judgements is not None):
-            raise ConfigError("--edit takes every machine sentence of the changed questions, each to --editors "
-                              "annotators, and --verify each edit to --verifiers: drop --per-split and --judgements")
-        if (args.edit or args.verify) and args.baseline:
-            raise ConfigError("--baseline judges the originals of judged questions; an edit study has none to judge: "
-                              "drop --baseline")
-        if args.verify and (args.controls or args.min_accuracy is not None):
-            raise ConfigError("--verify mixes control questions into the verify queues at the rate the study was "
-                              "created with (create --edit --controls RATE --min-accuracy A); drop --controls and "
-                              "--min-accuracy here")
-        if args.verify:
-            if args.release:
-                raise ConfigError(f"--verify adds to the study --db, made from its own release; drop {args.release}")
-            out = verifying.add_verify_items(args.db, verifiers=args.verifiers, annotators=args.annotators or 0,
-                                             seed=args.seed)
-            print(f"added to {args.db}: {verifying.describe(out, args.verifiers)}")
-            aside = verifying.set_aside_line(args.db)
-            if aside:
-                print(aside)
-        elif not args.release:
-            raise ConfigError("create needs a release folder (or --verify, to add verify items to --db)")
-        elif args.edit:
-            out = editing.create_edit_study(args.release, args.db, splits=splits, editors=args.editors,
-                                            annotators=annotators, seed=args.seed, controls_rate=args.controls,
-                                            min_accuracy=args.min_accuracy)
-            print(f"created {args.db}: {editing.describe(out)}, {plural(len(out['annotators']), 'annotator')}")
-        else:
-            out = study.create_study(args.release, args.db, per_split=args.per_split or 50, seed=args.seed,
-                                     annotators=annotators, splits=splits, all_changed=args.all_changed,
-                                     judgements=args.judgements, same_annotator_versions=args.same_annotator_versions,
-                                     controls_rate=args.controls, baseline_rate=args.baseline,
-                                     min_accuracy=args.min_accuracy)
-            per_item = (f", {plural(args.judgements, 'judgement')} per item"
-                        if args.judgements is not None and args.judgements < len(out["annotators"]) else "")
-            print(f"created {args.db}: {plural(out['items'], 'item')} from {', '.join(out['splits'])}"
-                  f"{' (every changed question)' if args.all_changed else ''}, "
-                  f"{plural(len(out['annotators']), 'annotator')}{per_item}")
-            if out["baseline"]:
-                print(f"added the originals of {plural(out['baseline'], 'studied question')} as baseline items, each to "
-                      "annotators who have no version of it")
-            if args.same_annotator_versions:
-                print("one annotator may judge several versions of a question (--same-annotator-versions; recorded)")
-        if out.get("controls") and not args.verify:
-            print(f"mixed {plural(out['controls'], 'control question')} into the queues (about {args.controls:.0%} of "
-                  f"each{', and of each verify round' if args.edit else ''}); annotators below {out['min_accuracy']} "
-                  "accuracy on them are excluded from the votes")
-        if out.get("left_out"):
-            print(f"left out the probe splits {', '.join(out['left_out'])} (name them in --splits to include them)")
-        for name, token in out["annotators"].items():
-            print(f"  {name}: {_link(args.host, args.port, 'a', token)}")
-        if args.host in WILDCARD_HOSTS:
-            print(f"The links name this machine {_link_host(args.host)!r}; if annotators reach it by another "
-                  "name or address, use that instead.")
-        print("Start the app with: " + serve_command(args.db, args.host, args.port))
-        return 0
-    if cmd in ("serve", "author"):
-        db = args.db
-        model = authoring.load_authoring_model(args.model, task=args.task, fooled_below=args.fooled_below) \
-            if args.model else None
-        if cmd == "author":
-            token = study.add_authors(db, [args.name])[args.name]
-            print(f"author {args.name}: {_link(args.host, args.port, 'author', token)}")
+    if cmd not in COMMANDS:
+        raise ConfigError(f"unknown human-eval command {cmd!r}")
+    return COMMANDS[cmd](args)
 
-        def ready(httpd):
-            print(f"serving {db} on http://{args.host}:{httpd.server_port} (Ctrl-C to stop)", flush=True)
 
-        try:
-            server.serve(db, args.host, args.port, model, ready)
-        except KeyboardInterrupt:
-            pass
-        return 0
-    if cmd == "report":
-        result = report.write(args.db, args.out)
-        print((Path(args.out) / "report.md").read_text(encoding="utf-8").rstrip())
-        print(f"\nwrote {args.out}: report.json, report.md, report.png ({plural(len(result['splits']), 'split')})")
-        return 0
-    if cmd == "validate":
-        done = validate.validate_release(args.db, args.release, args.out, drop=args.drop, partial=args.partial,
-                                         adversary=args.adversary)
-        print(f"wrote {args.out}: validated from {args.release} by the study {args.db}")
-        for split, v in done["splits"].items():
-            if v.get("kind") == "edit":
-                print(f"  {split}: {people_edit_text(v, args.drop)}")
-                continue
-            print(f"  {split}: {validation_summary(v)}; {validation_fate(v, args.drop)}{after_people_text(v)}")
-            if v["unjudged"]:
-                print(f"  {split}: {plural(v['unjudged'], 'item')} not yet judged, left as they were and marked "
-                      "unvalidated (--partial)")
-        for line in quality_control_lines(done):
-            print(textwrap.fill(line, 100))
-        print(textwrap.fill(RATES, 100))
-        print("check it with: " + shlex.join(["advrace", "verify", args.out, "--study", args.db]))
-        sys.stdout.flush()  # after the summary, where stdout and stderr share a terminal
-        for line in done["warnings"]:
-            print(line, file=sys.stderr)
-        return 0
-    if cmd == "export":
-        print(f"wrote {plural(report.export_jsonl(args.db, args.out), 'annotation')} to {args.out}")
-        return 0
-    if cmd == "export-tasks":
-        out = crowd.export_tasks(args.db, args.out, [n for n in (args.annotators or "").split(",") if n] or None)
-        print(f"wrote {args.out}: {plural(out['rows'], 'task')} in {plural(out['queues'], 'queue')} (one worker "
-              f"each) of study {out['study_id']}")
-        return 0
-    if cmd == "import-answers":
-        out = crowd.import_answers(args.db, args.file, finish=args.finish)
-        print(f"imported {args.file} into {args.db}: {plural(out['stored'], 'answer')} stored, "
-              f"{out['unchanged']} already stored unchanged, {out['unanswered']} rows unanswered"
-              + (f", {out['rejected']} rejected on the platform (not imported)" if out["rejected"] else ""))
-        if out["finished"]:
-            print(f"finished: {', '.join(out['finished'])}")
-        return 0
-    if cmd == "export-authored":
-        manifest, fooled = authoring.export_authored(args.db, args.out, task=args.task)
-        print(f"wrote {args.out}: {plural(manifest['splits']['human_authored']['count'], manifest['task'] + ' question')} "
-              f"in split human_authored, {fooled} of which fooled the model")
-        return 0
-    raise ConfigError(f"unknown human-eval command {cmd!r}")
+def _create_options_problem(args) -> str | None:
+    """What create's options contradict, if they do."""
+    if args.all_changed and args.per_split is not None:
+        return "--per-split samples, --all-changed takes every changed question: give one of them"
+    if args.edit and args.verify:
+        return "--edit creates an edit study, --verify adds verify items to one: give one of them"
+    if (args.edit or args.verify) and (args.per_split is not None or args.judgements is not None):
+        return ("--edit takes every machine sentence of the changed questions, each to --editors "
+                "annotators, and --verify each edit to --verifiers: drop --per-split and --judgements")
+    if (args.edit or args.verify) and args.baseline:
+        return "--baseline judges the originals of judged questions; an edit study has none to judge: drop --baseline"
+    if args.verify and (args.controls or args.min_accuracy is not None):
+        return ("--verify mixes control questions into the verify queues at the rate the study was "
+                "created with (create --edit --controls RATE --min-accuracy A); drop --controls and "
+                "--min-accuracy here")
+    if args.verify and args.release:
+        return f"--verify adds to the study --db, made from its own release; drop {args.release}"
+    if not args.verify and not args.release:
+        return "create needs a release folder (or --verify, to add verify items to --db)"
+    return None
+
+
+def _create(args) -> int:
+    problem = _create_options_problem(args)
+    if problem:
+        raise ConfigError(problem)
+    if args.verify:
+        out = _add_verify_round(args)
+    elif args.edit:
+        out = _create_edit_study(args)
+    else:
+        out = _create_judge_study(args)
+    if out.get("controls") and not args.verify:
+        print(f"mixed {plural(out['controls'], 'control question')} into the queues (about {args.controls:.0%} of "
+              f"each{', and of each verify round' if args.edit else ''}); annotators below {out['min_accuracy']} "
+              "accuracy on them are excluded from the votes")
+    if out.get("left_out"):
+        print(f"left out the probe splits {', '.join(out['left_out'])} (name them in --splits to include them)")
+    for name, token in out["annotators"].items():
+        print(f"  {name}: {_link(args.host, args.port, 'a', token)}")
+    if args.host in WILDCARD_HOSTS:
+        print(f"The links name this machine {_link_host(args.host)!r}; if annotators reach it by another "
+              "name or address, use that instead.")
+    print("Start the app with: " + serve_command(args.db, args.host, args.port))
+    return 0
+
+
+def _splits(args) -> list[str] | None:
+    return [s for s in args.splits.split(",") if s] if args.splits else None
+
+
+def _annotators(args) -> int:
+    return 3 if args.annotators is None else args.annotators
+
+
+def _add_verify_round(args) -> dict:
+    from . import verifying  # deferred for start-up
+
+    out = verifying.add_verify_items(args.db, verifiers=args.verifiers, annotators=args.annotators or 0,
+                                     seed=args.seed)
+    print(f"added to {args.db}: {verifying.describe(out, args.verifiers)}")
+    aside = verifying.set_aside_line(args.db)
+    if aside:
+        print(aside)
+    return out
+
+
+def _create_edit_study(args) -> dict:
+    from . import editing  # deferred for start-up
+
+    out = editing.create_edit_study(args.release, args.db, splits=_splits(args), editors=args.editors,
+                                    annotators=_annotators(args), seed=args.seed, controls_rate=args.controls,
+                                    min_accuracy=args.min_accuracy)
+    print(f"created {args.db}: {editing.describe(out)}, {plural(len(out['annotators']), 'annotator')}")
+    return out
+
+
+def _create_judge_study(args) -> dict:
+    from . import study  # deferred for start-up
+
+    out = study.create_study(args.release, args.db, per_split=args.per_split or 50, seed=args.seed,
+                             annotators=_annotators(args), splits=_splits(args), all_changed=args.all_changed,
+                             judgements=args.judgements, same_annotator_versions=args.same_annotator_versions,
+                             controls_rate=args.controls, baseline_rate=args.baseline, min_accuracy=args.min_accuracy)
+    per_item = (f", {plural(args.judgements, 'judgement')} per item"
+                if args.judgements is not None and args.judgements < len(out["annotators"]) else "")
+    print(f"created {args.db}: {plural(out['items'], 'item')} from {', '.join(out['splits'])}"
+          f"{' (every changed question)' if args.all_changed else ''}, "
+          f"{plural(len(out['annotators']), 'annotator')}{per_item}")
+    if out["baseline"]:
+        print(f"added the originals of {plural(out['baseline'], 'studied question')} as baseline items, each to "
+              "annotators who have no version of it")
+    if args.same_annotator_versions:
+        print("one annotator may judge several versions of a question (--same-annotator-versions; recorded)")
+    return out
+
+
+def _serve(args) -> int:
+    """serve, and author (which first makes the author's account): the web app until Ctrl-C."""
+    from . import authoring, server, study  # deferred for start-up
+
+    db = args.db
+    model = authoring.load_authoring_model(args.model, task=args.task, fooled_below=args.fooled_below) \
+        if args.model else None
+    if args.human_command == "author":
+        token = study.add_authors(db, [args.name])[args.name]
+        print(f"author {args.name}: {_link(args.host, args.port, 'author', token)}")
+
+    def ready(httpd):
+        print(f"serving {db} on http://{args.host}:{httpd.server_port} (Ctrl-C to stop)", flush=True)
+
+    try:
+        server.serve(db, args.host, args.port, model, ready)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _report(args) -> int:
+    from . import report  # deferred for start-up
+
+    result = report.write(args.db, args.out)
+    print((Path(args.out) / "report.md").read_text(encoding="utf-8").rstrip())
+    print(f"\nwrote {args.out}: report.json, report.md, report.png ({plural(len(result['splits']), 'split')})")
+    return 0
+
+
+def _validate(args) -> int:
+    from . import validate  # deferred for start-up
+
+    done = validate.validate_release(args.db, args.release, args.out, drop=args.drop, partial=args.partial,
+                                     adversary=args.adversary)
+    print(f"wrote {args.out}: validated from {args.release} by the study {args.db}")
+    for split, v in done["splits"].items():
+        if v.get("kind") == "edit":
+            print(f"  {split}: {people_edit_text(v, args.drop)}")
+            continue
+        print(f"  {split}: {validation_summary(v)}; {validation_fate(v, args.drop)}{after_people_text(v)}")
+        if v["unjudged"]:
+            print(f"  {split}: {plural(v['unjudged'], 'item')} not yet judged, left as they were and marked "
+                  "unvalidated (--partial)")
+    for line in quality_control_lines(done):
+        print(textwrap.fill(line, 100))
+    print(textwrap.fill(RATES, 100))
+    print("check it with: " + shlex.join(["advrace", "verify", args.out, "--study", args.db]))
+    sys.stdout.flush()  # after the summary, where stdout and stderr share a terminal
+    for line in done["warnings"]:
+        print(line, file=sys.stderr)
+    return 0
+
+
+def _export(args) -> int:
+    from . import report  # deferred for start-up
+
+    print(f"wrote {plural(report.export_jsonl(args.db, args.out), 'annotation')} to {args.out}")
+    return 0
+
+
+def _export_tasks(args) -> int:
+    from . import crowd  # deferred for start-up
+
+    out = crowd.export_tasks(args.db, args.out, [n for n in (args.annotators or "").split(",") if n] or None)
+    print(f"wrote {args.out}: {plural(out['rows'], 'task')} in {plural(out['queues'], 'queue')} (one worker "
+          f"each) of study {out['study_id']}")
+    return 0
+
+
+def _import_answers(args) -> int:
+    from . import crowd  # deferred for start-up
+
+    out = crowd.import_answers(args.db, args.file, finish=args.finish)
+    print(f"imported {args.file} into {args.db}: {plural(out['stored'], 'answer')} stored, "
+          f"{out['unchanged']} already stored unchanged, {out['unanswered']} rows unanswered"
+          + (f", {out['rejected']} rejected on the platform (not imported)" if out["rejected"] else ""))
+    if out["finished"]:
+        print(f"finished: {', '.join(out['finished'])}")
+    return 0
+
+
+def _export_authored(args) -> int:
+    from . import authoring  # deferred for start-up
+
+    manifest, fooled = authoring.export_authored(args.db, args.out, task=args.task)
+    print(f"wrote {args.out}: {plural(manifest['splits']['human_authored']['count'], manifest['task'] + ' question')} "
+          f"in split human_authored, {fooled} of which fooled the model")
+    return 0
+
+
+COMMANDS = {"create": _create, "serve": _serve, "author": _serve, "report": _report, "validate": _validate,
+            "export": _export, "export-tasks": _export_tasks, "import-answers": _import_answers,
+            "export-authored": _export_authored}
+NEEDS_STUDY = ("serve", "report", "export", "export-authored", "validate", "export-tasks", "import-answers")

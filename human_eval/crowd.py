@@ -20,7 +20,9 @@ import json
 import os
 import secrets
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
@@ -205,89 +207,135 @@ def import_answers(db_path, results_file, *, finish: bool = False) -> dict:
         conn.close()
 
 
-def _import(conn, db_path, path: Path, rows: list, finish: bool) -> dict:
-    ids = crowd_id(conn)
-    if ids is None:
-        raise ConfigError(f"{db_path}: this study database was never exported (`advrace human-eval export-tasks`), "
-                          f"so {path} is not a results file of its tasks; give the database you exported")
-    meta, items = store.meta(conn), {i["id"]: i for i in store.all_items(conn)}
-    n_options = option_count(list(items.values()))
-    people = {a["name"]: store.annotator_by_name(conn, a["name"]) for a in store.annotators(conn)}
-    queues = {name: {r["position"]: r["item_id"] for r in store.queue(conn, p["id"])} for name, p in people.items()}
-    worker_of = workers(meta)
-    queue_of = {w: name for name, w in worker_of.items()}
-    problems, todo, seen, counts = [], [], {}, {"unanswered": 0, "rejected": 0}
+class _Task(NamedTuple):
+    """The task a row answers: the annotator's queue, the position in it, the item id as the row
+    writes it, and the item."""
 
-    def bad(line, problem):
-        problems.append((line, problem))
+    annotator: str
+    position: int
+    item_id: str
+    item: dict
 
-    for line, row in rows:
+
+@dataclass
+class _Tasks:
+    """What a results file's rows are checked against: the study's id and row-hash key, its items,
+    each annotator's queue, and which worker answered which queue (as stored, and as the file
+    goes on to say)."""
+
+    conn: object
+    ids: dict
+    items: dict[int, dict]
+    n_options: int
+    people: dict[str, dict]
+    queues: dict[str, dict[int, int]]
+    worker_of: dict[str, str]
+    queue_of: dict[str, str]
+    seen: dict[tuple, int] = field(default_factory=dict)  # (annotator, item id) -> the line that answered it
+
+    @classmethod
+    def read(cls, conn, db_path, path: Path) -> _Tasks:
+        ids = crowd_id(conn)
+        if ids is None:
+            raise ConfigError(f"{db_path}: this study database was never exported (`advrace human-eval export-tasks`), "
+                              f"so {path} is not a results file of its tasks; give the database you exported")
+        meta, items = store.meta(conn), {i["id"]: i for i in store.all_items(conn)}
+        people = {a["name"]: store.annotator_by_name(conn, a["name"]) for a in store.annotators(conn)}
+        queues = {name: {r["position"]: r["item_id"] for r in store.queue(conn, p["id"])} for name, p in people.items()}
+        worker_of = workers(meta)
+        return cls(conn, ids, items, option_count(list(items.values())), people, queues, worker_of,
+                   {w: name for name, w in worker_of.items()})
+
+    def rejected_problem(self, row: dict) -> str | None:
+        """A row the platform rejected is not imported; it is a problem only when an earlier import
+        stored its answer, which is still counted."""
+        name, position = value(row, as_input("annotator")), value(row, as_input("position"))
+        stored = name in self.queues and position.isdecimal() and int(position) in self.queues[name] and any(
+            snapshot(self.conn, self.people[name]["id"], self.queues[name][int(position)]))
+        if stored:
+            return (f"{name}'s task {position} was rejected on the platform after its answer was imported: "
+                    "the answer is still in the study; create the study again from the release and import "
+                    "the accepted rows only")
+        return None
+
+    def task(self, row: dict) -> tuple[_Task | None, str | None]:
+        """The task a row answers, or why the row names no task of this study as export-tasks wrote it."""
         study, name, position, item_id, given = (value(row, as_input(c)) for c in ID_COLUMNS)
-        if row.get("AssignmentStatus") in REJECTED:
-            counts["rejected"] += 1
-            stored = name in queues and position.isdecimal() and int(position) in queues[name] and any(
-                snapshot(conn, people[name]["id"], queues[name][int(position)]))
-            if stored:
-                bad(line, f"{name}'s task {position} was rejected on the platform after its answer was imported: "
-                          "the answer is still in the study; create the study again from the release and import "
-                          "the accepted rows only")
-            continue
-        if study != ids["study_id"]:
-            bad(line, f"study id {study or '(empty)'} is not this study's ({ids['study_id']}): a row of another study")
-            continue
-        if name not in queues:
-            bad(line, f"no annotator (queue) named {name!r} in this study")
-            continue
-        if not position.isdecimal() or int(position) not in queues[name]:
-            bad(line, f"{name}'s queue has no position {position!r}")
-            continue
-        if not item_id.isdecimal() or int(item_id) not in items:
-            bad(line, f"no item {item_id!r} in this study")
-            continue
-        position, item = int(position), items[int(item_id)]
-        if queues[name][position] != item["id"] or not hmac.compare_digest(
-                given, row_hash(ids["key"], study, name, position, item)):
-            bad(line, f"the row hash does not match {name}'s task {position} (item {item_id}): the row was edited, "
-                      "or moved from another queue or study; upload the rows export-tasks wrote, unchanged")
-            continue
-        edited = edited_column(row, shown(item, n_options))
+        if study != self.ids["study_id"]:
+            return None, (f"study id {study or '(empty)'} is not this study's ({self.ids['study_id']}): a row of "
+                          "another study")
+        if name not in self.queues:
+            return None, f"no annotator (queue) named {name!r} in this study"
+        if not position.isdecimal() or int(position) not in self.queues[name]:
+            return None, f"{name}'s queue has no position {position!r}"
+        if not item_id.isdecimal() or int(item_id) not in self.items:
+            return None, f"no item {item_id!r} in this study"
+        position, item = int(position), self.items[int(item_id)]
+        if self.queues[name][position] != item["id"] or not hmac.compare_digest(
+                given, row_hash(self.ids["key"], study, name, position, item)):
+            return None, (f"the row hash does not match {name}'s task {position} (item {item_id}): the row was edited, "
+                          "or moved from another queue or study; upload the rows export-tasks wrote, unchanged")
+        edited = edited_column(row, shown(item, self.n_options))
         if edited:
-            bad(line, f"{edited} for item {item_id}; the worker saw an edited task: upload the rows export-tasks "
-                      "wrote, unchanged")
-            continue
-        form = {c: value(row, as_answer(c)) for c in ANSWER_COLUMNS}
-        form = {k: v for k, v in form.items() if v}  # a field left empty is one the page did not send
-        if not form:
-            counts["unanswered"] += 1
-            continue
-        if (name, item["id"]) in seen:
-            bad(line, f"a second answer to {name}'s task {position} (item {item_id}); the first is on line "
-                      f"{seen[name, item['id']]}")
-            continue
-        seen[name, item["id"]] = line
+            return None, (f"{edited} for item {item_id}; the worker saw an edited task: upload the rows export-tasks "
+                          "wrote, unchanged")
+        return _Task(name, position, item_id, item), None
+
+    def answerer_problem(self, line: int, row: dict, task: _Task) -> str | None:
+        """Why this answer cannot count: a second answer to the task, or not exactly one worker, or
+        a worker on two queues or two workers on one (which would count one person twice on an
+        item). Records the answer's line and its worker when it can."""
+        name, position, item_id, item = task
+        if (name, item["id"]) in self.seen:
+            return (f"a second answer to {name}'s task {position} (item {item_id}); the first is on line "
+                    f"{self.seen[name, item['id']]}")
+        self.seen[name, item["id"]] = line
         # The platform's own column wins over one a worker's form could fill (`Answer.worker_id`).
         platform = [c for c in PLATFORM_WORKER_COLUMNS if row.get(c)]
         ids_given = {row[c] for c in (platform or WORKER_ALIASES) if row.get(c)}
         if len(ids_given) != 1:
-            bad(line, f"{'no worker id' if not ids_given else 'two worker ids ' + ', '.join(sorted(ids_given))} "
-                      f"(columns {', '.join(WORKER_ALIASES)}): each answer names the one worker who gave it")
-            continue
+            return (f"{'no worker id' if not ids_given else 'two worker ids ' + ', '.join(sorted(ids_given))} "
+                    f"(columns {', '.join(WORKER_ALIASES)}): each answer names the one worker who gave it")
         worker = ids_given.pop()
-        if worker_of.setdefault(name, worker) != worker:
-            bad(line, f"{name}'s queue answered by worker {worker!r}, but it is worker {worker_of[name]!r}'s: "
-                      "a queue is one worker's")
-            continue
-        if queue_of.setdefault(worker, name) != name:
-            bad(line, f"worker {worker!r} answered {name}'s queue and {queue_of[worker]}'s: one worker takes one "
-                      "queue (two would count one person twice on an item)")
-            continue
-        todo.append((line, people[name], item, form))
+        if self.worker_of.setdefault(name, worker) != worker:
+            return (f"{name}'s queue answered by worker {worker!r}, but it is worker {self.worker_of[name]!r}'s: "
+                    "a queue is one worker's")
+        if self.queue_of.setdefault(worker, name) != name:
+            return (f"worker {worker!r} answered {name}'s queue and {self.queue_of[worker]}'s: one worker takes one "
+                    "queue (two would count one person twice on an item)")
+        return None
+
+
+def answer_form(row: dict) -> dict[str, str]:
+    """The answer form's fields the row fills; a field left empty is one the page did not send."""
+    form = {c: value(row, as_answer(c)) for c in ANSWER_COLUMNS}
+    return {k: v for k, v in form.items() if v}
+
+
+def _import(conn, db_path, path: Path, rows: list, finish: bool) -> dict:
+    tasks = _Tasks.read(conn, db_path, path)
+    problems, todo, counts = [], [], {"unanswered": 0, "rejected": 0}
+    for line, row in rows:
+        if row.get("AssignmentStatus") in REJECTED:
+            counts["rejected"] += 1
+            problem = tasks.rejected_problem(row)
+        else:
+            task, problem = tasks.task(row)
+            form = answer_form(row) if task else None
+            if task and not form:
+                counts["unanswered"] += 1
+                continue
+            problem = problem or tasks.answerer_problem(line, row, task)
+            if problem is None:
+                todo.append((line, tasks.people[task.annotator], task.item, form))
+        if problem:
+            problems.append((line, problem))
     with store.transaction(conn, immediate=True):  # the answers of good rows are checked even if others are bad
         counts.update(_store(conn, todo, problems))
         if problems:
             raise _refused(path, problems)
-        store.set_meta(conn, **{WORKER_KEY + name: w for name, w in worker_of.items()})
-        counts["finished"] = _finish(conn, people, {p["name"] for _, p, _, _ in todo}, finish)
+        store.set_meta(conn, **{WORKER_KEY + name: w for name, w in tasks.worker_of.items()})
+        counts["finished"] = _finish(conn, tasks.people, {p["name"] for _, p, _, _ in todo}, finish)
     return {**counts, "rows": len(rows)}
 
 

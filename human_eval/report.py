@@ -24,7 +24,7 @@ from advrace.core.provenance import INVALID, VALID
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import plural
 from advrace.metrics import squad_em_f1
-from advrace.release.card import RATES, kappa_text, percent_ci
+from advrace.metrics.human_rates import RATES, ci_text, kappa_text, percent_ci
 
 from . import controls, store, verifying
 from .votes import category, verdict, vote
@@ -97,17 +97,8 @@ def item_rates(item_votes: list[tuple], k: int, needed: list[int] | None = None)
 
 
 def compute(db_path) -> dict:
-    conn = store.connect(db_path)
-    try:
-        info = store.meta(conn)
-        everything = store.annotations(conn)
-        people = store.annotators(conn)
-        items = store.all_items(conn)
-        queues = store.queues(conn)
-        views = store.views(conn)
-        candidates = store.candidates(conn)
-    finally:
-        conn.close()
+    db = _read(db_path)
+    info, everything, people, items = db.meta, db.annotations, db.annotators, db.items
     total_items = Counter(i["split"] for i in items if i["kind"] in store.PRIMARY_KINDS)
     splits = info.get("splits") or sorted(total_items)
     judgements = info.get("judgements") or len(people)  # a study created before --judgements: everyone judged all
@@ -115,7 +106,7 @@ def compute(db_path) -> dict:
     finished = {p["name"] for p in people if p["finished"]}
     quality = controls.annotator_quality(info, everything, names)
     out_of = {name for name, q in quality.items() if q["excluded"]}
-    needed = controls.needed_judgements(items, {p["name"]: queues.get(p["id"], []) for p in people}, judgements,
+    needed = controls.needed_judgements(items, {p["name"]: db.queues.get(p["id"], []) for p in people}, judgements,
                                         out_of)
     counted = [a for a in everything if a["annotator"] not in out_of]
     rows = [a for a in counted if a["kind"] == store.JUDGE]
@@ -132,24 +123,11 @@ def compute(db_path) -> dict:
                 by_item.setdefault(a["item_id"], []).append(a)
         item_votes = [tuple(vote(a) for a in v) for v in by_item.values()]
         everyone += item_votes
-        mine = [a for v in by_item.values() for a in v]
-        entry = {"items": total_items.get(split, 0), **item_rates(item_votes, judgements,
-                                                                   [needed[iid] for iid in by_item]),
-                 "unanswerable_reasons": dict(Counter(a["reason"] for a in mine if a["unanswerable"])),
-                 "other_answers": sum(1 for v in item_votes for x in v if not x.valid) - sum(
-                     1 for a in mine if a["unanswerable"])}
-        if info.get("task") == EXTRACTIVE_QA:
-            f1 = mean_interval([_f1(a) for a in mine])
-            entry.update(human_f1=f1[0] if f1 else None, human_f1_ci=f1[1:] if f1 else None)
-        result["splits"][split] = entry
-        for v in by_item.values():
-            if len(v) >= 2 and len({category(a) for a in v}) > 1:
-                result["disagreements"].append({
-                    "split": split, "record_id": v[0]["record_id"],
-                    "answers": {a["annotator"]: category(a) + (f" ({a['reason']})" if a["unanswerable"] else "")
-                                for a in v}})
+        result["splits"][split] = {"items": total_items.get(split, 0),
+                                   **split_numbers(by_item, item_votes, judgements, needed, info.get("task"))}
+        result["disagreements"] += disagreements(split, by_item)
     result["fleiss_kappa"] = item_rates(everyone, judgements)["fleiss_kappa"]
-    approval = verifying.approvals(SimpleNamespace(annotators=people, queues=queues, items=items,
+    approval = verifying.approvals(SimpleNamespace(annotators=people, queues=db.queues, items=items,
                                                    annotations=everything), out_of)
     for split, numbers in verify_numbers(items, counted, approval).items():
         result["splits"][split]["verify"] = numbers
@@ -157,8 +135,42 @@ def compute(db_path) -> dict:
     result["quality"] = {"controls": info.get("controls") or 0, "min_accuracy": info.get("min_accuracy"),
                          "annotators": {name: {**q, "accuracy_ci": wilson(q["correct"], q["controls"])}
                                         for name, q in quality.items()}}
-    result["time_per_item"] = time_per_item(views, everything, candidates)
+    result["time_per_item"] = time_per_item(db.views, everything, db.candidates)
     return result
+
+
+def _read(db_path) -> SimpleNamespace:
+    """Everything the report counts, read from the study database at once."""
+    conn = store.connect(db_path)
+    try:
+        return SimpleNamespace(meta=store.meta(conn), annotations=store.annotations(conn),
+                               annotators=store.annotators(conn), items=store.all_items(conn),
+                               queues=store.queues(conn), views=store.views(conn), candidates=store.candidates(conn))
+    finally:
+        conn.close()
+
+
+def split_numbers(by_item: dict[int, list], item_votes: list[tuple], judgements: int, needed: dict[int, int],
+                  task: str | None) -> dict:
+    """One split's numbers from its judgements by item (`by_item`, their votes `item_votes`): the
+    rates, the reasons given for "cannot be answered", how many chose another answer, and for
+    SQuAD the human F1."""
+    mine = [a for v in by_item.values() for a in v]
+    entry = {**item_rates(item_votes, judgements, [needed[iid] for iid in by_item]),
+             "unanswerable_reasons": dict(Counter(a["reason"] for a in mine if a["unanswerable"])),
+             "other_answers": sum(1 for v in item_votes for x in v if not x.valid) - sum(
+                 1 for a in mine if a["unanswerable"])}
+    if task == EXTRACTIVE_QA:
+        f1 = mean_interval([_f1(a) for a in mine])
+        entry.update(human_f1=f1[0] if f1 else None, human_f1_ci=f1[1:] if f1 else None)
+    return entry
+
+
+def disagreements(split: str, by_item: dict[int, list]) -> list[dict]:
+    """The split's items on which annotators gave different answers, each annotator's answer named."""
+    return [{"split": split, "record_id": v[0]["record_id"],
+             "answers": {a["annotator"]: category(a) + (f" ({a['reason']})" if a["unanswerable"] else "") for a in v}}
+            for v in by_item.values() if len(v) >= 2 and len({category(a) for a in v}) > 1]
 
 
 def verify_numbers(items: list[dict], counted: list[dict], approval: dict) -> dict[str, dict]:
@@ -324,7 +336,7 @@ def time_lines(times: dict) -> list[str]:
 
 
 def _f1_text(f1: float | None, ci) -> str:
-    return "n/a" if f1 is None else f"{100 * f1:.1f} (95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f})"
+    return "n/a" if f1 is None else f"{100 * f1:.1f} ({ci_text(ci)})"
 
 
 def _chart(result: dict, path: Path) -> None:

@@ -236,18 +236,8 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
                           f"--annotators ({len(names)}) annotators, none of them twice")
     min_accuracy = controls.check_rates(controls_rate, baseline_rate, min_accuracy)
     manifest = check_release(release_dir)
-    chosen_splits, left_out = (list(splits), []) if splits else default_splits(manifest)
-    check_known_splits(manifest, chosen_splits, release_dir)
-    if not chosen_splits:
-        raise ConfigError(f"{release_dir}: only probe splits ({', '.join(left_out)}); name them with --splits "
-                          "to study them anyway")
-    if all_changed:
-        check_covers_derived(manifest, chosen_splits, release_dir)
-    chosen = {split: changed_items(release_dir, split) if all_changed
-              else sample_split(read_split(release_dir, split), per_split, seed, split) for split in chosen_splits}
-    if all_changed and not any(chosen.values()):
-        raise ConfigError(f"{release_dir}: no changed items (perturbed: true) in {', '.join(chosen_splits)}; "
-                          "name the attacked splits with --splits")
+    chosen_splits, chosen, left_out = studied_questions(release_dir, manifest, splits, all_changed=all_changed,
+                                                        per_split=per_split, seed=seed)
     rows = [{"split": split, "source_id": ex.source_id} for split in chosen_splits for ex in chosen[split]]
     if not same_annotator_versions:
         check_versions_apart(rows, names, judgements, release_dir)
@@ -266,18 +256,46 @@ def create_study(release_dir, db_path, *, per_split: int = 50, seed: int = 0, an
         for split in chosen_splits:
             for ex in chosen[split]:
                 store.add_item(conn, split, ex.id, ex.source_id, ex.task, item_payload(ex))
-        baseline = controls.baseline_questions([ex.source_id for exs in chosen.values() for ex in exs],
-                                               baseline_rate, seed)
-        judged = store.all_items(conn)
-        for sid in baseline:
-            ex = originals[sid]
-            payload = controls.control_payload(item_payload(ex), ex, seed, False,
-                                               mending.control_mend(judged, ex.id, seed))
-            store.add_item(conn, source_split, ex.id, sid, ex.task, payload, kind=store.BASELINE)
+        baseline = add_baseline(conn, [ex.source_id for exs in chosen.values() for ex in exs], originals,
+                                source_split, baseline_rate, seed)
         n_controls = add_controls(conn, names, meta, source_split, originals, controls_rate)
         tokens = add_annotators(conn, names, meta)
     return {"annotators": tokens, "items": sum(len(exs) for exs in chosen.values()), "splits": chosen_splits,
             "left_out": left_out, "controls": n_controls, "baseline": len(baseline), "min_accuracy": min_accuracy}
+
+
+def studied_questions(release_dir, manifest: dict, splits, *, all_changed: bool, per_split: int, seed: int
+                      ) -> tuple[list[str], dict[str, list], list[str]]:
+    """The splits a study judges (default: every split but the probes, returned as left out) and
+    their questions: a seeded sample of `per_split` of each, or with `all_changed` every question
+    its attack changed."""
+    chosen_splits, left_out = (list(splits), []) if splits else default_splits(manifest)
+    check_known_splits(manifest, chosen_splits, release_dir)
+    if not chosen_splits:
+        raise ConfigError(f"{release_dir}: only probe splits ({', '.join(left_out)}); name them with --splits "
+                          "to study them anyway")
+    if all_changed:
+        check_covers_derived(manifest, chosen_splits, release_dir)
+    chosen = {split: changed_items(release_dir, split) if all_changed
+              else sample_split(read_split(release_dir, split), per_split, seed, split) for split in chosen_splits}
+    if all_changed and not any(chosen.values()):
+        raise ConfigError(f"{release_dir}: no changed items (perturbed: true) in {', '.join(chosen_splits)}; "
+                          "name the attacked splits with --splits")
+    return chosen_splits, chosen, left_out
+
+
+def add_baseline(conn, studied_sources: list[str], originals: dict, source_split: str | None, rate: float,
+                 seed: int) -> list[str]:
+    """Baseline items: the originals of a seeded `rate` of the studied questions (`studied_sources`,
+    their source ids), each with a control's payload and the mend its judge items offer. Returns
+    their source ids."""
+    baseline = controls.baseline_questions(studied_sources, rate, seed)
+    judged = store.all_items(conn)
+    for sid in baseline:
+        ex = originals[sid]
+        payload = controls.control_payload(item_payload(ex), ex, seed, False, mending.control_mend(judged, ex.id, seed))
+        store.add_item(conn, source_split, ex.id, sid, ex.task, payload, kind=store.BASELINE)
+    return baseline
 
 
 @contextmanager

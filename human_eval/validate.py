@@ -350,58 +350,104 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     studied = [split for split in manifest["splits"] if split in study.meta["splits"]]  # sources first
     attacks = selection.attacks_of(manifest, studied)
     edited = set(study.meta["splits"]) if store.EDIT in study.kinds() else set()  # every studied split of an edit study
-    needs = [split for split in studied if split in edited and attacks[split] == selection.ADVERSARIAL]
-    if needs and not adversary:
-        raise ConfigError(f"{db_path}: the split(s) {', '.join(needs)} take the approved sentence a model does worst "
-                          "on (AddSent, as Jia and Liang chose it); pass --adversary MODEL, a span checkpoint (the "
-                          f"release built {needs[0]} with {manifest['splits'][needs[0]]['config'].get('model')!r})")
+    needs = _needs_adversary(db_path, manifest, studied, edited, attacks, adversary)
     changed = {split: changed_items(release_dir, split) for split in studied}
     votes = votes_by_item(study, {ex.id: added_spans(ex) for exs in changed.values() for ex in exs}, excluded)
     short = check_study(study, release_dir, manifest, partial, changed, votes, excluded)
     approved = {cid for cid, a in verifying.approvals(study, excluded).items() if a.approved}
     chooser = Chooser(study, approved, selection.verified(study, excluded), attacks, adversary, manifest, needs,
                       excluded)
-    k, seed = study.meta.get("judgements") or 0, study.meta["seed"]
-    ks = study.needed(excluded)  # an excluded judge's item is decided by the others' votes
-    decisions, undone, gone, per_split, reasons = {}, {}, {}, {}, {}
+    k = study.meta.get("judgements") or 0
+    deciding = _Deciding(chooser, votes, study.needed(excluded), study.meta["seed"], partial)
+    decisions, per_split, reasons = {}, {}, {}
     for split in studied:
-        source = manifest["splits"][split].get("source") or ORIGINAL
-        decisions[split], undone[split], gone[split], counts = {}, set(), set(), Counter()
-        for ex in changed[split]:
-            follows = ex.source_id in undone.get(source, ())  # put back, dropped or replaced there
-            if split in edited:
-                d = chooser.edit_decision(split, ex, partial, choose=not follows)
-            else:
-                d = chooser.judge_decision(ex, votes[ex.id], ks[ex.id], seed, partial)
-            if follows:
-                counts["with_source"] += 1
-                record = (dataclasses.replace(d.record, chosen=None, why=WITH_SOURCE) if split in edited else
-                          Validated(verdict(votes[ex.id], ks[ex.id]) or UNVALIDATED, votes[ex.id], WITH_SOURCE))
-                d = Decision(record, keep=False, reason=WITH_SOURCE)
-            else:
-                counts[outcome(d, ex.id in chooser.undecided)] += 1
-                if ex.id in chooser.how:
-                    chooser.chosen_by.setdefault(split, Counter())[chooser.how[ex.id]] += 1
-                if split not in edited:
-                    counts[verdict(votes[ex.id], ks[ex.id]) or UNVALIDATED] += 1
-                    counts[UNDECIDED_MEND] += ex.id in chooser.undecided
-            decisions[split][ex.id] = d
-            if not d.keep:
-                gone[split].add(ex.source_id)
-                reasons.setdefault(split, Counter())[d.reason] += 1
-            elif d.example is not None:
-                undone[split].add(ex.source_id)
-        gone[split] |= undone.get(source, set())  # what derive_release puts back or drops with the source's
-        undone[split] |= gone[split]
-        size = manifest["splits"][split]["count"] - (len(gone[split]) if drop else 0)
+        decisions[split], counts, gone, reasons[split] = deciding.split(
+            split, changed[split], manifest["splits"][split].get("source") or ORIGINAL, split in edited)
+        size = manifest["splits"][split]["count"] - (len(gone) if drop else 0)
         per_split[split] = (edit_validation(changed[split], counts, chooser, split, size) if split in edited else
-                            split_validation(changed[split], votes, counts, k, size, chooser, ks))
+                            split_validation(changed[split], votes, counts, k, size, chooser, deciding.ks))
+    validation = _validation_record(manifest, release_dir, study, excluded, chooser, per_split, partial=bool(short),
+                                    drop=drop)
+    validation["warnings"] = share_warnings(manifest, release_dir, per_split, reasons)
+    derive_release(release_dir, out_dir, decisions, {"validation": validation}, drop=drop, source_manifest=manifest)
+    return validation
+
+
+def _needs_adversary(db_path, manifest: dict, studied: list[str], edited: set[str], attacks: dict[str, str],
+                     adversary: str | None) -> list[str]:
+    """The edited splits whose approved sentence is the one a model does worst on (AddSent), which
+    need `--adversary`."""
+    needs = [split for split in studied if split in edited and attacks[split] == selection.ADVERSARIAL]
+    if needs and not adversary:
+        raise ConfigError(f"{db_path}: the split(s) {', '.join(needs)} take the approved sentence a model does worst "
+                          "on (AddSent, as Jia and Liang chose it); pass --adversary MODEL, a span checkpoint (the "
+                          f"release built {needs[0]} with {manifest['splits'][needs[0]]['config'].get('model')!r})")
+    return needs
+
+
+@dataclass
+class _Deciding:
+    """The decision on each changed question, split by split in the manifest's order (sources
+    first), so that a question whose source split's question went back, was dropped or was
+    replaced goes with it. `ks`: the judgements each item needs (an excluded judge's item is
+    decided by the others' votes)."""
+
+    chooser: Chooser
+    votes: dict
+    ks: dict
+    seed: int
+    partial: bool
+    undone: dict[str, set] = dataclasses.field(default_factory=dict)  # split -> source ids not kept as attacked
+
+    def split(self, split: str, examples: list, source: str, edited: bool) -> tuple[dict, Counter, set, Counter]:
+        """The split's decisions by record id, its counts, the source ids that leave its attacked
+        form (what derive_release puts back or drops with the source's), and why they went."""
+        decisions, counts, gone, undone, reasons = {}, Counter(), set(), set(), Counter()
+        for ex in examples:
+            follows = ex.source_id in self.undone.get(source, ())  # put back, dropped or replaced there
+            d = decisions[ex.id] = self._decision(split, ex, edited, follows, counts)
+            if not d.keep:
+                gone.add(ex.source_id)
+                reasons[d.reason] += 1
+            elif d.example is not None:
+                undone.add(ex.source_id)
+        gone |= self.undone.get(source, set())
+        self.undone[split] = undone | gone
+        return decisions, counts, gone, reasons
+
+    def _decision(self, split: str, ex, edited: bool, follows: bool, counts: Counter) -> Decision:
+        """One changed question's decision, counted: its own, or its source's (`follows`)."""
+        chooser = self.chooser
+        if edited:
+            d = chooser.edit_decision(split, ex, self.partial, choose=not follows)
+        else:
+            votes, k = self.votes[ex.id], self.ks[ex.id]
+            d = chooser.judge_decision(ex, votes, k, self.seed, self.partial)
+        if follows:
+            counts["with_source"] += 1
+            record = (dataclasses.replace(d.record, chosen=None, why=WITH_SOURCE) if edited else
+                      Validated(verdict(votes, k) or UNVALIDATED, votes, WITH_SOURCE))
+            return Decision(record, keep=False, reason=WITH_SOURCE)
+        counts[outcome(d, ex.id in chooser.undecided)] += 1
+        if ex.id in chooser.how:
+            chooser.chosen_by.setdefault(split, Counter())[chooser.how[ex.id]] += 1
+        if not edited:
+            counts[verdict(votes, k) or UNVALIDATED] += 1
+            counts[UNDECIDED_MEND] += ex.id in chooser.undecided
+        return d
+
+
+def _validation_record(manifest: dict, release_dir, study: Study, excluded: frozenset, chooser: Chooser,
+                       per_split: dict, *, partial: bool, drop: bool) -> dict:
+    """The manifest's `validation`: the source release, the study's fingerprints, what became of
+    the invalid questions, and each split's numbers."""
     validation = {
         "source_release": {"name": manifest["name"], "manifest_sha256": release_id(release_dir)},
         "study": {"items_sha256": study.items_sha256(), "annotations_sha256": study.annotations_sha256(),
                   "candidates_sha256": study.candidates_sha256(),
-                  "annotators": len(study.annotators), "judgements": k, "seed": seed,
-                  "partial": bool(short), "excluded": sorted(excluded), **_versions_apart(study.meta)},
+                  "annotators": len(study.annotators), "judgements": study.meta.get("judgements") or 0,
+                  "seed": study.meta["seed"], "partial": partial, "excluded": sorted(excluded),
+                  **_versions_apart(study.meta)},
         "invalid": DROPPED if drop else PUT_BACK,
         **({"adversary": chooser.adversary_record} if chooser.adversary_record else {}),
         "splits": significant_floats(per_split),
@@ -409,8 +455,6 @@ def validate_release(db_path, release_dir, out_dir, *, drop: bool = False, parti
     checks = controls.exclusion_record(study.meta, study.counted(), [a["name"] for a in study.annotators])
     if checks:
         validation["controls"] = significant_floats(checks)
-    validation["warnings"] = share_warnings(manifest, release_dir, per_split, reasons)
-    derive_release(release_dir, out_dir, decisions, {"validation": validation}, drop=drop, source_manifest=manifest)
     return validation
 
 

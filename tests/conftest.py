@@ -210,6 +210,43 @@ def tiny(tokenizer_dir: Path, race_dir: Path, tmp_path: Path, **extra) -> dict:
 
 
 @pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory):
+    """The set-up most decoder-LM tests share, built once per run: the conftest RACE folder and its
+    questions, the test tokenizer, a random tiny Llama saved with it, and charswap releases of the
+    RACE folder and of the SQuAD sample. Read-only: a test that changes a file copies it first, and
+    a module writes its own outputs into a folder of its own.
+
+    Keys: `root`; `race` (RACE/test) and `examples`; `tok_dir` and `tok` (loaded); `lm`; `lm_eval_lm`
+    (the same weights with [CLS]/[SEP] named as BOS/EOS, which lm-evaluation-harness's HF model needs);
+    `mc` (the RACE release); `squad_json`, `squad_examples` and `squad` (its release)."""
+    from types import MappingProxyType
+
+    from transformers import AutoTokenizer
+
+    from advrace.core.config import release_config_from_dict
+    from advrace.formats import load
+    from advrace.release import build_release
+
+    root = tmp_path_factory.mktemp("tiny-llama")
+    race, tok_dir = make_race_dir(root), make_tokenizer(root)
+    tok = AutoTokenizer.from_pretrained(tok_dir)
+    lm = save_tiny_llama(tok, root / "lm")
+    lm_eval_tok = AutoTokenizer.from_pretrained(tok_dir)
+    lm_eval_tok.bos_token, lm_eval_tok.eos_token = "[CLS]", "[SEP]"
+    lm_eval_lm = save_tiny_llama(lm_eval_tok, root / "lm-eval-lm")
+    squad_json = root / "squad.json"
+    squad_json.write_text(json.dumps(squad_doc()), encoding="utf-8")
+    releases = {}
+    for name, data in (("mc", race), ("squad", squad_json)):
+        releases[name] = root / name
+        build_release(release_config_from_dict({"data": {"path": str(data)}, "splits": ["charswap"], "workers": 1}),
+                      releases[name])
+    return MappingProxyType({"root": root, "race": race, "examples": load(str(race)).examples, "tok_dir": tok_dir,
+                             "tok": tok, "lm": lm, "lm_eval_lm": lm_eval_lm, **releases, "squad_json": squad_json,
+                             "squad_examples": load(str(squad_json)).examples})
+
+
+@pytest.fixture(scope="session")
 def span_model(tmp_path_factory):
     """A tiny span-extraction checkpoint trained by `advrace train` on the SQuAD sample
     (64-token windows, so a longer paragraph takes several)."""

@@ -10,24 +10,18 @@ import torch
 
 from advrace.attacks import get_attack
 from advrace.core.errors import ConfigError
-from advrace.formats import load
 from advrace.models.decoders.distractor_inputs import IGNORE, collate_causal, prompt_ids, training_features
 from advrace.models.decoders.tree_beam_decoder import ReorderingDecoder
 from advrace.models.runtime.kv_cache import returned_cache
-from conftest import make_race_dir, make_tokenizer, save_tiny_llama, tiny
+from conftest import tiny
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    from transformers import AutoTokenizer
-
-    root = tmp_path_factory.mktemp("causal")
-    race, tok_dir = make_race_dir(root), make_tokenizer(root)
-    tok = AutoTokenizer.from_pretrained(tok_dir)
-    return {"root": root, "race": race, "tok": tok, "lm": save_tiny_llama(tok, root / "lm"),
-            "examples": load(str(race)).examples}
+def setup(tiny_llama, tmp_path_factory):
+    """The shared tiny Llama and RACE folder; `root`, this module's own folder for its runs."""
+    return {**tiny_llama, "root": tmp_path_factory.mktemp("causal")}
 
 
 def _config(setup, out: Path, **extra) -> dict:

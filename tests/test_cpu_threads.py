@@ -19,7 +19,6 @@ from advrace.core.config import release_config_from_dict
 from advrace.models.runtime import precision
 from advrace.models.runtime.precision import HeldThreads, cpu_threads, fitted_threads, held_threads
 from advrace.release import build_release
-from conftest import make_race_dir, make_tokenizer, save_tiny_llama
 
 CPU = torch.device("cpu")
 MEASURED = precision.busy_elsewhere  # the real reading, before any test sets the load
@@ -99,13 +98,9 @@ def test_omp_num_threads_and_gpus_are_left_alone(threads, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory):
+def models(tiny_llama):
     """The conftest RACE folder and a random tiny Llama (a causal LM for DG and for evaluation)."""
-    from transformers import AutoTokenizer
-
-    root = tmp_path_factory.mktemp("threads")
-    tok = AutoTokenizer.from_pretrained(make_tokenizer(root))
-    return {"race": make_race_dir(root), "lm": save_tiny_llama(tok, root / "lm"), "root": root}
+    return {"race": tiny_llama["race"], "lm": tiny_llama["lm"]}
 
 
 def _counting(monkeypatch, module, name) -> list[int]:

@@ -23,7 +23,7 @@ from advrace.human_eval.answers import save_form
 from advrace.human_eval.server import HumanEvalServer
 from advrace.human_eval.study import create_study
 from advrace.release import build_release, read_split
-from conftest import PASSAGE, make_race_dir, make_tokenizer, save_tiny_llama
+from conftest import PASSAGE
 
 MULTIPLE = mending.MEND_REASON
 WHERE = {"passage": PASSAGE, "question": "Where does Tom live?",
@@ -35,16 +35,13 @@ LONG = "In a small village near the mountains where Tom walks to school every mo
 
 
 @pytest.fixture(scope="module")
-def dg_release(tmp_path_factory):
+def dg_release(tiny_llama, tmp_path_factory):
     """A release with a real DG split: a random tiny Llama's candidates, loose enough filters that
     every question gets new distractors (machine junk, as a judge would want mended)."""
-    from transformers import AutoTokenizer
-
     root = tmp_path_factory.mktemp("mend")
-    tok = AutoTokenizer.from_pretrained(make_tokenizer(root))
-    config = {"model": save_tiny_llama(tok, root / "lm"), "beam_size": 8, "max_target_tokens": 4,
+    config = {"model": tiny_llama["lm"], "beam_size": 8, "max_target_tokens": 4,
               "select_with": None, "max_answer_cosine": None, "min_jaccard_distance": 0.0}
-    build_release(release_config_from_dict({"data": {"path": str(make_race_dir(root))}, "workers": 1,
+    build_release(release_config_from_dict({"data": {"path": str(tiny_llama["race"])}, "workers": 1,
                                             "splits": [{"attack": "distractor_generation", "config": config}]}),
                   root / "rel")
     return root / "rel"

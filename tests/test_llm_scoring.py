@@ -13,44 +13,32 @@ import pytest
 import torch
 
 from advrace.cli import main as cli_main
-from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
-from advrace.formats import load
 from advrace.models.protocol import llm_prompts
 from advrace.models.decoders.continuation_scoring import encode_request, shared_logprobs
 from advrace.models.decoders.greedy_decoding import greedy_generate
 from advrace.models.decoders.packed_scoring import Request, unshared_logprobs
 from advrace.models.decoders.llm_scoring import CausalLMScorer, draw_shots, load_causal_scorer
 from advrace.models.runtime.batching import length_sorted_batches
-from advrace.release import build_release, read_split
-from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc
+from advrace.release import read_split
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    from transformers import AutoTokenizer, BertConfig, BertForQuestionAnswering
+def setup(tiny_llama, tmp_path_factory):
+    """The shared tiny Llama and releases, and a random span model of the test tokenizer."""
+    from transformers import BertConfig, BertForQuestionAnswering
 
-    root = tmp_path_factory.mktemp("llm")
-    race, tok_dir = make_race_dir(root), make_tokenizer(root)
-    tok = AutoTokenizer.from_pretrained(tok_dir)
-    lm = save_tiny_llama(tok, root / "lm")
+    qa = tmp_path_factory.mktemp("llm") / "qa"
     torch.manual_seed(0)
-    qa = BertForQuestionAnswering(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1,
-                                             num_attention_heads=2, intermediate_size=37))
-    qa.save_pretrained(root / "qa")
-    tok.save_pretrained(root / "qa")
-    mc_release = root / "mc"
-    build_release(release_config_from_dict({"data": {"path": str(race)}, "splits": ["charswap"], "workers": 1}), mc_release)
-    (root / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
-    qa_release = root / "squad"
-    build_release(release_config_from_dict({"data": {"path": str(root / "squad.json")}, "splits": ["charswap"],
-                                            "workers": 1}), qa_release)
-    return {"root": root, "race": race, "tok": tok, "lm": lm, "qa": str(root / "qa"), "mc": mc_release,
-            "squad": qa_release, "examples": load(str(race)).examples}
+    tok = tiny_llama["tok"]
+    BertForQuestionAnswering(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                        intermediate_size=37)).save_pretrained(qa)
+    tok.save_pretrained(qa)
+    return {**tiny_llama, "qa": str(qa)}
 
 
 def _only(summary) -> dict:

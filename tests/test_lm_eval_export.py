@@ -21,7 +21,7 @@ from advrace.metrics import squad_em_f1
 from advrace.models.protocol.llm_prompts import option_continuation, race_prompt, squad_prompt
 from advrace.release import build_release, export_lm_eval, read_split, verify_release
 from advrace.release.lm_eval_export import MARKER, group_name, task_names
-from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc
+from conftest import make_race_dir, squad_doc
 
 
 def _release(root: Path, data: Path, name: str) -> Path:
@@ -332,14 +332,10 @@ print("RESULTS " + json.dumps(out))
 
 
 @pytest.mark.slow
-def test_lm_eval_runs_the_folders(releases, tmp_path, one_thread):
-    from transformers import AutoTokenizer
-
+def test_lm_eval_runs_the_folders(releases, tmp_path, one_thread, tiny_llama):
     from advrace.models.decoders.llm_scoring import load_causal_scorer
 
-    tok = AutoTokenizer.from_pretrained(make_tokenizer(tmp_path))
-    tok.bos_token, tok.eos_token = "[CLS]", "[SEP]"  # lm-eval's HF model needs a BOS or EOS token
-    lm = save_tiny_llama(tok, tmp_path / "lm")
+    lm = tiny_llama["lm_eval_lm"]  # lm-eval's HF model needs a BOS or EOS token
     folders = {kind: tmp_path / f"lm-eval-{kind}" for kind in ("mc", "squad")}
     groups = {kind: export_lm_eval(releases[kind], folders[kind]).group for kind in folders}
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",

@@ -22,7 +22,6 @@ from advrace.evaluation.command import not_lm_evals_data
 from advrace.models.protocol import lm_eval_race
 from advrace.models.protocol.scoring_protocol import LM_EVAL_RACE_TASK
 from advrace.release import build_release, read_split
-from conftest import make_race_dir, make_tokenizer, save_tiny_llama
 
 pytest.importorskip("lm_eval", reason="lm-evaluation-harness is not installed")
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -47,17 +46,10 @@ print("RESULTS " + json.dumps({"acc": r["results"]["race_local"]["acc,none"], "s
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    from transformers import AutoTokenizer
-
-    root = tmp_path_factory.mktemp("lmevalrace")
-    race = make_race_dir(root)
-    release = root / "rel"
-    build_release(release_config_from_dict({"data": {"path": str(race)}, "splits": ["charswap"], "workers": 1}),
-                  release)
-    tok = AutoTokenizer.from_pretrained(make_tokenizer(root))
-    tok.bos_token, tok.eos_token = "[CLS]", "[SEP]"  # lm-eval's HF model needs a BOS or EOS token
-    return {"root": root, "release": release, "lm": save_tiny_llama(tok, root / "lm")}
+def setup(tiny_llama):
+    """The shared RACE release, and the tiny Llama whose tokenizer has the BOS or EOS token that
+    lm-eval's HF model needs."""
+    return {"race": tiny_llama["race"], "release": tiny_llama["mc"], "lm": tiny_llama["lm_eval_lm"]}
 
 
 def test_it_gives_lm_evals_own_race_number(setup, tmp_path):
@@ -123,7 +115,7 @@ def test_a_release_that_is_not_race_high_test_is_warned_about(setup, tmp_path, c
     assert "its original split holds 2 articles of RACE-middle (of 3 articles scored)" in err
 
     high = tmp_path / "high-release"
-    build_release(release_config_from_dict({"data": {"path": str(setup["root"] / "RACE" / "test" / "high")},
+    build_release(release_config_from_dict({"data": {"path": str(setup["race"] / "high")},
                                             "splits": ["charswap"], "workers": 1}), high)
     evaluate_command(high, [setup["lm"]], out=tmp_path / "h", progress=False, bf16=False, protocol="lm-eval-race",
                      bos="never")

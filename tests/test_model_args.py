@@ -14,37 +14,28 @@ import pytest
 import torch
 
 from advrace.cli import main as cli_main
-from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
-from advrace.formats import load
 from advrace.models.decoders.llm_scoring import CausalLMScorer, load_causal_scorer
 from advrace.models.runtime import loading
 from advrace.models.runtime.model_args import LM_EVAL_REFUSED, ModelArgs, attention_implementations
-from advrace.release import build_release
-from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    from transformers import AutoTokenizer, BertConfig, BertForMultipleChoice
+def setup(tiny_llama, tmp_path_factory):
+    """The shared tiny Llama and RACE release, and a random multiple-choice model of the test tokenizer."""
+    from transformers import BertConfig, BertForMultipleChoice
 
-    root = tmp_path_factory.mktemp("model-args")
-    race, tok_dir = make_race_dir(root), make_tokenizer(root)
-    tok = AutoTokenizer.from_pretrained(tok_dir)
-    lm = save_tiny_llama(tok, root / "lm")
+    mc_model = tmp_path_factory.mktemp("model-args") / "mc-model"
+    tok = tiny_llama["tok"]
     torch.manual_seed(0)
     BertForMultipleChoice(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=37)).save_pretrained(root / "mc-model")
-    tok.save_pretrained(root / "mc-model")
-    release = root / "release"
-    build_release(release_config_from_dict({"data": {"path": str(race)}, "splits": ["charswap"], "workers": 1}),
-                  release)
-    (root / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
-    return {"lm": lm, "mc_model": str(root / "mc-model"), "release": release, "examples": load(str(race)).examples,
-            "squad": load(str(root / "squad.json")).examples}
+                                     intermediate_size=37)).save_pretrained(mc_model)
+    tok.save_pretrained(mc_model)
+    return {"lm": tiny_llama["lm"], "mc_model": str(mc_model), "release": tiny_llama["mc"],
+            "examples": tiny_llama["examples"], "squad": tiny_llama["squad_examples"]}
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ that each path runs, gives finite and well-formed outputs, that bf16 really comp
 (its numbers differ from fp32's, by little), and that with bf16 off the numbers are fp32's.
 """
 
-import json
 import math
 from pathlib import Path
 
@@ -16,8 +15,7 @@ import pytest
 import torch
 
 from advrace.attacks import get_attack
-from advrace.formats import load
-from conftest import make_race_dir, make_tokenizer, save_tiny_llama, squad_doc, tiny
+from conftest import tiny
 
 PRECISIONS = [pytest.param(False, id="fp32"), pytest.param(True, id="bf16")]
 
@@ -48,19 +46,17 @@ def _bert(cls, tokenizer, out: Path, **extra) -> str:
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    from transformers import AutoTokenizer, BertForMultipleChoice, BertForQuestionAnswering
+def setup(tiny_llama, tmp_path_factory):
+    """The shared tiny Llama and questions, and random BERTs of the test tokenizer, one per head."""
+    from transformers import BertForMultipleChoice, BertForQuestionAnswering
 
     from advrace.models.generators.unilm import UniLMSeq2Seq
 
-    root = tmp_path_factory.mktemp("precision")
-    race, tok_dir = make_race_dir(root), make_tokenizer(root)
-    tok = AutoTokenizer.from_pretrained(tok_dir)
-    (root / "squad.json").write_text(json.dumps(squad_doc()), encoding="utf-8")
-    return {"examples": load(str(race)).examples, "squad": load(str(root / "squad.json")).examples,
+    root, tok = tmp_path_factory.mktemp("precision"), tiny_llama["tok"]
+    return {"examples": tiny_llama["examples"], "squad": tiny_llama["squad_examples"],
             "mc": _bert(BertForMultipleChoice, tok, root / "mc"),
             "qa": _bert(BertForQuestionAnswering, tok, root / "qa"),
-            "unilm": _bert(UniLMSeq2Seq, tok, root / "unilm"), "lm": save_tiny_llama(tok, root / "lm")}
+            "unilm": _bert(UniLMSeq2Seq, tok, root / "unilm"), "lm": tiny_llama["lm"]}
 
 
 def _finite(values) -> bool:
@@ -344,10 +340,10 @@ def test_model_dependent_squad_adversaries(setup, bf16):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tiny_llama, tmp_path_factory):
     """Two-step training runs by (objective, mixed precision), each trained once."""
     root = tmp_path_factory.mktemp("runs")
-    race, tok = make_race_dir(root), make_tokenizer(root)
+    race, tok = tiny_llama["race"], tiny_llama["tok_dir"]
     done = {}
 
     def run(objective: str, precision: str) -> dict:
@@ -363,11 +359,11 @@ def runs(tmp_path_factory):
     return run
 
 
-def test_training_in_bf16_on_a_cpu_without_it_warns(cpu_bf16, capsys, tmp_path):
+def test_training_in_bf16_on_a_cpu_without_it_warns(cpu_bf16, capsys, tmp_path, tiny_llama):
     from advrace.training.loop import _accelerator, _reset_accelerate
     from advrace.training.config import as_config
 
-    race, tok = make_race_dir(tmp_path), make_tokenizer(tmp_path)
+    race, tok = tiny_llama["race"], tiny_llama["tok_dir"]
     _reset_accelerate()  # an evaluation or lm-eval run earlier in this process left its state
     for native, precision in [(True, "bf16"), (False, "no"), (False, "bf16")]:
         cpu_bf16(native)

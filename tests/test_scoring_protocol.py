@@ -13,15 +13,12 @@ import pytest
 import torch
 
 from advrace.cli import main as cli_main
-from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.evaluation import evaluate_command
-from advrace.formats import load
 from advrace.models.decoders.packed_scoring import unshared_logprobs
 from advrace.models.decoders.llm_scoring import CausalLMScorer, load_causal_scorer, model_max_length
 from advrace.models.protocol.scoring_protocol import PER_QUESTION, differences
-from advrace.release import build_release
-from conftest import PASSAGE, make_race_dir, race_passage
+from conftest import PASSAGE, race_passage
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SPECIALS = ["<pad>", "<s>", "</s>", "<unk>"]
@@ -63,15 +60,12 @@ def tiny_lm(folder: Path, tok, **config) -> str:
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
+def setup(tiny_llama, tmp_path_factory):
+    """The shared RACE release, and tiny Llamas of word tokenizers that do and do not add a BOS."""
     root = tmp_path_factory.mktemp("protocol")
-    race = make_race_dir(root)
-    release = root / "rel"
-    build_release(release_config_from_dict({"data": {"path": str(race)}, "splits": ["charswap"], "workers": 1}),
-                  release)
     bos_tok = word_tokenizer(root / "tok-bos", adds_bos=True)
     plain_tok = word_tokenizer(root / "tok-plain", adds_bos=False)
-    return {"root": root, "race": race, "release": release, "examples": load(str(race)).examples,
+    return {"release": tiny_llama["mc"], "examples": tiny_llama["examples"],
             "bos_lm": tiny_lm(root / "bos-lm", bos_tok), "plain_lm": tiny_lm(root / "plain-lm", plain_tok),
             "short_lm": tiny_lm(root / "short-lm", plain_tok, max_position_embeddings=96)}
 

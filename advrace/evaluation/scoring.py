@@ -15,6 +15,7 @@ from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.numbers import argmax
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.metrics import load_metric, squad_em_f1
+from advrace.models.protocol.acc_norm import per_character
 from advrace.models.protocol.llm_prompts import LOGLIKELIHOOD
 from advrace.models.encoders.readers import is_builtin_reader
 from advrace.models.kinds import MODEL_KINDS, kinds_for
@@ -140,8 +141,7 @@ def _score_mc(split_examples: dict, scorer, accelerator, progress) -> dict:
                                    f"{len(ex.options)} options")
         normalised = None
         if getattr(scorer, "method", None) == LOGLIKELIHOOD and getattr(scorer, "contexts", None) is None:
-            normalised = [argmax([v / max(len(o), 1) for v, o in zip(s, ex.options)])
-                          for ex, s in zip(examples, scores)]
+            normalised = [argmax(per_character(s, ex.options)) for ex, s in zip(examples, scores)]
         results[split] = mc_split_result(examples, [argmax(s) for s in scores], scores, normalised)
     return results
 

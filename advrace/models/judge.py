@@ -34,6 +34,7 @@ from advrace.core.paths import looks_like_model_name
 from advrace.models.decoders.llm_scoring import CausalLMScorer
 from advrace.models.encoders.mc_scoring import make_mc_scorer
 from advrace.models.encoders.readers import is_builtin_reader
+from advrace.models.protocol.acc_norm import per_character
 from advrace.models.runtime.loading import SMOLLM2, checkpoint_name
 from advrace.models.runtime.sharding import map_sharded
 
@@ -177,7 +178,7 @@ class AnswerabilityJudge:
         """Each option's score on the judge's scale (the rule compares these)."""
         rows = self.scorer.predict_mc(examples, desc="judge", progress=progress)
         if self.per_char:
-            rows = [[v / max(len(o), 1) for v, o in zip(row, ex.options)] for row, ex in zip(rows, examples)]
+            rows = [per_character(row, ex.options) for row, ex in zip(rows, examples)]
         return rows
 
     def tolerance(self, candidate: float, gold: float) -> float:

@@ -13,6 +13,7 @@ from advrace.core.config import SAMPLE_PREFIX, ReleaseConfig
 from advrace.core.tasks import EXTRACTIVE_QA, MULTIPLE_CHOICE
 from advrace.core.text import plural
 from advrace.formats.base import canonical_part, part_words
+from advrace.metrics.human_rates import RATES, kappa_text, percent_ci, validation_summary
 from advrace.release.licence import SAMPLE, hub_metadata, licence_lines
 from advrace.release.records import NO_ATTACK
 
@@ -320,22 +321,6 @@ def people_edit_text(v: dict, dropped: bool) -> str:
                "made them**" if v["unvalidated"] else ""))
 
 
-# What the validation's numbers mean (docs/human-eval.md), said once for the card, the manifest's
-# readers and `advrace human-eval validate`.
-RATES = ("A judgement is a valid vote only when the annotator chose the gold answer; an item is valid when "
-         "the majority of its judgements are valid votes (a tie is invalid). Valid rate: the share of judged "
-         "items that are valid; correct rate: the share of judgements that chose the gold; kappa: Fleiss' kappa "
-         "of the vote, over the items with all their judgements.")
-
-
-def percent_ci(rate: float | None, ci, what: str = "") -> str:
-    """A rate as a percent with its 95% interval, as every human-evaluation rate is written
-    ("71.4% valid (95% CI 35.9–91.8)"); n/a for none."""
-    if rate is None:
-        return "n/a"
-    return f"{100 * rate:.1f}%{' ' + what if what else ''} (95% CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f})"
-
-
 def validation_fate(v: dict, dropped: bool) -> str:
     """What became of a split's questions judged invalid, and of those that went with their source
     split's question."""
@@ -349,24 +334,6 @@ def validation_fate(v: dict, dropped: bool) -> str:
             + (" from the split" if dropped else " as in its source split (unperturbed)")
             + (f"; {plural(v['with_source'], 'more question')} {verb} with its source split's question"
                if v.get("with_source") else ""))
-
-
-def kappa_text(kappa: float | None) -> str:
-    return "n/a" if kappa is None else f"{kappa:.2f}"
-
-
-def validation_summary(v: dict) -> str:
-    """One split's validation in one line: "7 items judged, 71.4% valid (95% CI ...), 76.2% of 21
-    judgements chose the gold (95% CI ...), kappa 0.62"."""
-    if not v["judged"]:
-        return "none judged"
-    # a release validated by advrace before the correct rate was recorded has none to give
-    correct = ""
-    if "correct_rate" in v:
-        judgements = plural(v["judgements"], "judgement")
-        correct = percent_ci(v["correct_rate"], v["correct_ci"], f"of {judgements} chose the gold") + ", "
-    return (f"{plural(v['judged'], 'item')} judged, {percent_ci(v['valid_rate'], v['valid_ci'], 'valid')}, {correct}"
-            f"kappa {kappa_text(v['fleiss_kappa'])}")
 
 
 def _selection(reader: dict | None) -> str:

@@ -4,7 +4,7 @@ lm-evaluation-harness task folder of `advrace export --format lm-eval` give a mo
 Log-likelihood (`race_prompt` + `option_continuation`) is lm-evaluation-harness's RACE task for an
 article with one question: "Article: ...\\n\\n" then the question, and each option as a
 continuation after one space. Its `acc_norm` divides an option's log-likelihood by the option's
-length in characters (`len(option)`), and so does advrace's.
+length in characters (`len(option)`), and so does advrace's (`acc_norm.per_character`).
 
 Letter choice (`letter_prompt`) lists the options as A-D and scores the answer letter; SQuAD
 (`squad_prompt`) asks for a short answer, generated greedily up to the first line break.
