@@ -162,8 +162,6 @@ def long_functions(source: str, where: str) -> list[str]:
     return found
 
 
-# lead: remove xfail after merging issue 47 branches
-@pytest.mark.xfail(strict=False, reason="issue 47: the other helpers' long functions are split on their branches")
 def test_no_function_is_long_without_saying_why():
     """A function over MAX_FUNCTION_LINES lines reads as a list of steps: split it where the steps
     are ideas of their own, or say in its docstring, in a sentence that begins "Long because", why
