@@ -27,7 +27,7 @@ setup(
     # human_eval/ install as advrace.attacks, advrace.training and advrace.human_eval.
     packages=["advrace", "advrace.core", "advrace.metrics", "advrace.formats", "advrace.resources",
               "advrace.core.checks", "advrace.models", "advrace.models.runtime", "advrace.models.encoders",
-              "advrace.models.decoders", "advrace.models.protocol", "advrace.models.generators", "advrace.attacks", "advrace.attacks.squad", "advrace.attacks.sentences", "advrace.release", "advrace.evaluation",
+              "advrace.models.decoders", "advrace.models.protocol", "advrace.models.generators", "advrace.attacks", "advrace.attacks.squad", "advrace.attacks.sentences", "advrace.attacks.distractors", "advrace.release", "advrace.evaluation",
               "advrace.training", "advrace.training.objectives", "advrace.human_eval"],
     package_dir={"advrace.attacks": "attacks", "advrace.training": "training",
                  "advrace.human_eval": "human_eval"},

@@ -18,7 +18,7 @@ from advrace.core.distractors import select_distractors
 from advrace.models.encoders.span_scoring import load_span_model
 
 from .base import register
-from .model_based import DistractorAttack, DistractorAttackConfig
+from .distractors import DistractorAttack, DistractorAttackConfig
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from advrace.models.runtime.loading import SMOLLM2, load_model
 from advrace.models.runtime.precision import cpu_threads
 
 from .base import register
-from .model_based import DistractorAttack, DistractorAttackConfig
+from .distractors import DistractorAttack, DistractorAttackConfig
 
 BACKENDS = ("unilm", "causal_lm")
 # the training objective whose checkpoints each backend reads

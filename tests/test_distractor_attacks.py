@@ -6,9 +6,11 @@ import json
 import pytest
 import torch
 
-from advrace.attacks import get_attack, model_based
+from advrace.attacks import get_attack
+from advrace.attacks.distractors import candidate_cache
+from advrace.attacks.distractors.checks import word_checks
 from advrace.attacks.base import CannotPerturb
-from advrace.attacks.model_based import checkpoint_sha256
+from advrace.models.runtime.checkpoint_info import checkpoint_sha256
 from advrace.core.config import release_config_from_dict
 from advrace.core.distractors import jaccard_distance, token_overlap
 from advrace.core.errors import ConfigError
@@ -395,9 +397,9 @@ def test_select_with_a_reader_keeps_its_favourite_candidates(setup):
 def test_new_distractors_never_repeat_each_other(setup):
     """"the millionaire" and "a millionaire" are far apart by words, yet one option: the audit's
     `same_as_option` holds among the new distractors too."""
-    from advrace.attacks.model_based import _distinct
+    from advrace.attacks.distractors.checks import distinct
 
-    assert _distinct(["the millionaire", "a millionaire", "a poor man", "The millionaire."]) == \
+    assert distinct(["the millionaire", "a millionaire", "a poor man", "The millionaire."]) == \
         ["the millionaire", "a poor man"]
     attack = planted(setup, max_overlap_each_other=1.0)
     attack.candidates = lambda shard, progress=False: [["Because of the bus.", "Because of a bus.",
@@ -409,7 +411,7 @@ def test_new_distractors_never_repeat_each_other(setup):
 def test_select_with_several_readers_ranks_by_their_mean_rank(setup):
     """An ensemble (SWAG's adversarial filtering with several readers): the candidates both
     readers rank high come first, each reader's score recorded in select_with's order."""
-    from advrace.attacks.model_based import ensemble_rank
+    from advrace.attacks.distractors.reader_ranking import ensemble_rank
 
     assert ensemble_rank([[0.9, 0.1, 0.5], [3.0, 20.0, 1.0]], 1) == 1.0  # 2nd for one, 1st for the other
     candidates = WHY_CANDIDATES
@@ -504,7 +506,7 @@ def test_splits_that_differ_only_in_choosing_share_one_model_pass(setup, tmp_pat
     n = len(read_split(tmp_path / "rel", "original"))
     assert calls == [n, n]  # the select_with split reused the first pass; another beam size did not
     gc.collect()
-    assert len(model_based._CANDIDATES) == 0  # gone with the build's attacks
+    assert len(candidate_cache._CANDIDATES) == 0  # gone with the build's attacks
 
 
 def test_the_candidate_cache_does_not_grow_across_builds(setup, tmp_path):
@@ -515,7 +517,7 @@ def test_the_candidate_cache_does_not_grow_across_builds(setup, tmp_path):
             {"attack": "distractor_generation", "config": {"model": setup["dg"]["final"], "beam_size": beam}}]})
         build_release(cfg, tmp_path / f"beam{beam}")
         gc.collect()
-        assert sum(len(c) for c in model_based._CANDIDATES.values()) == 0
+        assert sum(len(c) for c in candidate_cache._CANDIDATES.values()) == 0
 
 
 def test_one_factory_makes_every_multiple_choice_scorer(setup, monkeypatch):
@@ -581,7 +583,7 @@ def test_checkpoint_digest_is_memoised_until_a_file_changes(tmp_path, monkeypatc
 
 
 def test_training_info_is_read_once_and_generators_take_either_objective(setup, monkeypatch):
-    from advrace.attacks import model_based
+    from advrace.attacks.distractors import attack as distractor_attack
     from advrace.models.runtime import checkpoint_info
 
     with pytest.raises(ConfigError, match="not 'distractor_generation' or 'causal_lm'"):
@@ -594,7 +596,7 @@ def test_training_info_is_read_once_and_generators_take_either_objective(setup, 
         return real(model)
 
     monkeypatch.setattr(checkpoint_info, "training_info", counted)
-    monkeypatch.setattr(model_based, "training_info", counted)
+    monkeypatch.setattr(distractor_attack, "training_info", counted)
     attack = get_attack("distractor_generation")({"model": setup["dg"]["final"]})
     assert attack.config.backend == "unilm" and attack._source_length() > 0
     assert len(reads) == 1
@@ -609,9 +611,8 @@ def test_vetting_refuses_twins_of_kept_options_and_echoes_of_the_question(setup)
     ex = MCExample(id="q", passage="Tom reads at home and on the bus.", question="The teacher reads the exercise books  _",
                    options=("in class", "at home", "at school", "in the classroom"), label=1)
     rejected = Counter()
-    _, single, _, ctx, settings = attack._checks
-    passed = attack._word_checks(ex, ["at the school", "the exercise books", "on the bus"], rejected,
-                                 single, ctx, settings)
+    passed = word_checks(ex, ["at the school", "the exercise books", "on the bus"], rejected, attack._checks,
+                         attack.config.match_answer_format)
     assert passed == ["on the bus"]
     assert rejected == Counter({"repeats another option": 1, "repeats the question": 1})
 
@@ -625,8 +626,8 @@ def test_vetting_refuses_a_short_candidate_that_wordnet_puts_next_to_the_answer(
                    question="The most serious kind of pollution is _ .",
                    options=("noise pollution", "air pollution", "water pollution", "light pollution"), label=1)
     rejected = Counter()
-    _, single, _, ctx, settings = attack._checks
-    assert attack._word_checks(ex, ["smog", "dirty water"], rejected, single, ctx, settings) == ["dirty water"]
+    assert word_checks(ex, ["smog", "dirty water"], rejected, attack._checks,
+                       attack.config.match_answer_format) == ["dirty water"]
     assert rejected == Counter({"a synonym of the answer": 1})
 
 

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from advrace.attacks import attack_classes, canonical_name
-from advrace.attacks.model_based import checkpoint_sha256
+from advrace.models.runtime.checkpoint_info import checkpoint_sha256
 from advrace.core.numbers import agree
 from golden.golden_build import (ENVIRONMENT, GOLDEN, build, environment, golden_file, golden_names, release_configs,
                                  split_name)

@@ -9,7 +9,7 @@ from advrace.core.tasks import EXTRACTIVE_QA
 from advrace.metrics import squad_em_f1
 from advrace.models.encoders.span_scoring import load_span_model
 
-from ..model_based import CheckpointAttack
+from ..base_checkpoint import CheckpointAttack
 
 
 class SpanModelAttack(CheckpointAttack):

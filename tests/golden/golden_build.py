@@ -196,7 +196,7 @@ def environment(built: Built) -> dict:
     import torch
     import transformers
 
-    from advrace.attacks.model_based import checkpoint_sha256
+    from advrace.models.runtime.checkpoint_info import checkpoint_sha256
 
     return {
         "torch": torch.__version__,
