@@ -1,6 +1,6 @@
 """The answerability judge (advrace.models.judge): its rule, its calibration on the judged questions'
-own distractors, its refusal of a model too weak to judge, the `judge` keys of the distractor
-attacks, and `advrace audit --judge`.
+own distractors, its refusal of a model too weak to judge, its check in the checks registry (which
+the `judge` keys of the distractor attacks and `advrace audit --judge` switch on).
 
 The strong judge is a tiny multiple-choice reader trained here to prefer the gold of these questions
 (it does, by a wide gap); the weak one is a tiny random causal LM, which rates some original
@@ -18,13 +18,13 @@ import pytest
 
 from advrace.attacks import get_attack
 from advrace.cli import main
-from advrace.core.checks import JUDGED as FLAG
+from advrace.core.checks import OPTION, REGISTRY, Subject, TextContext, checks_for
 from advrace.core.config import release_config_from_dict
 from advrace.core.errors import ConfigError
 from advrace.formats import load
 from advrace.models.decoders.llm_scoring import load_causal_scorer
 from advrace.models.encoders.mc_scoring import make_mc_scorer
-from advrace.models.judge import REFUSAL_RATE, JudgeTooWeak, load_judge
+from advrace.models.judge import JUDGED as FLAG, REFUSAL_RATE, JudgeTooWeak, load_judge
 from advrace.release import build_release, read_split
 from conftest import make_race_dir, make_tokenizer, save_tiny_llama, tiny
 from advrace.training import train
@@ -170,6 +170,48 @@ def planted(setup, **config):
     return attack
 
 
+def counting_judge_check(monkeypatch) -> list:
+    """The sizes of the batches the registry's `judge` check is asked about, from now on."""
+    check = REGISTRY["judge"]
+    real, calls = type(check).refuse_many, []
+
+    def counted(self, subjects, ctx, settings):
+        calls.append(len(subjects))
+        return real(self, subjects, ctx, settings)
+
+    monkeypatch.setattr(type(check), "refuse_many", counted)
+    return calls
+
+
+def test_the_judge_is_a_batched_option_check_of_the_registry(setup):
+    """Registered from advrace.models.judge, after the other option checks; on only where the
+    settings name a judge; refusing through `refuse_many` what the judge refuses, with the scores
+    for the audit's details."""
+    check = REGISTRY["judge"]
+    assert check.batched and check.flag == FLAG and check is checks_for("distractor_generation", OPTION)[-1]
+    assert check.enabled({"judge": "./a-judge"}) and not check.enabled({"judge": None}) and not check.enabled({})
+    where = setup["examples"][0]
+    judge = load_judge(setup["strong"], 0.0)
+    (verdicts,) = judge.judge([(where, CANDIDATES)])
+    far = max(CANDIDATES, key=lambda c: verdicts[CANDIDATES.index(c)].gold - verdicts[CANDIDATES.index(c)].candidate)
+    subjects = [Subject(where, where.answer), Subject(where, far)]  # the gold restated must be refused at margin 0
+    said = check.refuse_many(subjects, TextContext(judge=judge), {"judge": setup["strong"]})
+    assert said[0] == FLAG and said[1] is None
+    assert said[0].detail.startswith(f"{where.answer!r} scored ") and "(margin 0)" in said[0].detail
+
+
+def test_the_attack_runs_the_judge_through_the_registry_only_when_judge_is_set(setup, monkeypatch):
+    calls = counting_judge_check(monkeypatch)
+    examples = setup["examples"]
+    planted(setup).apply_batch(examples)
+    assert calls == []  # no `judge:`, no judge
+    # a margin far above any score gap: the judge must refuse every candidate the other checks leave
+    attack = planted(setup, judge=setup["strong"], judge_margin=1e6)
+    outs = attack.apply_batch(examples)
+    assert len(calls) == 1 and calls[0] > 0  # one batch: the shard's candidates
+    assert attack._rejected_total[FLAG] == calls[0] and not any(out.perturbed for out in outs)
+
+
 def test_the_attack_calibrates_on_the_questions_it_attacks_and_records_it(setup):
     examples = setup["examples"]
     passed = [v["passed"] for v in planted(setup).vet(examples)]  # what the checks leave, before any judge
@@ -219,8 +261,9 @@ def test_a_split_built_with_a_judge_records_its_calibration_and_names_it_on_the_
     assert not (tmp_path / "weak" / "manifest.json").exists()
 
 
-def test_an_old_release_built_with_a_judge_too_weak_says_it_is_not_judged(setup, tmp_path, capsys):
+def test_an_old_release_built_with_a_judge_too_weak_says_it_is_not_judged(setup, tmp_path, capsys, monkeypatch):
     de_release(setup, tmp_path / "rel")
+    calls = counting_judge_check(monkeypatch)
     manifest_path = tmp_path / "rel" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     manifest["splits"]["distractor_extraction"]["config"].update(judge="smollm2", judge_margin=None)
@@ -228,6 +271,7 @@ def test_an_old_release_built_with_a_judge_too_weak_says_it_is_not_judged(setup,
     main(["audit", str(tmp_path / "rel")])
     out = capsys.readouterr().out
     assert "the attack's judge smollm2 was too weak to refuse any" in out and "the split is not judged" in out
+    assert calls == []  # the split's own judge is named, not run: the audit's is `--judge`
 
 
 def test_audit_judge_calibrates_on_the_source_questions_and_flags_what_it_rates_within_the_margin(

@@ -18,7 +18,10 @@ judge that rates more of them at least as likely as the gold calibrates below 0,
 too weak to judge (`JudgeTooWeak`). SmolLM2-135M and the built-in readers are that weak on RACE
 (`bench/judge_calibration.py`, docs/results.md), and are refused by name before anything is loaded.
 
-The distractor attacks (`judge:` in their config) and `advrace audit --judge` both call this.
+The judge is a check of the shared registry (advrace.core.checks): `AnswerabilityCheck`, named
+`judge`, a batched check of new distractors that runs after the others, on where the settings name a
+judge (`judge:` in a DE or DG config, `advrace audit --judge`), so the attacks and the audit run it
+as they run every other check.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import math
 import os
 from dataclasses import dataclass, field
 
+from advrace.core.checks import Refusal, register
+from advrace.core.checks.options import OptionCheck
 from advrace.core.errors import ConfigError
 from advrace.core.examples import MCExample
 from advrace.core.numbers import DIGITS, significant
@@ -38,6 +43,8 @@ from advrace.models.protocol.acc_norm import per_character
 from advrace.models.runtime.loading import SMOLLM2, checkpoint_name
 from advrace.models.runtime.sharding import map_sharded
 
+# The judge check's flag, and the count key of what it refuses (provenance and stats.json).
+JUDGED = "judged a right answer"
 # The largest share of the judged questions' own distractors that the calibrated margin refuses.
 REFUSAL_RATE = 0.02
 # The share of RACE dev-middle's own distractors (400 seeded questions, 1,200 distractors) that each
@@ -291,3 +298,62 @@ def load_judge(model: str, margin: float | None = None, *, batch_size: int = 4, 
     Scored in fp32 unless `bf16` says otherwise: the attacks' judge always is."""
     check_judge_config(model, margin, where, refusal_rate=refusal_rate)
     return make_judge(model, margin, batch_size=batch_size, bf16=bf16, refusal_rate=refusal_rate)
+
+
+def built_judge_note(judge: str, margin: float | None) -> str:
+    """What the `not checked:` line says of the judge a split was built with (its config's `judge`)."""
+    if too_weak_by_name(judge) or (margin is not None and margin < 0):
+        return (f"; the attack's judge {judge} was too weak to refuse any: at its margin it could not refuse even "
+                "the gold restated (docs/audit.md, 'The answerability judge'), so the split is not judged")
+    said = "its margin calibrated on the split's own distractors" if margin is None else f"margin {margin:g}"
+    return (f", beyond what the attack's judge {judge} ({said}; the manifest's `judge` says what it refused of "
+            "them) refused")
+
+
+def as_judged_items(subjects: list) -> list[list]:
+    """Subjects grouped into the multiple-choice items the judge scores beside the gold: consecutive
+    subjects of one question beside the same options (an attack's candidates for it) as one item; a
+    built distractor, which sits beside options of its own, alone with the gold."""
+    items: list[list] = []
+    for subject in subjects:
+        if items and items[-1][0].example is subject.example and items[-1][0].others == subject.others:
+            items[-1].append(subject)
+        else:
+            items.append([subject])
+    return items
+
+
+@register
+class AnswerabilityCheck(OptionCheck):
+    """The judge as a check of new distractors: batched, and registered after the word and encoder
+    checks, so it judges what they left. On where the settings name a judge (an attack's `judge:`,
+    the audit's `--judge`); it asks the judge the caller loaded, `ctx.judge`."""
+
+    name, flag = "judge", JUDGED
+
+    def enabled(self, settings):
+        return bool(settings) and settings.get("judge") is not None
+
+    def prepare(self, examples, ctx, settings, *, where, state=None):
+        """The margin, from the split's questions' own distractors, before it judges any candidate."""
+        ctx.judge.calibrate_on(examples, where=where, state=state, progress=getattr(ctx, "progress", False))
+
+    def refuse_many(self, subjects, ctx, settings):
+        judge, items = ctx.judge, as_judged_items(list(subjects))
+        said = judge.judge([(item[0].example, [s.text for s in item]) for item in items],
+                           getattr(ctx, "progress", False))
+        return [Refusal(JUDGED, f"{s.text!r} scored {v.candidate:.4g} against the gold {s.example.answer!r}'s "
+                                f"{v.gold:.4g} by {judge.name} (margin {judge.margin:g})") if v.refused else None
+                for item, verdicts in zip(items, said) for s, v in zip(item, verdicts)]
+
+    def refuse(self, subject, ctx, settings):
+        return self.refuse_many([subject], ctx, settings)[0]
+
+    def not_checked_note(self, settings, built, ctx):
+        """With the audit's judge: its name, margin and what that refuses; else the split's own
+        judge, which refused some while the split was built."""
+        if self.enabled(settings):
+            return f", beyond what {ctx.judge.note()}"
+        if (built or {}).get("judge"):
+            return built_judge_note(built["judge"], built.get("judge_margin"))
+        return ""

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from advrace.core.checks import JUDGED, OPTION, QUESTION, REGISTRY, SENTENCE, Subject, checks_for
+from advrace.core.checks import OPTION, QUESTION, REGISTRY, SENTENCE, Subject, checks_for
 from advrace.core.checks.grammar import FLUENCY, KINDS as GRAMMAR_KINDS, grammar_problems
 from advrace.core.errors import AdvraceError, ConfigError
 from advrace.core.examples import MCExample
@@ -35,6 +35,7 @@ from advrace.core.provenance import (AdversarialSentence, AttackSummary, FieldsR
                                      SentencesInserted, TextReplaced)
 from advrace.core.text import WORD_RE
 from advrace.core.checks.option_identity import option_key
+from advrace.models import judge as _judge  # noqa: F401  registers the `judge` check (`--judge`; a split's own judge)
 from advrace.release.records import NO_ATTACK, read_split
 from advrace.release.runner import ORIGINAL
 from advrace.release.verify import load_manifest
@@ -295,10 +296,13 @@ def _new_options(source, example) -> list[tuple[int, str]]:
 def check_options(sources: list, examples: list, ctx) -> Iterable[Flag]:
     """The distractor attacks' own checks (advrace.core.checks.options), with the split's settings:
     each question given new distractors, then each new distractor beside the final options; the
-    encoder's cosine runs in one batch per split."""
+    batched checks (the encoder's cosine, the judge's with `--judge`) run in one batch per split,
+    after each has seen the split's source questions (`Check.prepare`)."""
     settings = ctx.settings
     questions = [c for c in checks_for(ctx.attack, QUESTION) if c.enabled(settings)]
     options = [c for c in checks_for(ctx.attack, OPTION) if c.enabled(settings)]
+    for check in (*questions, *options):
+        check.prepare(sources, ctx, settings, where=f"audit of {ctx.attack!r}")
     batched = [c for c in options if c.batched]
     single = [c for c in options if c not in batched]
     later: list[tuple[int, Subject]] = []
@@ -323,14 +327,7 @@ def check_options(sources: list, examples: list, ctx) -> Iterable[Flag]:
     for check in batched:
         for (i, subject), why in zip(later, check.refuse_many([s for _, s in later], ctx, settings)):
             if why:
-                yield i, check.flag, f"{subject.text!r} {why} {subject.example.answer!r}"
-    if ctx.judge is not None and later:  # `advrace audit --judge`: a model's opinion, after the checks
-        verdicts = ctx.judge.judge([(s.example, [s.text]) for _, s in later])
-        for (i, subject), (verdict,) in zip(later, verdicts):
-            if verdict.refused:
-                yield i, JUDGED, (f"{subject.text!r} scored {verdict.candidate:.4g} against the gold "
-                                  f"{subject.example.answer!r}'s {verdict.gold:.4g} by {ctx.judge.name} "
-                                  f"(margin {ctx.judge.margin:g})")
+                yield i, check.flag, getattr(why, "detail", "") or f"{subject.text!r} {why} {subject.example.answer!r}"
 
 
 # --------------------------------------------------------------------------- the registry
@@ -398,7 +395,8 @@ class AuditContext:
     attack: str = ""
     settings: dict = field(default_factory=dict)
     _cosines: Callable | None = None
-    # an answerability judge (advrace.models.judge.AnswerabilityJudge) for DE and DG splits, or None
+    # an answerability judge (advrace.models.judge.AnswerabilityJudge) that the `judge` check asks of
+    # DE and DG splits (`advrace audit --judge`), or None
     judge: object = None
     # what a check reports of the split beyond its flags (check_grammar's rates), for stats.json
     notes: dict = field(default_factory=dict)
@@ -429,8 +427,11 @@ class AuditContext:
         return self._cosines(pairs)
 
     def for_split(self, attack: str, config: dict | None) -> "AuditContext":
-        """This context for one split: its attack and its config's settings."""
-        return dataclasses.replace(self, attack=attack, settings={**(config or {}), **self.overrides}, notes={})
+        """This context for one split: its attack and its config's settings, but the judge that
+        `judge` names is this context's (`--judge`), or none: the split's own judged it while it was
+        built, and its `not checked:` line names it."""
+        settings = {**(config or {}), **self.overrides, "judge": None if self.judge is None else self.judge.name}
+        return dataclasses.replace(self, attack=attack, settings=settings, notes={})
 
     def __post_init__(self):
         if self.resources is None:
@@ -486,18 +487,12 @@ def audit_split(attack: str, sources: list, examples: list, ctx: AuditContext,
         if src.source_id != ex.source_id:
             raise ConfigError(f"audit of {attack!r}: {ex.id} was not made from {src.id}")
     kind = _own_name(attack, examples)
-    unchecked = UNCHECKED.get(kind, ())
-    if ctx.judge is not None and check_options in CHECKS.get(kind, ()):
-        # its margin from the split's own source questions, before it judges any new distractor
-        ctx.judge.calibrate_on(sources, where=f"--judge, on the {attack} split")
-        unchecked = tuple(f"{kind}, beyond what {ctx.judge.note()}" for kind in unchecked)
-    elif (config or {}).get("judge"):  # the attack's own judge refused some while building: whose opinion
-        unchecked = tuple(f"{kind}{_built_judge(config)}" for kind in unchecked)
-    result = SplitAudit(attack, checked=len(examples), unchecked=unchecked)
+    result = SplitAudit(attack, checked=len(examples))
     ctx = ctx.for_split(kind, config)
     for check in [check_edits, *CHECKS.get(kind, ())]:
         for index, name, detail in check(sources, examples, ctx):
             result.flags.append((index, examples[index].id, name, detail))
+    result.unchecked = _unchecked(kind, ctx, config or {})
     result.grammar = ctx.notes.get("grammar")
     result.flags.sort(key=lambda f: (f[0], f[2]))
     return result
@@ -513,17 +508,11 @@ def _own_name(attack: str, examples: list) -> str:
     return canonical_name(attack, examples[0].task)
 
 
-def _built_judge(config: dict) -> str:
-    """What the `not checked:` line says of the judge a split was built with (its config's `judge`)."""
-    from advrace.models.judge import too_weak_by_name  # deferred: start-up time (torch)
-
-    judge, margin = config["judge"], config.get("judge_margin")
-    if too_weak_by_name(judge) or (margin is not None and margin < 0):
-        return (f"; the attack's judge {judge} was too weak to refuse any: at its margin it could not refuse even "
-                "the gold restated (docs/audit.md, 'The answerability judge'), so the split is not judged")
-    said = "its margin calibrated on the split's own distractors" if margin is None else f"margin {margin:g}"
-    return (f", beyond what the attack's judge {judge} ({said}; the manifest's `judge` says what it refused of "
-            "them) refused")
+def _unchecked(attack: str, ctx: AuditContext, built: dict) -> tuple[str, ...]:
+    """The kinds of invalid item no check flags on the attack's splits, each with what the checks
+    say of their own reach (`Check.not_checked_note`: the judge, whose opinion refused what)."""
+    notes = "".join(c.not_checked_note(ctx.settings, built, ctx) for c in REGISTRY.values() if attack in c.attacks)
+    return tuple(kind + notes for kind in UNCHECKED.get(attack, ()))
 
 
 def audit_release(release_dir: str | Path, splits: list[str] | None = None,

@@ -16,7 +16,6 @@ import functools
 from abc import abstractmethod
 from collections import Counter
 
-from advrace.core.checks import JUDGED
 from advrace.core.errors import ConfigError
 from advrace.core.paths import models_named
 from advrace.core.tasks import MULTIPLE_CHOICE
@@ -77,37 +76,25 @@ class DistractorAttack(CheckpointAttack):
         # the generator's, the encoder's and the readers' threads fitted to the machine's load
         # (a subclass may fit its own batches again: advrace.models.runtime.precision.cpu_threads)
         with cpu_threads(inference_device()):
-            if self.config.judge is not None:  # its margin, from the questions attacked, before it judges any
-                self.answer_judge.calibrate_on(examples, where=f"attack {self.name!r}", state=state,
-                                               progress=progress)
+            checks = self._checks.showing_progress(progress)
+            for check in (*checks.questions, *checks.single, *checks.batched):  # the judge's margin, say
+                check.prepare(examples, checks.ctx, checks.settings, where=f"attack {self.name!r}", state=state)
             vetted = map_sharded(lambda shard: self.vet(shard, progress), examples, state)
         for v in vetted:
             self._rejected_total.update(v["rejected"])
         return [self._replace(ex, v) for ex, v in zip(examples, vetted)]
 
     def vet(self, examples: list, progress: bool = False) -> list[dict]:
-        """One shard's candidates through the shared checks (`checks.vet_candidates`) and, with a
-        reader, re-ranked by it: per example also its `scores` of the passed ones it scored and of
-        the gold (`gold_score`)."""
+        """One shard's candidates through the shared checks (`checks.vet_candidates`, the judge
+        among them) and, with a reader, re-ranked by it: per example also its `scores` of the
+        passed ones it scored and of the gold (`gold_score`)."""
         ranked = cached_candidates(self, examples, progress)
-        vetted = vet_candidates(examples, ranked, self._checks, self.config.match_answer_format)
-        if self.config.judge is not None:
-            self._judge_candidates(examples, vetted, progress)
-        for v in vetted:
-            v["rejected"] = {k: n for k, n in sorted(v["rejected"].items()) if n}
+        vetted = vet_candidates(examples, ranked, self._checks.showing_progress(progress),
+                                self.config.match_answer_format)
         if self.config.select_with is not None:
             rank_by_readers(self._readers(), examples, vetted, self.config.select_with_pool, progress,
                             f"{self.name} reader")
         return vetted
-
-    def _judge_candidates(self, examples: list, vetted: list[dict], progress: bool) -> None:
-        """The answerability judge over what the checks left, in one batched call per shard: a
-        candidate it rates at least as likely as the gold, less the margin, is a second right
-        answer to it, refused and counted as `judged a right answer`."""
-        verdicts = self.answer_judge.judge([(ex, v["passed"]) for ex, v in zip(examples, vetted)], progress)
-        for v, said in zip(vetted, verdicts):
-            v["rejected"][JUDGED] += sum(s.refused for s in said)
-            v["passed"] = [t for t, s in zip(v["passed"], said) if not s.refused]
 
     def _replace(self, example, vetted: dict) -> Outcome:
         return replace_with_chosen(example, vetted, self.select, name=self.name,
@@ -119,8 +106,9 @@ class DistractorAttack(CheckpointAttack):
 
     @functools.cached_property
     def _checks(self) -> ChecksInUse:
-        """The shared checks this config turns on: the audit asks the same objects."""
-        return checks_in_use(self.name, self.config, self.resources)
+        """The shared checks this config turns on, the judge (`judge:`) among them: the audit asks
+        the same objects."""
+        return checks_in_use(self.name, self.config, self.resources, judge=self.answer_judge)
 
     def _readers(self) -> list:
         if getattr(self, "_select_readers", None) is None:
@@ -129,9 +117,12 @@ class DistractorAttack(CheckpointAttack):
 
     @functools.cached_property
     def answer_judge(self):
-        """The judge, loaded once, in fp32 whatever the attack's own precision: its verdicts compare
-        two scores, and bf16's rounding (2^-8 of a score) would move them from machine to machine."""
+        """The judge (None without `judge:`), loaded once, in fp32 whatever the attack's own
+        precision: its verdicts compare two scores, and bf16's rounding (2^-8 of a score) would
+        move them from machine to machine."""
         cfg = self.config
+        if cfg.judge is None:
+            return None
         return load_judge(cfg.judge, cfg.judge_margin, batch_size=cfg.batch_size, bf16=False,
                           where=f"attack {self.name!r}", refusal_rate=cfg.judge_refusal_rate)
 

@@ -25,17 +25,22 @@ class ChecksInUse:
     ctx: TextContext
     settings: dict
 
+    def showing_progress(self, progress: bool) -> "ChecksInUse":
+        """The same checks, a model among them showing a progress bar while it scores, or not."""
+        return dataclasses.replace(self, ctx=dataclasses.replace(self.ctx, progress=progress))
 
-def checks_in_use(name: str, config, resources) -> ChecksInUse:
-    """The registered checks for the attack `name` that `config` turns on; a third-party
-    distractor attack, which no check names, is checked as DG is."""
+
+def checks_in_use(name: str, config, resources, judge=None) -> ChecksInUse:
+    """The registered checks for the attack `name` that `config` turns on, asking `judge` (the
+    loaded AnswerabilityJudge) where `judge:` turns its check on; a third-party distractor attack,
+    which no check names, is checked as DG is."""
     settings = dataclasses.asdict(config)
     name = name if checks_for(name, OPTION) else "distractor_generation"
     on = lambda scope: [c for c in checks_for(name, scope) if c.enabled(settings)]  # noqa: E731
     options = on(OPTION)
     batched = [c for c in options if c.batched]
     ctx = TextContext(stopwords=frozenset(resources.stopwords), cosine_fn=paraphrase_cosines,
-                      same_meaning_fn=resources.same_meaning, known_word_fn=resources.known_word)
+                      same_meaning_fn=resources.same_meaning, known_word_fn=resources.known_word, judge=judge)
     return ChecksInUse(on(QUESTION), [c for c in options if c not in batched], batched, ctx, settings)
 
 
@@ -44,7 +49,8 @@ def vet_candidates(examples: list, ranked: list[list[str]], checks: ChecksInUse,
     """Per example the raw `candidates`, the `passed` ones (formatted) in the order to try, the
     `rejected` counts by reason and the reason a question keeps its options (`refused`). Each
     candidate is counted under the first check that refuses it, the word checks in their order
-    first; the batched checks (the encoder's) then run in one batch over what they left."""
+    first; the batched checks (the encoder's cosine, then the judge's) then run in one batch each
+    over what they left."""
     vetted = []
     for ex, cands in zip(examples, ranked):
         refused = first_refusal(checks.questions, Subject(ex), checks.ctx, checks.settings)
@@ -57,8 +63,10 @@ def vet_candidates(examples: list, ranked: list[list[str]], checks: ChecksInUse,
         verdicts = iter(check.refuse_many(subjects, checks.ctx, checks.settings))
         for v in vetted:
             whys = [next(verdicts) for _ in v["passed"]]
-            v["rejected"].update(w for w in whys if w)
+            v["rejected"].update(str(w) for w in whys if w)
             v["passed"] = [t for t, w in zip(v["passed"], whys) if not w]
+    for v in vetted:
+        v["rejected"] = {k: n for k, n in sorted(v["rejected"].items()) if n}
     return vetted
 
 

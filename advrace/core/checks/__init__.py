@@ -25,9 +25,6 @@ OPTION = "option"  # a new distractor beside the question's other options
 QUESTION = "question"  # a question whose options or text an attack would change
 SENTENCE = "sentence"  # a sentence an attack inserts, with its provenance record (an `AdversarialSentence`)
 SCOPES = (OPTION, QUESTION, SENTENCE)
-# The flag of the answerability judge (advrace.models.judge), which is no Check: named here so that the
-# attacks, the judge and the audit share it, and the audit names it without loading torch.
-JUDGED = "judged a right answer"
 
 
 class CheckContext(Protocol):
@@ -36,9 +33,12 @@ class CheckContext(Protocol):
     answer at text[start:end] (person, year, number, ...), whether a lowercase word is an
     English word form (WordNet or a stopword: "oride" is a piece of "fluoride", "old" a word),
     and the dependency parse of a short text (spaCy's Doc; None where the caller has no parser,
-    and then the grammar check judges nothing)."""
+    and then the grammar check judges nothing). A check that asks a model the caller loads (the
+    answerability judge of advrace.models.judge, which registers itself here) finds it as `judge`
+    (and shows a progress bar while it scores where the context's `progress` is set)."""
 
     stopwords: frozenset
+    judge: object
 
     def cosines(self, pairs: Sequence[tuple[str, str]]) -> list[float]: ...
 
@@ -62,6 +62,18 @@ class Subject:
     text: str = ""
     others: tuple[str, ...] = ()
     record: AdversarialSentence | None = None
+
+
+class Refusal(str):
+    """A check's reason (the count key in stats.json and the provenance) with a longer account of
+    it for the audit's `--details` where the reason alone says too little (the judge's scores)."""
+
+    detail: str
+
+    def __new__(cls, reason: str, detail: str = ""):
+        refusal = super().__new__(cls, reason)
+        refusal.detail = detail
+        return refusal
 
 
 class Check:
@@ -90,6 +102,18 @@ class Check:
     def refuse_many(self, subjects: Sequence[Subject], ctx: CheckContext,
                     settings: Mapping) -> list[str | None]:
         return [self.refuse(s, ctx, settings) for s in subjects]
+
+    def prepare(self, examples: Sequence, ctx: CheckContext, settings: Mapping, *, where: str,
+                state=None) -> None:
+        """See every question of a split (`examples`, across `state`'s processes) before judging
+        any subject of it: a check whose threshold is calibrated on the split itself (the judge's
+        margin) sets it here; `where` names the caller in an error. Nothing for most checks."""
+
+    def not_checked_note(self, settings: Mapping, built: Mapping, ctx: CheckContext) -> str:
+        """What this check adds to each kind of invalid item the audit's `not checked:` line names
+        for a split ('' for most): whose opinion refused what, where a model judged (`settings` are
+        the audit's, `built` the config the split was built with)."""
+        return ""
 
     def __repr__(self) -> str:
         return f"<check {self.name}>"
@@ -135,6 +159,8 @@ class TextContext:
     answer_type_fn: Callable | None = None
     known_word_fn: Callable | None = None  # without a lexicon every word counts as known
     parse_fn: Callable | None = None  # without a parser the grammar check judges nothing
+    judge: object = None  # the answerability judge (advrace.models.judge) the `judge` check asks
+    progress: bool = False
 
     def cosines(self, pairs):
         if self.cosine_fn is None:
