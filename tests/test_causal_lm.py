@@ -349,7 +349,7 @@ def test_tree_decoder_under_autocast_without_deprecation_warnings(lm, bf16):
 def test_dg_candidates_do_not_depend_on_the_batch(setup, trained, monkeypatch):
     """The attack decodes `batch_size` questions together (a finished one leaves the steps); one
     at a time, and the reference decoder, give the same lists."""
-    import advrace.attacks.distractor_generation as dg
+    import advrace.attacks.distractors.generation as dg
 
     examples = setup["examples"][:5]
     make = lambda n: get_attack("distractor_generation")({  # noqa: E731

@@ -3,6 +3,7 @@ attacks/distractor_extraction.py and attacks/distractor_generation.py): one modu
 
 - `attack`: `DistractorAttack`, the steps from proposed candidates to new distractors, in order;
 - `config`: `DistractorAttackConfig`, the settings they share, and their checks;
+- `generation`: DG's candidates, beam-decoded from a seq2seq (UniLM) or causal-LM generator;
 - `candidate_cache`: a model's candidates, once for the splits of one build that choose differently;
 - `checks`: the candidates through the shared validity checks (advrace.core.checks, the judge among them);
 - `reader_ranking`: SWAG's adversarial filtering by readers (`select_with`);
