@@ -54,10 +54,13 @@ def test_known_misses_pass_their_valid_items_and_still_miss_their_invalid_ones(i
 
 def test_the_audit_names_every_kind_it_is_known_to_miss():
     """A split of an attack whose invalid items the audit misses says so (`not checked:`), so that
-    no flags are not read as validated."""
+    no flags are not read as validated. The corpus names RACE's AddSent by its old name, the alias
+    `addsent`, as old releases do: the name is resolved by the item's task, as the audit does."""
+    from advrace.attacks import canonical_name
     from advrace.release.audit import UNCHECKED
 
-    attacks = {item.attack for item in corpus.load(corpus.KNOWN_MISSES) if not item.valid}
+    attacks = {canonical_name(item.attack, item.attacked.task)
+               for item in corpus.load(corpus.KNOWN_MISSES) if not item.valid}
     assert attacks and all(UNCHECKED.get(a) for a in attacks)
 
 
