@@ -18,14 +18,14 @@ from advrace.core.numbers import significant
 from advrace.formats import load
 from advrace.models.runtime.loading import checkpoint_name
 from advrace.release import build_release, read_split
-from conftest import make_race_dir, make_tokenizer, save_tiny_llama, tiny
+from conftest import tiny
 from advrace.training import train
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
+def setup(tmp_path_factory, tiny_llama):
     root = tmp_path_factory.mktemp("distractors")
-    race, tok = make_race_dir(root), make_tokenizer(root)
+    race, tok = tiny_llama["race"], tiny_llama["tok_dir"]
     de = train(tiny(tok, race, root / "de", objective="span_extraction", max_length=48, doc_stride=16,
                     epochs=3), progress=False)
     dg = train(tiny(tok, race, root / "dg", objective="distractor_generation", epochs=3), progress=False)
@@ -139,11 +139,8 @@ def test_generation_is_the_same_whatever_the_batch(setup):
     assert make(1).candidates(examples) == make(5).candidates(examples)
 
 
-def test_causal_lm_backend(setup, tmp_path):
-    from transformers import AutoTokenizer
-
-    save_tiny_llama(AutoTokenizer.from_pretrained(setup["tok"]), tmp_path / "lm")
-    attack = get_attack("distractor_generation")({"backend": "causal_lm", "model": str(tmp_path / "lm"),
+def test_causal_lm_backend(setup, tiny_llama):
+    attack = get_attack("distractor_generation")({"backend": "causal_lm", "model": tiny_llama["lm"],
                                                   "beam_size": 4, "max_target_tokens": 3,
                                                   "max_passage_tokens": 20})
     examples = load(str(setup["race"])).examples[:3]

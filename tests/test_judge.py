@@ -26,7 +26,7 @@ from advrace.models.decoders.llm_scoring import load_causal_scorer
 from advrace.models.encoders.mc_scoring import make_mc_scorer
 from advrace.models.judge import JUDGED as FLAG, REFUSAL_RATE, JudgeTooWeak, load_judge
 from advrace.release import build_release, read_split
-from conftest import make_race_dir, make_tokenizer, save_tiny_llama, tiny
+from conftest import tiny
 from advrace.training import train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -41,16 +41,13 @@ EDGE = 1e-3  # a score this far from the margin is on one side of it at any thre
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    from transformers import AutoTokenizer
-
+def setup(tmp_path_factory, tiny_llama):
     import torch
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the same weights at any load
     root = tmp_path_factory.mktemp("judge")
-    race, tok = make_race_dir(root), make_tokenizer(root)
-    llama = save_tiny_llama(AutoTokenizer.from_pretrained(tok), root / "llama")
+    race, tok, llama = tiny_llama["race"], tiny_llama["tok_dir"], tiny_llama["lm"]
     de = train(tiny(tok, race, root / "de", objective="span_extraction", max_length=48, doc_stride=16,
                     epochs=2), progress=False)
     # a judge strong enough to refuse: it learns these seven questions' answers
