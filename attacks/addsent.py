@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 from advrace.core.checks import SENTENCE, TextContext, checks_for
 from advrace.core.checks.sentences import OTHER_REFERENT
@@ -47,12 +48,13 @@ PER_VARIANT = 2  # sentences one word choice puts in the fluency pool (with two 
 
 @dataclass(frozen=True)
 class AddSentConfig:
-    neighbours: int = 20
-    number_mode: str = "value"
-    insertions: int = 2
+    """The ranges are checked with every config (`core.checking`); the relations between fields here."""
+    neighbours: int = field(default=20, metadata={"min": 1, "max": 1000})
+    number_mode: Literal["value", "glove"] = "value"
+    insertions: int = field(default=2, metadata={"min": 1, "max": 3})
     # the fewest sentences a question keeps when no more pass the checks: AdvRACE inserted
     # `insertions` into every question (`insertions` here: all or none)
-    min_insertions: int = 1
+    min_insertions: int = field(default=1, metadata={"min": 1})
     keep_words: tuple[str, ...] = META_WORDS
     # Where nothing changes the question's meaning: negate it with "not" as AdvRACE did (True; never
     # a question about the passage), or leave it ("no change of meaning"). Off by default: a "not"
@@ -64,28 +66,13 @@ class AddSentConfig:
     # A causal LM ("smollm2", offline): up to `fluency_candidates` passing sentences compete for each
     # insertion, the most fluent kept. "": the first that passes (the LM read no better, 8x slower).
     fluency_model: str = ""
-    fluency_candidates: int = 4
+    fluency_candidates: int = field(default=4, metadata={"min": 1, "max": 16})
 
     def __post_init__(self):
-        words = self.keep_words
-        if isinstance(words, str) or not isinstance(words, (list, tuple)) or \
-                not all(isinstance(w, str) for w in words):
-            raise ConfigError(f"attack 'addsent': keep_words must be a list of words, not {words!r}")
-        object.__setattr__(self, "keep_words", tuple(w.lower() for w in words))
-        if not isinstance(self.fluency_model, str):
-            raise ConfigError(f"attack 'addsent': fluency_model must be a model name or \"\", not {self.fluency_model!r}")
-        for key, low, high in (("neighbours", 1, 1000), ("insertions", 1, 3), ("fluency_candidates", 1, 16)):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise ConfigError(f"attack 'addsent': {key} must be an integer from {low} to {high}, "
-                                  f"not {value!r}")
-        if isinstance(self.min_insertions, bool) or not isinstance(self.min_insertions, int) \
-                or not 1 <= self.min_insertions <= self.insertions:
-            raise ConfigError(f"attack 'addsent': min_insertions must be an integer from 1 to insertions "
+        object.__setattr__(self, "keep_words", tuple(w.lower() for w in self.keep_words))
+        if self.min_insertions > self.insertions:
+            raise ConfigError(f"AddSent's config: min_insertions must be an integer from 1 to insertions "
                               f"({self.insertions}), not {self.min_insertions!r}")
-        if self.number_mode not in ("value", "glove"):
-            raise ConfigError(f"attack 'addsent': number_mode must be 'value' or 'glove', "
-                              f"not {self.number_mode!r}")
 
 
 @register
