@@ -108,7 +108,8 @@ class Attack(ABC):
 PLUGIN_GROUP = "advrace.attacks"
 REGISTRY: Registry[type[Attack]] = Registry("attack", PLUGIN_GROUP)  # one class per name
 
-# Old names that now mean one attack per task, kept so that old configs and releases still read.
+# Old names that now mean one attack per task, kept so that old configs and releases still read
+# (deprecated for new configs: write the attack's own name).
 # "addsent" named both AdvRACE's AddSent (multiple choice) and Jia and Liang's (extractive QA).
 ALIASES: dict[str, dict[str, str]] = {"addsent": {MULTIPLE_CHOICE: "mc_addsent", EXTRACTIVE_QA: "squad_addsent"}}
 # an attack renamed takes its randomness from its old name, so a release is the same under either
