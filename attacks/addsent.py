@@ -33,7 +33,7 @@ from advrace.core.text import fold_case_and_spaces
 from advrace.core.checks.option_identity import option_key
 from advrace.core.checks.question_kinds import asks_what_passage_states, negated_question
 
-from .base import Attack, CannotPerturb, canonical_name, register
+from .base import Attack, CannotPerturb, register
 from .sentences.fluency import fluency, fluent_choice
 from .sentences.insertion_stats import sentence_stats
 from .sentences.other_referent import MENTIONED_RE, moved_subject, name_used, other_names, said_of_others
@@ -139,8 +139,7 @@ class AddSent(Attack):
         plan = self.swaps.plan(example, rng)
         # with a fluency model, more word choices compete (each variant takes the j-th GloVe
         # neighbour of each word and the j-th antonym target)
-        wanted = self.config.fluency_candidates if self.config.fluency_model else 1
-        variants = [self.swaps.variant(plan, j) for j in range(max(self.config.insertions, wanted if wanted > 1 else 0))]
+        variants = [self.swaps.variant(plan, j) for j in range(max(self.config.insertions, self._wanted))]
         content = any(record is not None and record.changes_meaning and record.kind != "reframe"
                       for edits, fallback in variants if not fallback for *_, record in edits)
         if asks_what_passage_states(question) and not (has_blank(question) and content):
@@ -153,11 +152,15 @@ class AddSent(Attack):
                                    self.config.negation_fallback, self._no_not_about_passage)
         return self._search(example, question, distractors, variants, other_names(example, rng))
 
+    @property
+    def _wanted(self) -> int:
+        """Sentences that compete for one insertion: several with a fluency model, else the first."""
+        return self.config.fluency_candidates if self.config.fluency_model else 1
+
     def _search(self, example, question: str, distractors: list[int], variants: list, names: list[str]) -> list:
         """One sentence per insertion, each from a word choice and a distractor no earlier one
         took; with a fluency model several compete and the most fluent is kept."""
-        cfg = self.config
-        wanted = cfg.fluency_candidates if cfg.fluency_model else 1
+        cfg, wanted = self.config, self._wanted
         # each option as the sentences write it: in the passage's case, or kept a name
         cased = {i: passage_case(example.options[i], example.passage) for i in distractors}
         named = {i: named_in_passage(option, example.passage) for i, option in cased.items()}
@@ -239,7 +242,7 @@ class AddSent(Attack):
         """The audit's sentence checks (advrace.core.checks.sentences), refusing a sentence before
         it is inserted; with `negation_fallback` the "not" sentences it asks for are let in."""
         skip = {"negation_hint"} if self.config.negation_fallback else set()
-        checks = [c for c in checks_for(canonical_name(self.name, MULTIPLE_CHOICE), SENTENCE) if c.name not in skip]
+        checks = [c for c in checks_for(self.own_name, SENTENCE) if c.name not in skip]
         return checks, TextContext(same_meaning_fn=self.resources.same_meaning, parse_fn=self.resources.parse)
 
     def _most_fluent(self, pool: list):

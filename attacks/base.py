@@ -51,6 +51,7 @@ class NoConfig:
 
 class Attack(ABC):
     name: ClassVar[str]  # its own name; under an alias (`get_attack`), the alias its records keep
+    _own_name: ClassVar[str | None] = None  # set on a class under an alias: the name it stands for
     tasks: ClassVar[tuple[str, ...]] = TASKS
     Config: ClassVar[type] = NoConfig
     uses: ClassVar[tuple[str, ...]] = ()  # keys of Resources.versions() recorded in the manifest
@@ -73,6 +74,11 @@ class Attack(ABC):
         if self._resources is None:
             self._resources = get_resources()
         return self._resources
+
+    @property
+    def own_name(self) -> str:
+        """The attack's own name, under an alias too: what its checks and settings are registered by."""
+        return self._own_name or self.name
 
     def rng_for(self, example) -> random.Random:
         return hashed_rng(self.seed, SEED_NAMES.get(self.name, self.name), example.source_id)
@@ -160,7 +166,7 @@ def attacks_named(name: str) -> list[type[Attack]]:
 @functools.cache
 def _recording(cls: type[Attack], alias: str) -> type[Attack]:
     """`cls` under the alias a config used: the same attack, whose records name it `alias`."""
-    return type(cls)(cls.__name__, (cls,), {"name": alias, "__module__": cls.__module__,
+    return type(cls)(cls.__name__, (cls,), {"name": alias, "_own_name": cls.name, "__module__": cls.__module__,
                                             "__qualname__": cls.__qualname__, "__doc__": cls.__doc__})
 
 

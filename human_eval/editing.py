@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from advrace.attacks import canonical_name
 from advrace.attacks.sentences.readability import contains_answer, same_as_question
 from advrace.core.checks.sentences import SQUAD_SENTENCE_ATTACKS, TYPE_GROUPS, asked_group
 from advrace.core.errors import ConfigError
@@ -24,6 +23,7 @@ from advrace.core.text import plural
 from advrace.release import check_release, read_split
 
 from . import controls, store
+from .selection import attacks_of
 from .study import (add_annotators, add_controls, changed_items, check_known_splits, item_payload, new_study,
                     release_id)
 
@@ -107,8 +107,8 @@ def create_edit_study(release_dir, db_path, *, splits=None, editors: int = 5, an
         raise ConfigError(f"{release_dir}: a {manifest['task']} release; --edit rewrites the sentences SQuAD "
                           "adversaries insert. For RACE, study the DE or DG split: judges there can mend a "
                           "distractor")
-    splits = list(splits or [s for s, info in manifest["splits"].items()
-                             if canonical_name(info.get("attack"), EXTRACTIVE_QA) in SQUAD_SENTENCE_ATTACKS])
+    splits = list(splits or [s for s, attack in attacks_of(manifest, manifest["splits"]).items()
+                             if attack in SQUAD_SENTENCE_ATTACKS])
     check_known_splits(manifest, splits, release_dir)
     if not splits:
         raise ConfigError(f"{release_dir}: no split inserts sentences ({', '.join(SQUAD_SENTENCE_ATTACKS)}); --edit has "

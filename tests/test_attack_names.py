@@ -24,6 +24,16 @@ from advrace.release.card import _method_lines
 from human_eval import selection
 
 
+def test_an_attack_under_its_alias_records_the_alias_and_checks_as_itself():
+    """Built as `addsent`, AdvRACE's AddSent writes `addsent` into its records but refuses
+    sentences with `mc_addsent`'s registered checks: looked up by the alias, it would find none."""
+    aliased = get_attack("addsent", MULTIPLE_CHOICE)({})
+    assert (aliased.name, aliased.own_name) == ("addsent", "mc_addsent")
+    assert AddSent({}).own_name == "mc_addsent"
+    checks, _ = aliased._sentence_checks
+    assert checks and [c.name for c in checks] == [c.name for c in AddSent({})._sentence_checks[0]]
+
+
 def test_the_alias_resolves_per_task():
     assert canonical_name("addsent", MULTIPLE_CHOICE) == "mc_addsent"
     assert canonical_name("addsent", EXTRACTIVE_QA) == "squad_addsent"
