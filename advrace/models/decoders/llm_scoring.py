@@ -39,6 +39,7 @@ from advrace.models.runtime.loading import (ModelLoadError, Wording, checkpoint_
 from advrace.models.decoders.packed_decoding import PackedCore
 from advrace.models.decoders.packed_scoring import unshared_logprobs
 from advrace.models.protocol.scoring_protocol import BOS_POLICIES, ScoringProtocol, task_protocol, text_sha256
+from advrace.models.runtime.converted_models import tensor_kinds
 from advrace.models.runtime.batching import length_sorted_batches
 from advrace.models.runtime.model_args import ModelArgs
 from advrace.models.runtime.precision import attention_backends, cpu_threads, precision_info, use_bf16
@@ -385,9 +386,7 @@ def weights_description(name: str, dtype: str = "float32") -> str:
     gguf_file = extra.get("gguf_file")
     if gguf_file:
         try:
-            import gguf
-
-            kinds = Counter(t.tensor_type.name for t in gguf.GGUFReader(str(Path(source) / gguf_file)).tensors)
+            kinds = Counter(dict(tensor_kinds(Path(source) / gguf_file)))
             tensors = ", ".join(f"{kind} x{n}" for kind, n in kinds.most_common())
         except Exception as exc:  # noqa: BLE001 - the description only; loading said the rest
             tensors = f"tensor types unread: {type(exc).__name__}"

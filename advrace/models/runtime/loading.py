@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from advrace.core.errors import AdvraceError, ConfigError, ResourceMissing
 from advrace.core.paths import looks_like_model_name
+from advrace.models.runtime import converted_models
 from advrace.models.runtime.model_args import PEFT_HINT, ModelArgs
 from advrace.models.runtime.precision import inference_device, use_bf16
 
@@ -584,6 +585,22 @@ def _smollm2_source(cls, name: str, what: str) -> tuple[str, dict]:
 
 
 def _read_checkpoint(cls, where: str, extra: dict, model_args: ModelArgs, quiet: bool):
+    """(tokenizer, model) from `where` (a folder or Hub name), or, for the built-in GGUF model,
+    from its converted copy (advrace.models.runtime.converted_models) when one can be used."""
+    gguf_file = extra.get("gguf_file")
+    if not gguf_file or model_args.tokenizer is not None or model_args.dtype not in (None, "float32"):
+        return _read_files(cls, where, extra, model_args, quiet)
+    plain = {k: v for k, v in extra.items() if k != "gguf_file"}
+
+    def loader(folder: str | None):
+        if folder is None:
+            return _read_files(cls, where, extra, model_args, quiet)
+        return _read_files(cls, folder, plain, model_args, quiet)
+
+    return converted_models.load(Path(where) / gguf_file, loader, quiet)
+
+
+def _read_files(cls, where: str, extra: dict, model_args: ModelArgs, quiet: bool):
     """(tokenizer, model) from `where` (a folder or Hub name); a head the checkpoint lacks is drawn
     from seed 0, whatever the caller's random state, so two loads score alike."""
     import torch
