@@ -83,12 +83,15 @@ def file_sha256(path: Path) -> str:
 def conversion_key(gguf_path: Path) -> dict:
     """Everything a conversion depends on: the file's bytes, the libraries that read and dequantise
     it, and this module's format."""
+    return {"source": gguf_path.name, "sha256": file_sha256(gguf_path), "format": FORMAT, **library_versions()}
+
+
+def library_versions() -> dict:
+    """The versions of the libraries that read a GGUF and dequantise it."""
     import gguf
     import transformers
 
-    return {"source": gguf_path.name, "sha256": file_sha256(gguf_path), "format": FORMAT,
-            "transformers": transformers.__version__, "gguf": getattr(gguf, "__version__", None)
-            or _dist_version("gguf")}
+    return {"transformers": transformers.__version__, "gguf": getattr(gguf, "__version__", None) or _dist_version("gguf")}
 
 
 def _dist_version(name: str) -> str:
@@ -220,12 +223,13 @@ def _convert(gguf_path: Path, key: dict, folder: Path, loader: Loader, quiet: bo
     with one_parse() as readers:
         tokenizer, model = loader(None)
         reader = readers.get((os.path.realpath(gguf_path), "r"))
-        _KINDS[key["sha256"]] = _count_kinds(reader) if reader is not None else tensor_kinds(gguf_path)
+        if reader is not None:
+            _KINDS[key["sha256"]] = _count_kinds(reader)
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         _clear_stale_temps(folder.parent)
         temp = Path(tempfile.mkdtemp(prefix=f".tmp-{folder.name}-", dir=folder.parent))
-        temp.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would keep it from the user's other accounts' reads
+        temp.chmod(0o777 & ~_umask())  # the user's usual permissions, not mkdtemp's 0700
     except OSError as exc:
         _say(f"cannot write a converted copy of {gguf_path.name} under {folder.parent} ({exc}); "
              "it is read from the GGUF each time")
@@ -257,7 +261,7 @@ def _write(temp: Path, key: dict, tokenizer, model, loader: Loader, gguf_path: P
     verify(tokenizer, model, back_tokenizer, back_model)
     del back_model
     files = {p.name: file_sha256(p) for p in sorted(temp.iterdir()) if p.is_file()}
-    manifest = {"key": key, "files": files, "tensor_kinds": _KINDS[key["sha256"]],
+    manifest = {"key": key, "files": files, "tensor_kinds": _KINDS.get(key["sha256"]),
                 "converted_from": str(gguf_path)}
     with open(temp / MANIFEST, "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
