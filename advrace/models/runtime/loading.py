@@ -515,6 +515,78 @@ def with_adapter(model, tokenizer, adapter: str):
                              "for this base model") from exc
 
 
+class SharedLoads:
+    """The models this process has loaded and someone still holds, by load key: held weakly, so a
+    model its users dropped is freed (`advrace evaluate` frees each model before the next loads).
+
+    A model is handed out again only if what its users could change is as it was when it loaded
+    (eval mode, the tokenizer's padding and truncation sides and length, the generation config,
+    the attention implementation); otherwise it is loaded afresh, and `changed` counts it."""
+
+    def __init__(self):
+        self._held: dict[tuple, tuple] = {}
+        self.shared = 0
+        self.changed = 0
+
+    def get(self, key: tuple) -> Loaded | None:
+        held = self._held.get(key)
+        model = held[0]() if held else None
+        if model is None:
+            self._held.pop(key, None)
+            return None
+        _, tokenizer, device, bf16, state = held
+        if _mutable_state(model, tokenizer) != state:
+            self.changed += 1
+            self._held.pop(key)
+            return None
+        self.shared += 1
+        return Loaded(model, tokenizer, device, bf16)
+
+    def put(self, key: tuple, loaded: Loaded) -> None:
+        import weakref
+
+        try:
+            ref = weakref.ref(loaded.model)
+        except TypeError:  # a loader object of a caller's own that takes no weak reference
+            return
+        self._held[key] = (ref, loaded.tokenizer, loaded.device, loaded.bf16,
+                           _mutable_state(loaded.model, loaded.tokenizer))
+
+    def clear(self) -> None:
+        """Forget every held model (they stay loaded for whoever holds them) and the counts."""
+        self._held.clear()
+        self.shared = self.changed = 0
+
+
+def _files_stamp(name: str, source) -> tuple | None:
+    """The name, size and modification time of a local checkpoint's files (of the GGUF, for
+    smollm2): a folder saved again in this process (training, a test) is loaded again, not shared."""
+    if name == SMOLLM2 and source is None and not Path(name).is_dir():
+        with contextlib.suppress(ResourceMissing, OSError):
+            stat = smollm2_gguf().stat()
+            return ((stat.st_size, stat.st_mtime_ns),)
+        return None
+    path = Path(str(source if source is not None else name)).expanduser()
+    if not path.is_dir():
+        return None
+    with contextlib.suppress(OSError):
+        return tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in path.iterdir() if p.is_file()))
+    return None
+
+
+def _mutable_state(model, tokenizer) -> tuple:
+    """What a user of a shared model or tokenizer could change and another would then see."""
+    generation = getattr(model, "generation_config", None)
+    config = getattr(model, "config", None)
+    return (getattr(model, "training", None), getattr(tokenizer, "padding_side", None),
+            getattr(tokenizer, "truncation_side", None), getattr(tokenizer, "model_max_length", None),
+            getattr(tokenizer, "pad_token", None), generation.to_json_string() if generation is not None else None,
+            getattr(config, "_attn_implementation", None), getattr(config, "use_cache", None))
+
+
+SHARED = SharedLoads()
+
+
 def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
                hint: str = "save_pretrained", *, source: str | os.PathLike | None = None,
                place: bool = True, check_heads: bool = True, wording: Wording = CHECKPOINT,
@@ -534,9 +606,29 @@ def load_model(cls, name: str, bf16: bool | None = None, what: str = "model",
     advrace.models.runtime.model_args), checked before anything loads. A model placed by a device_map is
     never moved, whatever `place` says.
 
+    A model already loaded in this process with the same class, name, source, placement and model
+    args, and still held by someone (a SQuAD attack's answer model and the judge, say), is handed
+    out again rather than loaded twice (`SharedLoads`); one with a PEFT adapter never is.
+
     Raises `wording.missing_error` for a folder that does not exist, ConfigError for a folder
     with another head, ModelLoadError (exit status 3) for one that would not load.
     """
+    model_args = model_args or ModelArgs()
+    key = (cls, str(name), None if source is None else str(source), place, check_heads, model_args,
+           _files_stamp(name, source))
+    shared = SHARED.get(key)
+    if shared is not None:
+        return shared._replace(bf16=use_bf16(bf16, shared.device))
+    loaded = _load_model(cls, name, bf16, what, hint, source=source, place=place, check_heads=check_heads,
+                         wording=wording, quiet=quiet, model_args=model_args)
+    if model_args.peft is None:
+        SHARED.put(key, loaded)
+    return loaded
+
+
+def _load_model(cls, name: str, bf16, what: str, hint: str, *, source, place: bool, check_heads: bool,
+                wording: Wording, quiet: bool, model_args: ModelArgs) -> Loaded:
+    """load_model's load itself, of a model no one in this process holds."""
     model_args = model_args or ModelArgs()
     model_args.check_model(name, builtin=SMOLLM2 if "CausalLM" in cls.__name__ else None)
     extra = {}
