@@ -186,7 +186,7 @@ def test_a_conversion_published_meanwhile_by_another_process_wins(tmp_path, cach
         os.rename(other, folder)
         temp.mkdir()
         (temp / "partial").write_text("this process's copy")
-        publish(temp, folder)
+        assert not publish(temp, folder)
 
     monkeypatch.setattr(cm, "_publish", raced)
     cm.load(source.path, source)

@@ -194,7 +194,7 @@ def one_parse():
 # --------------------------------------------------------------------------- reading and converting
 
 
-def load(gguf_path: Path, loader: Loader, quiet: bool = False) -> tuple:
+def load(gguf_path: Path, loader: Loader) -> tuple:
     """(tokenizer, model) of a GGUF checkpoint: from its converted folder when there is an intact
     one, else loaded from the GGUF (parsed once) and converted for the next time.
 
@@ -215,10 +215,10 @@ def load(gguf_path: Path, loader: Loader, quiet: bool = False) -> tuple:
     if _refused(folder).is_file():
         EVENTS["refused"] += 1
         return loader(None)
-    return _convert(gguf_path, key, folder, loader, quiet)
+    return _convert(gguf_path, key, folder, loader)
 
 
-def _convert(gguf_path: Path, key: dict, folder: Path, loader: Loader, quiet: bool) -> tuple:
+def _convert(gguf_path: Path, key: dict, folder: Path, loader: Loader) -> tuple:
     """The GGUF load (parsed once), its converted folder written, checked and published."""
     with one_parse() as readers:
         tokenizer, model = loader(None)
@@ -236,7 +236,9 @@ def _convert(gguf_path: Path, key: dict, folder: Path, loader: Loader, quiet: bo
         return tokenizer, model
     try:
         _write(temp, key, tokenizer, model, loader, gguf_path)
-        _publish(temp, folder)
+        if _publish(temp, folder):
+            _say(f"{gguf_path.name} converted once into {folder} (about {_size_mb(folder)} MB); later loads read it. "
+                 f"{DISABLE}=0 turns this off; removing the folder clears it")
     except ProbeMismatch as exc:
         EVENTS["mismatch"] += 1
         _say(f"the converted copy of {gguf_path.name} does not load as the GGUF does ({exc}); not cached, "
@@ -252,7 +254,7 @@ def _convert(gguf_path: Path, key: dict, folder: Path, loader: Loader, quiet: bo
 
 def _write(temp: Path, key: dict, tokenizer, model, loader: Loader, gguf_path: Path) -> None:
     """The folder's files, checked by loading them back, and its manifest (last)."""
-    if not quiet_saved(model, tokenizer, temp):
+    if not save_folder(model, tokenizer, temp):
         raise OSError("save_pretrained wrote nothing")
     try:
         back_tokenizer, back_model = loader(str(temp))
@@ -269,7 +271,7 @@ def _write(temp: Path, key: dict, tokenizer, model, loader: Loader, gguf_path: P
         os.fsync(f.fileno())
 
 
-def quiet_saved(model, tokenizer, folder: Path) -> bool:
+def save_folder(model, tokenizer, folder: Path) -> bool:
     """Config, generation config, weights (safetensors, tied ones once) and tokenizer written to
     `folder`, as an ordinary checkpoint: without the GGUF quantizer Transformers attaches to a
     GGUF load (its weights are plain tensors by then), for which `save_pretrained` refuses to
@@ -286,15 +288,21 @@ def quiet_saved(model, tokenizer, folder: Path) -> bool:
     return any(folder.iterdir())
 
 
-def _publish(temp: Path, folder: Path) -> None:
-    """`temp` renamed to `folder`, at once: another process that got there first wins (its folder
-    was checked as this one was), and this one is discarded."""
+def _publish(temp: Path, folder: Path) -> bool:
+    """`temp` renamed to `folder`, at once; whether it was. Another process that got there first
+    wins (its folder was checked as this one was), and this one is discarded."""
     try:
         os.rename(temp, folder)
-        EVENTS["converted"] += 1
     except OSError:
         if not folder.is_dir():
             raise
+        return False
+    EVENTS["converted"] += 1
+    return True
+
+
+def _size_mb(folder: Path) -> int:
+    return round(sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 1e6)
 
 
 def _refused(folder: Path) -> Path:

@@ -689,7 +689,7 @@ def _read_checkpoint(cls, where: str, extra: dict, model_args: ModelArgs, quiet:
             return _read_files(cls, where, extra, model_args, quiet)
         return _read_files(cls, folder, plain, model_args, quiet)
 
-    return converted_models.load(Path(where) / gguf_file, loader, quiet)
+    return converted_models.load(Path(where) / gguf_file, loader)
 
 
 def _read_files(cls, where: str, extra: dict, model_args: ModelArgs, quiet: bool):
