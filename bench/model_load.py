@@ -37,6 +37,13 @@ LOAD = ("import time; t = time.perf_counter(); "
         "from advrace.models.runtime import converted_models as cm; s = load_causal_scorer('smollm2'); "
         "print(f'{time.perf_counter() - t:.3f}', dict(cm.EVENTS))")
 
+WARM_UP = ("import transformers, safetensors.torch, tokenizers, gguf; "
+           "import transformers.models.llama.modeling_llama, transformers.models.llama.configuration_llama; "
+           "import transformers.modeling_gguf_pytorch_utils, transformers.integrations.ggml, "
+           "transformers.quantizers.quantizer_gguf; "
+           "from advrace.models.decoders.llm_scoring import load_causal_scorer; "
+           "import advrace.evaluation.command")
+
 
 def timed(cmd: list[str], env: dict) -> tuple[float, str]:
     """(wall seconds, last line of stdout) of a fresh process."""
@@ -100,6 +107,8 @@ def main() -> int:
             base = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp / "pycache")}
             base.setdefault("OMP_NUM_THREADS", "1")
             print(f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}{', beside a busy process' if args.busy else ''}")
+            # untimed: compiles the bytecode of every module a load imports, so that no timed kind pays it
+            timed([sys.executable, "-c", WARM_UP], base)
             runs = loads(base, tmp, args.repeat)
             med = {kind: statistics.median(ts) for kind, ts in runs.items()}
             evals = evaluations(base, tmp, args.path, args.questions)
