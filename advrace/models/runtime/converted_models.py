@@ -20,6 +20,7 @@ the GGUF load is used, and that is said. ADVRACE_CONVERTED_MODELS=0 turns all of
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -168,27 +169,30 @@ def _count_kinds(reader) -> list[list]:
 
 @contextlib.contextmanager
 def one_parse():
-    """Inside, every `gguf.GGUFReader(path)` of one path returns one reader: Transformers reads the
-    file for the config, the tokenizer and the weights (and reports for its tensor types), each by
-    a reader of its own, and parsing it is most of a load. The readers only read (tensors are
-    copied when dequantised), so sharing one changes nothing they return; a conversion checks that
-    on its probe all the same. Yields {path: reader}."""
+    """Inside, every `gguf.GGUFReader(path)` of one path returns one reader, and every
+    `gguf.get_tensor_name_map(arch, blocks)` one map: Transformers reads the file for the config,
+    the tokenizer and the weights (and reports for its tensor types), each by a reader of its own,
+    and builds the same name map again for every module of the model; parsing and building are
+    most of a load. Readers and maps are only read (tensors are copied when dequantised), so
+    sharing them changes nothing they return; a conversion checks that on its probe all the same,
+    and the slow test against a load without them. Yields {(path, mode): reader}."""
     import gguf
 
-    original = gguf.GGUFReader
+    original_reader, original_map = gguf.GGUFReader, gguf.get_tensor_name_map
     readers: dict = {}
 
-    def shared(path, mode="r"):
+    def shared_reader(path, mode="r"):
         key = (os.path.realpath(os.fspath(path)), mode)
         if key not in readers:
-            readers[key] = original(path, mode)
+            readers[key] = original_reader(path, mode)
         return readers[key]
 
-    gguf.GGUFReader = shared
+    gguf.GGUFReader = shared_reader
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(original_map)
     try:
         yield readers
     finally:
-        gguf.GGUFReader = original
+        gguf.GGUFReader, gguf.get_tensor_name_map = original_reader, original_map
 
 
 # --------------------------------------------------------------------------- reading and converting
