@@ -32,8 +32,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from advrace.resources import ResourceConfig
-
 FORMAT = 1  # bumped whenever what is written, or how it is checked, changes
 DISABLE = "ADVRACE_CONVERTED_MODELS"
 MANIFEST = "advrace-conversion.json"
@@ -62,6 +60,8 @@ def enabled() -> bool:
 
 def converted_root() -> Path:
     """Where converted models are kept: `converted/` in the resources' cache folder."""
+    from advrace.resources import ResourceConfig  # deferred: start-up time (advrace.resources imports numpy)
+
     return ResourceConfig().resolved_cache_dir() / "converted"
 
 
