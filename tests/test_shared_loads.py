@@ -58,7 +58,8 @@ def test_a_model_no_one_holds_is_freed_and_loaded_again(lm):
     assert again.model is not None and loading.SHARED.shared == 0
 
 
-@pytest.mark.parametrize("change", ["padding_side", "train", "generation", "attention"])
+@pytest.mark.parametrize("change", ["padding_side", "train", "generation", "attention", "weights in place",
+                                    "weights replaced"])
 def test_a_model_whose_shared_state_was_changed_is_not_handed_out(lm, change):
     first = _load(lm)
     if change == "padding_side":
@@ -67,8 +68,13 @@ def test_a_model_whose_shared_state_was_changed_is_not_handed_out(lm, change):
         first.model.train()
     elif change == "generation":
         first.model.generation_config.max_new_tokens = 3
-    else:
+    elif change == "attention":
         first.model.config._attn_implementation = "eager"
+    elif change == "weights in place":
+        with torch.no_grad():
+            first.model.lm_head.weight.mul_(1.0)  # the same values, but written: a trainer's step is such a write
+    else:
+        first.model.lm_head.weight = torch.nn.Parameter(first.model.lm_head.weight.detach().clone())
     second = _load(lm)
     assert second.model is not first.model and loading.SHARED.changed == 1
     assert not second.model.training

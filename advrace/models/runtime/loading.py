@@ -575,10 +575,14 @@ def _files_stamp(name: str, source) -> tuple | None:
 
 
 def _mutable_state(model, tokenizer) -> tuple:
-    """What a user of a shared model or tokenizer could change and another would then see."""
+    """What a user of a shared model or tokenizer could change and another would then see: the
+    weights too (each parameter's storage and torch's count of in-place writes to it, so a model
+    trained or edited in place is never handed out as the checkpoint)."""
     generation = getattr(model, "generation_config", None)
     config = getattr(model, "config", None)
-    return (getattr(model, "training", None), getattr(tokenizer, "padding_side", None),
+    parameters = getattr(model, "parameters", None)
+    weights = tuple((p.data_ptr(), p._version) for p in parameters()) if callable(parameters) else None
+    return (weights, getattr(model, "training", None), getattr(tokenizer, "padding_side", None),
             getattr(tokenizer, "truncation_side", None), getattr(tokenizer, "model_max_length", None),
             getattr(tokenizer, "pad_token", None), generation.to_json_string() if generation is not None else None,
             getattr(config, "_attn_implementation", None), getattr(config, "use_cache", None))
