@@ -14,7 +14,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import results  # noqa: E402  (bench/results.py)
 
-NOT_BENCHES = {"results.py", "original_charswap.py"}  # the helper; the released AdvRACE script that startup.py times
+NOT_BENCHES = {"results.py", "original_charswap.py", "original_addsent.py"}  # the helper; the released AdvRACE scripts that startup.py times
 
 
 @pytest.fixture

@@ -8,8 +8,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+from advrace.core.errors import ResourceMissing
+
 RESOURCE_ATTRS = ("nlp", "sentencizer", "tagger", "glove", "wordnet", "stopwords")
-HEAVY_MODULES = ("spacy", "thinc", "torch")
+HEAVY_MODULES = ("spacy", "thinc", "torch", "scipy.stats", "sklearn", "pandas", "pyarrow.dataset")
 
 PROBE = """
 import json, sys
@@ -36,7 +40,9 @@ def test_charswap_loads_no_parser_glove_or_wordnet_and_addsent_does(race_dir):
     found = probe(race_dir, "charswap", "addsent")
     assert found["charswap"] == {"modules": [], "loaded": ["stopwords"]}
     assert set(found["addsent"]["loaded"]) >= {"nlp", "glove", "wordnet", "stopwords"}
-    assert "spacy" in found["addsent"]["modules"]
+    # spaCy and nltk without the torch, scipy.stats and sklearn they would import (UNUSED_EXTRAS),
+    # and GloVe's word list read without pyarrow.dataset and pandas
+    assert found["addsent"]["modules"] == ["spacy", "thinc"]
 
 
 def test_stopwords_come_without_importing_spacy():
@@ -46,3 +52,24 @@ def test_stopwords_come_without_importing_spacy():
     from spacy.lang.en.stop_words import STOP_WORDS
 
     assert out.stdout.split() == [str(len({w.lower() for w in STOP_WORDS})), "False"]
+
+
+def test_preloading_spacy_leaves_the_word_tagger_to_the_first_word_to_tag(tmp_path):
+    """Workers share what the parent preloads; the tagger is needed only for words missing from
+    the on-disk lexicon, so it is loaded when one is asked for, and tags as a preloaded one."""
+    pytest.importorskip("spacy", reason="spaCy is not installed")
+    from advrace.resources import ResourceConfig, Resources
+
+    lazy = Resources(ResourceConfig(cache_dir=str(tmp_path / "a")))
+    try:
+        lazy.preload({"spacy_model"})
+    except ResourceMissing as exc:
+        pytest.skip(f"no spaCy model: {exc}")
+    assert {"nlp", "sentencizer"} <= lazy.__dict__.keys() and "tagger" not in lazy.__dict__
+    words = ["quickly", "ran", "blue", "houses"]
+    tags = lazy.word_tags(words)
+    assert "tagger" in lazy.__dict__
+    eager = Resources(ResourceConfig(cache_dir=str(tmp_path / "b")))
+    eager.__dict__["nlp"] = lazy.nlp
+    _ = eager.tagger
+    assert eager.word_tags(words) == tags

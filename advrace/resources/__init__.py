@@ -130,8 +130,10 @@ class Resources:
 
     def preload(self, keys) -> None:
         """Load the named resources (keys of `versions`) now, so that forked workers share them
-        instead of each loading its own copy; resources not named stay unloaded."""
-        loaders = {"spacy_model": ("nlp", "sentencizer", "tagger"), "glove": ("glove",),
+        instead of each loading its own copy; resources not named stay unloaded. The word tagger
+        is not preloaded (start-up): it tags only words missing from the on-disk lexicon, which
+        after a first build is usually none, and a worker that needs it loads it then."""
+        loaders = {"spacy_model": ("nlp", "sentencizer"), "glove": ("glove",),
                    "wordnet": ("wordnet",), "stopwords": ("stopwords",)}
         for key in keys:
             for attr in loaders.get(key, ()):

@@ -100,7 +100,8 @@ class GloVe:
         import pyarrow.parquet as pq
 
         matrix = np.load(npy, mmap_mode="r")
-        table = pq.read_table(parquet)
+        # ParquetFile, not read_table: read_table imports pyarrow.dataset and pandas (a second)
+        table = pq.ParquetFile(parquet).read()
         column = table.column("index" if "index" in table.column_names else 0)
         n = min(vocab, len(matrix), len(column))
         words = column.slice(0, n).to_pylist()

