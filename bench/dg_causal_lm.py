@@ -48,6 +48,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# the environment as given, before advrace's import chooses torch's wait policy for this process
+# (precision.choose_omp_wait): each timed build chooses its own, the baseline as its code does
+GIVEN_ENV = dict(os.environ)
 
 import results  # noqa: E402  (bench/results.py)
 import advrace.attacks.distractor_generation as dg  # noqa: E402
@@ -175,7 +178,7 @@ def time_builds(examples: list, model: str, repeat: int, threads: int, loads: li
     write_race_jsonl(examples, data)
     n, figures = len(examples), {}
     split = Path("data") / "distractor_generation-00000-of-00001.jsonl"
-    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env = {k: v for k, v in GIVEN_ENV.items() if k != "OMP_NUM_THREADS"}
     builds = {"fitted": (sys.executable, env), "fixed": (sys.executable, {**env, "OMP_NUM_THREADS": str(threads)})}
     if baseline:
         builds["baseline"] = (baseline, env)
