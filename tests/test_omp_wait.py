@@ -15,22 +15,28 @@ from advrace.models.runtime import precision
 LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="libgomp and /proc are Linux's")
 
 
-@pytest.mark.parametrize("environ, others, torch_loaded, expected", [
-    ({}, 1, False, "PASSIVE"),  # another process running: threads sleep
-    ({}, 3, False, "PASSIVE"),
-    ({}, 0, False, None),  # nothing else running: libgomp's own default (spin a while)
+@pytest.mark.parametrize("environ, busy, torch_loaded, expected", [
+    ({}, 1.0, False, "PASSIVE"),  # another process running: threads sleep
+    ({}, 2.67, False, "PASSIVE"),
+    ({}, 0.67, False, "PASSIVE"),  # running in two readings of three
+    ({}, 0.33, False, None),  # one reading of three: a blip
+    ({}, 0.0, False, None),  # nothing else running: libgomp's own default (spin a while)
     ({}, None, False, None),  # unknown (no /proc): libgomp's default
-    ({}, 2, True, None),  # torch already imported: libgomp has read its policy
-    ({"OMP_WAIT_POLICY": "ACTIVE"}, 2, False, None),  # the user's choice kept
-    ({"GOMP_SPINCOUNT": "1000"}, 2, False, None),
-    ({"KMP_BLOCKTIME": "0"}, 2, False, None),
-    ({"OMP_WAIT_POLICY": " "}, 2, False, "PASSIVE"),  # blank is unset
+    ({}, 2.0, True, None),  # torch already imported: libgomp has read its policy
+    ({"OMP_WAIT_POLICY": "ACTIVE"}, 2.0, False, None),  # the user's choice kept
+    ({"GOMP_SPINCOUNT": "1000"}, 2.0, False, None),
+    ({"KMP_BLOCKTIME": "0"}, 2.0, False, None),
+    ({"OMP_WAIT_POLICY": " "}, 2.0, False, "PASSIVE"),  # blank is unset
 ])
-def test_choose_omp_wait(environ, others, torch_loaded, expected, monkeypatch):
-    monkeypatch.setattr(precision, "others_running", lambda: others)
+def test_choose_omp_wait(environ, busy, torch_loaded, expected, monkeypatch):
+    readings = []
+    monkeypatch.setattr(precision, "busy_elsewhere", lambda **kw: readings.append(kw) or busy)
     env = dict(environ)
     assert precision.choose_omp_wait(env, torch_loaded=torch_loaded) == expected
     assert env == ({**environ, "OMP_WAIT_POLICY": expected} if expected else environ)
+    # read only when it can matter, and briefly (it runs at import)
+    asked = not torch_loaded and not any(v.strip() for v in environ.values())
+    assert readings == ([{"samples": 3, "interval": 0.001}] if asked else [])
 
 
 @LINUX

@@ -149,8 +149,8 @@ OMP_WAIT_KEYS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 
 
 def others_running() -> int | None:
-    """Threads of other processes running or ready to run now, one reading of /proc/loadavg
-    (tens of microseconds, so import time can afford it); None where it cannot be read."""
+    """Threads of other processes running or ready to run now, one reading of /proc/loadavg;
+    None where it cannot be read."""
     try:
         with open("/proc/loadavg", encoding="ascii") as f:
             running = int(f.read().split()[3].split("/")[0])
@@ -159,17 +159,21 @@ def others_running() -> int | None:
     return max(0, running - _own_running())
 
 
-def choose_omp_wait(environ=None, others: int | None = None, torch_loaded: bool | None = None) -> str | None:
-    """Sets OMP_WAIT_POLICY=PASSIVE in `environ` (os.environ) when another process is running now
-    (`others`, read when None) and torch is not imported yet (after, libgomp has read its policy);
-    a wait setting the user made is kept. Returns the policy set, else None. Which way threads
-    wait changes no score: the thread count and the work each thread does stay the same."""
+def choose_omp_wait(environ=None, busy: float | None = None, torch_loaded: bool | None = None) -> str | None:
+    """Sets OMP_WAIT_POLICY=PASSIVE in `environ` (os.environ) when other processes are running now
+    (`busy`: how many, on average; when None, three readings a millisecond apart, a few ms in
+    all) in at least half the readings (one reading of a kernel thread is a blip), and torch is
+    not imported yet (after, libgomp has read its policy); a wait setting the user made is kept.
+    Returns the policy set, else None. Which way threads wait changes no score: the thread count
+    and the work each thread does stay the same."""
     environ = os.environ if environ is None else environ
     if torch_loaded is None:
         torch_loaded = "torch" in sys.modules
     if torch_loaded or any(environ.get(k, "").strip() for k in OMP_WAIT_KEYS):
         return None
-    if (others_running() if others is None else others) or 0:
+    if busy is None:
+        busy = busy_elsewhere(samples=3, interval=0.001)
+    if busy is not None and busy >= 0.5:
         environ["OMP_WAIT_POLICY"] = "PASSIVE"
         return "PASSIVE"
     return None
