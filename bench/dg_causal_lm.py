@@ -23,9 +23,9 @@ OMP_NUM_THREADS fixing torch's count (the median of --repeat interleaved runs; w
 beside one busy process on 2 cores, a build on one thread that has a core to itself takes as long
 as its CPU time, which other jobs on the machine do not change), and checks the releases are
 byte-identical. With --baseline PYTHON (another checkout's interpreter, main's say) its `advrace
-build` runs too, alternating with this tree's, from a scratch folder: the ratio, whether the DG
-records are byte-identical, and each build's seconds a question projected to RACE test's 4,934
-questions. --build-only skips the decoding comparisons (their old decoder is slow at 100
+build` runs instead of the fixed one (a build holds one count whatever the load, so the two run
+alike), alternating with this tree's, from a scratch folder: the ratio, whether the DG records
+are byte-identical, and each build's seconds a question projected to RACE test's 4,934 questions. --build-only skips the decoding comparisons (their old decoder is slow at 100
 questions); --busy is --loads busy.
 
     python bench/dg_causal_lm.py --data RACE/train.jsonl.gz --level high [--limit 12]
@@ -170,18 +170,22 @@ def build_command(python: str, data: Path, model: str, out: Path) -> list[str]:
 
 def time_builds(examples: list, model: str, repeat: int, threads: int, loads: list[str],
                 baseline: str | None = None) -> dict:
-    """Whole `advrace build` commands, threads fitted and fixed at `threads` (and `baseline`'s
-    interpreter, threads fitted), under each load, run in turn from a scratch folder: median
-    seconds, releases compared (the figures)."""
+    """Whole `advrace build` commands, threads fitted and, in turn, either fixed at `threads` or
+    `baseline`'s interpreter's, under each load, from a scratch folder: median seconds, releases
+    compared (the figures)."""
     tmp = Path(tempfile.mkdtemp(prefix="dg-bench-"))
     data = tmp / "questions.jsonl"
     write_race_jsonl(examples, data)
     n, figures = len(examples), {}
     split = Path("data") / "distractor_generation-00000-of-00001.jsonl"
     env = {k: v for k, v in GIVEN_ENV.items() if k != "OMP_NUM_THREADS"}
-    builds = {"fitted": (sys.executable, env), "fixed": (sys.executable, {**env, "OMP_NUM_THREADS": str(threads)})}
+    # A build holds torch's count from start to end (precision.held_threads), so "fitted" and
+    # "fixed" run alike since then; with a baseline, the baseline's build takes fixed's turn.
+    builds = {"fitted": (sys.executable, env)}
     if baseline:
         builds["baseline"] = (baseline, env)
+    else:
+        builds["fixed"] = (sys.executable, {**env, "OMP_NUM_THREADS": str(threads)})
     print(f"advrace build, DG split only, {n} questions, start-up included (median of {repeat}):")
     for load in loads:
         runs: dict[str, list[float]] = {k: [] for k in builds}
@@ -202,7 +206,8 @@ def time_builds(examples: list, model: str, repeat: int, threads: int, loads: li
                   f"s/question  RACE test ({RACE_TEST}) projected {wall[which] / n * RACE_TEST / 3600:5.2f} h")
             figures[f"build s/question {load}, {which}"] = f"{wall[which] / n:.2f}"
             figures[f"build CPU s/question {load}, {which}"] = f"{used / n:.2f}"
-        print(f"    fixed / fitted {wall['fixed'] / wall['fitted']:5.2f}x")
+        if "fixed" in wall:
+            print(f"    fixed / fitted {wall['fixed'] / wall['fitted']:5.2f}x")
         if baseline:
             print(f"    baseline / this tree {wall['baseline'] / wall['fitted']:5.2f}x")
             figures[f"build speed-up {load}, baseline / this tree"] = f"{wall['baseline'] / wall['fitted']:.2f}x"
