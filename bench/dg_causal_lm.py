@@ -22,10 +22,16 @@ distractor_generation` on the same questions, idle and busy, with the threads fi
 OMP_NUM_THREADS fixing torch's count (the median of --repeat interleaved runs; wall and CPU time:
 beside one busy process on 2 cores, a build on one thread that has a core to itself takes as long
 as its CPU time, which other jobs on the machine do not change), and checks the releases are
-byte-identical.
+byte-identical. With --baseline PYTHON (another checkout's interpreter, main's say) its `advrace
+build` runs instead of the fixed one (a build holds one count whatever the load, so the two run
+alike), alternating with this tree's, from a scratch folder: the ratio, whether the DG records
+are byte-identical, and each build's seconds a question projected to RACE test's 4,934 questions. --build-only skips the decoding comparisons (their old decoder is slow at 100
+questions); --busy is --loads busy.
 
     python bench/dg_causal_lm.py --data RACE/train.jsonl.gz --level high [--limit 12]
         [--model runs/dg-sample/final] [--build] [--repeat N] [--threads N] [--loads idle,busy]
+    python bench/dg_causal_lm.py --data RACE/dev/middle --limit 100 --build-only
+        --baseline ../main/.venv/bin/python [--busy]
 """
 
 from __future__ import annotations
@@ -42,6 +48,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# the environment as given, before advrace's import chooses torch's wait policy for this process
+# (precision.choose_omp_wait): each timed build chooses its own, the baseline as its code does
+GIVEN_ENV = dict(os.environ)
 
 import results  # noqa: E402  (bench/results.py)
 import advrace.attacks.distractor_generation as dg  # noqa: E402
@@ -150,41 +159,61 @@ def children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def time_builds(examples: list, model: str, repeat: int, threads: int, loads: list[str]) -> dict:
-    """Whole `advrace build` commands, threads fitted and fixed at `threads`, under each load:
-    median seconds, releases compared (the figures)."""
+RACE_TEST = 4934  # RACE test's questions (middle and high), the projection's size
+
+
+def build_command(python: str, data: Path, model: str, out: Path) -> list[str]:
+    return [python, "-m", "advrace", "build", "--data", str(data), "--format", "race-jsonl",
+            "--attacks", "distractor_generation", "--set", f"splits.distractor_generation.model={model}",
+            "--workers", "1", "--quiet", "--out", str(out)]
+
+
+def time_builds(examples: list, model: str, repeat: int, threads: int, loads: list[str],
+                baseline: str | None = None) -> dict:
+    """Whole `advrace build` commands, threads fitted and, in turn, either fixed at `threads` or
+    `baseline`'s interpreter's, under each load, from a scratch folder: median seconds, releases
+    compared (the figures)."""
     tmp = Path(tempfile.mkdtemp(prefix="dg-bench-"))
     data = tmp / "questions.jsonl"
     write_race_jsonl(examples, data)
     n, figures = len(examples), {}
     split = Path("data") / "distractor_generation-00000-of-00001.jsonl"
-    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-    envs = {"fitted": env, "fixed": {**env, "OMP_NUM_THREADS": str(threads)}}
+    env = {k: v for k, v in GIVEN_ENV.items() if k != "OMP_NUM_THREADS"}
+    # A build holds torch's count from start to end (precision.held_threads), so "fitted" and
+    # "fixed" run alike since then; with a baseline, the baseline's build takes fixed's turn.
+    builds = {"fitted": (sys.executable, env)}
+    if baseline:
+        builds["baseline"] = (baseline, env)
+    else:
+        builds["fixed"] = (sys.executable, {**env, "OMP_NUM_THREADS": str(threads)})
     print(f"advrace build, DG split only, {n} questions, start-up included (median of {repeat}):")
     for load in loads:
-        runs: dict[str, list[float]] = {k: [] for k in envs}
-        cpu: dict[str, list[float]] = {k: [] for k in envs}
+        runs: dict[str, list[float]] = {k: [] for k in builds}
+        cpu: dict[str, list[float]] = {k: [] for k in builds}
         with busy(load == "busy"):
             for _ in range(repeat):
-                for which in runs:
-                    cmd = [sys.executable, "-m", "advrace", "build", "--data", str(data), "--format", "race-jsonl",
-                           "--attacks", "distractor_generation", "--set",
-                           f"splits.distractor_generation.model={model}", "--workers", "1", "--quiet",
-                           "--out", str(tmp / f"{load}-{which}")]
+                for which, (python, run_env) in builds.items():
                     t0, c0 = time.perf_counter(), children_cpu()
-                    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env=envs[which])
+                    subprocess.run(build_command(python, data, model, tmp / f"{load}-{which}"), cwd=tmp,
+                                   check=True, stdout=subprocess.DEVNULL, env=run_env)
                     runs[which].append(time.perf_counter() - t0)
                     cpu[which].append(children_cpu() - c0)
-        fitted, fixed = statistics.median(runs["fitted"]), statistics.median(runs["fixed"])
-        print(f"  {load}: threads fitted {fitted:6.1f} s  {fitted / n:5.2f} s/question;   "
-              f"fixed at {threads} {fixed:6.1f} s  {fixed / n:5.2f} s/question;   {fixed / fitted:5.2f}x")
-        cpu_fitted, cpu_fixed = statistics.median(cpu["fitted"]), statistics.median(cpu["fixed"])
-        print(f"  {'':{len(load)}}  CPU time: fitted {cpu_fitted / n:5.2f} s/question, fixed {cpu_fixed / n:5.2f} s/question")
-        figures[f"build s/question {load}, fitted / fixed"] = f"{fitted / n:.2f} / {fixed / n:.2f}"
-        figures[f"build CPU s/question {load}, fitted / fixed"] = f"{cpu_fitted / n:.2f} / {cpu_fixed / n:.2f}"
-    releases = {(tmp / f"{load}-{which}" / split).read_bytes() for load in loads for which in envs}
-    same = len(releases) == 1
-    print(f"  releases' DG records identical: {same}")
+        print(f"  {load} (load average {os.getloadavg()[0]:.2f} after):")
+        wall = {k: statistics.median(v) for k, v in runs.items()}
+        for which in builds:
+            used = statistics.median(cpu[which])
+            print(f"    {which:9} {wall[which]:7.1f} s  {wall[which] / n:5.2f} s/question  CPU {used / n:5.2f} "
+                  f"s/question  RACE test ({RACE_TEST}) projected {wall[which] / n * RACE_TEST / 3600:5.2f} h")
+            figures[f"build s/question {load}, {which}"] = f"{wall[which] / n:.2f}"
+            figures[f"build CPU s/question {load}, {which}"] = f"{used / n:.2f}"
+        if "fixed" in wall:
+            print(f"    fixed / fitted {wall['fixed'] / wall['fitted']:5.2f}x")
+        if baseline:
+            print(f"    baseline / this tree {wall['baseline'] / wall['fitted']:5.2f}x")
+            figures[f"build speed-up {load}, baseline / this tree"] = f"{wall['baseline'] / wall['fitted']:.2f}x"
+    releases = {which: {(tmp / f"{load}-{which}" / split).read_bytes() for load in loads} for which in builds}
+    same = len(set().union(*releases.values())) == 1
+    print(f"  releases' DG records identical (every build, every load): {same}")
     figures["releases identical"] = same
     return figures
 
@@ -203,15 +232,24 @@ def main() -> int:
                    "process burning a core), or both (default: %(default)s)")
     p.add_argument("--build", action="store_true", help="also time whole `advrace build` commands")
     p.add_argument("--repeat", type=int, default=1, help="runs of each build command (median)")
+    p.add_argument("--build-only", action="store_true", help="only the whole builds (implies --build)")
+    p.add_argument("--baseline", help="another checkout's Python (main's .venv/bin/python): its build "
+                   "is timed beside this tree's and its DG records compared")
+    p.add_argument("--busy", action="store_true", help="only beside one busy process (--loads busy)")
     results.add_argument(p)
     args = p.parse_args()
-    loads = [x.strip() for x in args.loads.split(",") if x.strip()]
+    loads = ["busy"] if args.busy else [x.strip() for x in args.loads.split(",") if x.strip()]
     if not loads or set(loads) - {"idle", "busy"}:
         p.error("--loads takes idle, busy or idle,busy")
     if args.threads:
         torch.set_num_threads(args.threads)
     threads = torch.get_num_threads()
     examples = questions(args.data, args.level, args.limit)
+    if args.build_only:
+        built = time_builds(examples, args.model, args.repeat, threads, loads, args.baseline)
+        if args.record:
+            results.record("dg_causal_lm", {"questions": len(examples), "cores": precision.usable_cores(), **built})
+        return int(not built["releases identical"])
     attack = dg.DistractorGeneration({"model": args.model})
     attack._load()
     cfg = attack.config
@@ -268,7 +306,7 @@ def main() -> int:
             figures[f"{load} {which} vs {base}, identical candidate lists"] = f"{same}/{n}"
     precision.fitted_threads = fit
     if args.build:
-        built = time_builds(examples, args.model, args.repeat, threads, loads)
+        built = time_builds(examples, args.model, args.repeat, threads, loads, args.baseline)
         status |= int(not built["releases identical"])
         figures.update(built)
     if args.record:

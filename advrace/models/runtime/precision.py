@@ -15,7 +15,9 @@ On a CPU, how many threads torch computes with is the other half of how fast a m
 busy makes each of its parallel steps wait for the thread that shares that core. The count also
 moves the last bits of a score, which can flip a beam's rank or an argmax, so a release build
 holds one count from start to end (`held_threads`) and its manifest records it; only work that
-writes no release (evaluation) fits the count to the load.
+writes no release (evaluation) fits the count to the load. What a held count can still change
+without touching a score is how its threads wait for each other (`choose_omp_wait`): on a
+machine other processes keep busy, they sleep instead of spinning.
 """
 
 from __future__ import annotations
@@ -137,6 +139,46 @@ def attention_backends(device):
 
 # ---------------------------------------------------------------- CPU threads
 
+# libgomp (torch's OpenMP on Linux) reads how a thread waits at a barrier once, when torch is
+# imported: by default it spins for a while first. Beside other running processes a spinning
+# thread takes the core from the thread it waits for, and every one of a model's small operations
+# ends at a barrier: SmolLM2 at 2 threads on 2 cores at load 8-9 ran 4.7x faster with waiting
+# threads asleep (OMP_WAIT_POLICY=PASSIVE), at the same thread count, so with the same work split
+# and the same floats (docs/results.md, bench/dg_causal_lm.py).
+OMP_WAIT_KEYS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
+
+
+def others_running() -> int | None:
+    """Threads of other processes running or ready to run now, one reading of /proc/loadavg;
+    None where it cannot be read."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            running = int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, running - _own_running())
+
+
+def choose_omp_wait(environ=None, busy: float | None = None, torch_loaded: bool | None = None) -> str | None:
+    """Sets OMP_WAIT_POLICY=PASSIVE in `environ` (os.environ) when other processes are running now
+    (`busy`: how many, on average; when None, three readings a millisecond apart, a few ms in
+    all) in at least half the readings (one reading of a kernel thread is a blip), and torch is
+    not imported yet (after, libgomp has read its policy); a wait setting the user made is kept.
+    Returns the policy set, else None. Which way threads wait changes no score: the thread count
+    and the work each thread does stay the same."""
+    environ = os.environ if environ is None else environ
+    if torch_loaded is None:
+        torch_loaded = "torch" in sys.modules
+    if torch_loaded or any(environ.get(k, "").strip() for k in OMP_WAIT_KEYS):
+        return None
+    if busy is None:
+        busy = busy_elsewhere(samples=3, interval=0.001)
+    if busy is not None and busy >= 0.5:
+        environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        return "PASSIVE"
+    return None
+
+
 # A core counts as taken by other processes once they keep it running this share of the time. DG
 # on 2 cores: beside a process busy half the time, one thread decoded 5-9x faster than two, beside
 # one busy a quarter of the time two were still 1.2x faster, and on an idle machine 1.7x
@@ -170,15 +212,13 @@ def busy_elsewhere(samples: int = 10, interval: float = 0.005) -> float | None:
     ready to run (/proc/loadavg) less this process's own, averaged over `samples` readings
     `interval` seconds apart (about 50 ms); None where Linux's /proc cannot be read."""
     total = 0
-    try:
-        for i in range(samples):
-            if i:
-                time.sleep(interval)
-            with open("/proc/loadavg", encoding="ascii") as f:
-                running = int(f.read().split()[3].split("/")[0])
-            total += max(0, running - _own_running())
-    except (OSError, ValueError, IndexError):
-        return None
+    for i in range(samples):
+        if i:
+            time.sleep(interval)
+        others = others_running()
+        if others is None:
+            return None
+        total += others
     return total / samples
 
 
@@ -284,3 +324,6 @@ def cpu_threads(device):
             torch.set_num_threads(before)
         if outermost:
             _ceiling = None
+
+
+choose_omp_wait()  # at import: advrace's commands import this module before torch
