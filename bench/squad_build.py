@@ -55,8 +55,8 @@ def timed_build(cli: list[str], data: str, limit: int | None, out: Path, extra=(
 
 def same_release(a: Path, b: Path) -> bool:
     """Whether two releases hold the same records (the manifests differ in their dates)."""
-    names = sorted(p.name for p in a.glob("*.jsonl"))
-    return names == sorted(p.name for p in b.glob("*.jsonl")) and \
+    names = sorted(str(p.relative_to(a)) for p in a.rglob("*.jsonl"))
+    return bool(names) and names == sorted(str(p.relative_to(b)) for p in b.rglob("*.jsonl")) and \
         all((a / n).read_bytes() == (b / n).read_bytes() for n in names)
 
 
