@@ -6,8 +6,8 @@ sentence's provenance; the audit reads a split's scores to flag a sentence far b
 Scores are computed in sorted groups of fixed size and cached per sentence, so that a sentence's
 score does not depend on which others were asked with it beyond float rounding. Within a group,
 `pack` sentences share one row of the packed core (each after its own start token, seeing only
-itself): a row of 32 short sentences padded to the longest computed a third of its tokens as
-padding.
+itself), not one row each padded to the batch's longest: measured on 480 sentences of XQuAD's
+questions, 17% less time, every score the same at the 4 digits recorded.
 """
 
 from __future__ import annotations
