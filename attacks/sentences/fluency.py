@@ -4,7 +4,10 @@ model the closed-book rule loads): the mean token log-probability (models.decode
 The attacks keep the most fluent of a question's candidates, and record its score in the
 sentence's provenance; the audit reads a split's scores to flag a sentence far below the rest.
 Scores are computed in sorted groups of fixed size and cached per sentence, so that a sentence's
-score does not depend on which others were asked with it beyond float rounding.
+score does not depend on which others were asked with it beyond float rounding. Within a group,
+`pack` sentences share one row of the packed core (each after its own start token, seeing only
+itself), not one row each padded to the batch's longest: measured on 480 sentences of XQuAD's
+questions, 17% less time, every score the same at the 4 digits recorded.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from advrace.models.runtime.precision import cpu_threads
 class Fluency:
     """Mean token log-probabilities of sentences under one causal LM, cached per sentence."""
 
-    def __init__(self, model: str = SMOLLM2, bf16: bool | None = False, batch_size: int = 32):
-        self.model_name, self.bf16, self.batch_size = model, bf16, batch_size
+    def __init__(self, model: str = SMOLLM2, bf16: bool | None = False, batch_size: int = 32, pack: int = 8):
+        self.model_name, self.bf16, self.batch_size, self.pack = model, bf16, batch_size, max(1, pack)
         self._scores: dict[str, float] = {}
         self._loaded = None  # a test may set (model, tokenizer, device, bf16) itself
         self._core = None  # the packed scoring's core, probed once
@@ -44,8 +47,9 @@ class Fluency:
                 for i in range(0, len(todo), self.batch_size):
                     batch = todo[i:i + self.batch_size]
                     with cpu_threads(device):
-                        values = mean_logprobs(model, tok, [[s] for s in batch], device=device, core=self._core)
-                    self._scores.update((s, v[0]) for s, v in zip(batch, values))
+                        rows = [batch[j:j + self.pack] for j in range(0, len(batch), self.pack)]
+                        values = mean_logprobs(model, tok, rows, device=device, core=self._core)
+                    self._scores.update(zip(batch, (v for row in values for v in row)))
         return [self._scores[s] for s in sentences]
 
     def forget(self) -> None:

@@ -21,8 +21,8 @@ from advrace.core.provenance import Replacement
 from advrace.resources.inflection import irregular_forms, match_case
 from advrace.resources.wordnet import verb_exceptions
 
-from .word_swaps import (NAME_LABELS, changes_referent, common_word, counted_by_ordinal, hyphen_part, keeps_entity,
-                         keeps_form, name_candidates,
+from .word_swaps import (NAME_LABELS, changed_texts, changes_referent, common_word, counted_by_ordinal, hyphen_part,
+                         keeps_entity, keeps_form, name_candidates,
                          negated_antonym, sense_antonyms, whole_name)
 
 NAMED = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART",
@@ -64,6 +64,7 @@ def _glove_word(tok, resources, neighbours: int, avoid: set[str], rng=None, choi
     same = [w for w, (_, t) in zip(cased, resources.word_tags(cased))
             if keeps_form(tok, w, t, resources, irregular)]
     if tok.ent_type_ in NAME_LABELS:  # a name for a name of its kind, read in the question
+        resources.prepare_parses(changed_texts(resources, tok, same))  # one spaCy batch, not one call per word
         same = [w for w in same if keeps_entity(resources, tok, w, tok.ent_type_)]
     elif tok.tag_ in ("NNP", "NNPS") and word[:1].isupper():  # a name the tagger gave no label
         same = [w for w in same if not common_word(resources, w)]

@@ -175,6 +175,18 @@ def common_word(resources, word: str, adjectives: bool = False) -> bool:
                if lem.name().lower() == lower)
 
 
+def changed_text(tok, new: str) -> str:
+    """The token's sentence with `new` in its place."""
+    text = tok.doc.text
+    return text[:tok.idx] + new + text[tok.idx + len(tok.text):]
+
+
+def changed_texts(resources, tok, words) -> list[str]:
+    """The texts `keeps_entity` parses for `words` (a common word is refused unparsed), to parse
+    them in one batch ahead."""
+    return [changed_text(tok, w) for w in words if not common_word(resources, w)]
+
+
 def keeps_entity(resources, tok, new: str, label: str) -> bool:
     """Whether `new` in place of a name word keeps a name of the same kind: no common word, even
     for a name that is one too ("Turing machine" -> "Reasoning machine"; "Bill" -> "Senate",
@@ -183,8 +195,7 @@ def keeps_entity(resources, tok, new: str, label: str) -> bool:
     not "in Poland"; "Bill Gates" -> "Bill Powell", not "Senate Gates")."""
     if common_word(resources, new):
         return False
-    text = tok.doc.text
-    changed = text[:tok.idx] + new + text[tok.idx + len(tok.text):]
+    changed = changed_text(tok, new)
     kinds = PLACE_LABELS if label in PLACE_LABELS else {label}
     return any(e.label_ in kinds and e.start_char <= tok.idx and tok.idx + len(new) <= e.end_char
                for e in resources.parse(changed).ents)

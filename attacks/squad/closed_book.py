@@ -191,11 +191,14 @@ class ClosedBook:
             by_question.setdefault(q, set()).add(f)
         fakes = sorted({f for _, f in pairs})
         rows = [(q, sorted(by_question[q])) for q in sorted(by_question)]
-        rows += [(None, fakes[i:i + _NULL_GROUP]) for i in range(0, len(fakes), _NULL_GROUP)]
+        nulls = [(None, fakes[i:i + _NULL_GROUP]) for i in range(0, len(fakes), _NULL_GROUP)]
+        # the content-free rows (a group of fakes each) batched apart: one in a batch of question
+        # rows padded them all to its length
+        batches = [kind[i:i + self.batch_size] for kind in (rows, nulls)
+                   for i in range(0, len(kind), self.batch_size)]
         logp: dict[tuple, float] = {}
         with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            for i in range(0, len(rows), self.batch_size):
-                batch = rows[i:i + self.batch_size]
+            for batch in batches:
                 requests = [encode_request(tok, PMI_PROMPT.format(question=NULL_QUESTION if q is None else q),
                                            [f" {f}" for f in fs], max_length=MAX_SENTENCE_TOKENS, prefix=start)
                             for q, fs in batch]
