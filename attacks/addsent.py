@@ -32,6 +32,7 @@ from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.core.text import fold_case_and_spaces
 from advrace.core.checks.option_identity import option_key
 from advrace.core.checks.question_kinds import asks_what_passage_states, negated_question
+from advrace.models.decoders.loaded_lm import loaded_lm
 
 from .base import Attack, CannotPerturb, register
 from .sentences.fluency import fluency, fluent_choice
@@ -255,6 +256,10 @@ class AddSent(Attack):
         entry = fluent_choice({0: ([e for e, *_ in pool], ())}, scorer)[0][0]
         _, i, v = next(p for p in pool if p[0].sentence == entry.sentence)
         return entry, i, v
+
+    def preload(self) -> None:
+        if self.config.fluency_model:
+            loaded_lm(self.config.fluency_model)  # the key `fluency(...)` loads by
 
     def summarize(self, examples: list) -> dict:
         return sentence_stats(examples, self.name, self.config.insertions, self._skip_negated)

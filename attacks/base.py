@@ -103,6 +103,10 @@ class Attack(ABC):
     def prepare(self, examples: list) -> None:
         """Analyse a batch of examples ahead of `apply` (e.g. parse them in one spaCy batch)."""
 
+    def preload(self) -> None:
+        """Load, in the build's parent before it forks workers, the models `apply` will use, so
+        that the workers share one copy (advrace.release.runner checks each forked copy)."""
+
     def summarize(self, examples: list) -> dict:
         """Attack-specific statistics over a finished split, for stats.json."""
         return {}

@@ -395,8 +395,9 @@ def _build_release(cfg: ReleaseConfig, out_dir: str | Path, threads: HeldThreads
     state = _process_state(cfg, task)
     if state is not None:  # a model will run: its count is chosen now, before any attack
         threads.hold()
+    noted: dict = {}  # forked_model_fallbacks, for the manifest's environment record
     attacks, results = run_splits(cfg, examples, resources, workers=cfg.workers, progress=progress,
-                                  state=state)
+                                  state=state, record=noted)
     main = state is None or state.is_main_process
     ctx = AuditContext(resources) if cfg.audit and main else None
     put_back: dict[str, frozenset[int]] = {ORIGINAL: frozenset()}
@@ -416,7 +417,7 @@ def _build_release(cfg: ReleaseConfig, out_dir: str | Path, threads: HeldThreads
         stats["splits"][split] = _attacked_split_stats(attack, res, originals)
 
     versions = resources.versions({key for attack in attacks for key in attack.uses})
-    manifest = _manifest(cfg, loaded, selection, task, versions, environment_record(threads.record(state)))
+    manifest = _manifest(cfg, loaded, selection, task, versions, environment_record(threads.record(state)) | noted)
     if not main:
         return manifest  # under `accelerate launch`, the main process writes the release
     _write_files(out, cfg, manifest, splits, split_examples, split_info, stats)

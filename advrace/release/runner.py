@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
@@ -21,6 +22,9 @@ from advrace.models.runtime.precision import held_threads
 
 ORIGINAL = "original"
 CHUNK_PASSAGES = 16
+# Forked workers share the models their parent loaded (`Attack.preload`), each copy probed first;
+# False: every worker loads its own, as before (the tests compare the two).
+SHARE_MODELS = True
 
 
 @dataclass(frozen=True)
@@ -129,18 +133,48 @@ class Runner:
 
 
 _WORKER: tuple[Runner, object] | None = None
+_NOTES: list[str] = []  # a worker's notes not yet sent to the parent
 
 
-def _init_worker(runner: Runner, resources) -> None:
+def _shared_models(attacks: list) -> tuple[dict, int | None]:
+    """Load the attacks' models in the parent (`Attack.preload`), so that forked workers share them,
+    with the probe log-probs each worker's copy must reproduce and the torch thread count they
+    were computed at (the build's held count, which the workers then compute at too)."""
+    if not SHARE_MODELS:
+        return {}, None
+    for attack in attacks:
+        attack.preload()
+    from advrace.models.decoders.loaded_lm import any_loaded, fork_references  # deferred: start-up time
+
+    if not any_loaded():
+        return {}, None
+    with held_threads() as held:
+        threads = held.hold()
+        return fork_references(), threads
+
+
+def _init_worker(runner: Runner, resources, references: dict, threads: int | None) -> None:
     global _WORKER
     resources.after_fork()
     _WORKER = (runner, resources)
+    if references:
+        import torch  # deferred: start-up time (here only when the parent loaded a model)
+
+        from advrace.models.decoders.loaded_lm import check_forked  # deferred: start-up time (as above)
+
+        torch.set_num_threads(threads)  # the parent's count: a fork need not keep it, and it moves scores' last bits
+        for note in check_forked(references):
+            print(f"note: build worker {os.getpid()}: {note}", file=sys.stderr, flush=True)
+            _NOTES.append(note)
 
 
-def _run_chunk(chunk: list[list]) -> tuple[list[dict], dict]:
-    """A chunk's outcomes, plus the word tags the worker computed, for the on-disk lexicon."""
+def _run_chunk(chunk: list[list]) -> tuple[list[dict], dict, list[str]]:
+    """A chunk's outcomes, plus the word tags the worker computed, for the on-disk lexicon, and
+    the worker's notes not yet sent (a forked model that failed its probe)."""
     runner, resources = _WORKER
-    return runner.run_groups(chunk), resources.take_new_word_tags()
+    notes = _NOTES[:]
+    _NOTES.clear()
+    return runner.run_groups(chunk), resources.take_new_word_tags(), notes
 
 
 def default_workers() -> int:
@@ -148,8 +182,11 @@ def default_workers() -> int:
 
 
 def run_splits(cfg: ReleaseConfig, examples: list, resources, *, workers: int | None = None,
-                progress: bool = False, state=None) -> tuple[list, dict[str, SplitResult]]:
-    """Returns the attack objects and, per split, its examples in input order.
+                progress: bool = False, state=None, record: dict | None = None
+                ) -> tuple[list, dict[str, SplitResult]]:
+    """Returns the attack objects and, per split, its examples in input order. `record`, where
+    given, gets `forked_model_fallbacks`: the build workers whose shared model failed its probe
+    (each loaded its own), where any did.
 
     Rule-based attacks run first, passage by passage in worker processes; model-based ones
     (`batched`) then take their whole source split at once, sharded over `state`'s processes, at
@@ -164,8 +201,10 @@ def run_splits(cfg: ReleaseConfig, examples: list, resources, *, workers: int | 
             raise ConfigError(f"split {spec.split!r}: a rule-based attack cannot be built from the "
                               f"model-based split {spec.source!r}; build it from 'original' or a "
                               "rule-based split")
-    by_split = _run_rule_based([s for s, _ in rule], [a for _, a in rule], examples, resources,
-                               workers, progress)
+    by_split, fallbacks = _run_rule_based([s for s, _ in rule], [a for _, a in rule], examples, resources,
+                                          workers, progress)
+    if fallbacks and record is not None:
+        record["forked_model_fallbacks"] = fallbacks
     # every model at one torch thread count, here as in a build (training's adversarial copies too)
     with held_threads():
         for spec, attack in pairs:
@@ -179,7 +218,8 @@ def run_splits(cfg: ReleaseConfig, examples: list, resources, *, workers: int | 
 
 
 def _run_rule_based(specs: list, attacks: list, examples: list, resources, workers, progress
-                    ) -> dict[str, SplitResult]:
+                    ) -> tuple[dict[str, SplitResult], int]:
+    """Per split, its results; and how many workers' shared models failed their probe."""
     runner = Runner(tuple(specs), attacks)
     groups = passage_groups(examples)
     results: list[dict | None] = [None] * len(groups)
@@ -189,6 +229,7 @@ def _run_rule_based(specs: list, attacks: list, examples: list, resources, worke
     workers = max(1, min(workers or default_workers(), len(chunks)))
     payload = [[[examples[i] for i in groups[gi]] for gi in chunk] for chunk in chunks]
     bar = _bar(len(examples), progress and bool(specs))
+    fallbacks = 0
 
     def collect(chunk, outs):
         for gi, out in zip(chunk, outs):
@@ -200,16 +241,17 @@ def _run_rule_based(specs: list, attacks: list, examples: list, resources, worke
             collect(chunk, runner.run_groups(part))
     elif specs:
         resources.preload({key for attack in attacks for key in attack.uses})
-        # fork: workers inherit the loaded resources and the attacks instead of unpickling them;
-        # an executor (unlike multiprocessing.Pool) raises when a worker dies instead of hanging.
+        # fork: workers inherit the loaded resources, models and the attacks instead of unpickling
+        # them; an executor (unlike multiprocessing.Pool) raises when a worker dies instead of hanging.
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_init_worker, initargs=(runner, resources))
+                                   initializer=_init_worker, initargs=(runner, resources, *_shared_models(attacks)))
         try:
             futures = [pool.submit(_run_chunk, part) for part in payload]
             for chunk, future in zip(chunks, futures):
-                outs, word_tags = future.result()
+                outs, word_tags, notes = future.result()
                 collect(chunk, outs)
                 resources.add_word_tags(word_tags)
+                fallbacks += len(notes)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     bar.close()
@@ -223,7 +265,7 @@ def _run_rule_based(specs: list, attacks: list, examples: list, resources, worke
                 slots[i] = item
         by_split[spec.split] = SplitResult([s[0] for s in slots], [s[1] for s in slots],
                                            [s[2] for s in slots])
-    return by_split
+    return by_split, fallbacks
 
 
 def _bar(total: int, enabled: bool):

@@ -552,6 +552,11 @@ class SharedLoads:
         self._held[key] = (ref, loaded.tokenizer, loaded.device, loaded.bf16,
                            _mutable_state(loaded.model, loaded.tokenizer))
 
+    def forget(self, model) -> None:
+        """Never hand out `model` again (a forked copy that failed its probe: its process loads its own)."""
+        for key in [k for k, held in self._held.items() if held[0]() is model]:
+            del self._held[key]
+
     def clear(self) -> None:
         """Forget every held model (they stay loaded for whoever holds them) and the counts."""
         self._held.clear()
