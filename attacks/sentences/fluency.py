@@ -30,7 +30,9 @@ class Fluency:
     def __init__(self, model: str = SMOLLM2, bf16: bool | None = False, batch_size: int = 32, pack: int = 8):
         self.model_name, self.bf16, self.batch_size, self.pack = model, bf16, batch_size, max(1, pack)
         self._scores: dict[str, float] = {}
-        self._loaded = None  # a test may set (model, tokenizer, device, bf16) itself
+        # a test may set (model, tokenizer, device, bf16) itself; otherwise loaded_lm's copy is
+        # fetched on each call, so a forked build worker that dropped an inherited copy loads its own
+        self._loaded = None
         self._core = None  # the packed scoring's core, probed once
 
     def scores(self, sentences: Sequence[str]) -> list[float]:
@@ -39,8 +41,7 @@ class Fluency:
         if todo:
             import torch  # deferred: start-up time
 
-            self._loaded = self._loaded or loaded_lm(self.model_name, self.bf16)
-            model, tok, device, bf16 = self._loaded
+            model, tok, device, bf16 = self._loaded or loaded_lm(self.model_name, self.bf16)
             if self._core is None or self._core.model is not model:
                 self._core = PackedCore(model, device)
             with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
