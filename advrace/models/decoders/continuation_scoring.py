@@ -8,7 +8,9 @@ packed_decoding's core: the mask in the form the model's attention reads, positi
 restart for each option, and the fallback to one row per pair where a cache cannot hold the whole
 prompt). Every option is so computed exactly as if it followed the context alone;
 packed_scoring.unshared_logprobs computes the pairs one row each, the reference the tests compare
-with.
+with. The questions of one article (`shared_logprobs`' groups) go further: the common prefix of
+their contexts' tokens is cached once and each question's rest and options follow it in one tree
+row (packed_scoring.grouped_logprobs), where the model passed the tree probe (`PrefixSharing`).
 
 Tokens follow lm-evaluation-harness (`encode_request`): trailing whitespace of the context moves
 to the continuations, the context is encoded alone, and a continuation is what encoding context +

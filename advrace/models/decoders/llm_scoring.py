@@ -14,8 +14,8 @@ maximum length, metrics, weights) is the scorer's `protocol()` record
 (advrace.models.protocol.scoring_protocol); what its decoding shared, ran alone and cut is
 `decoding()`.
 
-Speed: each question's context is encoded once and shared by its options
-(advrace.models.decoders.packed_decoding), questions go in length-sorted batches under a token
+Speed: each article is encoded once and shared by its questions, each question's context once
+and shared by its options (advrace.models.decoders.packed_decoding, continuation_scoring), questions go in length-sorted batches under a token
 budget (memory does not grow with the split), bf16 autocast where the hardware has it, and
 evaluation shards the questions across `accelerate launch` processes.
 """
@@ -105,12 +105,14 @@ class CausalLMScorer:
     first when the tokenizer adds one by default, as lm-evaluation-harness 0.4.10+ does),
     "always" or "never". `max_length`: the longest input; None takes the model's (see
     `model_max_length`). `contexts`: {example id: prompt text} replacing the per-question prompt
-    (the lm-eval-race protocol)."""
+    (the lm-eval-race protocol). `share_articles`: the questions of one article share its cached
+    tokens (`share_prefix`: each question's options share its prompt's)."""
 
     def __init__(self, model, tokenizer, *, name: str = "model", method: str = LOGLIKELIHOOD,
                  batch_size: int = 16, bf16: bool | None = None, accelerator=None, shots: int = 0,
                  shot_pool=(), shot_seed: int = 1234, chat_template: bool | None = None,
-                 share_prefix: bool = True, max_tokens: int = TOKENS_PER_BATCH, max_length: int | None = None,
+                 share_prefix: bool = True, share_articles: bool = True, max_tokens: int = TOKENS_PER_BATCH,
+                 max_length: int | None = None,
                  bos: str = "tokenizer", contexts: dict | None = None,
                  few_shot_source: dict | None = None, model_info: dict | None = None):
         if method not in MC_METHODS:
@@ -160,7 +162,7 @@ class CausalLMScorer:
         # probed on the device that scores, before anything is scored (packed_decoding.PackedCore)
         self.core = PackedCore(self.model, self.device)
         # whether an article's questions may share its cached tokens (probed once, here)
-        self.articles = PrefixSharing(self.core, self.device) if share_prefix else None
+        self.articles = PrefixSharing(self.core, self.device) if share_prefix and share_articles else None
 
     @property
     def inference(self) -> dict:
@@ -310,7 +312,7 @@ class CausalLMScorer:
         if not examples:
             return []
         requests = [self.mc_request(ex) for ex in examples]
-        groups = self._article_groups(examples) if self.share_prefix else [[i] for i in range(len(examples))]
+        groups = self._article_groups(examples) if self.articles else [[i] for i in range(len(examples))]
 
         def compute(batch):
             flat = [i for g in batch for i in g]

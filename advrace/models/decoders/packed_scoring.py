@@ -3,10 +3,12 @@
 A question's options follow its context as one packed row over the context's cached keys and
 values (`packed_logprobs`): each option's tokens see the context's real slots and the earlier
 tokens of that option only, with position ids that continue the context, so each option is
-computed as if it followed the context alone. `unshared_logprobs` runs every (context, option)
-pair as its own row under the model's own mask: the reference. The probe (`probe_sharing`)
-scores two seeded random questions both ways; packed_decoding.PackedCore shares a model's cache only
-if they agree. The core is taken by what it does (prefill, mask, cache), so this module sits
+computed as if it followed the context alone; several questions sharing the start of their
+contexts (an article) share that part in one row too, as a tree (`grouped_logprobs`).
+`unshared_logprobs` runs every (context, option) pair as its own row under the model's own mask:
+the reference. The probe (`probe_sharing`) scores two seeded random questions both ways;
+packed_decoding.PackedCore shares a model's cache only if they agree; `probe_tree` checks the
+tree the same way. The core is taken by what it does (prefill, mask, cache), so this module sits
 below packed_decoding, which imports the probe.
 """
 
