@@ -124,10 +124,12 @@ def test_the_shared_prefix_is_the_common_tokens_whatever_the_article_was_tokenis
     assert shared_prefix([plain, glued]) == article
     model = tiny("llama", "sdpa")
     core = PackedCore(model)
+    sharing = PrefixSharing(core)
     with torch.inference_mode():
-        got = shared_logprobs(model, [plain, glued], core=core, groups=[[0, 1]], sharing=PrefixSharing(core))
+        got = shared_logprobs(model, [plain, glued], core=core, groups=[[0, 1]], sharing=sharing)
         reference = unshared_logprobs(model, [plain, glued])
     assert _gap(got, reference) < 1e-4
+    assert sharing.record()["groups"] == 1 and sharing.record()["prefix_tokens_saved"] == len(article)
 
 
 def test_identical_prompts_in_one_group_each_keep_their_last_token():
@@ -136,10 +138,11 @@ def test_identical_prompts_in_one_group_each_keep_their_last_token():
     assert shared_prefix([reqs[0], twin]) == reqs[0].context[:-1]
     model = tiny("llama", "eager")
     core = PackedCore(model)
+    sharing = PrefixSharing(core)
     with torch.inference_mode():
-        got = shared_logprobs(model, [reqs[0], twin], core=core, groups=[[0, 1]], sharing=PrefixSharing(core))
+        got = shared_logprobs(model, [reqs[0], twin], core=core, groups=[[0, 1]], sharing=sharing)
         reference = unshared_logprobs(model, [reqs[0], twin])
-    assert _gap(got, reference) < 1e-4
+    assert _gap(got, reference) < 1e-4 and sharing.questions == 2
 
 
 def _contiguous_only(mask):
