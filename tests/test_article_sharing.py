@@ -13,24 +13,20 @@ from advrace.models.decoders.continuation_scoring import PrefixSharing, shared_l
 from advrace.models.decoders.packed_decoding import PackedCore
 from advrace.models.decoders.packed_scoring import Request, shared_prefix, unshared_logprobs
 
+from test_decoder_families import VOCAB, WINDOW, _gap
+from test_decoder_families import _config as family_config
+
 pytestmark = pytest.mark.usefixtures("one_thread")
-VOCAB, WINDOW = 96, 16
 
 
 def _config(family: str):
-    import transformers as tf
-
-    common = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                  pad_token_id=0, bos_token_id=1, eos_token_id=2)
-    return {
-        "llama": lambda: tf.LlamaConfig(**common),
-        "mistral": lambda: tf.MistralConfig(**common, sliding_window=WINDOW),
-        "qwen2": lambda: tf.Qwen2Config(**common, use_sliding_window=True, sliding_window=WINDOW,
-                                        max_window_layers=0),
-        "gpt2": lambda: tf.GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=256,
-                                      bos_token_id=1, eos_token_id=2),
-    }[family]()
+    """test_decoder_families' configs, and a Qwen2 whose every layer slides (its own switch)."""
+    if family != "qwen2":
+        return family_config(family)
+    config = family_config("qwen2")
+    config.use_sliding_window, config.sliding_window, config.max_window_layers = True, WINDOW, 0
+    config.layer_types = ["sliding_attention"] * config.num_hidden_layers
+    return config
 
 
 CASES = [(f, impl) for f in ("llama", "gpt2", "mistral", "qwen2") for impl in ("eager", "sdpa")]
@@ -63,10 +59,6 @@ def articles(seed: int = 0, sizes=(8, 5, 3)):
         groups.append(group)
     assert max(r.longest for r in reqs) <= WINDOW
     return reqs, groups
-
-
-def _gap(a, b) -> float:
-    return max(abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb))
 
 
 @pytest.mark.parametrize("family,impl", CASES)
