@@ -15,9 +15,10 @@ maximum length, metrics, weights) is the scorer's `protocol()` record
 `decoding()`.
 
 Speed: each article is encoded once and shared by its questions, each question's context once
-and shared by its options (advrace.models.decoders.packed_decoding, continuation_scoring), questions go in length-sorted batches under a token
-budget (memory does not grow with the split), bf16 autocast where the hardware has it, and
-evaluation shards the questions across `accelerate launch` processes.
+and shared by its options (advrace.models.decoders.packed_decoding, continuation_scoring); an
+article's questions go in one batch, batches length-sorted under a token budget (memory does not
+grow with the split), bf16 autocast where the hardware has it, and evaluation shards the
+questions across `accelerate launch` processes.
 """
 
 from __future__ import annotations
