@@ -1,15 +1,17 @@
 """Benchmark: a decoder LM on a release, advrace against lm-evaluation-harness, in one run.
 
 Both score the same questions with the same model object (loaded once), in fp32 on the same
-threads: advrace through `CausalLMScorer.predict_mc` (each question's context encoded once and
-shared by its options), lm-evaluation-harness (`pip install -e .[lm-eval]`) through the task
+threads: advrace through `CausalLMScorer.predict_mc` (each article encoded once and shared by its
+questions, each question's rest once and shared by its options), lm-evaluation-harness (`pip install -e .[lm-eval]`) through the task
 folder that `advrace export --format lm-eval` writes, which runs every (context, option) pair.
 It prints each one's questions per second, and last:
 
     advrace N.N q/s, lm-eval M.M q/s: R.Rx; P% same predictions (acc) and Q% (acc_norm)
 
-The goals: 3x or more, 100% same predictions, idle and beside a busy process (`--busy`: a
+The goals: 8x or more, 100% same predictions, idle and beside a busy process (`--busy`: a
 CPU-burning process runs beside both for the timed part, as on a user's busy machine).
+`--per-question` also times advrace with each question's prompt encoded on its own (the path
+before articles were shared) and prints that speed-up and how far the scores moved.
 
 That compares advrace with its own export (the per-question protocol). `--race-articles N`
 (default 20) then runs bench/lm_eval_race.py: lm-eval's *own* `race` task (one document per
@@ -18,8 +20,8 @@ articles, with the same `--busy`, and prints that comparison too (0: skip it).
 
     python bench/llm_scoring.py RELEASE --model smollm2 [--split original] [--limit 40] [--busy]
 
-A release of 40 RACE-high questions to bench on (any RACE data works):
-    advrace build --data RACE/dev/high --attacks charswap --limit 40 --out /tmp/llmbench
+A release of 40 RACE dev-middle questions to bench on (any RACE data works):
+    advrace build --data RACE/dev/middle --attacks charswap --limit 40 --out /tmp/llmbench
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lm_eval_race as race_bench  # noqa: E402  (bench/lm_eval_race.py)
 import results  # noqa: E402  (bench/results.py)
 from advrace.core.numbers import argmax  # noqa: E402
-from advrace.models.decoders.llm_scoring import load_causal_scorer  # noqa: E402
+from advrace.models.decoders.llm_scoring import CausalLMScorer, load_causal_scorer  # noqa: E402
 from advrace.models.protocol.acc_norm import per_character  # noqa: E402
 from advrace.release import check_release, read_split  # noqa: E402
 
@@ -84,6 +86,9 @@ def main(argv=None) -> int:
     p.add_argument("--batch-size", type=int, default=8, help="questions per batch for both (default: 8; "
                                                              "lm-eval gets 4x as many rows, one per option)")
     p.add_argument("--busy", action="store_true", help="run a CPU-burning process beside the timed part")
+    p.add_argument("--per-question", action="store_true",
+                   help="also time advrace with each question's prompt encoded on its own (articles not "
+                        "shared), and print how far its scores are from the shared ones")
     p.add_argument("--race-articles", type=int, default=20,
                    help="then compare with lm-eval's own race task on this many RACE articles "
                         "(bench/lm_eval_race.py; 0: skip)")
@@ -92,12 +97,19 @@ def main(argv=None) -> int:
     check_release(args.release)
     examples = read_split(args.release, args.split)[:args.limit]
     scorer = load_causal_scorer(args.model, bf16=False, batch_size=args.batch_size)
+    # the same model, each question's prompt its own (the path before articles were shared)
+    per_question = CausalLMScorer(scorer.model, scorer.tokenizer, bf16=False, batch_size=args.batch_size,
+                                  share_articles=False) if args.per_question else None
     scorer.predict_mc(examples[:2])  # warm-up: first-call allocations are not the method's cost
     burner = race_bench.busy_process() if args.busy else None
     try:
         start = time.perf_counter()
         ours = scorer.predict_mc(examples, progress=True, desc="advrace")
         advrace_s = time.perf_counter() - start
+        if per_question is not None:
+            start = time.perf_counter()
+            alone = per_question.predict_mc(examples, progress=True, desc="advrace, per question")
+            per_question_s = time.perf_counter() - start
         theirs, lm_eval_s = run_lm_eval(scorer, args.release, args.split, len(examples), args.batch_size * 4)
     finally:
         if burner is not None:
@@ -115,6 +127,12 @@ def main(argv=None) -> int:
     print(f"{n} questions of {args.release} ({args.split}), model {args.model}, fp32"
           f"{', beside a busy process' if args.busy else ''}")
     print(f"advrace: {advrace_s:.1f} s; lm-eval: {lm_eval_s:.1f} s; largest log-likelihood gap {gap:.2e}")
+    print(f"article sharing: {scorer.decoding()['article_sharing']}")
+    if per_question is not None:
+        moved = max(abs(a - b) for x, y in zip(ours, alone) for a, b in zip(x, y))
+        flips = sum(argmax(x) != argmax(y) for x, y in zip(ours, alone))
+        print(f"each question's prompt alone: {per_question_s:.1f} s, articles shared {per_question_s / advrace_s:.2f}x "
+              f"faster; largest log-likelihood change {moved:.2e}, {flips} prediction(s) changed")
     print(f"advrace {ours_qps:.2f} q/s, lm-eval {theirs_qps:.2f} q/s: {ours_qps / theirs_qps:.1f}x; "
           f"{100 * same / n:.0f}% same predictions (acc) and {100 * same_norm / n:.0f}% (acc_norm)")
     if args.record:

@@ -14,10 +14,11 @@ maximum length, metrics, weights) is the scorer's `protocol()` record
 (advrace.models.protocol.scoring_protocol); what its decoding shared, ran alone and cut is
 `decoding()`.
 
-Speed: each question's context is encoded once and shared by its options
-(advrace.models.decoders.packed_decoding), questions go in length-sorted batches under a token
-budget (memory does not grow with the split), bf16 autocast where the hardware has it, and
-evaluation shards the questions across `accelerate launch` processes.
+Speed: each article is encoded once and shared by its questions, each question's context once
+and shared by its options (advrace.models.decoders.packed_decoding, continuation_scoring); an
+article's questions go in one batch, batches length-sorted under a token budget (memory does not
+grow with the split), bf16 autocast where the hardware has it, and evaluation shards the
+questions across `accelerate launch` processes.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 from advrace.core.errors import ConfigError
 from advrace.core.tasks import MULTIPLE_CHOICE
 from advrace.models.protocol import llm_prompts
-from advrace.models.decoders.continuation_scoring import encode_request, shared_logprobs
+from advrace.models.decoders.continuation_scoring import PrefixSharing, encode_request, shared_logprobs
 from advrace.models.decoders.greedy_decoding import greedy_generate
 from advrace.models.protocol.llm_prompts import GENERATION, LETTER, LOGLIKELIHOOD
 from advrace.models.runtime.loading import (ModelLoadError, Wording, checkpoint_name, input_device, load_model, model_source,
@@ -106,12 +107,14 @@ class CausalLMScorer:
     first when the tokenizer adds one by default, as lm-evaluation-harness 0.4.10+ does),
     "always" or "never". `max_length`: the longest input; None takes the model's (see
     `model_max_length`). `contexts`: {example id: prompt text} replacing the per-question prompt
-    (the lm-eval-race protocol)."""
+    (the lm-eval-race protocol). `share_articles`: the questions of one article share its cached
+    tokens (`share_prefix`: each question's options share its prompt's)."""
 
     def __init__(self, model, tokenizer, *, name: str = "model", method: str = LOGLIKELIHOOD,
                  batch_size: int = 16, bf16: bool | None = None, accelerator=None, shots: int = 0,
                  shot_pool=(), shot_seed: int = 1234, chat_template: bool | None = None,
-                 share_prefix: bool = True, max_tokens: int = TOKENS_PER_BATCH, max_length: int | None = None,
+                 share_prefix: bool = True, share_articles: bool = True, max_tokens: int = TOKENS_PER_BATCH,
+                 max_length: int | None = None,
                  bos: str = "tokenizer", contexts: dict | None = None,
                  few_shot_source: dict | None = None, model_info: dict | None = None):
         if method not in MC_METHODS:
@@ -160,6 +163,8 @@ class CausalLMScorer:
         self.bf16 = use_bf16(bf16, self.device)
         # probed on the device that scores, before anything is scored (packed_decoding.PackedCore)
         self.core = PackedCore(self.model, self.device)
+        # whether an article's questions may share its cached tokens (probed once, here)
+        self.articles = PrefixSharing(self.core, self.device) if share_prefix and share_articles else None
 
     @property
     def inference(self) -> dict:
@@ -185,7 +190,7 @@ class CausalLMScorer:
     def decoding(self) -> dict:
         """What this process's scoring shared, ran alone, and cut (see `merge_decoding`)."""
         return {**self.core.describe(), **self.core.unshared.record(), "questions_cut": len(self.cut),
-                "cut_ids": sorted(self.cut)}
+                "cut_ids": sorted(self.cut), "article_sharing": self.articles.record() if self.articles else None}
 
     # ------------------------------------------------------------------ prompts
 
@@ -294,16 +299,44 @@ class CausalLMScorer:
                 bar.update(len(idx))
         return results
 
+    def _article_groups(self, examples) -> list[list[int]]:
+        """Indices of the questions whose prompts begin with the same article, in order of first
+        appearance; with shots (drawn per question) every question is its own group. What a group
+        shares is the common prefix of its prompts' tokens (packed_scoring.shared_prefix)."""
+        groups: dict = {}
+        for i, ex in enumerate(examples):
+            groups.setdefault(ex.passage if not self.shots else ex.id, []).append(i)
+        return list(groups.values())
+
     def predict_mc(self, examples, *, desc: str | None = None, progress: bool = False) -> list[list[float]]:
-        """Per-option log-likelihoods (summed over the option's tokens), in input order."""
+        """Per-option log-likelihoods (summed over the option's tokens), in input order. The
+        questions of one article go in one batch, the article encoded once for all of them."""
         if not examples:
             return []
-        def compute(batch):
-            if self.share_prefix:
-                return shared_logprobs(self.model, batch, pad_id=self.pad_id, device=self.device, core=self.core)
-            return unshared_logprobs(self.model, batch, pad_id=self.pad_id, device=self.device)
+        requests = [self.mc_request(ex) for ex in examples]
+        groups = self._article_groups(examples) if self.articles else [[i] for i in range(len(examples))]
 
-        scores = self._run(examples, self.mc_request, lambda r: r.tokens, compute, desc, progress, "question")
+        def compute(batch):
+            flat = [i for g in batch for i in g]
+            reqs = [requests[i] for i in flat]
+            if self.share_prefix:
+                local, at = [], 0
+                for g in batch:
+                    local.append(list(range(at, at + len(g))))
+                    at += len(g)
+                values = shared_logprobs(self.model, reqs, pad_id=self.pad_id, device=self.device, core=self.core,
+                                         groups=local, sharing=self.articles)
+            else:
+                values = unshared_logprobs(self.model, reqs, pad_id=self.pad_id, device=self.device)
+            it = iter(values)
+            return [[next(it) for _ in g] for g in batch]
+
+        per_group = self._run(groups, lambda g: g, lambda g: sum(requests[i].tokens for i in g), compute, desc,
+                              progress, "article")
+        scores: list = [None] * len(examples)
+        for group, values in zip(groups, per_group):
+            for i, value in zip(group, values):
+                scores[i] = value
         self._warn_cuts(desc)
         self._say_unshared()
         return scores
@@ -348,6 +381,15 @@ def merge_decoding(record: dict, accelerator=None) -> dict:
             reasons[reason] = reasons.get(reason, 0) + n
     merged["reasons"] = dict(sorted(reasons.items()))
     merged["cut_ids"] = sorted(i for p in parts for i in p["cut_ids"])
+    if merged.get("article_sharing"):
+        sharing = merged["article_sharing"] = dict(merged["article_sharing"])
+        for key in ("questions", "groups", "prefix_tokens_saved"):
+            sharing[key] = sum(p["article_sharing"][key] for p in parts)
+        split: dict = {}
+        for p in parts:
+            for reason, n in p["article_sharing"]["questions_not_grouped"].items():
+                split[reason] = split.get(reason, 0) + n
+        sharing["questions_not_grouped"] = dict(sorted(split.items()))
     shared = merged["tokens_if_shared"]
     merged["cost_ratio"] = round(merged["tokens_run_alone"] / shared, 3) if shared else None
     return merged
