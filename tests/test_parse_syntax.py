@@ -84,3 +84,47 @@ def test_syntax_falls_back_to_parse():
             return ("parsed", text)
 
     assert syntax(OnlyParse(), "Who came?") == ("parsed", "Who came?")
+
+
+def test_entity_keepers_keep_and_parse_what_the_one_by_one_loop_does(nlp, tmp_path):
+    """Batched a round at a time, the entity check keeps the same words and parses exactly the
+    changed questions the one-by-one loop parses: no candidate after the last one kept is taken
+    from the (lazy) candidates, and no common word's question is parsed."""
+    from advrace.attacks.sentences.word_swaps import _changed, common_word, entity_keepers, keeps_entity
+    from advrace.resources import get_resources
+
+    pytest.importorskip("nltk", reason="nltk is not installed")
+    shared = get_resources()
+
+    def fresh():
+        r = Resources(ResourceConfig(cache_dir=str(tmp_path)))
+        r.__dict__.update(nlp=nlp, wordnet=shared.wordnet)
+        return r
+
+    question = "Why did Tom Hanks fly to Paris in 1999?"
+    pairs = [(w.lower(), w) for w in ("Smith", "London", "Bush", "Berlin", "Google", "Rome", "Madrid", "Lisbon")]
+    for want in (1, 2, 3, 9):
+        ref = fresh()
+        tok = next(t for t in ref.parse(question) if t.text == "Paris")
+        expected, needed = [], []
+        for word, cased in pairs:
+            needed.append((word, cased))
+            if keeps_entity(ref, tok, cased, "GPE"):
+                expected.append(word)
+            if len(expected) >= want:
+                break
+        res = fresh()
+        tok = next(t for t in res.parse(question) if t.text == "Paris")
+        parsed, compute = [], res._parses._compute
+        res._parses._compute = lambda texts: (parsed.extend(texts), compute(texts))[1]
+        pulled = []
+
+        def lazy():
+            for pair in pairs:
+                pulled.append(pair)
+                yield pair
+
+        assert entity_keepers(res, tok, lazy(), "GPE", want) == expected
+        assert pulled == needed
+        assert parsed == [_changed(tok, cased) for _, cased in needed if not common_word(res, cased)]
+    assert 1 < len(expected) < len(pairs)  # some kept, some refused

@@ -25,6 +25,7 @@ referent as it was:
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from advrace.resources.inflection import inflect_verb
@@ -175,6 +176,25 @@ def common_word(resources, word: str, adjectives: bool = False) -> bool:
                if lem.name().lower() == lower)
 
 
+def _changed(tok, new: str) -> str:
+    text = tok.doc.text
+    return text[:tok.idx] + new + text[tok.idx + len(tok.text):]
+
+
+def entity_keepers(resources, tok, pairs, label: str, want: int) -> list[str]:
+    """The first `want` (word, cased word) pairs, taken lazily in order, whose cased word
+    `keeps_entity`: the same words the one-by-one loop keeps, with the changed questions that
+    loop would parse (never one more) parsed a round at a time, in one batch."""
+    pairs, out = iter(pairs), []
+    while len(out) < want:
+        batch = list(itertools.islice(pairs, want - len(out)))
+        if not batch:
+            break
+        resources.prepare_parses([_changed(tok, cased) for _, cased in batch if not common_word(resources, cased)])
+        out += [word for word, cased in batch if keeps_entity(resources, tok, cased, label)]
+    return out
+
+
 def keeps_entity(resources, tok, new: str, label: str) -> bool:
     """Whether `new` in place of a name word keeps a name of the same kind: no common word, even
     for a name that is one too ("Turing machine" -> "Reasoning machine"; "Bill" -> "Senate",
@@ -183,8 +203,7 @@ def keeps_entity(resources, tok, new: str, label: str) -> bool:
     not "in Poland"; "Bill Gates" -> "Bill Powell", not "Senate Gates")."""
     if common_word(resources, new):
         return False
-    text = tok.doc.text
-    changed = text[:tok.idx] + new + text[tok.idx + len(tok.text):]
+    changed = _changed(tok, new)
     kinds = PLACE_LABELS if label in PLACE_LABELS else {label}
     return any(e.label_ in kinds and e.start_char <= tok.idx and tok.idx + len(new) <= e.end_char
                for e in resources.parse(changed).ents)
