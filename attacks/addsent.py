@@ -244,7 +244,7 @@ class AddSent(Attack):
         it is inserted; with `negation_fallback` the "not" sentences it asks for are let in."""
         skip = {"negation_hint"} if self.config.negation_fallback else set()
         checks = [c for c in checks_for(self.own_name, SENTENCE) if c.name not in skip]
-        return checks, TextContext(same_meaning_fn=self.resources.same_meaning, parse_fn=self.resources.parse)
+        return checks, TextContext(same_meaning_fn=self.resources.same_meaning, parse_fn=self.resources.parse_syntax)
 
     def _most_fluent(self, pool: list):
         """The pool's (sentence, option, variant) whose sentence the LM finds most fluent, chosen

@@ -19,7 +19,7 @@ from advrace.core.errors import ConfigError
 
 from .glove import GloVe, glove_version, load_glove
 from .packages import package_version
-from .spacy_pipeline import (TextCache, load_pipeline, load_sentencizer, load_tagger, model_meta,
+from .spacy_pipeline import (TextCache, entity_tail, load_pipeline, load_sentencizer, load_tagger, model_meta,
                              model_name, model_version, parse_batch, sentence_starts_batch)
 from .synonymy import same_meaning as _same_meaning
 from .word_tags import WordTagLexicon, lexicon_path, tag_words
@@ -77,6 +77,7 @@ class Resources:
         # processed together (the release builder groups them), and batches fill it fast.
         self._sentences = TextCache(self._sentence_starts_batch, 4096)
         self._parses = TextCache(self._parse_batch, 8192)
+        self._syntax = TextCache(self._syntax_batch, 8192)  # parses without the entities (`parse_syntax`)
 
     # spaCy
 
@@ -107,13 +108,35 @@ class Resources:
     def _parse_batch(self, texts: list[str]) -> list:
         return parse_batch(self.nlp, texts)
 
+    @functools.cached_property
+    def _entity_tail(self) -> tuple[str, ...]:
+        return entity_tail(self.nlp)
+
+    def _syntax_batch(self, texts: list[str]) -> list:
+        return parse_batch(self.nlp, texts, self._entity_tail)
+
     def sentence_starts(self, text: str) -> tuple[int, ...]:
         """Character offsets where the sentences of `text` start (the first is 0 for any text)."""
         return self._sentences.get(text)
 
     def parse(self, text: str):
-        """The full spaCy analysis of a short text such as a question (cached by text)."""
+        """The full spaCy analysis of a short text such as a question (cached by text); a text
+        parsed by `parse_syntax` gets its entities added to the same doc."""
+        if text not in self._parses and text in self._syntax:
+            doc = self._syntax.pop(text)
+            for name in self._entity_tail:
+                doc = self.nlp.get_pipe(name)(doc)
+            self._parses.put(text, doc)
         return self._parses.get(text)
+
+    def parse_syntax(self, text: str):
+        """The analysis of `parse` without the named entities (tags, lemmas, dependencies and
+        sentences are the same): the entity recogniser is half of a short text's parse, and the
+        statement rules and grammar checks, which parse every candidate sentence, never read
+        entities. A caller that reads `ents` or `ent_type_` must use `parse`."""
+        if text in self._parses or not self._entity_tail:
+            return self._parses.get(text)
+        return self._syntax.get(text)
 
     def prepare_sentences(self, texts) -> None:
         """Find the sentence starts of many passages in one batch, ahead of `sentence_starts`."""

@@ -90,8 +90,15 @@ def sentence_starts_batch(sentencizer, texts: list[str]) -> list[tuple[int, ...]
             for doc in sentencizer.pipe(texts, batch_size=32)]
 
 
-def parse_batch(nlp, texts: list[str]) -> list:
-    return list(nlp.pipe(texts, batch_size=128))
+def parse_batch(nlp, texts: list[str], skip: tuple[str, ...] = ()) -> list:
+    return list(nlp.pipe(texts, batch_size=128, disable=list(skip)))
+
+
+def entity_tail(nlp) -> tuple[str, ...]:
+    """The entity recogniser when it is the pipeline's last component, so that leaving it out
+    changes no other annotation and running it later on the doc gives the full parse; else ()."""
+    names = nlp.pipe_names
+    return ("ner",) if names and names[-1] == "ner" else ()
 
 
 class TextCache:
@@ -108,6 +115,18 @@ class TextCache:
             self._items[text] = value
         while len(self._items) > self._maxsize:
             self._items.popitem(last=False)
+
+    def __contains__(self, text: str) -> bool:
+        return text in self._items
+
+    def put(self, text: str, value) -> None:
+        self._items[text] = value
+        self._items.move_to_end(text)
+        while len(self._items) > self._maxsize:
+            self._items.popitem(last=False)
+
+    def pop(self, text: str):
+        return self._items.pop(text, None)
 
     def get(self, text: str):
         value = self._items.get(text)

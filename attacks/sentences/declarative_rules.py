@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 from advrace.resources.inflection import indefinite_article, is_base_verb, past_tense, third_person
 
+from .readability import syntax
+
 WH_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
 NP_TAGS = frozenset({"DT", "PDT", "PRP$", "JJ", "JJR", "JJS", "NN", "NNS", "NNP", "NNPS", "CD", "POS",
                      "PRP", "HYPH", "NML", "FW", "VBN", "VBG"})
@@ -59,7 +61,7 @@ def _tokens(question: str, resources) -> list[_Tok]:
     question = re.sub(r"^(\s*)(WH[a-z]+|Wh[A-Z]+\w*)\b", lambda m: m.group(1) + m.group(2).capitalize(),
                       question)  # "WHy was ...": a typo the tagger does not read as a wh-word
     question = re.sub(r"^(\s*)(What|Who|Where|When|How|Which)['’]s\b", r"\1\2 is", question)  # "What's"
-    doc = resources.parse(question.strip())
+    doc = syntax(resources, question.strip())
     toks = [_Tok(t.text, "NNP" if in_name(doc, t.i) else t.tag_, t.lemma_.lower(), t.whitespace_, t.i, t.dep_, t.head.i,
                  t.left_edge.i, t.right_edge.i)
             for t in doc if not t.is_space]  # "relieve  Saint-Pierre": a doubled space is no word
@@ -262,7 +264,7 @@ def _answer_form(answer: str, resources) -> str:
     sub (a subordinate clause: "because ...", "when ..."), pp (a preposition first), to (to + verb),
     clause (a finite verb after a subject), gerund, verb (a bare verb or participle first), adj
     (no noun), np."""
-    toks = [t for t in resources.parse(answer) if not t.is_punct]
+    toks = [t for t in syntax(resources, answer) if not t.is_punct]
     if not toks:
         return "np"
     first = toks[0]
@@ -335,7 +337,7 @@ def _answer_for(kind: str, wh_tokens: list[_Tok], answer: str, answer_type: str 
                 return f"because {answer}", "why_clause"
             if form in ("sub", "to") or (form == "pp" and lower_first(answer) in ("for", "due", "owing", "out", "from")):
                 return answer, "why_as_is"
-            if form == "verb" and resources.parse(answer)[0].tag_ == "VB":
+            if form == "verb" and syntax(resources, answer)[0].tag_ == "VB":
                 return f"to {answer}", "why_as_is"  # a purpose: "to avoid ..."
             if form in ("np", "gerund"):
                 return f"because of {answer}", "why"
@@ -388,7 +390,7 @@ def statement_problem(sentence: str, answer: str, resources) -> str | None:
     doubled auxiliary ("which will must have"), "because of" before a clause or a preposition."""
     if "?" in sentence:
         return "question form"
-    doc = [t for t in resources.parse(sentence) if not t.is_punct]
+    doc = [t for t in syntax(resources, sentence) if not t.is_punct]
     if not doc:
         return "empty"
     starts_with_answer = sentence.lower().startswith(answer.lower()[:max(1, len(answer))])
@@ -504,7 +506,7 @@ def _do_support(kind, rule, phrase, answer, wh_tokens, rest: list[_Tok], nominal
     def inflect(word: str) -> str:
         return past_tense(word) if tense == "VBD" else third_person(word) if tense == "VBZ" else word
 
-    head_tag = resources.parse(answer)[0].tag_
+    head_tag = syntax(resources, answer)[0].tag_
     if kind == "what" and tail[0].text.lower() == "do" and _answer_form(answer, resources) == "verb" \
             and (head_tag in ("VB", "VBP") or head_tag == tense or head_tag == "VBN" and tense == "VBD"):
         # "What does Doctor Who do when ..." + "regenerate": the answer is the verb phrase, in
@@ -533,7 +535,7 @@ def _how_adj_copula(wh_tokens, aux: _Tok, after: list[_Tok], subject, tail, answ
     end = _noun_phrase_end(after, 0)
     if not tail and 0 < end < len(after) and after[end].tag == "IN":
         subject, tail = after[:end], after[end:]  # "How long was the theatre in operation": its predicate
-    measured = any(t.tag_ in ("NN", "NNS") for t in resources.parse(answer))
+    measured = any(t.tag_ in ("NN", "NNS") for t in syntax(resources, answer))
     if adj == "old" and re.fullmatch(r"[\d.,]+", answer.strip()):
         answer, measured = f"{answer} years", True  # "How old was X" + "15"
     if not measured:
@@ -768,8 +770,8 @@ def _do_support_verb(subject: list[_Tok], tail: list[_Tok], resources) -> bool:
     if verb.tag in ("VB", "VBP"):
         return True
     probe = f"{_join(subject)} will {_join(tail)}."
-    tags = [t.tag_ for t in resources.parse(probe)]
-    k = len(resources.parse(f"{_join(subject)} will"))
+    tags = [t.tag_ for t in syntax(resources, probe)]
+    k = len(syntax(resources, f"{_join(subject)} will"))
     return k < len(tags) and tags[k] in ("VB", "VBP")
 
 
@@ -846,7 +848,7 @@ def _subject(kind, rule, phrase, answer, wh_tokens, rest, resources) -> list[Can
 def _plural(answer: str, resources) -> bool | None:
     """Whether the answer is a plural noun phrase (its first noun phrase's last noun plural, or
     nouns joined by "and"), a singular one, or None where it has no noun."""
-    toks = list(resources.parse(answer))
+    toks = list(syntax(resources, answer))
     end = next((k for k, t in enumerate(toks) if t.tag_ in ("IN", ",", "(", "-LRB-") and k), len(toks))
     nouns = [t for t in toks[:end] if t.tag_ in ("NN", "NNS", "NNP", "NNPS")]
     if not nouns:
@@ -925,8 +927,8 @@ def _verb_phrase_for(do: str, answer: str, resources) -> bool:
     """Whether the answer is a verb phrase in the form of "do" (a base verb) or "doing" (a
     gerund), read after "to" or "is" so that the tagger sees it as a verb ("read more")."""
     if do == "doing":
-        return resources.parse(f"is {answer}")[1].tag_ == "VBG"
-    return resources.parse(answer)[0].tag_ in ("VB", "VBP") or resources.parse(f"to {answer}")[1].tag_ == "VB"
+        return syntax(resources, f"is {answer}")[1].tag_ == "VBG"
+    return syntax(resources, answer)[0].tag_ in ("VB", "VBP") or syntax(resources, f"to {answer}")[1].tag_ == "VB"
 
 
 def _open_do(clause: list[_Tok]) -> int | None:

@@ -8,6 +8,7 @@ is never taken: the sentence would answer the very question asked."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from .number_swaps import NUMBER_RE, new_number
 from .reframing import reframe_edits
 from .statement_frames import blank_spans, in_blank
 from .word_swaps import (HONORIFICS, common_word, counted_by_ordinal, frame_fits, hyphen_part, in_fixed_phrase,
-                         keeps_entity, keeps_form, known, listed_whole, same_field, sense_antonyms, whole_name)
+                         entity_keepers, keeps_form, known, listed_whole, same_field, sense_antonyms, whole_name)
 
 NUMERIC_RE = re.compile(r"[\d.,:/]*\d[\d.,:/]*")
 NAME_ENTITIES = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT",
@@ -96,29 +97,31 @@ class QuestionSwaps:
                 continue
             plausible.append(cand)
         cased = [match_case(cand, word) for cand in plausible]
-        out: list[str] = []
-        for cand, cased_cand, (pos, tag) in zip(plausible, cased, res.word_tags(cased)):
-            if pos != tok.pos_:
-                continue
-            # the word's form: 'children' is not replaced by 'child', nor a name by a common word
-            if not numeric and (not keeps_form(tok, cased_cand, tag, res, self.irregular())
-                                or not known(res, cased_cand)):
-                continue
-            if self.same_meaning_filter and self.same_meaning(tok, cand):
-                continue
-            if tok.pos_ in ("NOUN", "VERB") and not same_field(res.wordnet, tok.text, cand, tok.pos_[0].lower()):
-                continue  # "telling lies" -> "telling reaches": a neighbour of another sense
-            if tok.pos_ == "VERB" and (not frame_fits(res.wordnet, tok, cand) or tok.tag_ in ("VBD", "VBN") and
-                                       self.inflect(res.wordnet.morphy(cand, "v") or cand, tok.tag_) != cand):
-                continue  # "was started" -> "was came": a past tense for a participle
-            if tok.pos_ == "NOUN" and word[:1].isupper() and not tok.is_sent_start and common_word(res, cand):
-                continue  # "Why does Denial go": a name the tagger took for a noun takes no "Objection"
-            if label and not keeps_entity(res, tok, cased_cand, label):
-                continue
-            out.append(cand)
-            if len(out) >= want:
-                break
-        return out
+        fitting = ((cand, cased_cand) for cand, cased_cand, (pos, tag) in zip(plausible, cased, res.word_tags(cased))
+                   if self._fits(tok, cand, cased_cand, pos, tag))
+        if label:
+            return entity_keepers(res, tok, fitting, label, want)
+        return [cand for cand, _ in itertools.islice(fitting, want)]
+
+    def _fits(self, tok, cand: str, cased_cand: str, pos: str, tag: str) -> bool:
+        """Whether a GloVe neighbour (tagged `pos`, `tag` on its own) can replace the token,
+        every check but the entity one (`entity_keepers`)."""
+        res, word, numeric = self.resources, tok.text, tok.pos_ == "NUM"
+        if pos != tok.pos_:
+            return False
+        # the word's form: 'children' is not replaced by 'child', nor a name by a common word
+        if not numeric and (not keeps_form(tok, cased_cand, tag, res, self.irregular())
+                            or not known(res, cased_cand)):
+            return False
+        if self.same_meaning_filter and self.same_meaning(tok, cand):
+            return False
+        if tok.pos_ in ("NOUN", "VERB") and not same_field(res.wordnet, tok.text, cand, tok.pos_[0].lower()):
+            return False  # "telling lies" -> "telling reaches": a neighbour of another sense
+        if tok.pos_ == "VERB" and (not frame_fits(res.wordnet, tok, cand) or tok.tag_ in ("VBD", "VBN") and
+                                   self.inflect(res.wordnet.morphy(cand, "v") or cand, tok.tag_) != cand):
+            return False  # "was started" -> "was came": a past tense for a participle
+        # "Why does Denial go": a name the tagger took for a noun takes no "Objection"
+        return not (tok.pos_ == "NOUN" and word[:1].isupper() and not tok.is_sent_start and common_word(res, cand))
 
     def same_meaning(self, tok, new: str) -> str | None:
         """Why `new` would leave the token's meaning (see `Resources.same_meaning`), or None; a

@@ -14,12 +14,20 @@ WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", 
 _BEFORE_ASKING_TAGS = frozenset({"DT", "PDT", "PRP$", "POS", "JJ", "JJR", "JJS"})
 
 
+def syntax(resources, text: str):
+    """`text` parsed for its tags, lemmas and dependencies, without the entities where the
+    resources can leave them out (`Resources.parse_syntax`): none of the statement rules and
+    readability checks reads an entity."""
+    parse = getattr(resources, "parse_syntax", None)
+    return parse(text) if parse is not None else resources.parse(text)
+
+
 def _known_form(lower: str, wordnet) -> bool:
     return any(wordnet.morphy(lower, pos) for pos in ("n", "v", "a", "r"))
 
 
 def _first_is_name(sentence: str, resources) -> bool:
-    doc = resources.parse(sentence)
+    doc = syntax(resources, sentence)
     first = next((t for t in doc if t.is_alpha), None)
     return first is not None and (first.tag_ in ("NNP", "NNPS")
                                   or resources.word_pos(first.text) == "PROPN")
@@ -56,7 +64,7 @@ def leftover_wh_words(sentence: str, resources) -> list[str]:
     how young"). A wh-word opening a clause stays: "the city where ...", "claimed what is now
     Tampa", "explained how the museum ...", "in which they are found". One opening the sentence
     or a clause before a finite verb ("Since 2006, what is ...") still asks."""
-    doc = resources.parse(sentence)
+    doc = syntax(resources, sentence)
     words = [t for t in doc if not t.is_punct]
     out = []
     for k, t in enumerate(words):
@@ -119,7 +127,7 @@ def readability_problem(sentence: str, question: str, golds, resources,
         return "contains a gold answer"
     if same_as_question(sentence, question):
         return "same as the question"
-    if not any(t.pos_ in ("VERB", "AUX") for t in resources.parse(sentence)):
+    if not any(t.pos_ in ("VERB", "AUX") for t in syntax(resources, sentence)):
         return "no verb"
     if leftover_wh_words(sentence, resources):
         return "wh-word left"

@@ -13,7 +13,7 @@ from advrace.core.text import BLANK_OR_PARENS_RE, WORD_RE, fold_case_and_spaces
 from advrace.core.checks.option_identity import END_PUNCT_RE
 
 from . import declarative_rules
-from .readability import unknown_word_forms
+from .readability import syntax, unknown_word_forms
 from .statement_frames import (ABOUT_RE, ASKED_THEN_BLANK_RE, ASKED_THEN_FRAME_RE, BECAUSE_FRAME_RE, BROKEN_RE,
                                CLAUSE_OPENER_RE, CLAUSE_OPTION, DOUBLED_PREP_RE, FINITE_TAGS, FOLLOWING_RE,
                                FRAME_PRONOUN_RE, FUNCTION_WORDS, GLUED_ARTICLE_RE, LEADING_JUNK_RE,
@@ -162,7 +162,7 @@ def _frame_after_question(question: str, frame: str, option: str, resources, nam
     if BECAUSE_FRAME_RE.match(frame):
         return statement(question, option, resources, named)
     filled = declarative(_frame_subject(question, frame, resources), option, resources, named)
-    if not any(t.tag_ in FINITE_TAGS for t in resources.parse(filled)):
+    if not any(t.tag_ in FINITE_TAGS for t in syntax(resources, filled)):
         return "", "a fragment after the question"  # "How does X smell? Through two holes _"
     return filled, "blank"
 
@@ -176,7 +176,7 @@ def _frame_subject(question: str, frame: str, resources) -> str:
     if not m:
         return frame
     plural = m.group(1).lower() == "they"
-    doc = resources.parse(question)
+    doc = syntax(resources, question)
     for tok in sorted(doc, key=lambda t: t.dep_ not in ("nsubj", "nsubjpass")):
         if tok.dep_ not in ("nsubj", "nsubjpass", "attr") or tok.pos_ == "PRON" or tok.tag_ in ("WP", "WDT"):
             continue
@@ -223,7 +223,7 @@ def _slot(q: str, text: str, why: bool, resources, named: bool) -> _Slot | str:
     """The option fitted to the question's slot, or why it fits none: a clause only after a verb
     of saying ("tells us that ..."), never a verb phrase; a title always in quotes."""
     fitted = fit_option(text, False, False, resources, named)
-    doc = resources.parse(fitted)
+    doc = syntax(resources, fitted)
     clause = is_clause(doc)
     if TITLE_RE.search(q):  # a title is quoted whatever its form: 'the best title is "Shopping is fun"'
         fitted, clause = f'"{fit_option(text, True, False, resources)}"', False
@@ -256,11 +256,11 @@ def _special_form(q: str, slot: _Slot, resources) -> tuple[str, str] | None:
 def _thought_of(think, fitted: str, resources) -> str:
     aux, subj, obj = think.group(1).lower(), think.group(2), think.group(4)
     obj = OBJECT_TO_SUBJECT.get(obj.lower(), obj)
-    parsed = resources.parse(obj)
+    parsed = syntax(resources, obj)
     cut = next((t.idx for t in parsed if t.i and t.tag_ in ("IN", "WRB") and t.lower_ != "of"), None)
     obj, after = (obj[:cut].strip(), obj[cut:]) if cut else (obj, "")  # "Hill | before the age of nine"
     plural = obj.lower() in ("they", "we", "you") or (obj.endswith("s") and not obj.endswith(("ss", "'s", "’s"))
-                                                     and resources.parse(obj)[-1].tag_ in ("NNS", "NNPS"))
+                                                     and syntax(resources, obj)[-1].tag_ in ("NNS", "NNPS"))
     verb = {"did": "thought", "does": "thinks", "do": "think"}[aux]
     be = ("were" if plural else "was") if aux == "did" else ("are" if plural else "is")
     return finish_sentence(f"{subj} {verb} {obj} {be} {fitted} {after}")

@@ -25,6 +25,7 @@ referent as it was:
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from advrace.resources.inflection import inflect_verb
@@ -185,6 +186,20 @@ def changed_texts(resources, tok, words) -> list[str]:
     """The texts `keeps_entity` parses for `words` (a common word is refused unparsed), to parse
     them in one batch ahead."""
     return [changed_text(tok, w) for w in words if not common_word(resources, w)]
+
+
+def entity_keepers(resources, tok, pairs, label: str, want: int) -> list[str]:
+    """The first `want` (word, cased word) pairs, taken lazily in order, whose cased word
+    `keeps_entity`: the same words the one-by-one loop keeps, with the changed questions that
+    loop would parse (never one more) parsed a round at a time, in one batch."""
+    pairs, out = iter(pairs), []
+    while len(out) < want:
+        batch = list(itertools.islice(pairs, want - len(out)))
+        if not batch:
+            break
+        resources.prepare_parses(changed_texts(resources, tok, [cased for _, cased in batch]))
+        out += [word for word, cased in batch if keeps_entity(resources, tok, cased, label)]
+    return out
 
 
 def keeps_entity(resources, tok, new: str, label: str) -> bool:
