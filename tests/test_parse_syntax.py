@@ -90,7 +90,7 @@ def test_entity_keepers_keep_and_parse_what_the_one_by_one_loop_does(nlp, tmp_pa
     """Batched a round at a time, the entity check keeps the same words and parses exactly the
     changed questions the one-by-one loop parses: no candidate after the last one kept is taken
     from the (lazy) candidates, and no common word's question is parsed."""
-    from advrace.attacks.sentences.word_swaps import _changed, common_word, entity_keepers, keeps_entity
+    from advrace.attacks.sentences.word_swaps import changed_text, common_word, entity_keepers, keeps_entity
     from advrace.resources import get_resources
 
     pytest.importorskip("nltk", reason="nltk is not installed")
@@ -126,5 +126,5 @@ def test_entity_keepers_keep_and_parse_what_the_one_by_one_loop_does(nlp, tmp_pa
 
         assert entity_keepers(res, tok, lazy(), "GPE", want) == expected
         assert pulled == needed
-        assert parsed == [_changed(tok, cased) for _, cased in needed if not common_word(res, cased)]
+        assert parsed == [changed_text(tok, cased) for _, cased in needed if not common_word(res, cased)]
     assert 1 < len(expected) < len(pairs)  # some kept, some refused
