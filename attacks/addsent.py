@@ -257,9 +257,11 @@ class AddSent(Attack):
         _, i, v = next(p for p in pool if p[0].sentence == entry.sentence)
         return entry, i, v
 
-    def preload(self) -> None:
-        if self.config.fluency_model:
-            loaded_lm(self.config.fluency_model)  # the key `fluency(...)` loads by
+    def preload(self) -> tuple:
+        if not self.config.fluency_model:
+            return ()
+        loaded_lm(self.config.fluency_model)
+        return ((self.config.fluency_model, False),)  # the key `fluency(...)` loads by
 
     def summarize(self, examples: list) -> dict:
         return sentence_stats(examples, self.name, self.config.insertions, self._skip_negated)

@@ -103,9 +103,12 @@ class Attack(ABC):
     def prepare(self, examples: list) -> None:
         """Analyse a batch of examples ahead of `apply` (e.g. parse them in one spaCy batch)."""
 
-    def preload(self) -> None:
+    def preload(self) -> tuple:
         """Load, in the build's parent before it forks workers, the models `apply` will use, so
-        that the workers share one copy (advrace.release.runner checks each forked copy)."""
+        that the workers share one copy (advrace.release.runner checks each forked copy); returns
+        their `loaded_lm` keys, so that a model loaded for something else is not counted as this
+        build's."""
+        return ()
 
     def summarize(self, examples: list) -> dict:
         """Attack-specific statistics over a finished split, for stats.json."""

@@ -123,7 +123,9 @@ def test_evaluation_follows_the_load_batch_by_batch(threads, models, monkeypatch
 
     seen = _counting(monkeypatch, llm_scoring, "shared_logprobs")
     scorer = llm_scoring.load_causal_scorer(models["lm"], bf16=False, batch_size=1)
-    examples = load(str(models["race"])).examples[:3]
+    # one question of each of three articles: an article's questions share one batch
+    examples = list({ex.passage: ex for ex in reversed(load(str(models["race"])).examples)}.values())[-3:]
+    assert len({ex.passage for ex in examples}) == 3
     threads["loads"] = [0.0, 1.0, 0.0]
     scores = scorer.predict_mc(examples)
     assert seen == [2, 1, 2] and threads["asked"] == 3 and torch.get_num_threads() == 2

@@ -139,3 +139,19 @@ def test_a_forked_copy_that_fails_its_probe_is_replaced_and_counted(race_dir, lm
     assert 1 <= len(children) <= fallbacks <= 2
     assert capfd.readouterr().err.count("failed its probe") >= fallbacks
     assert one == two  # each worker's own copy computes as the parent's did
+
+
+def test_a_model_loaded_for_something_else_is_not_this_builds(race_dir, lm_dir, loads, tmp_path):
+    """An LM this process loaded earlier (another build, an evaluation) is not a model of a build
+    whose attacks load none: its manifest records no torch thread count and no probe runs, so it
+    is the same with one worker and with several."""
+    from advrace.models.decoders.loaded_lm import loaded_lm
+
+    loaded_lm(lm_dir)
+    manifests = []
+    for workers in (1, 2):
+        cfg = release_config_from_dict({"data": {"path": str(race_dir)}, "seed": 11, "workers": workers,
+                                        "splits": ["addsent"]})
+        manifests.append(build_release(cfg, tmp_path / f"w{workers}"))
+        assert "torch_threads" not in manifests[-1]["environment"]
+    assert manifests[0]["environment"] == manifests[1]["environment"]

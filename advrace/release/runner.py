@@ -142,15 +142,14 @@ def _shared_models(attacks: list) -> tuple[dict, int | None]:
     were computed at (the build's held count, which the workers then compute at too)."""
     if not SHARE_MODELS:
         return {}, None
-    for attack in attacks:
-        attack.preload()
-    from advrace.models.decoders.loaded_lm import any_loaded, fork_references  # deferred: start-up time
-
-    if not any_loaded():
+    keys = {key for attack in attacks for key in attack.preload()}
+    if not keys:
         return {}, None
+    from advrace.models.decoders.loaded_lm import fork_references  # deferred: start-up time
+
     with held_threads() as held:
         threads = held.hold()
-        return fork_references(), threads
+        return fork_references(keys), threads
 
 
 def _init_worker(runner: Runner, resources, references: dict, threads: int | None) -> None:

@@ -32,10 +32,6 @@ def loaded_lm(model: str, bf16: bool | None = False) -> tuple:
     return _LOADED[key]
 
 
-def any_loaded() -> bool:
-    return bool(_LOADED)
-
-
 def probe_logprobs(loaded: tuple):
     """The log-probs of PROBE_TEXT under a loaded LM, at torch's thread count now (the caller sets
     it: the count moves the last bits)."""
@@ -47,10 +43,11 @@ def probe_logprobs(loaded: tuple):
         return torch.log_softmax(model(ids).logits.float(), dim=-1)
 
 
-def fork_references() -> dict[tuple, object]:
-    """In the parent, before forking: each loaded LM's probe log-probs, which a worker's forked
-    copy must reproduce to be used (`check_forked`)."""
-    return {key: probe_logprobs(loaded) for key, loaded in _LOADED.items()}
+def fork_references(keys) -> dict[tuple, object]:
+    """In the parent, before forking: the probe log-probs of the LMs a build's attacks loaded
+    (`keys`, as `loaded_lm` keys them), which a worker's forked copy must reproduce to be used
+    (`check_forked`)."""
+    return {key: probe_logprobs(_LOADED[key]) for key in sorted(keys, key=repr) if key in _LOADED}
 
 
 def check_forked(references: dict[tuple, object]) -> list[str]:
