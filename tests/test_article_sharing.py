@@ -174,3 +174,22 @@ def test_a_model_that_packs_only_back_to_back_fails_the_tree_probe_and_splits_co
     assert _gap(got, reference) < 1e-4
     assert sharing.record()["questions_not_grouped"] == {sharing.reason: 12} and sharing.questions == 0
     assert core.unshared.shared == 12
+
+
+@pytest.mark.parametrize("family,impl", CASES)
+def test_with_bf16_forced_on_an_article_shared_scores_as_each_pair_alone_in_bf16(family, impl):
+    """bf16 on (autocast, as `bf16: true` scores) as well as off: the tree row over the cached
+    article gives what each pair alone gives in bf16, within bf16's own rounding (the two paths
+    add in other orders), and bf16 did take effect."""
+    model = tiny(family, impl)
+    core = PackedCore(model)
+    sharing = PrefixSharing(core)
+    reqs, groups = articles()
+    with torch.inference_mode():
+        fp32 = unshared_logprobs(model, reqs)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            got = shared_logprobs(model, reqs, core=core, groups=groups, sharing=sharing)
+            alone = unshared_logprobs(model, reqs)
+    assert _gap(alone, fp32) > 1e-4  # bf16 was on
+    assert _gap(got, alone) < 5e-3
+    assert sharing.record()["groups"] == 3
