@@ -39,6 +39,49 @@ def test_choose_omp_wait(environ, busy, torch_loaded, expected, monkeypatch):
     assert readings == ([{"samples": 3, "interval": 0.001}] if asked else [])
 
 
+@pytest.mark.parametrize("environ, workers, torch_loaded, expected", [
+    ({}, 2, False, "PASSIVE"),  # workers at the held count share the cores, on an idle machine too
+    ({}, 8, False, "PASSIVE"),
+    ({}, 1, False, None),  # one process on an idle machine: libgomp's default
+    ({}, 2, True, None),  # torch already imported
+    ({"OMP_WAIT_POLICY": "ACTIVE"}, 2, False, None),  # the user's choice kept
+])
+def test_workers_sleep_at_barriers(environ, workers, torch_loaded, expected, monkeypatch):
+    monkeypatch.setattr(precision, "busy_elsewhere", lambda **kw: 0.0)
+    env = dict(environ)
+    assert precision.choose_omp_wait(env, torch_loaded=torch_loaded, workers=workers) == expected
+    assert env == ({**environ, "OMP_WAIT_POLICY": expected} if expected else environ)
+
+
+# A build of three passages in chunks of one, its workers forked (the runner's own code path),
+# in a fresh process: the policy the start-up reading may have set is cleared first, so only the
+# runner can set it; then what the environment holds once the workers ran
+RUNNER = r"""
+import os, sys
+from advrace.core.config import release_config_from_dict
+from advrace.release import runner
+from advrace.release.build import build_release
+assert "torch" not in sys.modules
+os.environ.pop("OMP_WAIT_POLICY", None)
+runner.CHUNK_PASSAGES = 1
+cfg = release_config_from_dict({"data": {"path": sys.argv[1]}, "splits": ["charswap"], "seed": 1,
+                                "workers": int(sys.argv[2])})
+build_release(cfg, sys.argv[3])
+print(os.environ.get("OMP_WAIT_POLICY"))
+"""
+
+
+@LINUX
+@pytest.mark.parametrize("workers, expected", [(2, "PASSIVE"), (1, "None")])
+def test_a_build_that_forks_workers_sets_passive(race_dir, tmp_path, workers, expected):
+    script = tmp_path / "run.py"
+    script.write_text(RUNNER, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in precision.OMP_WAIT_KEYS}
+    out = subprocess.run([sys.executable, str(script), str(race_dir), str(workers), str(tmp_path / "rel")],
+                         env=env, capture_output=True, text=True, check=True, timeout=600).stdout.split()
+    assert out[-1] == expected
+
+
 @LINUX
 def test_set_before_torch_when_the_machine_is_busy():
     """`advrace`'s commands import precision before torch: beside a busy process the policy is

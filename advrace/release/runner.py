@@ -18,7 +18,7 @@ from advrace.core.config import ReleaseConfig, SplitSpec
 from advrace.core.errors import ConfigError
 from advrace.core.paths import MODEL, WHERE_PATHS_ARE_READ, missing_paths
 from advrace.core.provenance import AttackSummary
-from advrace.models.runtime.precision import held_threads
+from advrace.models.runtime.precision import choose_omp_wait, held_threads
 
 ORIGINAL = "original"
 CHUNK_PASSAGES = 16
@@ -239,6 +239,10 @@ def _run_rule_based(specs: list, attacks: list, examples: list, resources, worke
         for chunk, part in zip(chunks, payload):
             collect(chunk, runner.run_groups(part))
     elif specs:
+        # each worker computes at the held count, so their threads share the cores: a thread
+        # spinning at a barrier would take the core from a thread of another worker (2.4x slower
+        # on 2 cores: docs/results.md, "Build workers and torch's threads")
+        choose_omp_wait(workers=workers)
         resources.preload({key for attack in attacks for key in attack.uses})
         # fork: workers inherit the loaded resources, models and the attacks instead of unpickling
         # them; an executor (unlike multiprocessing.Pool) raises when a worker dies instead of hanging.

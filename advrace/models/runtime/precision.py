@@ -159,10 +159,13 @@ def others_running() -> int | None:
     return max(0, running - _own_running())
 
 
-def choose_omp_wait(environ=None, busy: float | None = None, torch_loaded: bool | None = None) -> str | None:
+def choose_omp_wait(environ=None, busy: float | None = None, torch_loaded: bool | None = None,
+                    workers: int = 1) -> str | None:
     """Sets OMP_WAIT_POLICY=PASSIVE in `environ` (os.environ) when other processes are running now
     (`busy`: how many, on average; when None, three readings a millisecond apart, a few ms in
-    all) in at least half the readings (one reading of a kernel thread is a blip), and torch is
+    all) in at least half the readings (one reading of a kernel thread is a blip), or when this
+    process is about to fork `workers` > 1 processes that each compute at the held thread count
+    (a build's workers: each keeps the count, so their threads share the cores), and torch is
     not imported yet (after, libgomp has read its policy); a wait setting the user made is kept.
     Returns the policy set, else None. Which way threads wait changes no score: the thread count
     and the work each thread does stay the same."""
@@ -171,9 +174,9 @@ def choose_omp_wait(environ=None, busy: float | None = None, torch_loaded: bool 
         torch_loaded = "torch" in sys.modules
     if torch_loaded or any(environ.get(k, "").strip() for k in OMP_WAIT_KEYS):
         return None
-    if busy is None:
+    if workers <= 1 and busy is None:
         busy = busy_elsewhere(samples=3, interval=0.001)
-    if busy is not None and busy >= 0.5:
+    if workers > 1 or (busy is not None and busy >= 0.5):
         environ["OMP_WAIT_POLICY"] = "PASSIVE"
         return "PASSIVE"
     return None
