@@ -22,6 +22,7 @@ SENTENCES = ["Tom walks.", "Mary practises the piano after school every day.", "
              "Mrs Green is a teacher.", "village a small in lives Tom.", "Where does Tom walk every morning?",
              "The sister walks with Tom every morning after school."]
 FAKES = ["village", "piano", "a small village", "Mrs Green", "school every day"]
+FLUENCY_BF16_GAP, PMI_BF16_GAP = 0.02, 0.08  # SDPA measured 0.0077 and 0.036: the packed and alone paths add in other orders
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +106,29 @@ def test_the_closed_book_answers_are_the_same_whatever_the_batch_size(tmp_path, 
         assert book.answers(QUESTIONS) == want, (family, batch)
         unshared = book._core.unshared.record()
         assert (unshared["shared"], unshared["run_alone"]) == (len(QUESTIONS), 0), unshared  # batched, not alone
+
+
+def _gap(a, b) -> float:
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("family, impl", FAMILIES)
+def test_with_bf16_on_packed_fluency_and_batched_pmi_are_each_alone_in_bf16(tok, family, impl, monkeypatch):
+    """bf16 on (autocast, as `answer_bf16: true` runs them) as well as off: the packed fluency
+    rows and the batched PMI rows give what each sentence or pair gives alone in bf16, within
+    bf16's own rounding (the two paths add in other orders), and bf16 did take effect."""
+    monkeypatch.setattr(closed_book_module, "_NULL_GROUP", 2)
+    model = _tiny(family, len(tok), impl, window=40)
+    pairs = _pairs()
+    fp32 = [_mean_logprob(model, tok, s) for s in SENTENCES]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        alone = [_mean_logprob(model, tok, s) for s in SENTENCES]
+        want = [_sum_logprob(model, tok, PMI_PROMPT.format(question=q), f" {f}")
+                - _sum_logprob(model, tok, PMI_PROMPT.format(question=NULL_QUESTION), f" {f}") for q, f in pairs]
+    assert _gap(alone, fp32) > 1e-4  # bf16 was on
+    scorer = Fluency("tiny", bf16=True, batch_size=3, pack=3)
+    scorer._loaded = (model, tok, torch.device("cpu"), True)
+    assert _gap(scorer.scores(SENTENCES), alone) < FLUENCY_BF16_GAP, family
+    book = ClosedBook("tiny", batch_size=3, bf16=True)
+    book._loaded = (model, tok, torch.device("cpu"), True)
+    assert _gap(book.pmi(pairs), want) < PMI_BF16_GAP, family
