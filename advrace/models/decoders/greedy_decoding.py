@@ -19,8 +19,6 @@ the first token at which `stop(its tokens so far)` is true, that token kept, or 
 
 from __future__ import annotations
 
-import copy
-
 from advrace.models.decoders.packed_decoding import PackedCore
 from advrace.models.runtime.kv_cache import returned_cache, with_cache
 
@@ -37,9 +35,7 @@ class SharedPrefix:
         """A new cache that holds the prefix's keys and values once for each of `rows` rows."""
         if self._cache is None:
             self._cache, _ = core.prefill([self.tokens], pad_id, device)
-        cache = copy.deepcopy(self._cache)
-        cache.batch_repeat_interleave(rows)
-        return cache
+        return core.repeated(self._cache, rows)
 
 
 def _greedy_alone(model, context: tuple[int, ...], max_new_tokens: int, stop, device) -> list[int]:
@@ -62,38 +58,71 @@ def _greedy_alone(model, context: tuple[int, ...], max_new_tokens: int, stop, de
 
 def _greedy_packed(model, core: PackedCore, contexts: list[tuple[int, ...]], prefix: SharedPrefix | None,
                    max_new_tokens: int, stop, pad_id: int, device) -> list[tuple[int, ...]]:
-    """The rows decoded together over the core's cache, after the prefix's copied keys and values:
-    each row's context but its last token is prefilled, and the last is fed with the first step."""
+    """The rows decoded together over the core's cache, after the prefix's keys and values:
+    each row's context but its last token is prefilled, and the last is fed with the first step.
+    A row leaves the batch once it stops (`_Rows.drop`), so that a step costs the live rows only."""
     import torch
 
-    rows, past = len(contexts), len(prefix.tokens) if prefix is not None else 0
+    past = len(prefix.tokens) if prefix is not None else 0
     heads = [c[:-1] for c in contexts]
-    cache = prefix.cache_for(core, rows, pad_id, device) if past else None
+    cache = prefix.cache_for(core, len(contexts), pad_id, device) if past else None
     cache, width = core.prefill(heads, pad_id, device, cache=cache, past=past)
-    if cache is None:
-        cache = core.new_cache()
-    slots = torch.arange(width).view(1, -1) < torch.tensor([len(h) for h in heads]).view(-1, 1)
-    if past:
-        slots = torch.cat([torch.ones((rows, past), dtype=torch.bool), slots], dim=-1)
+    rows = _Rows(core, cache if cache is not None else core.new_cache(), heads, width, past)
     generated: list[list[int]] = [[] for _ in contexts]
-    done = [False] * rows
-    tokens = torch.tensor([[c[-1]] for c in contexts], dtype=torch.long, device=device)
+    tokens = [c[-1] for c in contexts]
     for step in range(max_new_tokens):
-        seen = torch.ones((rows, step + 1), dtype=torch.bool)
-        mask = core.mask(torch.cat([slots, seen], dim=-1).view(rows, 1, -1).to(device))
-        positions = torch.tensor([[past + len(h) + step] for h in heads], dtype=torch.long, device=device)
-        out = model(input_ids=tokens, position_ids=positions, attention_mask=mask,
-                    **core.cache_kwargs(cache), use_cache=True)
-        cache = returned_cache(out)
-        best = out.logits[:, -1].float().argmax(-1).tolist()
-        for r, t in enumerate(best):
-            if not done[r]:
-                generated[r].append(t)
-                done[r] = bool(stop(generated[r]))
-        if all(done):
+        live = len(rows.index)
+        seen = torch.ones((live, step + 1), dtype=torch.bool)
+        mask = core.mask(torch.cat([rows.slots, seen], dim=-1).view(live, 1, -1).to(device))
+        out = model(input_ids=torch.tensor(tokens, dtype=torch.long, device=device).view(-1, 1),
+                    position_ids=(rows.positions + step).view(-1, 1).to(device), attention_mask=mask,
+                    **core.cache_kwargs(rows.cache), use_cache=True)
+        rows.cache = returned_cache(out)
+        tokens = out.logits[:, -1].float().argmax(-1).tolist()
+        going = []
+        for b, (r, t) in enumerate(zip(rows.index, tokens)):
+            if r in rows.done:
+                continue  # a finished row its cache could not drop: decoded on, its tokens unread
+            generated[r].append(t)
+            if stop(generated[r]):
+                rows.done.add(r)
+            else:
+                going.append(b)
+        if not going:
             break
-        tokens = torch.tensor([[t] for t in best], dtype=torch.long, device=device)
+        tokens = rows.drop(going, tokens)
     return [tuple(g) for g in generated]
+
+
+class _Rows:
+    """The rows of a packed greedy batch still decoding: each one's original index, key slots
+    (the prefix's, then its own context's, right-padded), next position and cache row."""
+
+    def __init__(self, core: PackedCore, cache, heads, width: int, past: int):
+        import torch
+
+        self.core, self.cache = core, cache
+        self.index = list(range(len(heads)))
+        self.done: set[int] = set()
+        self.kept = 0  # finished rows still in the batch
+        self.slots = torch.arange(width).view(1, -1) < torch.tensor([len(h) for h in heads]).view(-1, 1)
+        if past:
+            self.slots = torch.cat([torch.ones((len(heads), past), dtype=torch.bool), self.slots], dim=-1)
+        self.positions = torch.tensor([past + len(h) for h in heads], dtype=torch.long)
+
+    def drop(self, going: list[int], tokens: list[int]) -> list[int]:
+        """Keep the batch rows `going` (the others stopped) and return their next tokens; where the
+        cache cannot drop rows, every row stays (counted in `core.rows_kept`) and all tokens go on."""
+        if len(going) == len(self.index):
+            return tokens
+        if not self.core.select_rows(self.cache, going):
+            newly = len(self.index) - len(going) - self.kept
+            self.core.rows_kept += newly
+            self.kept += newly
+            return tokens
+        self.index = [self.index[b] for b in going]
+        self.slots, self.positions = self.slots[going], self.positions[going]
+        return [tokens[b] for b in going]
 
 
 def greedy_generate(model, contexts: list[tuple[int, ...]], *, max_new_tokens: int, stop, pad_id: int = 0,

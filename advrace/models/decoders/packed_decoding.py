@@ -26,6 +26,7 @@ things done right for every model family, and they live here only:
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 
 from advrace.models.decoders.packed_scoring import probe_sharing
@@ -106,6 +107,11 @@ class PackedCore:
         self.limit, self.why_limited = cache_limit(config)
         self.unshared = UnsharedWork()
         self.probe: dict | None = None  # what the probe found; None: not run
+        # a prefill only fills the cache: its logits are computed for the last position only
+        # where the forward takes `logits_to_keep`; `full_logit_prefills` counts those that could not
+        self.keeps_logits = "logits_to_keep" in inspect.signature(type(model).forward).parameters
+        self.full_logit_prefills = 0
+        self.rows_kept = 0  # finished rows decoded on because their cache could not drop them
         unmasked = unmasked_reason(self.implementation)
         if unmasked is not None:
             self.limit, self.why_limited = 0, unmasked
@@ -166,11 +172,60 @@ class PackedCore:
         positions = past + (mask.cumsum(-1) - 1).clamp(min=0)
         if past:
             mask = torch.cat([torch.ones((len(prefixes), past), dtype=torch.long), mask], dim=-1)
+        if self.keeps_logits:
+            keep = {"logits_to_keep": 1}
+        else:
+            keep = {}
+            self.full_logit_prefills += 1
         out = self.model(input_ids=ids.to(device), attention_mask=mask.to(device),
                          position_ids=positions.to(device),
-                         **self.cache_kwargs(self.new_cache() if cache is None else cache),
-                         use_cache=True, logits_to_keep=1)
+                         **self.cache_kwargs(self.new_cache() if cache is None else cache), use_cache=True, **keep)
         return returned_cache(out), width
+
+    @staticmethod
+    def _plain(cache) -> bool:
+        """Whether `cache` is the core's own kind (`new_cache`: full keys and values, batch first),
+        whose rows may be viewed, repeated and dropped without asking the cache."""
+        from transformers import DynamicCache  # deferred for start-up time
+        from transformers.cache_utils import DynamicLayer
+
+        return type(cache) is DynamicCache and all(type(layer) is DynamicLayer for layer in cache.layers)
+
+    def repeated(self, cache, rows: int):
+        """A new cache holding the one row of `cache` (a shared prompt's) for each of `rows` rows:
+        views of its keys and values where it is the core's own kind (the next forward's update
+        copies them once, into the rows' own), else a deep copy repeated. `cache` is not changed."""
+        if not self._plain(cache):
+            import copy
+
+            out = copy.deepcopy(cache)
+            out.batch_repeat_interleave(rows)
+            return out
+        from transformers.cache_utils import DynamicLayer  # deferred for start-up time
+
+        out = self.new_cache()
+        for layer in cache.layers:
+            view = DynamicLayer()
+            if layer.is_initialized:
+                view.lazy_initialization(layer.keys, layer.values)
+                view.keys = layer.keys.expand(rows, *layer.keys.shape[1:])
+                view.values = layer.values.expand(rows, *layer.values.shape[1:])
+            out.layers.append(view)
+        return out
+
+    def select_rows(self, cache, rows: list[int]) -> bool:
+        """Keep only `rows` (batch indices) of `cache`, in place, where it is the core's own kind;
+        False (nothing changed) for any other cache."""
+        if not self._plain(cache):
+            return False
+        import torch  # deferred for start-up time
+
+        index = torch.tensor(rows, dtype=torch.long)
+        for layer in cache.layers:
+            if layer.is_initialized and layer.keys.numel():
+                layer.keys = layer.keys.index_select(0, index.to(layer.keys.device))
+                layer.values = layer.values.index_select(0, index.to(layer.values.device))
+        return True
 
     def cache_kwargs(self, cache) -> dict:
         return with_cache(self.model, cache)
