@@ -9,7 +9,8 @@ a phrase of the asked kind, right or wrong ("What satellite ...?": "Astra 1A"; "
 a strong economic base?": "by taxing diamonds"), which is what a fake answer needs.
 
 The model reads a fixed few-shot prompt (written here, none of it from SQuAD) and the question
-alone, and decodes greedily in fp32 (bf16 where asked), in batches of fixed size and order: the same questions give
+alone, and decodes greedily in fp32 (bf16 where asked), in batches of fixed size and order
+(questions of about one length together, so that a batch pads little): the same questions give
 the same answers on a machine. The decoder is the project's one (models.decoders.greedy_decoding),
 the shots its shared prefix: their keys and values are computed once, and each question costs its
 own tokens. An answer is dropped, so that the rules after it are used, when

@@ -7,8 +7,11 @@ once into the cache, right-padded, and its generated tokens then follow it step 
 the core's 4D mask, at positions that continue the row's own context. A row so sees only itself:
 its tokens never depend on the other rows of its batch beyond float rounding, and rows of
 different lengths need no left padding. A `SharedPrefix` (a few-shot prompt every row starts
-with) runs once; its keys and values are copied to each batch, so that a row costs its own
-tokens only.
+with) runs once; each batch views its keys and values (the batch's first forward copies them
+into its rows), so that a row costs its own tokens only. A row that stops leaves the batch (its
+token, position, key slots and cache row are dropped: `PackedCore.select_rows`), so that the
+later steps cost the rows still decoding; a cache the core cannot drop rows from keeps them,
+decoded on and unread (counted in `core.rows_kept`).
 
 A row whose prefix, context and answer would outgrow what the core may share (a sliding window
 shorter than them, an attention that takes no 4D mask, a failed probe) is decoded alone under
