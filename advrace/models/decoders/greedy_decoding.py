@@ -61,27 +61,19 @@ def _greedy_alone(model, context: tuple[int, ...], max_new_tokens: int, stop, de
 
 def _greedy_packed(model, core: PackedCore, contexts: list[tuple[int, ...]], prefix: SharedPrefix | None,
                    max_new_tokens: int, stop, pad_id: int, device) -> list[tuple[int, ...]]:
-    """The rows decoded together over the core's cache, after the prefix's keys and values:
-    each row's context but its last token is prefilled, and the last is fed with the first step.
+    """The rows decoded together over the core's cache, after the prefix's keys and values: the
+    contexts are prefilled, their first tokens read from the prefill's logits at each row's last
+    token, and each step then feeds the rows' latest tokens (the last one taken is never fed).
     A row leaves the batch once it stops (`_Rows.drop`), so that a step costs the live rows only."""
     import torch
 
     past = len(prefix.tokens) if prefix is not None else 0
-    heads = [c[:-1] for c in contexts]
     cache = prefix.cache_for(core, len(contexts), pad_id, device) if past else None
-    cache, width = core.prefill(heads, pad_id, device, cache=cache, past=past)
-    rows = _Rows(core, cache if cache is not None else core.new_cache(), heads, width, past)
+    cache, width, logits = core.prefill_last(contexts, pad_id, device, cache=cache, past=past)
+    rows = _Rows(core, cache, contexts, width, past)
     generated: list[list[int]] = [[] for _ in contexts]
-    tokens = [c[-1] for c in contexts]
     for step in range(max_new_tokens):
-        live = len(rows.index)
-        seen = torch.ones((live, step + 1), dtype=torch.bool)
-        mask = core.mask(torch.cat([rows.slots, seen], dim=-1).view(live, 1, -1).to(device))
-        out = model(input_ids=torch.tensor(tokens, dtype=torch.long, device=device).view(-1, 1),
-                    position_ids=(rows.positions + step).view(-1, 1).to(device), attention_mask=mask,
-                    **core.cache_kwargs(rows.cache), use_cache=True)
-        rows.cache = returned_cache(out)
-        tokens = out.logits[:, -1].float().argmax(-1).tolist()
+        tokens = logits.float().argmax(-1).tolist()
         going = []
         for b, (r, t) in enumerate(zip(rows.index, tokens)):
             if r in rows.done:
@@ -91,9 +83,17 @@ def _greedy_packed(model, core: PackedCore, contexts: list[tuple[int, ...]], pre
                 rows.done.add(r)
             else:
                 going.append(b)
-        if not going:
+        if not going or step == max_new_tokens - 1:
             break
         tokens = rows.drop(going, tokens)
+        live = len(rows.index)
+        seen = torch.ones((live, step + 1), dtype=torch.bool)
+        mask = core.mask(torch.cat([rows.slots, seen], dim=-1).view(live, 1, -1).to(device))
+        out = model(input_ids=torch.tensor(tokens, dtype=torch.long, device=device).view(-1, 1),
+                    position_ids=(rows.positions + step).view(-1, 1).to(device), attention_mask=mask,
+                    **core.cache_kwargs(rows.cache), use_cache=True)
+        rows.cache = returned_cache(out)
+        logits = out.logits[:, -1]
     return [tuple(g) for g in generated]
 
 
@@ -101,17 +101,17 @@ class _Rows:
     """The rows of a packed greedy batch still decoding: each one's original index, key slots
     (the prefix's, then its own context's, right-padded), next position and cache row."""
 
-    def __init__(self, core: PackedCore, cache, heads, width: int, past: int):
+    def __init__(self, core: PackedCore, cache, contexts, width: int, past: int):
         import torch
 
         self.core, self.cache = core, cache
-        self.index = list(range(len(heads)))
         self.done: set[int] = set()
         self.kept = 0  # finished rows still in the batch
-        self.slots = torch.arange(width).view(1, -1) < torch.tensor([len(h) for h in heads]).view(-1, 1)
+        self.index = list(range(len(contexts)))
+        self.slots = torch.arange(width).view(1, -1) < torch.tensor([len(c) for c in contexts]).view(-1, 1)
         if past:
-            self.slots = torch.cat([torch.ones((len(heads), past), dtype=torch.bool), self.slots], dim=-1)
-        self.positions = torch.tensor([past + len(h) for h in heads], dtype=torch.long)
+            self.slots = torch.cat([torch.ones((len(contexts), past), dtype=torch.bool), self.slots], dim=-1)
+        self.positions = torch.tensor([past + len(c) for c in contexts], dtype=torch.long)
 
     def drop(self, going: list[int], tokens: list[int]) -> list[int]:
         """Keep the batch rows `going` (the others stopped) and return their next tokens; where the

@@ -159,11 +159,35 @@ class PackedCore:
         """Run the prefixes, right-padded, into a new full cache, or after the `past` tokens that
         `cache` holds for every row (a shared prompt's): (cache, width). A row's pad slots are
         masked out later; right padding keeps every real token's attention free of them."""
+        out, width = self._prefilled(prefixes, pad_id, device, cache, past, 1)
+        return (cache if out is None else returned_cache(out)), width
+
+    def prefill_last(self, rows: list[tuple[int, ...]], pad_id: int, device, *, cache=None, past: int = 0):
+        """`prefill` of rows of one token or more, with each row's next-token logits, from its own
+        last token: (cache, width, logits [rows, vocab]). Greedy decoding so takes its first token
+        from the prefill, where a step would otherwise feed every row's last token again. The
+        logits are asked for at each row's last position (a 2D `logits_to_keep`); a forward
+        that gives back every position's (no `logits_to_keep`) is read at those positions, and
+        one that gives back any other shape is an error, not a guess."""
+        import torch  # deferred for start-up time
+
+        last = torch.tensor([len(r) - 1 for r in rows], dtype=torch.long).view(-1, 1).to(device)
+        out, width = self._prefilled(rows, pad_id, device, cache, past, last)
+        logits = out.logits
+        if logits.dim() == 3 and logits.shape[:2] == (len(rows), width) and width > 1 and not self.keeps_logits:
+            logits = torch.take_along_dim(logits, last[..., None], dim=1)
+        if logits.dim() != 3 or logits.shape[:2] != (len(rows), 1):
+            raise RuntimeError(f"{type(self.model).__name__} gave logits of shape {tuple(logits.shape)} for "
+                               f"logits_to_keep of shape {tuple(last.shape)} (one position a row)")
+        return returned_cache(out), width, logits[:, 0]
+
+    def _prefilled(self, prefixes, pad_id: int, device, cache, past: int, keep):
+        """(the forward's output, width) of `prefill`, its logits kept at `keep` (None: no rows)."""
         import torch  # deferred for start-up time
 
         width = max((len(p) for p in prefixes), default=0)
         if width == 0:
-            return cache, 0
+            return None, 0
         ids = torch.full((len(prefixes), width), pad_id, dtype=torch.long)
         mask = torch.zeros((len(prefixes), width), dtype=torch.long)
         for r, p in enumerate(prefixes):
@@ -173,14 +197,14 @@ class PackedCore:
         if past:
             mask = torch.cat([torch.ones((len(prefixes), past), dtype=torch.long), mask], dim=-1)
         if self.keeps_logits:
-            keep = {"logits_to_keep": 1}
+            kept = {"logits_to_keep": keep}
         else:
-            keep = {}
+            kept = {}
             self.full_logit_prefills += 1
         out = self.model(input_ids=ids.to(device), attention_mask=mask.to(device),
                          position_ids=positions.to(device),
-                         **self.cache_kwargs(self.new_cache() if cache is None else cache), use_cache=True, **keep)
-        return returned_cache(out), width
+                         **self.cache_kwargs(self.new_cache() if cache is None else cache), use_cache=True, **kept)
+        return out, width
 
     @staticmethod
     def _plain(cache) -> bool:
