@@ -26,6 +26,7 @@ things done right for every model family, and they live here only:
 
 from __future__ import annotations
 
+import copy
 import inspect
 from dataclasses import dataclass, field
 
@@ -86,6 +87,14 @@ def cache_limit(config) -> tuple[int | None, str | None]:
     return window, f"sliding window of {window} tokens"
 
 
+def _takes(model, name: str) -> bool:
+    """Whether the model's forward names the argument `name` (False where it cannot be read)."""
+    try:
+        return name in inspect.signature(type(model).forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def unmasked_reason(implementation: str) -> str | None:
     """Why an attention implementation cannot share a prompt's cache at all (None: it takes a 4D
     mask the core can build, so the probe decides)."""
@@ -109,7 +118,7 @@ class PackedCore:
         self.probe: dict | None = None  # what the probe found; None: not run
         # a prefill only fills the cache: its logits are computed for the last position only
         # where the forward takes `logits_to_keep`; `full_logit_prefills` counts those that could not
-        self.keeps_logits = "logits_to_keep" in inspect.signature(type(model).forward).parameters
+        self.keeps_logits = _takes(model, "logits_to_keep")
         self.full_logit_prefills = 0
         self.rows_kept = 0  # finished rows decoded on because their cache could not drop them
         unmasked = unmasked_reason(self.implementation)
@@ -220,8 +229,6 @@ class PackedCore:
         views of its keys and values where it is the core's own kind (the next forward's update
         copies them once, into the rows' own), else a deep copy repeated. `cache` is not changed."""
         if not self._plain(cache):
-            import copy
-
             out = copy.deepcopy(cache)
             out.batch_repeat_interleave(rows)
             return out
