@@ -9,7 +9,8 @@ a phrase of the asked kind, right or wrong ("What satellite ...?": "Astra 1A"; "
 a strong economic base?": "by taxing diamonds"), which is what a fake answer needs.
 
 The model reads a fixed few-shot prompt (written here, none of it from SQuAD) and the question
-alone, and decodes greedily in fp32 (bf16 where asked), in batches of fixed size and order: the same questions give
+alone, and decodes greedily in fp32 (bf16 where asked), in batches of fixed size and order
+(questions of about one length together, so that a batch pads little): the same questions give
 the same answers on a machine. The decoder is the project's one (models.decoders.greedy_decoding),
 the shots its shared prefix: their keys and values are computed once, and each question costs its
 own tokens. An answer is dropped, so that the rules after it are used, when
@@ -209,28 +210,31 @@ class ClosedBook:
         return [logp[q, f] - logp[None, f] for q, f in pairs]
 
     def answers(self, questions) -> dict[str, str]:
-        """Raw answers to `questions` (each question once, in sorted order: the batches do not
-        depend on the order the caller asks in)."""
+        """Raw answers to `questions` (each question once, in batches of questions of about one
+        length, shortest first, ties in sorted order: the batches do not depend on the order the
+        caller asks in, and a batch's prefill pads its rows to nearly their own length)."""
         todo = sorted({q.strip() for q in questions} - set(self._answers))
         if todo:
             import torch  # deferred: start-up time
 
             model, tok, device, bf16 = self._load()
+            rows = {q: tuple(tok(f" {q}" + PROMPT.split("{question}")[1], add_special_tokens=False).input_ids)
+                    for q in todo}
+            todo.sort(key=lambda q: len(rows[q]))  # stable: the sorted order within a length
             with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 core = self._packed_core()
                 shots = SharedPrefix(tok(PROMPT.split(" {question}")[0]).input_ids)  # run once, then shared
                 for i in range(0, len(todo), self.batch_size):
                     batch = todo[i:i + self.batch_size]
                     with cpu_threads(device):  # fitted to the load, batch by batch
-                        self._answers.update(zip(batch, self._greedy(core, shots, batch)))
+                        self._answers.update(zip(batch, self._greedy(core, shots, [rows[q] for q in batch])))
         return {q.strip(): self._answers[q.strip()] for q in questions}
 
-    def _greedy(self, core: PackedCore, shots: SharedPrefix, batch: list[str]) -> list[str]:
-        """Greedy answers to one batch after the shots, each ending with the token that brings its
-        first line break, or the end token (`usable` cuts the line break off)."""
+    def _greedy(self, core: PackedCore, shots: SharedPrefix, rows: list[tuple[int, ...]]) -> list[str]:
+        """Greedy answers to one batch (each question's tokens after the shots), each ending with
+        the token that brings its first line break, or the end token (`usable` cuts the line
+        break off)."""
         model, tok, device, _ = self._load()
-        rows = [tuple(tok(f" {q}" + PROMPT.split("{question}")[1], add_special_tokens=False).input_ids)
-                for q in batch]
         pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
 
         def stop(tokens) -> bool:

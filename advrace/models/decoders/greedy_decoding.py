@@ -7,8 +7,11 @@ once into the cache, right-padded, and its generated tokens then follow it step 
 the core's 4D mask, at positions that continue the row's own context. A row so sees only itself:
 its tokens never depend on the other rows of its batch beyond float rounding, and rows of
 different lengths need no left padding. A `SharedPrefix` (a few-shot prompt every row starts
-with) runs once; its keys and values are copied to each batch, so that a row costs its own
-tokens only.
+with) runs once; each batch views its keys and values (the batch's first forward copies them
+into its rows), so that a row costs its own tokens only. A row that stops leaves the batch (its
+token, position, key slots and cache row are dropped: `PackedCore.select_rows`), so that the
+later steps cost the rows still decoding; a cache the core cannot drop rows from keeps them,
+decoded on and unread (counted in `core.rows_kept`).
 
 A row whose prefix, context and answer would outgrow what the core may share (a sliding window
 shorter than them, an attention that takes no 4D mask, a failed probe) is decoded alone under
@@ -18,8 +21,6 @@ the first token at which `stop(its tokens so far)` is true, that token kept, or 
 """
 
 from __future__ import annotations
-
-import copy
 
 from advrace.models.decoders.packed_decoding import PackedCore
 from advrace.models.runtime.kv_cache import returned_cache, with_cache
@@ -37,9 +38,7 @@ class SharedPrefix:
         """A new cache that holds the prefix's keys and values once for each of `rows` rows."""
         if self._cache is None:
             self._cache, _ = core.prefill([self.tokens], pad_id, device)
-        cache = copy.deepcopy(self._cache)
-        cache.batch_repeat_interleave(rows)
-        return cache
+        return core.repeated(self._cache, rows)
 
 
 def _greedy_alone(model, context: tuple[int, ...], max_new_tokens: int, stop, device) -> list[int]:
@@ -62,38 +61,71 @@ def _greedy_alone(model, context: tuple[int, ...], max_new_tokens: int, stop, de
 
 def _greedy_packed(model, core: PackedCore, contexts: list[tuple[int, ...]], prefix: SharedPrefix | None,
                    max_new_tokens: int, stop, pad_id: int, device) -> list[tuple[int, ...]]:
-    """The rows decoded together over the core's cache, after the prefix's copied keys and values:
-    each row's context but its last token is prefilled, and the last is fed with the first step."""
+    """The rows decoded together over the core's cache, after the prefix's keys and values: the
+    contexts are prefilled, their first tokens read from the prefill's logits at each row's last
+    token, and each step then feeds the rows' latest tokens (the last one taken is never fed).
+    A row leaves the batch once it stops (`_Rows.drop`), so that a step costs the live rows only."""
     import torch
 
-    rows, past = len(contexts), len(prefix.tokens) if prefix is not None else 0
-    heads = [c[:-1] for c in contexts]
-    cache = prefix.cache_for(core, rows, pad_id, device) if past else None
-    cache, width = core.prefill(heads, pad_id, device, cache=cache, past=past)
-    if cache is None:
-        cache = core.new_cache()
-    slots = torch.arange(width).view(1, -1) < torch.tensor([len(h) for h in heads]).view(-1, 1)
-    if past:
-        slots = torch.cat([torch.ones((rows, past), dtype=torch.bool), slots], dim=-1)
+    past = len(prefix.tokens) if prefix is not None else 0
+    cache = prefix.cache_for(core, len(contexts), pad_id, device) if past else None
+    cache, width, logits = core.prefill_last(contexts, pad_id, device, cache=cache, past=past)
+    rows = _Rows(core, cache, contexts, width, past)
     generated: list[list[int]] = [[] for _ in contexts]
-    done = [False] * rows
-    tokens = torch.tensor([[c[-1]] for c in contexts], dtype=torch.long, device=device)
     for step in range(max_new_tokens):
-        seen = torch.ones((rows, step + 1), dtype=torch.bool)
-        mask = core.mask(torch.cat([slots, seen], dim=-1).view(rows, 1, -1).to(device))
-        positions = torch.tensor([[past + len(h) + step] for h in heads], dtype=torch.long, device=device)
-        out = model(input_ids=tokens, position_ids=positions, attention_mask=mask,
-                    **core.cache_kwargs(cache), use_cache=True)
-        cache = returned_cache(out)
-        best = out.logits[:, -1].float().argmax(-1).tolist()
-        for r, t in enumerate(best):
-            if not done[r]:
-                generated[r].append(t)
-                done[r] = bool(stop(generated[r]))
-        if all(done):
+        tokens = logits.float().argmax(-1).tolist()
+        going = []
+        for b, (r, t) in enumerate(zip(rows.index, tokens)):
+            if r in rows.done:
+                continue  # a finished row its cache could not drop: decoded on, its tokens unread
+            generated[r].append(t)
+            if stop(generated[r]):
+                rows.done.add(r)
+            else:
+                going.append(b)
+        if not going or step == max_new_tokens - 1:
             break
-        tokens = torch.tensor([[t] for t in best], dtype=torch.long, device=device)
+        tokens = rows.drop(going, tokens)
+        live = len(rows.index)
+        seen = torch.ones((live, step + 1), dtype=torch.bool)
+        mask = core.mask(torch.cat([rows.slots, seen], dim=-1).view(live, 1, -1).to(device))
+        out = model(input_ids=torch.tensor(tokens, dtype=torch.long, device=device).view(-1, 1),
+                    position_ids=(rows.positions + step).view(-1, 1).to(device), attention_mask=mask,
+                    **core.cache_kwargs(rows.cache), use_cache=True)
+        rows.cache = returned_cache(out)
+        logits = out.logits[:, -1]
     return [tuple(g) for g in generated]
+
+
+class _Rows:
+    """The rows of a packed greedy batch still decoding: each one's original index, key slots
+    (the prefix's, then its own context's, right-padded), next position and cache row."""
+
+    def __init__(self, core: PackedCore, cache, contexts, width: int, past: int):
+        import torch
+
+        self.core, self.cache = core, cache
+        self.done: set[int] = set()
+        self.kept = 0  # finished rows still in the batch
+        self.index = list(range(len(contexts)))
+        self.slots = torch.arange(width).view(1, -1) < torch.tensor([len(c) for c in contexts]).view(-1, 1)
+        if past:
+            self.slots = torch.cat([torch.ones((len(contexts), past), dtype=torch.bool), self.slots], dim=-1)
+        self.positions = torch.tensor([past + len(c) for c in contexts], dtype=torch.long)
+
+    def drop(self, going: list[int], tokens: list[int]) -> list[int]:
+        """Keep the batch rows `going` (the others stopped) and return their next tokens; where the
+        cache cannot drop rows, every row stays (counted in `core.rows_kept`) and all tokens go on."""
+        if len(going) == len(self.index):
+            return tokens
+        if not self.core.select_rows(self.cache, going):
+            newly = len(self.index) - len(going) - self.kept
+            self.core.rows_kept += newly
+            self.kept += newly
+            return tokens
+        self.index = [self.index[b] for b in going]
+        self.slots, self.positions = self.slots[going], self.positions[going]
+        return [tokens[b] for b in going]
 
 
 def greedy_generate(model, contexts: list[tuple[int, ...]], *, max_new_tokens: int, stop, pad_id: int = 0,

@@ -26,6 +26,8 @@ things done right for every model family, and they live here only:
 
 from __future__ import annotations
 
+import copy
+import inspect
 from dataclasses import dataclass, field
 
 from advrace.models.decoders.packed_scoring import probe_sharing
@@ -85,6 +87,14 @@ def cache_limit(config) -> tuple[int | None, str | None]:
     return window, f"sliding window of {window} tokens"
 
 
+def _takes(model, name: str) -> bool:
+    """Whether the model's forward names the argument `name` (False where it cannot be read)."""
+    try:
+        return name in inspect.signature(type(model).forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def unmasked_reason(implementation: str) -> str | None:
     """Why an attention implementation cannot share a prompt's cache at all (None: it takes a 4D
     mask the core can build, so the probe decides)."""
@@ -106,6 +116,11 @@ class PackedCore:
         self.limit, self.why_limited = cache_limit(config)
         self.unshared = UnsharedWork()
         self.probe: dict | None = None  # what the probe found; None: not run
+        # a prefill only fills the cache: its logits are computed for the last position only
+        # where the forward takes `logits_to_keep`; `full_logit_prefills` counts those that could not
+        self.keeps_logits = _takes(model, "logits_to_keep")
+        self.full_logit_prefills = 0
+        self.rows_kept = 0  # finished rows decoded on because their cache could not drop them
         unmasked = unmasked_reason(self.implementation)
         if unmasked is not None:
             self.limit, self.why_limited = 0, unmasked
@@ -153,11 +168,35 @@ class PackedCore:
         """Run the prefixes, right-padded, into a new full cache, or after the `past` tokens that
         `cache` holds for every row (a shared prompt's): (cache, width). A row's pad slots are
         masked out later; right padding keeps every real token's attention free of them."""
+        out, width = self._prefilled(prefixes, pad_id, device, cache, past, 1)
+        return (cache if out is None else returned_cache(out)), width
+
+    def prefill_last(self, rows: list[tuple[int, ...]], pad_id: int, device, *, cache=None, past: int = 0):
+        """`prefill` of rows of one token or more, with each row's next-token logits, from its own
+        last token: (cache, width, logits [rows, vocab]). Greedy decoding so takes its first token
+        from the prefill, where a step would otherwise feed every row's last token again. The
+        logits are asked for at each row's last position (a 2D `logits_to_keep`); a forward
+        that gives back every position's (no `logits_to_keep`) is read at those positions, and
+        one that gives back any other shape is an error, not a guess."""
+        import torch  # deferred for start-up time
+
+        last = torch.tensor([len(r) - 1 for r in rows], dtype=torch.long).view(-1, 1).to(device)
+        out, width = self._prefilled(rows, pad_id, device, cache, past, last)
+        logits = out.logits
+        if logits.dim() == 3 and logits.shape[:2] == (len(rows), width) and width > 1 and not self.keeps_logits:
+            logits = torch.take_along_dim(logits, last[..., None], dim=1)
+        if logits.dim() != 3 or logits.shape[:2] != (len(rows), 1):
+            raise RuntimeError(f"{type(self.model).__name__} gave logits of shape {tuple(logits.shape)} for "
+                               f"logits_to_keep of shape {tuple(last.shape)} (one position a row)")
+        return returned_cache(out), width, logits[:, 0]
+
+    def _prefilled(self, prefixes, pad_id: int, device, cache, past: int, keep):
+        """(the forward's output, width) of `prefill`, its logits kept at `keep` (None: no rows)."""
         import torch  # deferred for start-up time
 
         width = max((len(p) for p in prefixes), default=0)
         if width == 0:
-            return cache, 0
+            return None, 0
         ids = torch.full((len(prefixes), width), pad_id, dtype=torch.long)
         mask = torch.zeros((len(prefixes), width), dtype=torch.long)
         for r, p in enumerate(prefixes):
@@ -166,11 +205,58 @@ class PackedCore:
         positions = past + (mask.cumsum(-1) - 1).clamp(min=0)
         if past:
             mask = torch.cat([torch.ones((len(prefixes), past), dtype=torch.long), mask], dim=-1)
+        if self.keeps_logits:
+            kept = {"logits_to_keep": keep}
+        else:
+            kept = {}
+            self.full_logit_prefills += 1
         out = self.model(input_ids=ids.to(device), attention_mask=mask.to(device),
                          position_ids=positions.to(device),
-                         **self.cache_kwargs(self.new_cache() if cache is None else cache),
-                         use_cache=True, logits_to_keep=1)
-        return returned_cache(out), width
+                         **self.cache_kwargs(self.new_cache() if cache is None else cache), use_cache=True, **kept)
+        return out, width
+
+    @staticmethod
+    def _plain(cache) -> bool:
+        """Whether `cache` is the core's own kind (`new_cache`: full keys and values, batch first),
+        whose rows may be viewed, repeated and dropped without asking the cache."""
+        from transformers import DynamicCache  # deferred for start-up time
+        from transformers.cache_utils import DynamicLayer
+
+        return type(cache) is DynamicCache and all(type(layer) is DynamicLayer for layer in cache.layers)
+
+    def repeated(self, cache, rows: int):
+        """A new cache holding the one row of `cache` (a shared prompt's) for each of `rows` rows:
+        views of its keys and values where it is the core's own kind (the next forward's update
+        copies them once, into the rows' own), else a deep copy repeated. `cache` is not changed."""
+        if not self._plain(cache):
+            out = copy.deepcopy(cache)
+            out.batch_repeat_interleave(rows)
+            return out
+        from transformers.cache_utils import DynamicLayer  # deferred for start-up time
+
+        out = self.new_cache()
+        for layer in cache.layers:
+            view = DynamicLayer()
+            if layer.is_initialized:
+                view.lazy_initialization(layer.keys, layer.values)
+                view.keys = layer.keys.expand(rows, *layer.keys.shape[1:])
+                view.values = layer.values.expand(rows, *layer.values.shape[1:])
+            out.layers.append(view)
+        return out
+
+    def select_rows(self, cache, rows: list[int]) -> bool:
+        """Keep only `rows` (batch indices) of `cache`, in place, where it is the core's own kind;
+        False (nothing changed) for any other cache."""
+        if not self._plain(cache):
+            return False
+        import torch  # deferred for start-up time
+
+        index = torch.tensor(rows, dtype=torch.long)
+        for layer in cache.layers:
+            if layer.is_initialized and layer.keys.numel():
+                layer.keys = layer.keys.index_select(0, index.to(layer.keys.device))
+                layer.values = layer.values.index_select(0, index.to(layer.values.device))
+        return True
 
     def cache_kwargs(self, cache) -> dict:
         return with_cache(self.model, cache)
