@@ -104,6 +104,33 @@ def test_a_forward_without_logits_to_keep_prefills_with_full_logits():
     assert core.full_logit_prefills >= 2  # the prefix's and the rows' (the probe's too)
 
 
+def test_a_forward_that_slices_logits_the_old_way_prefills_with_full_logits():
+    """A family that takes `logits_to_keep` but slices with it as `hidden[:, keep]` (biogpt, csm,
+    remote code) gives [rows, rows, 1, vocab] for a 2D one: the core's probe sees the shape and
+    asks for no slice, and the answers are the reference's."""
+    from transformers import LlamaForCausalLM
+
+    class OldSlicing(LlamaForCausalLM):
+        def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None,
+                    use_cache=None, logits_to_keep=0, **kwargs):
+            out = super().forward(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                                  past_key_values=past_key_values, use_cache=use_cache)
+            if isinstance(logits_to_keep, torch.Tensor):
+                out.logits = out.logits[:, logits_to_keep]
+            return out
+
+    reference = tiny("llama", "sdpa")
+    model = OldSlicing(reference.config).eval()
+    model.load_state_dict(reference.state_dict())
+    core = PackedCore(model)
+    assert not core.keeps_logits
+    with torch.inference_mode():
+        stop, want = _stops(reference, CONTEXTS, PREFIX)
+        got = greedy_generate(model, CONTEXTS, max_new_tokens=NEW, stop=stop, core=core, prefix=SharedPrefix(PREFIX))
+    assert got == want
+    assert core.full_logit_prefills >= 2
+
+
 def test_the_shared_prefix_is_not_changed_by_the_batches_that_use_it():
     """The prefix's cache is viewed, not copied, into each batch: decoding must never write
     through the views into it."""

@@ -31,6 +31,7 @@ import inspect
 from dataclasses import dataclass, field
 
 from advrace.models.decoders.packed_scoring import probe_sharing
+from advrace.models.runtime.loading import input_device
 from advrace.models.runtime.kv_cache import returned_cache, with_cache
 
 # attention implementation -> the form of 4D mask it reads
@@ -95,6 +96,33 @@ def _takes(model, name: str) -> bool:
         return False
 
 
+def keeps_row_logits(model, device=None) -> bool:
+    """Whether the model's forward gives back each row's logits at its own position for a 2D
+    `logits_to_keep` ([rows, 1] positions, transformers' `slice_logits_to_keep`), equal to its full
+    logits there: a family that slices the old way (`hidden[:, keep]`: biogpt, csm, remote code)
+    gives another shape, and one that ignores the argument gives every position. Two rows of
+    three tokens, once per core."""
+    import torch  # deferred for start-up time
+
+    if not _takes(model, "logits_to_keep"):
+        return False
+    device = device or input_device(model)
+    vocab = int(getattr(model.config, "vocab_size", 0) or 0) or 8
+    ids = torch.tensor([[1, 2, 3], [3, 2, 1]], dtype=torch.long).clamp(max=vocab - 1).to(device)
+    keep = torch.tensor([[1], [2]], dtype=torch.long, device=device)
+    try:
+        with torch.no_grad():
+            full = model(input_ids=ids, use_cache=False).logits
+            kept = model(input_ids=ids, use_cache=False, logits_to_keep=keep).logits
+    except Exception:  # noqa: BLE001 - any failure means: do not ask for it
+        return False
+    if tuple(kept.shape) != (2, 1, full.shape[-1]):
+        return False
+    want = torch.stack([full[0, 1], full[1, 2]]).float()
+    tolerance = 1e-3 if full.dtype in (torch.float32, torch.float64) else 5e-2
+    return bool(torch.allclose(kept[:, 0].float(), want, atol=tolerance, rtol=tolerance))
+
+
 def unmasked_reason(implementation: str) -> str | None:
     """Why an attention implementation cannot share a prompt's cache at all (None: it takes a 4D
     mask the core can build, so the probe decides)."""
@@ -118,7 +146,7 @@ class PackedCore:
         self.probe: dict | None = None  # what the probe found; None: not run
         # a prefill only fills the cache: its logits are computed for the last position only
         # where the forward takes `logits_to_keep`; `full_logit_prefills` counts those that could not
-        self.keeps_logits = _takes(model, "logits_to_keep")
+        self.keeps_logits = keeps_row_logits(model, device)
         self.full_logit_prefills = 0
         self.rows_kept = 0  # finished rows decoded on because their cache could not drop them
         unmasked = unmasked_reason(self.implementation)
