@@ -97,9 +97,9 @@ def _takes(model, name: str) -> bool:
 
 
 def keeps_row_logits(model, device=None) -> bool:
-    """Whether the model's forward gives back each row's logits at its own position for a 2D
-    `logits_to_keep` ([rows, 1] positions, transformers' `slice_logits_to_keep`), equal to its full
-    logits there: a family that slices the old way (`hidden[:, keep]`: biogpt, csm, remote code)
+    """Whether the model's forward gives back each row's logits at its own positions for a 2D
+    `logits_to_keep` (transformers' `slice_logits_to_keep`: [rows, 1] positions, and a boolean
+    mask of the positions scored, flattened), equal to its full logits there: a family that slices the old way (`hidden[:, keep]`: biogpt, csm, remote code)
     gives another shape, and one that ignores the argument gives every position. Two rows of
     three tokens, once per core."""
     import torch  # deferred for start-up time
@@ -110,17 +110,20 @@ def keeps_row_logits(model, device=None) -> bool:
     vocab = int(getattr(model.config, "vocab_size", 0) or 0) or 8
     ids = torch.tensor([[1, 2, 3], [3, 2, 1]], dtype=torch.long).clamp(max=vocab - 1).to(device)
     keep = torch.tensor([[1], [2]], dtype=torch.long, device=device)
+    marked = torch.zeros((2, 3), dtype=torch.bool, device=device)
+    marked[0, 1] = marked[1, 2] = True
     try:
         with torch.no_grad():
             full = model(input_ids=ids, use_cache=False).logits
             kept = model(input_ids=ids, use_cache=False, logits_to_keep=keep).logits
+            flat = model(input_ids=ids, use_cache=False, logits_to_keep=marked).logits
     except Exception:  # noqa: BLE001 - any failure means: do not ask for it
         return False
-    if tuple(kept.shape) != (2, 1, full.shape[-1]):
+    if tuple(kept.shape) != (2, 1, full.shape[-1]) or tuple(flat.shape) != (2, full.shape[-1]):
         return False
     want = torch.stack([full[0, 1], full[1, 2]]).float()
     tolerance = 1e-3 if full.dtype in (torch.float32, torch.float64) else 5e-2
-    return bool(torch.allclose(kept[:, 0].float(), want, atol=tolerance, rtol=tolerance))
+    return all(bool(torch.allclose(got.float(), want, atol=tolerance, rtol=tolerance)) for got in (kept[:, 0], flat))
 
 
 def unmasked_reason(implementation: str) -> str | None:

@@ -164,16 +164,36 @@ def grouped_logprobs(core, groups: list[list[Request]], pad_id: int, device) -> 
                                  [b[3] for b in built])
     if cache is None:
         cache = core.new_cache()
+    scored = _scored([b[5] for b in built], length) if getattr(core, "keeps_logits", False) else None
+    kept = {} if scored is None else {"logits_to_keep": scored.to(device)}
     out = core.model(input_ids=_padded([b[0] for b in built], length, pad_id, device),
                      position_ids=_padded([b[4] for b in built], length, 0, device),
-                     attention_mask=core.mask(visible.to(device)), **core.cache_kwargs(cache), use_cache=True)
-    logprobs = _target_logprobs(out.logits, _padded([b[1] for b in built], length, 0, device)).cpu()
+                     attention_mask=core.mask(visible.to(device)), **core.cache_kwargs(cache), use_cache=True, **kept)
+    targets = _padded([b[1] for b in built], length, 0, device)
+    if scored is None:
+        logprobs = _target_logprobs(out.logits, targets).cpu()
+    else:  # the output layer ran at the scored positions only, flattened row by row
+        import torch  # deferred for start-up time
+
+        logprobs = torch.zeros((len(built), length), dtype=torch.float32)
+        logprobs[scored] = _target_logprobs(out.logits, targets[scored.to(device)]).cpu()
     results = []
     for i, (g, b) in enumerate(zip(groups, built)):
         spans = iter(b[5])
         results.append([[float(logprobs[i, start:start + n].double().sum()) for start, n in
                          (next(spans) for _ in r.continuations)] for r in g])
     return results
+
+
+def _scored(spans: list[list[tuple[int, int]]], length: int):
+    """[rows, length] bool: the positions whose log-probabilities are summed (each option's)."""
+    import torch  # deferred for start-up time
+
+    scored = torch.zeros((len(spans), length), dtype=torch.bool)
+    for r, row in enumerate(spans):
+        for start, n in row:
+            scored[r, start:start + n] = True
+    return scored
 
 
 def packed_logprobs(core, requests: list[Request], pad_id: int, device) -> list[list[float]]:
