@@ -183,8 +183,8 @@ def changed_text(tok, new: str) -> str:
 
 
 def changed_texts(resources, tok, words) -> list[str]:
-    """The texts `keeps_entity` parses for `words` (a common word is refused unparsed), to parse
-    them in one batch ahead."""
+    """The texts `keeps_entity` reads the entities of for `words` (a common word is refused
+    unread), to analyse them in one batch ahead (`resources.prepare_entities`)."""
     return [changed_text(tok, w) for w in words if not common_word(resources, w)]
 
 
@@ -197,7 +197,7 @@ def entity_keepers(resources, tok, pairs, label: str, want: int) -> list[str]:
         batch = list(itertools.islice(pairs, want - len(out)))
         if not batch:
             break
-        resources.prepare_parses(changed_texts(resources, tok, [cased for _, cased in batch]))
+        resources.prepare_entities(changed_texts(resources, tok, [cased for _, cased in batch]))
         out += [word for word, cased in batch if keeps_entity(resources, tok, cased, label)]
     return out
 
@@ -207,13 +207,14 @@ def keeps_entity(resources, tok, new: str, label: str) -> bool:
     for a name that is one too ("Turing machine" -> "Reasoning machine"; "Bill" -> "Senate",
     "Bush"), and spaCy reads
     the changed question with `new` inside an entity of `label` ("in Polish" -> "in Hungarian",
-    not "in Poland"; "Bill Gates" -> "Bill Powell", not "Senate Gates")."""
+    not "in Poland"; "Bill Gates" -> "Bill Powell", not "Senate Gates"). Only the entities are
+    read (`resources.entities`: the recogniser alone, no full parse)."""
     if common_word(resources, new):
         return False
     changed = changed_text(tok, new)
     kinds = PLACE_LABELS if label in PLACE_LABELS else {label}
     return any(e.label_ in kinds and e.start_char <= tok.idx and tok.idx + len(new) <= e.end_char
-               for e in resources.parse(changed).ents)
+               for e in resources.entities(changed))
 
 
 def _proper_run(tok):
