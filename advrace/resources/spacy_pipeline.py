@@ -145,10 +145,11 @@ def entities_only_refusal(nlp) -> str | None:
     a shared one that would not run) built on lexical attributes only, and every component left
     out must be one that sets none of those (an attribute ruler setting NORM would).
 
-    One dependence remains that no check of the pipeline can rule out: `ner` does not extend an
-    entity across a sentence start, and only the full parse sets sentence starts (the parser's),
-    so a text the parser splits inside a name could differ; `probe_entities` and a count on real
-    questions (docs/architecture.md's caches, issue 48) found none."""
+    One dependence remains that no check of the pipeline rules out: `ner` never lets an entity
+    cross a sentence start, and only the full parse has sentence starts (the parser's), so a text
+    the parser would split inside a name gets another entity alone. It is for questions: none of
+    XQuAD-en's 1,190 questions nor the 2,950 changed questions of a 120-question build differed,
+    while 2 of its 240 passages did ("Lothar von | Arnauld de la Perière"; issue 48)."""
     if entity_tail(nlp) != ("ner",):
         return "ner is not the pipeline's last component"
     tok2vec = nlp.get_pipe_config("ner").get("model", {}).get("tok2vec", {})
