@@ -40,7 +40,7 @@ def test_entities_alone_equal_the_full_parse(nlp, tmp_path):
     res = _resources(nlp, tmp_path)
     res.prepare_entities(TEXTS[:4])  # a batch, then one by one: the same
     assert [res.entities(t) for t in TEXTS] == [_full(nlp, t) for t in TEXTS]
-    assert res.entity_work.record() == {"entities_only": len(TEXTS), "from_parse": 0, "full_parse": 0,
+    assert res.entity_work.record() == {"entities_only": len(TEXTS), "from_parse": 0, "full_parse": 0, "several_sentences": 0,
                                         "why_full": None}
     assert res._entities_skip and "ner" not in res._entities_skip
     assert any(len(res.entities(t)) > 1 for t in TEXTS) and res.entities(TEXTS[6]) == ()
@@ -131,3 +131,32 @@ def test_refused_where_ner_is_not_last_or_its_input_is_rewritten(disagreeing):
     assert entities_only_refusal(disagreeing) is None
     ruler.add([[{"LOWER": "paris"}]], {"NORM": "london"})
     assert "sets an attribute ner's embedding reads" in entities_only_refusal(disagreeing)
+
+
+def test_a_question_of_several_sentences_reads_full_parses(nlp, tmp_path):
+    """Only the parser's sentence starts can make the recogniser alone differ (an entity never
+    crosses one): the changed questions of a question the parser splits are parsed in full."""
+    from advrace.attacks.sentences.word_swaps import changed_text, entity_keepers, one_sentence
+    from advrace.resources import get_resources
+
+    pytest.importorskip("nltk", reason="nltk is not installed")
+    res, ref = _resources(nlp, tmp_path), _resources(nlp, tmp_path)
+    res.__dict__["wordnet"] = ref.__dict__["wordnet"] = get_resources().wordnet
+    ref.__dict__["_entities_skip"] = None  # every text parsed in full
+    two, one = "Tom Hanks flew there. Why did he fly to Paris in 1999?", "Why did Tom Hanks fly to Paris in 1999?"
+    assert not one_sentence(res.parse(two)) and one_sentence(res.parse(one))
+    pairs = [(w.lower(), w) for w in ("London", "Smith", "Rome", "Madrid")]
+    work = res.entity_work
+    for question in (two, one):
+        tok, ref_tok = (next(t for t in r.parse(question) if t.text == "Paris") for r in (res, ref))
+        kept = entity_keepers(res, tok, iter(pairs), "GPE", 3)
+        assert kept == entity_keepers(ref, ref_tok, iter(pairs), "GPE", 3) and len(kept) > 1
+        if question == two:
+            assert work.several_sentences > 0 and work.alone == 0
+    assert work.alone > 0
+    texts = [changed_text(tok, w) for w in ("Lisbon", "Vienna")]
+    res.prepare_entities(texts, one_sentence=False)
+    assert all(t in res._parses for t in texts)
+    lone, before = changed_text(tok, "Oslo"), work.several_sentences
+    assert res.entities(lone, one_sentence=False) == _full(nlp, lone)
+    assert work.several_sentences == before + 1 and lone in res._parses and lone not in res._entities

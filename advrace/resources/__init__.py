@@ -158,20 +158,32 @@ class Resources:
             return self._parses.get(text)
         return self._syntax.get(text)
 
-    def entities(self, text: str):
+    def entities(self, text: str, one_sentence: bool = True):
         """The named entities of `parse(text).ents`, as `spacy_pipeline.Entity` tuples (text,
         start_char, end_char, label_), cached by text: for a caller that reads nothing else of a
         question-sized text (the entity check of a question with a word swapped), the tokenizer
         and the recogniser alone, half the full parse's time, where `_entities_skip` allows;
-        read off the full parse where that is cached. Not for passages: see
-        `spacy_pipeline.entities_only_refusal` on sentence starts."""
+        read off the full parse where that is cached. `one_sentence=False` (the question the text
+        was made from parses as several sentences) reads the full parse: only the parser's
+        sentence starts can make the two differ (`spacy_pipeline.entities_only_refusal`), which
+        is also why this is not for passages."""
+        if not one_sentence:
+            if text not in self._parses:
+                self.entity_work.several_sentences += 1
+            return entity_tuples(self.parse(text))
         if text not in self._entities and text in self._parses:
             self.entity_work.from_parse += 1
             self._entities.put(text, entity_tuples(self._parses.get(text)))
         return self._entities.get(text)
 
-    def prepare_entities(self, texts) -> None:
-        """Find the entities of many short texts in one batch, ahead of `entities`."""
+    def prepare_entities(self, texts, one_sentence: bool = True) -> None:
+        """Find the entities of many short texts in one batch, ahead of `entities` (with the
+        same `one_sentence`)."""
+        if not one_sentence:
+            new = [t for t in dict.fromkeys(texts) if t not in self._parses]
+            self.entity_work.several_sentences += len(new)
+            self.prepare_parses(new)
+            return
         self._entities.fill([t for t in texts if t not in self._parses])
 
     def prepare_sentences(self, texts) -> None:

@@ -147,9 +147,11 @@ def entities_only_refusal(nlp) -> str | None:
 
     One dependence remains that no check of the pipeline rules out: `ner` never lets an entity
     cross a sentence start, and only the full parse has sentence starts (the parser's), so a text
-    the parser would split inside a name gets another entity alone. It is for questions: none of
-    XQuAD-en's 1,190 questions nor the 2,950 changed questions of a 120-question build differed,
-    while 2 of its 240 passages did ("Lothar von | Arnauld de la Perière"; issue 48)."""
+    the parser would split inside a name gets another entity alone. It is for questions, and a
+    question the parser splits has its changed questions parsed in full (`Resources.entities`'s
+    `one_sentence`): none of XQuAD-en's 1,190 questions nor the 2,950 changed questions of a
+    120-question build differed, while 2 of its 240 passages did ("Lothar von | Arnauld de la
+    Perière"; issue 48)."""
     if entity_tail(nlp) != ("ner",):
         return "ner is not the pipeline's last component"
     tok2vec = nlp.get_pipe_config("ner").get("model", {}).get("tok2vec", {})
@@ -186,11 +188,13 @@ def probe_entities(nlp, skip: tuple[str, ...], texts=ENTITY_PROBE) -> str | None
 class EntityWork:
     """How `Resources.entities` analysed its texts: `alone` through the tokenizer and ner only,
     `from_parse` read off a full parse already cached, `full_parse` parsed in full because the
-    pipeline failed the check (`why`; said once on stderr)."""
+    pipeline failed the check (`why`; said once on stderr), `several_sentences` parsed in full
+    because the question they were made from parses as several sentences."""
 
     alone: int = 0
     from_parse: int = 0
     full_parse: int = 0
+    several_sentences: int = 0
     why: str | None = None
 
     def refuse(self, why: str, model: str) -> None:
@@ -200,7 +204,7 @@ class EntityWork:
 
     def record(self) -> dict:
         return {"entities_only": self.alone, "from_parse": self.from_parse, "full_parse": self.full_parse,
-                "why_full": self.why}
+                "several_sentences": self.several_sentences, "why_full": self.why}
 
 
 def entities_only_route(nlp) -> tuple[tuple[str, ...] | None, str | None]:
