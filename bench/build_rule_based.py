@@ -26,6 +26,7 @@ import results  # noqa: E402  (bench/results.py)
 from advrace.core.config import release_config_from_dict  # noqa: E402
 from advrace.formats import load  # noqa: E402
 from advrace.resources import Resources, get_resources  # noqa: E402
+from advrace.resources.spacy_pipeline import entity_tuples  # noqa: E402
 from advrace.release.runner import Runner, default_workers, make_attacks, run_splits  # noqa: E402
 
 
@@ -48,6 +49,12 @@ class NaiveResources(Resources):
         pass
 
     def prepare_parses(self, texts):
+        pass
+
+    def entities(self, text):
+        return entity_tuples(self.nlp(text))
+
+    def prepare_entities(self, texts):
         pass
 
 

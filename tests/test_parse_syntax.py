@@ -115,8 +115,8 @@ def test_entity_keepers_keep_and_parse_what_the_one_by_one_loop_does(nlp, tmp_pa
                 break
         res = fresh()
         tok = next(t for t in res.parse(question) if t.text == "Paris")
-        parsed, compute = [], res._parses._compute
-        res._parses._compute = lambda texts: (parsed.extend(texts), compute(texts))[1]
+        parsed, compute = [], res._entities._compute
+        res._entities._compute = lambda texts: (parsed.extend(texts), compute(texts))[1]
         pulled = []
 
         def lazy():

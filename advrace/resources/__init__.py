@@ -19,8 +19,9 @@ from advrace.core.errors import ConfigError
 
 from .glove import GloVe, glove_version, load_glove
 from .packages import package_version
-from .spacy_pipeline import (TextCache, entity_tail, load_pipeline, load_sentencizer, load_tagger, model_meta,
-                             model_name, model_version, parse_batch, sentence_starts_batch)
+from .spacy_pipeline import (EntityWork, TextCache, entities_only_route, entity_tail, entity_tuples, load_pipeline,
+                             load_sentencizer, load_tagger, model_meta, model_name, model_version, parse_batch,
+                             sentence_starts_batch)
 from .synonymy import same_meaning as _same_meaning
 from .word_tags import WordTagLexicon, lexicon_path, tag_words
 from .wordlists import (common_words_version, load_common_words, load_stopwords, porter_stem,
@@ -78,6 +79,8 @@ class Resources:
         self._sentences = TextCache(self._sentence_starts_batch, 4096)
         self._parses = TextCache(self._parse_batch, 8192)
         self._syntax = TextCache(self._syntax_batch, 8192)  # parses without the entities (`parse_syntax`)
+        self._entities = TextCache(self._entities_batch, 8192)  # entities alone (`entities`)
+        self.entity_work = EntityWork()
 
     # spaCy
 
@@ -115,6 +118,23 @@ class Resources:
     def _syntax_batch(self, texts: list[str]) -> list:
         return parse_batch(self.nlp, texts, self._entity_tail)
 
+    @functools.cached_property
+    def _entities_skip(self) -> tuple[str, ...] | None:
+        """The components `entities` leaves out, None where it must parse in full (checked once,
+        on the pipeline and a probe: `spacy_pipeline.entities_only_route`)."""
+        skip, why = entities_only_route(self.nlp)
+        if why:
+            self.entity_work.refuse(why, self._spacy_model_name())
+        return skip
+
+    def _entities_batch(self, texts: list[str]) -> list:
+        skip = self._entities_skip
+        if skip is None:
+            self.entity_work.full_parse += len(texts)
+            return [entity_tuples(doc) for doc in self._parse_batch(texts)]
+        self.entity_work.alone += len(texts)
+        return [entity_tuples(doc) for doc in parse_batch(self.nlp, texts, skip)]
+
     def sentence_starts(self, text: str) -> tuple[int, ...]:
         """Character offsets where the sentences of `text` start (the first is 0 for any text)."""
         return self._sentences.get(text)
@@ -137,6 +157,34 @@ class Resources:
         if text in self._parses or not self._entity_tail:
             return self._parses.get(text)
         return self._syntax.get(text)
+
+    def entities(self, text: str, one_sentence: bool = True):
+        """The named entities of `parse(text).ents`, as `spacy_pipeline.Entity` tuples (text,
+        start_char, end_char, label_), cached by text: for a caller that reads nothing else of a
+        question-sized text (the entity check of a question with a word swapped), the tokenizer
+        and the recogniser alone, half the full parse's time, where `_entities_skip` allows;
+        read off the full parse where that is cached. `one_sentence=False` (the question the text
+        was made from parses as several sentences) reads the full parse: only the parser's
+        sentence starts can make the two differ (`spacy_pipeline.entities_only_refusal`), which
+        is also why this is not for passages."""
+        if not one_sentence:
+            if text not in self._parses:
+                self.entity_work.several_sentences += 1
+            return entity_tuples(self.parse(text))
+        if text not in self._entities and text in self._parses:
+            self.entity_work.from_parse += 1
+            self._entities.put(text, entity_tuples(self._parses.get(text)))
+        return self._entities.get(text)
+
+    def prepare_entities(self, texts, one_sentence: bool = True) -> None:
+        """Find the entities of many short texts in one batch, ahead of `entities` (with the
+        same `one_sentence`)."""
+        if not one_sentence:
+            new = [t for t in dict.fromkeys(texts) if t not in self._parses]
+            self.entity_work.several_sentences += len(new)
+            self.prepare_parses(new)
+            return
+        self._entities.fill([t for t in texts if t not in self._parses])
 
     def prepare_sentences(self, texts) -> None:
         """Find the sentence starts of many passages in one batch, ahead of `sentence_starts`."""

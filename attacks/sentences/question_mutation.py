@@ -23,7 +23,7 @@ from advrace.resources.wordnet import verb_exceptions
 
 from .word_swaps import (NAME_LABELS, changed_texts, changes_referent, common_word, counted_by_ordinal, hyphen_part,
                          keeps_entity, keeps_form, name_candidates,
-                         negated_antonym, sense_antonyms, whole_name)
+                         negated_antonym, one_sentence, sense_antonyms, whole_name)
 
 NAMED = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART",
                    "LAW", "LANGUAGE", "DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL",
@@ -64,7 +64,7 @@ def _glove_word(tok, resources, neighbours: int, avoid: set[str], rng=None, choi
     same = [w for w, (_, t) in zip(cased, resources.word_tags(cased))
             if keeps_form(tok, w, t, resources, irregular)]
     if tok.ent_type_ in NAME_LABELS:  # a name for a name of its kind, read in the question
-        resources.prepare_parses(changed_texts(resources, tok, same))  # one spaCy batch, not one call per word
+        resources.prepare_entities(changed_texts(resources, tok, same), one_sentence(tok.doc))  # one spaCy batch
         same = [w for w in same if keeps_entity(resources, tok, w, tok.ent_type_)]
     elif tok.tag_ in ("NNP", "NNPS") and word[:1].isupper():  # a name the tagger gave no label
         same = [w for w in same if not common_word(resources, w)]
@@ -112,16 +112,14 @@ def _name_words(resources, span, avoid: set[str], neighbours: int) -> list[str]:
     except KeyError:
         return []
     cased = [w.capitalize() for w in near]
-    out = []
-    for cand, (_, tag) in zip(cased, resources.word_tags(cased)):
-        if tag != "NNP" or len(cand) < 3 or common_word(resources, cand, adjectives=True):
-            continue
-        text = question[:span.start_char] + cand + question[span.end_char:]
-        ents = resources.parse(text).ents
-        if any(e.start_char == span.start_char and e.end_char == span.start_char + len(cand)
-               and e.label_ == label for e in ents):
-            out.append(cand)
-    return out
+    texts = [(cand, question[:span.start_char] + cand + question[span.end_char:])
+             for cand, (_, tag) in zip(cased, resources.word_tags(cased))
+             if tag == "NNP" and len(cand) >= 3 and not common_word(resources, cand, adjectives=True)]
+    alone = one_sentence(span.doc)
+    resources.prepare_entities([text for _, text in texts], alone)  # one spaCy batch
+    return [cand for cand, text in texts
+            if any(e.start_char == span.start_char and e.end_char == span.start_char + len(cand)
+                   and e.label_ == label for e in resources.entities(text, alone))]
 
 
 # Jia and Liang's words never altered (their DO_NOT_ALTER): they carry the question's frame

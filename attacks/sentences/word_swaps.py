@@ -182,9 +182,17 @@ def changed_text(tok, new: str) -> str:
     return text[:tok.idx] + new + text[tok.idx + len(tok.text):]
 
 
+def one_sentence(doc) -> bool:
+    """Whether the parser reads the (fully parsed) question as one sentence: the entities of a
+    question made from it by a word swap may then be found by the recogniser alone
+    (`resources.entities`), which differs from the full parse only across the parser's
+    sentence starts."""
+    return not any(t.is_sent_start for t in doc[1:])
+
+
 def changed_texts(resources, tok, words) -> list[str]:
-    """The texts `keeps_entity` parses for `words` (a common word is refused unparsed), to parse
-    them in one batch ahead."""
+    """The texts `keeps_entity` reads the entities of for `words` (a common word is refused
+    unread), to analyse them in one batch ahead (`resources.prepare_entities`)."""
     return [changed_text(tok, w) for w in words if not common_word(resources, w)]
 
 
@@ -197,7 +205,7 @@ def entity_keepers(resources, tok, pairs, label: str, want: int) -> list[str]:
         batch = list(itertools.islice(pairs, want - len(out)))
         if not batch:
             break
-        resources.prepare_parses(changed_texts(resources, tok, [cased for _, cased in batch]))
+        resources.prepare_entities(changed_texts(resources, tok, [cased for _, cased in batch]), one_sentence(tok.doc))
         out += [word for word, cased in batch if keeps_entity(resources, tok, cased, label)]
     return out
 
@@ -207,13 +215,14 @@ def keeps_entity(resources, tok, new: str, label: str) -> bool:
     for a name that is one too ("Turing machine" -> "Reasoning machine"; "Bill" -> "Senate",
     "Bush"), and spaCy reads
     the changed question with `new` inside an entity of `label` ("in Polish" -> "in Hungarian",
-    not "in Poland"; "Bill Gates" -> "Bill Powell", not "Senate Gates")."""
+    not "in Poland"; "Bill Gates" -> "Bill Powell", not "Senate Gates"). Only the entities are
+    read (`resources.entities`: the recogniser alone where the question is one sentence)."""
     if common_word(resources, new):
         return False
     changed = changed_text(tok, new)
     kinds = PLACE_LABELS if label in PLACE_LABELS else {label}
     return any(e.label_ in kinds and e.start_char <= tok.idx and tok.idx + len(new) <= e.end_char
-               for e in resources.parse(changed).ents)
+               for e in resources.entities(changed, one_sentence(tok.doc)))
 
 
 def _proper_run(tok):
