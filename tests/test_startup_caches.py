@@ -131,3 +131,29 @@ def test_lean_import_of_a_package_already_imported_returns_it():
 
     assert lean_import("json") is json
     assert sys.modules.get("torch", 0) is not None, "nothing is left hidden in this process"
+
+
+# A pipeline folder saved by spaCy, loaded by advrace in a fresh process: whether thinc can then
+# use torch (lean_import hides torch while spaCy first imports, which a transformer pipeline needs)
+TORCH_SEEN = r"""
+import sys
+from advrace.resources.spacy_pipeline import load_pipeline
+load_pipeline(sys.argv[1])
+import thinc.compat
+print(thinc.compat.has_torch)
+"""
+
+
+@pytest.mark.parametrize("requirements, has_torch", [([], "False"), (["spacy-transformers>=1.3.4,<1.4.0"], "True")])
+def test_a_pipeline_that_needs_torch_gets_spacy_with_torch(tmp_path, requirements, has_torch):
+    import spacy
+
+    folder = tmp_path / "pipeline"
+    spacy.blank("en").to_disk(folder)
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    (folder / "meta.json").write_text(json.dumps({**meta, "requirements": requirements}), encoding="utf-8")
+    script = tmp_path / "seen.py"
+    script.write_text(TORCH_SEEN, encoding="utf-8")
+    out = subprocess.run([sys.executable, str(script), str(folder)], capture_output=True, text=True,
+                         check=True, timeout=300).stdout.split()
+    assert out[-1] == has_torch

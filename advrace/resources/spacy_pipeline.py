@@ -9,6 +9,7 @@ where no spaCy model may be loaded.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -73,10 +74,24 @@ def model_version(meta: dict | None, name: str) -> str:
     return f"{meta.get('name')}-{meta.get('version')}" if meta else f"missing ({name})"
 
 
+# what a pipeline's meta.json requires when its components run on torch (thinc's torch layers,
+# which lean_import would leave without torch)
+TORCH_REQUIREMENTS = ("spacy-transformers", "spacy_transformers", "spacy-curated-transformers", "torch")
+
+
+def needs_torch(meta: dict | None) -> bool:
+    """Whether a pipeline (its meta.json) requires a package that runs it on torch: a transformer
+    pipeline (en_core_web_trf) does, the small models do not."""
+    requirements = (meta or {}).get("requirements") or []
+    return any(str(r).strip().lower().startswith(TORCH_REQUIREMENTS) for r in requirements)
+
+
 def load_pipeline(name: str):
-    """The full pipeline (tagger, parser, ner, lemmatizer) for passages and questions."""
+    """The full pipeline (tagger, parser, ner, lemmatizer) for passages and questions. spaCy is
+    imported without torch (`lean_import`: seconds of start-up) unless the pipeline needs it."""
     try:
-        spacy = lean_import("spacy")  # deferred for start-up time: importing spaCy takes seconds
+        # deferred for start-up time: importing spaCy takes seconds
+        spacy = importlib.import_module("spacy") if needs_torch(model_meta(name)) else lean_import("spacy")
     except ImportError:
         raise ResourceMissing(
             f"spaCy is not installed; `pip install spacy`, then {SPACY_HINT}"
