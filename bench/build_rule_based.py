@@ -51,10 +51,10 @@ class NaiveResources(Resources):
     def prepare_parses(self, texts):
         pass
 
-    def entities(self, text):
+    def entities(self, text, one_sentence=True):
         return entity_tuples(self.nlp(text))
 
-    def prepare_entities(self, texts):
+    def prepare_entities(self, texts, one_sentence=True):
         pass
 
 
