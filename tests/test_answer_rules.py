@@ -192,6 +192,18 @@ def test_a_verb_is_the_last_resort_of_the_mutation(res):
     assert res.same_meaning("discovered", reps[0].new, "VERB") is None
 
 
+def test_verb_swaps_false_leaves_a_question_only_a_verb_could_change_unattacked(res):
+    """`verb_swaps: false`: the verb last resort is not taken, so a question nothing else changes
+    gets no sentence, where the default gives it one whose only change is a verb."""
+    from advrace.attacks.squad.candidates import _Mutations
+
+    q = "When was the plastome discovered?"
+    with_verbs = _Mutations(q, res, AddSentConfig(answer_model=""), random.Random(0))(frozenset(), 0)
+    assert [r.kind for r in with_verbs[1]] == ["glove_verb"]
+    without = _Mutations(q, res, AddSentConfig(answer_model="", verb_swaps=False), random.Random(0))(frozenset(), 0)
+    assert without[1] == [] and without[0] == q
+
+
 def test_readability_keeps_the_questions_own_slips_and_relative_clauses(res):
     from advrace.attacks.sentences.readability import leftover_wh_words, readability_problem
     question = "How many areas were impacted by the the death of vegetation?"
