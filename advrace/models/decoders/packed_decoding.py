@@ -27,12 +27,11 @@ things done right for every model family, and they live here only:
 from __future__ import annotations
 
 import copy
-import inspect
 from dataclasses import dataclass, field
 
 from advrace.models.decoders.packed_scoring import probe_sharing
 from advrace.models.runtime.loading import input_device
-from advrace.models.runtime.kv_cache import returned_cache, with_cache
+from advrace.models.runtime.kv_cache import forward_parameters, returned_cache, with_cache
 
 # attention implementation -> the form of 4D mask it reads
 MASK_FORMS = {"sdpa": "boolean", "eager": "additive"}
@@ -90,10 +89,7 @@ def cache_limit(config) -> tuple[int | None, str | None]:
 
 def _takes(model, name: str) -> bool:
     """Whether the model's forward names the argument `name` (False where it cannot be read)."""
-    try:
-        return name in inspect.signature(type(model).forward).parameters
-    except (TypeError, ValueError):
-        return False
+    return name in (forward_parameters(type(model)) or ())
 
 
 def keeps_row_logits(model, device=None) -> bool:

@@ -10,12 +10,17 @@ import inspect
 
 
 @functools.cache
-def _argument(cls) -> str:
+def forward_parameters(cls) -> frozenset[str] | None:
+    """The argument names of a model class's forward (None where its signature cannot be read)."""
     try:
-        names = inspect.signature(cls.forward).parameters
+        return frozenset(inspect.signature(cls.forward).parameters)
     except (TypeError, ValueError):
-        return "past_key_values"
-    return "cache" if "cache" in names else "past_key_values"
+        return None
+
+
+def _argument(cls) -> str:
+    names = forward_parameters(cls)
+    return "cache" if names is not None and "cache" in names else "past_key_values"
 
 
 def with_cache(model, cache) -> dict:
