@@ -625,6 +625,7 @@ def test_the_next_page_loads_without_fetching_the_script_and_style_again(browser
     page on, only the page itself is fetched (half an item page's load on a busy machine)."""
     url, token = study["url"], study["tokens"][0]
     browser.get(f"{url}/a/{token}/item/0")
+    _ready(browser)  # the first page's static files fully loaded (and so kept) before the next page asks
     browser.get(f"{url}/a/{token}/item/1")
     _ready(browser)
     fetched = browser.execute_script(
