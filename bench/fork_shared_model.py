@@ -75,7 +75,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="advrace-fork-shared-") as tmp:
             tmp = Path(tmp)
             data, questions = passages(Path(args.path), args.passages, tmp)
-            env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp / "pycache")}
+            env = results.subprocess_env(tmp)
             print(f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
                   f"{', beside a busy process' if args.busy else ''}; {args.passages} passages, {questions} questions")
             build("shared", data, tmp / "warm-up", args, env)  # untimed: bytecode, the converted copy

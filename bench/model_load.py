@@ -104,7 +104,7 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="advrace-model-load-") as tmp:
             tmp = Path(tmp)
-            base = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp / "pycache")}
+            base = results.subprocess_env(tmp)
             base.setdefault("OMP_NUM_THREADS", "1")
             print(f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}{', beside a busy process' if args.busy else ''}")
             # untimed: compiles the bytecode of every module a load imports, so that no timed kind pays it

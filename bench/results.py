@@ -27,6 +27,16 @@ def add_argument(parser: argparse.ArgumentParser) -> None:
                         help="write the result as a dated row of docs/results.md")
 
 
+def subprocess_env(tmp: Path, base: dict | None = None) -> dict:
+    """The environment for a timed subprocess: bytecode written to (and read from) a fresh cache
+    under `tmp`, as an installed package keeps it. PYTHONDONTWRITEBYTECODE is dropped: with a
+    cache prefix and no writing, every import of every run would compile its module again
+    (seconds per process, measured on `bench/model_load.py`'s loads)."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
+    return env
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():

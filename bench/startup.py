@@ -110,8 +110,7 @@ def main() -> int:
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="advrace-startup-") as tmp:
         tmp = Path(tmp)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+        env = results.subprocess_env(tmp)
         env["ADVRACE_CACHE"] = str(tmp / "cache")  # nothing from earlier runs
 
         counts = list(dict.fromkeys(min(s, len(examples)) for s in sizes))

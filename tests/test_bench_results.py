@@ -70,3 +70,13 @@ def test_a_bench_run_records_its_figures(page):
     row = results.table(page.read_text(encoding="utf-8"), "audit_quality")[2]
     assert "`python bench/audit_quality.py --kinds negation_hint`" in row
     assert "negation_hint (" in row and "precision" in row and "recall" in row
+
+
+def test_timed_subprocesses_keep_their_bytecode(tmp_path):
+    """A bench's subprocess env caches bytecode under its prefix even where the caller's env
+    forbids writing it: otherwise every timed run compiles every module it imports again."""
+    (tmp_path / "probe_module.py").write_text("VALUE = 1\n", encoding="utf-8")
+    env = results.subprocess_env(tmp_path, {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    subprocess.run([sys.executable, "-c", "import probe_module"], cwd=tmp_path, env=env, check=True)
+    assert list((tmp_path / "pycache").rglob("probe_module*.pyc"))
