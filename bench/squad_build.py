@@ -15,10 +15,13 @@ It prints each side's seconds and questions per second, the ratio, and the proje
 The projection, from the build of all the questions, scales the time after the fixed part (start-up and the model's load, measured as
 the build of `--fixed-limit` questions) linearly with the questions: the work per question is
 the same on SQuAD dev (its passages have about 5 questions each, as XQuAD's), but the fixed part
-is paid once. `--busy`: a CPU-burning process runs beside every timed build.
+is paid once. `--busy`: a CPU-burning process runs beside every timed build. `--rules-alone`:
+also the build of all the questions with `answer_model: ""` (Jia and Liang's rules alone, each
+sentence drawn at random: no closed-book answers, PMI or fluency), projected the same way; the
+difference is what the answer model's steps cost.
 
     python bench/squad_build.py XQUAD_EN_JSON [--limit N] [--baseline-limit N] [--baseline-cli PATH]
-                                [--busy] [--record]
+                                [--busy] [--rules-alone] [--record]
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import results  # noqa: E402  (bench/results.py)
 
 SQUAD_DEV = 10_570
 ATTACKS = "addonesent,addsentmod"
+RULES_ALONE = ["--set", 'splits.addonesent.answer_model=""', "--set", 'splits.addsentmod.answer_model=""']
 ONE_AT_A_TIME = ["--set", "splits.addonesent.answer_batch_size=1", "--set", "splits.addsentmod.answer_batch_size=1"]
 
 
@@ -79,6 +83,8 @@ def main(argv=None) -> int:
     p.add_argument("--fixed-limit", type=int, default=5, help="questions of the build that measures the fixed part")
     p.add_argument("--repeats", type=int, default=1, help="alternated runs of each side (the fastest kept)")
     p.add_argument("--busy", action="store_true", help="run a CPU-burning process beside every timed build")
+    p.add_argument("--rules-alone", action="store_true",
+                   help='also time all the questions with answer_model: "" (the rules alone, no model)')
     results.add_argument(p)
     args = p.parse_args(argv)
     from advrace.formats import load
@@ -97,6 +103,10 @@ def main(argv=None) -> int:
             fast.append(timed_build(cli, args.data, compared, work / "fast"))
         same = same_release(work / "base", work / "fast")
         full = timed_build(cli, args.data, args.limit, work / "full")
+        rules = rules_fixed = None
+        if args.rules_alone:
+            rules_fixed = timed_build(cli, args.data, args.fixed_limit, work / "rules-fixed", RULES_ALONE)
+            rules = timed_build(cli, args.data, args.limit, work / "rules", RULES_ALONE)
     finally:
         if burner is not None:
             burner.terminate()
@@ -111,12 +121,20 @@ def main(argv=None) -> int:
           f"releases {'the same' if same else 'DIFFER'}")
     print(f"fixed part {fixed:.1f} s; SQuAD dev's {SQUAD_DEV:,}: {minutes:.1f} min"
           f"{', beside a busy process' if args.busy else ''}; load {load_avg:.1f}")
+    figures = {
+        "questions": questions, "busy": "yes" if args.busy else "no", "build s": f"{full:.1f}",
+        "q/s": f"{questions / full:.2f}", "compared on": compared, "build s (compared)": f"{f:.1f}",
+        "baseline s": f"{b:.1f}", "speed-up": f"{b / f:.2f}x", "same release": "yes" if same else "no",
+        "fixed s": f"{fixed:.1f}", "SQuAD dev min (projected)": f"{minutes:.1f}"}
+    if rules is not None:
+        rules_minutes = projection(rules, rules_fixed, questions)
+        print(f"rules alone (answer_model \"\"): {questions} q in {rules:.1f} s, fixed part {rules_fixed:.1f} s; "
+              f"SQuAD dev's {SQUAD_DEV:,}: {rules_minutes:.1f} min; the answer model's steps: "
+              f"{full - rules:.1f} s, {100 * (full - rules) / full:.0f}% of the build")
+        figures.update({"rules alone s": f"{rules:.1f}", "rules alone SQuAD dev min (projected)": f"{rules_minutes:.1f}",
+                        "answer model's share": f"{100 * (full - rules) / full:.0f}%"})
     if args.record:
-        results.record("squad_build", {
-            "questions": questions, "busy": "yes" if args.busy else "no", "build s": f"{full:.1f}",
-            "q/s": f"{questions / full:.2f}", "compared on": compared, "build s (compared)": f"{f:.1f}",
-            "baseline s": f"{b:.1f}", "speed-up": f"{b / f:.2f}x", "same release": "yes" if same else "no",
-            "fixed s": f"{fixed:.1f}", "SQuAD dev min (projected)": f"{minutes:.1f}"}, argv)
+        results.record("squad_build", figures, argv)
     return 0
 
 
