@@ -144,8 +144,7 @@ class _Mutations:
         return self.drawn[skip, attempt]
 
     def _draw(self, skip: frozenset) -> tuple:
-        resorts = ({}, {"common_words": True}, {"verbs": True}) if self.config.verb_swaps else ({}, {"common_words": True})
-        for last_resort in resorts:
+        for last_resort in ({}, {"common_words": True}, *([{"verbs": True}] if self.config.verb_swaps else [])):
             mutated, replacements = mutate_question(self.question, self.resources, neighbours=self.config.neighbours,
                                                     rng=self.rng, choices=self.config.choices, skip=skip,
                                                     **last_resort)

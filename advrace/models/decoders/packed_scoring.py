@@ -164,7 +164,7 @@ def grouped_logprobs(core, groups: list[list[Request]], pad_id: int, device) -> 
                                  [b[3] for b in built])
     if cache is None:
         cache = core.new_cache()
-    scored = _scored([b[5] for b in built], length) if getattr(core, "keeps_logits", False) else None
+    scored = _scored([b[5] for b in built], length) if core.keeps_logits else None
     kept = {} if scored is None else {"logits_to_keep": scored.to(device)}
     out = core.model(input_ids=_padded([b[0] for b in built], length, pad_id, device),
                      position_ids=_padded([b[4] for b in built], length, 0, device),
