@@ -181,6 +181,14 @@ def test_a_closed_book_fake_is_held_to_what_the_wh_word_asks(res):
     # but not a year for "Who"
     context = "The mill was built by Hobb in 1874."
     assert refused(context, "Hobb", "Who built the mill?", "The barn was built by 1931.", "1931")
+    # nor, for "Who", a model's answer with no capital letter, whatever the recogniser labels it
+    # (read on XQuAD-en: "3rd-and-10 fumbled the corner on 3rd-and-9.", typed a country)
+    context = "Newton fumbled the ball on 3rd-and-9."
+    assert refused(context, "Newton", "Who fumbled the ball on 3rd-and-9?",
+                   "3rd-and-10 fumbled the corner on 3rd-and-9.", "3rd-and-10")
+    # while a name with a lowercase particle is a name
+    assert not refused(context, "Newton", "Who fumbled the ball on 3rd-and-9?",
+                       "Charles de Gaulle fumbled the corner on 3rd-and-9.", "Charles de Gaulle")
 
 
 def test_a_sentence_takes_the_closed_book_fake_where_the_rules_know_only_the_answers_form(res):
